@@ -1,0 +1,103 @@
+"""grammar-guide: make any LLM produce text that follows a context-free grammar.
+
+The draft model writes freely; an incremental Earley checker finds the longest valid prefix as
+the text streams in; a small local target model repairs the text at the first invalid byte under
+a full token mask; the draft resumes. The result is always complete and valid.
+
+Importing this package imports neither torch nor any provider SDK.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ._checker import Checker, CheckerState, Violation
+from ._draft import Draft, DraftCall, DraftRequest, FunctionDraft, SyncDraft, as_draft
+from ._errors import (
+    AuthenticationError,
+    BadRequestError,
+    GrammarError,
+    GrammarGuideError,
+    GuideExhausted,
+    MissingDependencyError,
+    ProviderConnectionError,
+    ProviderError,
+    ProviderResponseError,
+    RateLimitError,
+    ServerError,
+)
+from ._grammar import Grammar, Terminal
+from ._trace import (
+    Alternative,
+    Correction,
+    Cut,
+    DraftSpan,
+    Event,
+    GrammarViolation,
+    GuideResult,
+    GuideStats,
+)
+
+if TYPE_CHECKING:
+    from ._guide import GuideLimits, aguide, guide
+    from ._target import Continuation, TargetModel
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Alternative",
+    "AuthenticationError",
+    "BadRequestError",
+    "Checker",
+    "CheckerState",
+    "Continuation",
+    "Correction",
+    "Cut",
+    "Draft",
+    "DraftCall",
+    "DraftRequest",
+    "DraftSpan",
+    "Event",
+    "FunctionDraft",
+    "Grammar",
+    "GrammarError",
+    "GrammarGuideError",
+    "GrammarViolation",
+    "GuideExhausted",
+    "GuideLimits",
+    "GuideResult",
+    "GuideStats",
+    "MissingDependencyError",
+    "ProviderConnectionError",
+    "ProviderError",
+    "ProviderResponseError",
+    "RateLimitError",
+    "ServerError",
+    "SyncDraft",
+    "TargetModel",
+    "Terminal",
+    "Violation",
+    "aguide",
+    "as_draft",
+    "guide",
+]
+
+# Names whose modules are imported on first use (the target pulls in torch).
+_LAZY = {
+    "guide": "._guide",
+    "aguide": "._guide",
+    "GuideLimits": "._guide",
+    "TargetModel": "._target",
+    "Continuation": "._target",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'grammar_guide' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value
+    return value

@@ -1,0 +1,195 @@
+"""The draft-model interface, and the wrapper that makes any function a draft.
+
+A draft is anything that writes text freely. The guide loop asks it for text with a
+``DraftRequest`` and reads the answer as a stream of text chunks; when the checker finds an
+invalid byte the loop closes the stream (``aclose`` on the async generator), and a draft must stop
+generating then, so no more tokens are paid for.
+
+Async first: ``Draft.stream`` is an async generator. Drafts that are synchronous by nature
+(a plain function, a local torch model) subclass ``SyncDraft`` and write ``stream_sync``; the async
+face is derived from it, running each step in a worker thread.
+"""
+
+from __future__ import annotations
+
+import abc
+import asyncio
+import inspect
+from dataclasses import dataclass, field
+from typing import Any, AsyncIterator, Callable, Iterator
+
+__all__ = ["Draft", "DraftCall", "DraftRequest", "FunctionDraft", "SyncDraft", "as_draft"]
+
+
+@dataclass(frozen=True)
+class DraftRequest:
+    """What the guide loop asks of a draft.
+
+    ``accepted_text`` is the text accepted so far: a draft with ``continues_prefix`` writes what
+    comes after it; one without may restate it (the loop aligns the answer). ``max_new_tokens``
+    is this call's budget (the lookahead); ``stop`` are strings the draft should stop at.
+    """
+
+    prompt: str
+    accepted_text: str = ""
+    max_new_tokens: int = 64
+    stop: tuple[str, ...] = ()
+
+
+@dataclass
+class DraftCall:
+    """One call of a draft: its request, and what the draft reports while streaming.
+
+    Providers fill ``tokens_in``/``tokens_out`` as the API reports usage (``None`` when it does
+    not), ``finish_reason`` ("stop", "length", "closed", ...) and any provider-specific numbers in
+    ``extra`` (for example ``prefill_tokens_saved`` for a local draft).
+    """
+
+    request: DraftRequest
+    tokens_in: int | None = None
+    tokens_out: int | None = None
+    finish_reason: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+class Draft(abc.ABC):
+    """A model that writes text freely.
+
+    Subclasses set ``name`` and ``continues_prefix`` and implement ``stream``.
+    ``continues_prefix`` is True when the draft truly continues ``accepted_text`` (a completion
+    endpoint, assistant prefill, a local model), False when it may restate the answer from the
+    start (a chat API without prefill, most plain functions).
+    """
+
+    name: str = "draft"
+    continues_prefix: bool = True
+
+    @abc.abstractmethod
+    def stream(self, call: DraftCall) -> AsyncIterator[str]:
+        """Yield text chunks for ``call.request``; fill ``call``'s usage fields as they become known.
+
+        Must be an async generator (or return an async iterator with ``aclose``). Closing it early
+        must stop generation and release the connection or thread.
+        """
+
+    async def aclose(self) -> None:
+        """Release resources (HTTP clients the provider created itself)."""
+
+
+class SyncDraft(Draft):
+    """A draft written synchronously: implement ``stream_sync``; ``stream`` runs it in a thread."""
+
+    @abc.abstractmethod
+    def stream_sync(self, call: DraftCall) -> Iterator[str]:
+        """Yield text chunks; closing the generator must stop generation."""
+
+    async def stream(self, call: DraftCall) -> AsyncIterator[str]:
+        iterator = self.stream_sync(call)
+        done = object()
+        try:
+            while True:
+                chunk = await asyncio.to_thread(next, iterator, done)
+                if chunk is done:
+                    return
+                yield chunk  # type: ignore[misc]
+        finally:
+            close = getattr(iterator, "close", None)
+            if close is not None:
+                await asyncio.to_thread(close)
+
+
+class FunctionDraft(Draft):
+    """Any text-generating function as a draft; also the natural test fake.
+
+    Accepted shapes, sync or async, returning a string, an iterable of chunks (streaming), or an
+    async iterable of chunks:
+
+    - ``generate(prompt)``: called with the prompt followed by the accepted text;
+    - ``generate(prompt, prefix)``: called with the prompt and the accepted text;
+    - either of those with a ``max_new_tokens`` keyword.
+
+    A function with a parameter named ``call`` receives the ``DraftCall`` and may fill in its
+    usage (``tokens_in``, ``tokens_out``); otherwise its tokens are reported as unknown.
+    ``continues_prefix`` defaults to False: the loop then aligns answers that restate the text.
+    """
+
+    def __init__(
+        self,
+        fn: Callable[..., Any],
+        *,
+        name: str | None = None,
+        continues_prefix: bool = False,
+    ) -> None:
+        if not callable(fn):
+            raise TypeError(f"a draft must be callable or a Draft, not {type(fn).__name__}")
+        self.fn = fn
+        self.name = name or getattr(fn, "__name__", None) or type(fn).__name__
+        self.continues_prefix = continues_prefix
+        try:
+            params = inspect.signature(fn).parameters
+        except (TypeError, ValueError):  # builtins without signatures
+            params = {}  # type: ignore[assignment]
+        positional = [
+            p
+            for p in params.values()
+            if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and p.name not in ("max_new_tokens", "call")
+        ]
+        has_var = any(p.kind == p.VAR_KEYWORD for p in params.values())
+        self._takes_prefix = len(positional) >= 2
+        self._takes_max = "max_new_tokens" in params or has_var
+        self._takes_call = "call" in params
+
+    def _invoke(self, call: DraftCall) -> Any:
+        request = call.request
+        kwargs: dict[str, Any] = {}
+        if self._takes_max:
+            kwargs["max_new_tokens"] = request.max_new_tokens
+        if self._takes_call:
+            kwargs["call"] = call
+        if self._takes_prefix:
+            return self.fn(request.prompt, request.accepted_text, **kwargs)
+        return self.fn(request.prompt + request.accepted_text, **kwargs)
+
+    async def stream(self, call: DraftCall) -> AsyncIterator[str]:
+        if inspect.iscoroutinefunction(self.fn) or inspect.isasyncgenfunction(self.fn):
+            out = self._invoke(call)
+        else:
+            out = await asyncio.to_thread(self._invoke, call)
+        if inspect.isawaitable(out):
+            out = await out
+        if isinstance(out, str):
+            if out:
+                yield out
+            return
+        if out is None:
+            return
+        if hasattr(out, "__aiter__"):
+            try:
+                async for chunk in out:
+                    if chunk:
+                        yield chunk
+            finally:
+                aclose = getattr(out, "aclose", None)
+                if aclose is not None:
+                    await aclose()
+            return
+        iterator = iter(out)
+        done = object()
+        try:
+            while True:
+                chunk = await asyncio.to_thread(next, iterator, done)
+                if chunk is done:
+                    return
+                if chunk:
+                    yield chunk  # type: ignore[misc]
+        finally:
+            close = getattr(iterator, "close", None)
+            if close is not None:
+                await asyncio.to_thread(close)
+
+
+def as_draft(draft: Draft | Callable[..., Any]) -> Draft:
+    """A ``Draft`` as is; a function wrapped in ``FunctionDraft``."""
+    if isinstance(draft, Draft):
+        return draft
+    return FunctionDraft(draft)

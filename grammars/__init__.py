@@ -1,0 +1,1 @@
+"""Grammars shipped with grammar-guide (loaded with ``Grammar.builtin(name)``)."""
