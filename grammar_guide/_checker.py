@@ -211,6 +211,12 @@ class Checker:
         """Keep only the first ``n_chars`` characters of the accepted text."""
         self.rollback(len(self.text[:n_chars].encode("utf-8")))
 
+    def copy_clear(self) -> Checker:
+        """A copy at the same accepted text, without the violation."""
+        other = self.copy()
+        other._violation = None
+        return other
+
     def copy(self) -> Checker:
         other = Checker.__new__(Checker)
         other.grammar = self.grammar

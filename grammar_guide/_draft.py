@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import abc
 import asyncio
+import concurrent.futures
 import inspect
 from dataclasses import dataclass, field
 from typing import Any, AsyncIterator, Callable, Iterator
@@ -84,18 +85,42 @@ class SyncDraft(Draft):
         """Yield text chunks; closing the generator must stop generation."""
 
     async def stream(self, call: DraftCall) -> AsyncIterator[str]:
-        iterator = self.stream_sync(call)
-        done = object()
-        try:
-            while True:
-                chunk = await asyncio.to_thread(next, iterator, done)
-                if chunk is done:
-                    return
-                yield chunk  # type: ignore[misc]
-        finally:
-            close = getattr(iterator, "close", None)
-            if close is not None:
-                await asyncio.to_thread(close)
+        async for chunk in iterate_in_thread(self.stream_sync(call)):
+            yield chunk
+
+
+async def iterate_in_thread(iterator: Iterator[str]) -> AsyncIterator[str]:
+    """Drive a blocking iterator from async code, one ``next`` at a time in a worker thread.
+
+    When the consumer stops early (closes this generator, or is cancelled), the step in flight is
+    allowed to finish and the iterator is then closed, so no thread is left generating.
+    """
+    done = object()
+    step: concurrent.futures.Future[Any] | None = None
+    try:
+        while True:
+            step = _EXECUTOR.submit(next, iterator, done)
+            chunk = await asyncio.wrap_future(step)
+            if chunk is done:
+                return
+            if chunk:
+                yield chunk
+    finally:
+        if step is not None and not step.done():
+            await asyncio.shield(asyncio.wrap_future(_EXECUTOR.submit(_wait_quietly, step)))
+        close = getattr(iterator, "close", None)
+        if close is not None:
+            close()
+
+
+def _wait_quietly(step: concurrent.futures.Future[Any]) -> None:
+    try:
+        step.result()
+    except BaseException:  # the consumer has gone; the error has nowhere to go
+        pass
+
+
+_EXECUTOR = concurrent.futures.ThreadPoolExecutor(max_workers=32, thread_name_prefix="grammar-guide-draft")
 
 
 class FunctionDraft(Draft):
@@ -158,6 +183,7 @@ class FunctionDraft(Draft):
         if inspect.isawaitable(out):
             out = await out
         if isinstance(out, str):
+            call.extra["whole_answer"] = True  # nothing follows this chunk
             if out:
                 yield out
             return
@@ -173,19 +199,8 @@ class FunctionDraft(Draft):
                 if aclose is not None:
                     await aclose()
             return
-        iterator = iter(out)
-        done = object()
-        try:
-            while True:
-                chunk = await asyncio.to_thread(next, iterator, done)
-                if chunk is done:
-                    return
-                if chunk:
-                    yield chunk  # type: ignore[misc]
-        finally:
-            close = getattr(iterator, "close", None)
-            if close is not None:
-                await asyncio.to_thread(close)
+        async for chunk in iterate_in_thread(iter(out)):
+            yield chunk
 
 
 def as_draft(draft: Draft | Callable[..., Any]) -> Draft:

@@ -48,8 +48,10 @@ class GrammarViolation:
     """The draft wrote ``rejected`` at ``offset``, where the grammar allows none of it.
 
     ``rejected`` is the drafted text thrown away from that point (what was streamed before the
-    stream was closed); ``expected`` names the terminals that could come next; ``line`` and
-    ``column`` locate ``offset`` in the accepted text.
+    stream was closed). ``offset`` may lie before the end of the text accepted so far: a repair
+    then took back the accepted text from ``offset`` on (the start of a misspelt word, a trailing
+    comma), and ``rejected`` begins with that taken-back text. ``expected`` names the terminals
+    that could come at ``offset``; ``line`` and ``column`` locate it.
     """
 
     offset: int

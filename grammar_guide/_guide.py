@@ -1,0 +1,576 @@
+"""The guide loop: speculative grammar backtracking with a validity guarantee.
+
+The draft writes freely; the checker reads its stream and closes it at the first invalid byte;
+the violation is repaired (grammar-forced text, an edit the draft's own text supports, or the
+target model under a full token mask), and the draft resumes from the corrected text. When a
+budget runs out the target finishes the text under the grammar. The returned text is always
+complete and valid; when even that is impossible ``GuideExhausted`` carries the partial result.
+
+The loop is written once, async (``aguide``); ``guide`` is its synchronous face.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import contextlib
+import json
+import math
+import re
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, AsyncIterator, Callable, Literal
+
+from ._align import Aligner
+from ._checker import Checker, expected_terminals
+from ._draft import Draft, DraftCall, DraftRequest, as_draft
+from ._errors import GuideExhausted
+from ._grammar import Grammar
+from ._repair import propose_edit
+from ._trace import Correction, Cut, DraftSpan, Event, GrammarViolation, GuideResult, GuideStats
+
+if TYPE_CHECKING:
+    from ._target import Continuation, TargetModel
+
+__all__ = ["GuideLimits", "aguide", "guide"]
+
+_PREAMBLE_LIMIT = 2000
+
+
+@dataclass(frozen=True)
+class GuideLimits:
+    """The loop's budgets.
+
+    ``lookahead``: tokens the draft may write per call. ``max_corrections``: violations repaired
+    before the target finishes the text. ``max_draft_calls``: draft calls before the target
+    finishes. ``max_new_tokens``: length of the text (in target tokens, or characters / 4 without a
+    target) before the target finishes. ``timeout``: seconds of drafting before the target finishes.
+    ``finish_tokens``: the target's budget for finishing; ``repair_tokens``: for one repair.
+    """
+
+    lookahead: int = 32
+    max_corrections: int = 16
+    max_draft_calls: int = 32
+    max_new_tokens: int = 512
+    timeout: float | None = None
+    finish_tokens: int = 256
+    repair_tokens: int = 24
+
+    def __post_init__(self) -> None:
+        for name in ("lookahead", "max_draft_calls", "max_new_tokens", "finish_tokens", "repair_tokens"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be at least 1, not {getattr(self, name)}")
+        if self.max_corrections < 0:
+            raise ValueError(f"max_corrections must be >= 0, not {self.max_corrections}")
+        if self.timeout is not None and self.timeout <= 0:
+            raise ValueError(f"timeout must be positive, not {self.timeout}")
+
+
+def guide(
+    draft: Draft | Callable[..., Any],
+    grammar: Grammar | str,
+    prompt: str,
+    target: TargetModel | None | Literal[False] = None,
+    **options: Any,
+) -> GuideResult:
+    """Generate text with ``draft`` that is complete and valid under ``grammar``.
+
+    The synchronous face of ``aguide`` (same arguments and semantics). Inside a running event loop
+    (a notebook) it runs the loop in a worker thread.
+    """
+    coroutine = aguide(draft, grammar, prompt, target, **options)
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coroutine)
+    with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="grammar-guide") as pool:
+        return pool.submit(asyncio.run, coroutine).result()
+
+
+async def aguide(
+    draft: Draft | Callable[..., Any],
+    grammar: Grammar | str,
+    prompt: str,
+    target: TargetModel | None | Literal[False] = None,
+    *,
+    lookahead: int = 32,
+    max_corrections: int = 16,
+    max_draft_calls: int = 32,
+    max_new_tokens: int = 512,
+    timeout: float | None = None,
+    stop: str | list[str] | tuple[str, ...] | None = None,
+    seed_text: str = "",
+    limits: GuideLimits | None = None,
+    on_event: Callable[[Event], None] | None = None,
+    on_draft_text: Callable[[str], None] | None = None,
+) -> GuideResult:
+    """Generate text with ``draft`` that is complete and valid under ``grammar``.
+
+    ``draft`` is a ``Draft`` (see ``providers``) or a plain function (wrapped by ``FunctionDraft``).
+    ``grammar`` is a ``Grammar`` or the name of a builtin one. ``target`` repairs violations and
+    finishes the text when a budget runs out: ``None`` loads the default local model on first use,
+    ``False`` means no target model (repairs then use the grammar and the draft's evidence only).
+    ``seed_text`` is a valid prefix the text must start with. ``on_event`` is called with each event
+    as it happens, ``on_draft_text`` with each raw chunk the draft streams. ``limits`` overrides the
+    individual budget arguments.
+
+    Raises ``GuideExhausted`` (with the partial result) when the text cannot be completed, and
+    ``ProviderError`` when the draft fails outright.
+    """
+    if limits is None:
+        limits = GuideLimits(
+            lookahead=lookahead,
+            max_corrections=max_corrections,
+            max_draft_calls=max_draft_calls,
+            max_new_tokens=max_new_tokens,
+            timeout=timeout,
+        )
+    if isinstance(grammar, str):
+        grammar = Grammar.builtin(grammar)
+    stops = (stop,) if isinstance(stop, str) else tuple(stop or ())
+    run = _Run(as_draft(draft), grammar, prompt, target, limits, stops, on_event, on_draft_text)
+    return await run.execute(seed_text)
+
+
+class _Timeout(Exception):
+    pass
+
+
+@dataclass
+class _Round:
+    """What one draft call produced."""
+
+    call: DraftCall
+    index: int
+    start: int  # where this call's next kept text begins
+    kept: str = ""
+    evidence: str | None = None
+    ended: bool = False
+    raw: str = ""
+    floor: int = 0  # repairs do not take back text before this call's
+
+
+class _Run:
+    def __init__(
+        self,
+        draft: Draft,
+        grammar: Grammar,
+        prompt: str,
+        target: TargetModel | None | Literal[False],
+        limits: GuideLimits,
+        stops: tuple[str, ...],
+        on_event: Callable[[Event], None] | None,
+        on_draft_text: Callable[[str], None] | None,
+    ) -> None:
+        self.draft = draft
+        self.grammar = grammar
+        self.prompt = prompt
+        self.target = target
+        self.limits = limits
+        self.stops = stops
+        self.on_event = on_event
+        self.on_draft_text = on_draft_text
+        self.checker: Checker = grammar.checker()
+        self.events: list[Event] = []
+        self.stats = GuideStats()
+        self.deadline: float | None = None
+        self.exhausted: str | None = None
+        self._last_violation: tuple[int, str] | None = None
+        self._earlier_answers: list[str] = []
+
+    # -- the loop ----------------------------------------------------------------------------
+
+    async def execute(self, seed_text: str) -> GuideResult:
+        started = time.perf_counter()
+        if self.limits.timeout is not None:
+            self.deadline = time.monotonic() + self.limits.timeout
+        try:
+            if seed_text:
+                if self.checker.feed(seed_text) != len(seed_text):
+                    raise ValueError(f"seed_text is not a valid prefix of the grammar: {self.checker.violation}")
+                self.emit(DraftSpan(0, seed_text, call=0))
+            stalls = 0
+            while not self._done():
+                reason = self._budget_spent()
+                if reason:
+                    await self._finish(reason)
+                    break
+                self._append_forced("forced")
+                if self._done():
+                    break
+                outcome = await self._draft_round()
+                if outcome == "done":
+                    break
+                if outcome == "stalled":
+                    stalls += 1
+                    if stalls >= 2:
+                        # The draft adds nothing: let the target write a terminal, then try again.
+                        stalls = 0
+                        if not await self._target_step("stalled"):
+                            await self._finish("the draft stopped adding text")
+                            break
+                else:
+                    stalls = 0
+        finally:
+            self.stats.total_seconds = time.perf_counter() - started
+        return self._result()
+
+    def _done(self) -> bool:
+        return self.checker.is_complete and not self.checker.can_continue
+
+    def _budget_spent(self) -> str | None:
+        if self.exhausted:
+            return self.exhausted
+        if self.stats.corrections >= self.limits.max_corrections and self._last_violation is not None:
+            return f"max_corrections ({self.limits.max_corrections}) reached"
+        if self.stats.draft_calls >= self.limits.max_draft_calls:
+            return f"max_draft_calls ({self.limits.max_draft_calls}) reached"
+        if self._count_tokens(self.checker.text) >= self.limits.max_new_tokens:
+            return f"max_new_tokens ({self.limits.max_new_tokens}) reached"
+        if self.deadline is not None and time.monotonic() >= self.deadline:
+            return f"timeout ({self.limits.timeout} s) reached"
+        return None
+
+    # -- one draft call ----------------------------------------------------------------------
+
+    async def _draft_round(self) -> str:
+        text = self.checker.text
+        request = DraftRequest(
+            prompt=self.prompt,
+            accepted_text=text,
+            max_new_tokens=self.limits.lookahead,
+            stop=self.stops,
+        )
+        call = DraftCall(request)
+        self.stats.draft_calls += 1
+        rnd = _Round(call=call, index=self.stats.draft_calls, start=len(text), floor=len(text))
+        continues = self.draft.continues_prefix
+        aligner = None if continues else Aligner(text, tuple(self._earlier_answers))
+        # Prose before the answer ("Sure! Here is the query:") is read past, once, while nothing
+        # has been accepted yet: the draft's answer follows it.
+        preamble: str | None = None
+        preamble_allowed = not text.strip()
+        started = time.perf_counter()
+        stream = self.draft.stream(call)
+        try:
+            async with contextlib.aclosing(stream):  # type: ignore[type-var]
+                while True:
+                    chunk = await self._next_chunk(stream)
+                    if chunk is None:
+                        rnd.ended = True
+                        break
+                    if self.on_draft_text is not None:
+                        self.on_draft_text(chunk)
+                    rnd.raw += chunk
+                    chunk, stopped = self._apply_stop(rnd, chunk)
+                    if aligner is not None:
+                        chunk = aligner.push(chunk)
+                    if preamble is not None:
+                        preamble += chunk
+                        answer = self._leave_preamble(rnd, preamble)
+                        if answer is None:
+                            if stopped or len(preamble) > _PREAMBLE_LIMIT:
+                                break
+                            continue
+                        preamble, chunk = None, answer
+                    if self._feed(rnd, chunk):
+                        if call.extra.get("whole_answer"):
+                            rnd.ended = True
+                        if not (preamble_allowed and _looks_like_prose(rnd.kept, rnd.evidence or "")):
+                            break
+                        if stopped:
+                            break
+                        preamble_allowed = False
+                        preamble = rnd.kept + (rnd.evidence or "")
+                        self.checker.rollback_chars(rnd.start)
+                        rnd.kept, rnd.evidence = "", None
+                        answer = self._leave_preamble(rnd, preamble)
+                        if answer is None:
+                            continue
+                        preamble = None
+                        if self._feed(rnd, answer):
+                            break
+                    if stopped:
+                        rnd.ended = True
+                        break
+                if preamble is not None:
+                    # No answer found after the prose: the violation is where it first was.
+                    self._feed(rnd, preamble)
+                elif rnd.ended and aligner is not None and rnd.evidence is None:
+                    self._feed(rnd, aligner.finish())
+        except _Timeout:
+            self.exhausted = f"timeout ({self.limits.timeout} s) reached"
+        finally:
+            self.stats.draft_seconds += time.perf_counter() - started
+            self.stats.add_draft_usage(call.tokens_in, call.tokens_out)
+            self.stats.prefill_tokens_saved += int(call.extra.get("prefill_tokens_saved", 0) or 0)
+        if rnd.raw.strip():
+            self._earlier_answers = (self._earlier_answers + [rnd.raw])[-3:]
+        if aligner is not None and aligner.dropped:
+            self.emit(Cut(rnd.start, "".join(aligner.dropped), reason="restated", call=rnd.index))
+
+        if rnd.evidence is not None:
+            return await self._handle_violation(rnd)
+        self._emit_span(rnd)
+        if self.exhausted:
+            return "continue"
+        if self.checker.is_complete and call.finish_reason != "length":
+            return "done"
+        return "continue" if rnd.kept.strip() else "stalled"
+
+    async def _next_chunk(self, stream: AsyncIterator[str]) -> str | None:
+        try:
+            if self.deadline is None:
+                return await anext(stream)
+            remaining = self.deadline - time.monotonic()
+            if remaining <= 0:
+                raise _Timeout
+            return await asyncio.wait_for(anext(stream), remaining)
+        except StopAsyncIteration:
+            return None
+        except asyncio.TimeoutError:
+            raise _Timeout from None
+
+    def _apply_stop(self, rnd: _Round, chunk: str) -> tuple[str, bool]:
+        if not self.stops:
+            return chunk, False
+        window = rnd.kept[-max(map(len, self.stops)) :] + chunk
+        cut = min((i for i in (window.find(s) for s in self.stops) if i >= 0), default=-1)
+        if cut < 0:
+            return chunk, False
+        offset = cut - (len(window) - len(chunk))
+        return chunk[: max(offset, 0)], True
+
+    def _feed(self, rnd: _Round, chunk: str) -> bool:
+        """Feed a chunk; True when it had an invalid byte (the rest becomes the evidence)."""
+        if not chunk:
+            return False
+        started = time.perf_counter()
+        n = self.checker.feed(chunk)
+        self.stats.check_seconds += time.perf_counter() - started
+        rnd.kept += chunk[:n]
+        if n < len(chunk):
+            rnd.evidence = chunk[n:]
+            return True
+        return False
+
+    def _at_start(self, rnd: _Round) -> bool:
+        return not self.checker.text.strip() and not rnd.kept.strip()
+
+    def _leave_preamble(self, rnd: _Round, preamble: str) -> str | None:
+        """Where the answer starts in prose the draft wrote first, or None if not yet seen."""
+        starts = [0] + [i + 1 for i, ch in enumerate(preamble) if ch == "\n"]
+        for start in starts:
+            rest = preamble[start:]
+            if not rest.strip() or rest.lstrip().startswith("```"):
+                continue
+            accepted = self.checker.copy().feed(rest)
+            if accepted == len(rest) or accepted >= 12:
+                if start:
+                    self.emit(Cut(len(self.checker.text), preamble[:start], reason="preamble", call=rnd.index))
+                    self._count_discarded(preamble[:start])
+                return rest
+        return None
+
+    def _emit_span(self, rnd: _Round) -> None:
+        if rnd.kept:
+            self.emit(DraftSpan(rnd.start, rnd.kept, call=rnd.index))
+
+    # -- repairs -----------------------------------------------------------------------------
+
+    async def _handle_violation(self, rnd: _Round) -> str:
+        evidence = rnd.evidence or ""
+        checker = self.checker
+        self._count_discarded(evidence)
+        edit = propose_edit(checker, evidence, final=rnd.ended, floor=rnd.floor)
+        signature = (len(checker.text), evidence[:16])
+        repeated = signature == self._last_violation
+        self._last_violation = signature
+        if edit is not None and not repeated:
+            self.stats.corrections += 1
+            rolled_back = checker.text[edit.start :]
+            rnd.kept = checker.text[rnd.start : max(edit.start, rnd.start)]
+            self._emit_span(rnd)
+            self.emit(self._violation_event(edit.start, rolled_back + evidence, rnd.index))
+            checker.rollback_chars(edit.start)
+            if edit.text:
+                checker.feed(edit.text)
+            self.emit(Correction(edit.start, edit.text, source="repair", detail=edit.description))
+            if edit.kept:
+                offset = len(checker.text)
+                checker.feed(edit.kept)
+                self.emit(DraftSpan(offset, edit.kept, call=rnd.index))
+            if not rnd.ended:
+                return "violation"
+            # The draft's whole answer is known: go on through the rest of it.
+            if not edit.unread:
+                return "done" if checker.is_complete else "violation"
+            if self.stats.corrections >= self.limits.max_corrections:
+                return "violation"
+            rnd.start, rnd.kept, rnd.evidence = len(checker.text), "", edit.unread
+            self.stats.discarded_chars -= len(edit.unread)  # counted again as evidence
+            self.stats.discarded_tokens -= self._count_tokens(edit.unread)
+            return await self._handle_violation(rnd)
+
+        if checker.is_complete:
+            # A complete text followed by something that cannot extend it: a closing fence,
+            # an explanation. Cut it and stop.
+            self._emit_span(rnd)
+            self.emit(Cut(len(checker.text), evidence, reason="after complete text", call=rnd.index))
+            return "done"
+
+        # Let the target choose at the start of the word the violation is in.
+        start = len(checker.text)
+        word = _trailing_word(checker.text)
+        if word and evidence[:1].isalnum() and start - len(word) >= rnd.floor:
+            start -= len(word)
+        rnd.kept = checker.text[rnd.start : max(start, rnd.start)]
+        self._emit_span(rnd)
+        self.emit(self._violation_event(start, checker.text[start:] + evidence, rnd.index))
+        checker.rollback_chars(start)
+        self.stats.corrections += 1
+        if self._append_forced("forced"):
+            return "violation"
+        if not await self._target_step("violation"):
+            await self._finish("no repair found and no target model")
+            return "done"
+        return "violation"
+
+    def _violation_event(self, offset: int, rejected: str, call: int) -> GrammarViolation:
+        text = self.checker.text[:offset]
+        expected = tuple(
+            json.dumps(t.literal) if t.literal is not None else t.name for t in expected_terminals(self.grammar, text)
+        )
+        line = text.count("\n") + 1
+        column = offset - (text.rfind("\n") + 1) + 1
+        return GrammarViolation(offset, rejected, expected, line, column, call)
+
+    def _append_forced(self, reason: str) -> bool:
+        forced = self.checker.forced_text()
+        if not forced:
+            return False
+        offset = len(self.checker.text)
+        accepted = self.checker.feed(forced)
+        forced = forced[:accepted]
+        if not forced:
+            return False
+        self.stats.forced_tokens += self._count_tokens(forced)
+        self.emit(Correction(offset, forced, source="forced", reason=reason))
+        return True
+
+    async def _target_step(self, reason: str, *, finish: bool = False) -> bool:
+        target = await self._get_target()
+        if target is None:
+            return False
+        text = self.checker.text
+        started = time.perf_counter()
+        continuation: Continuation = await target.acontinue_text(
+            self.prompt,
+            text,
+            self.grammar,
+            max_new_tokens=self.limits.finish_tokens if finish else self.limits.repair_tokens,
+            finish=finish,
+        )
+        self.stats.target_seconds += time.perf_counter() - started
+        self.stats.target_tokens += continuation.sampled_tokens
+        self.stats.forced_tokens += continuation.forced_tokens
+        self.stats.healed_tokens += continuation.healed_tokens
+        if continuation.healed_text:
+            self.emit(
+                Correction(
+                    len(text) - len(continuation.healed_text),
+                    continuation.healed_text,
+                    source="healed",
+                    reason=reason,
+                    tokens=continuation.healed_tokens,
+                )
+            )
+        if not continuation.text:
+            return False
+        accepted = self.checker.feed(continuation.text)
+        if accepted != len(continuation.text):
+            raise RuntimeError(
+                f"target continuation {continuation.text!r} left the grammar at {accepted}: {self.checker.violation}"
+            )
+        self.emit(
+            Correction(
+                len(text),
+                continuation.text,
+                source="target",
+                reason=reason,
+                alternatives=continuation.alternatives,
+                tokens=continuation.sampled_tokens + continuation.forced_tokens,
+                seconds=continuation.seconds,
+            )
+        )
+        return True
+
+    async def _finish(self, reason: str) -> None:
+        if self.checker.is_complete:
+            return
+        self._append_forced("finish")
+        if self.checker.is_complete:
+            return
+        if await self._get_target() is not None:
+            await self._target_step(f"finish: {reason}", finish=True)
+            if not self.checker.is_complete:
+                # Once more: the target may stop at its token limit mid-way.
+                await self._target_step(f"finish: {reason}", finish=True)
+        if not self.checker.is_complete:
+            result = self._result(complete=False)
+            raise GuideExhausted(
+                f"could not complete the text ({reason}); the partial result holds the valid prefix",
+                result,
+            )
+
+    async def _get_target(self) -> TargetModel | None:
+        if self.target is False:
+            return None
+        if self.target is None:
+            from ._target import TargetModel
+
+            self.target = await asyncio.to_thread(TargetModel.load)
+        return self.target
+
+    # -- bookkeeping -------------------------------------------------------------------------
+
+    def emit(self, event: Event) -> None:
+        self.events.append(event)
+        if self.on_event is not None:
+            self.on_event(event)
+
+    def _count_tokens(self, text: str) -> int:
+        if not text:
+            return 0
+        target = self.target
+        if target:
+            return target.count_tokens(text)
+        return math.ceil(len(text) / 4)
+
+    def _count_discarded(self, text: str) -> None:
+        self.stats.discarded_chars += len(text)
+        self.stats.discarded_tokens += self._count_tokens(text)
+
+    def _result(self, complete: bool = True) -> GuideResult:
+        return GuideResult(
+            text=self.checker.text,
+            prompt=self.prompt,
+            grammar_name=self.grammar.name,
+            events=list(self.events),
+            stats=self.stats,
+            complete=complete and self.checker.is_complete,
+        )
+
+
+def _looks_like_prose(kept: str, rejected: str) -> bool:
+    """Whether a draft that went wrong at once is writing words, not a broken answer."""
+    return bool(re.fullmatch(r"\s*[A-Za-z]*", kept)) and bool(re.match(r"[A-Za-z ,.!'’:-]", rejected))
+
+
+def _trailing_word(text: str) -> str:
+    n = len(text)
+    i = n
+    while i > 0 and (text[i - 1].isalnum() or text[i - 1] == "_"):
+        i -= 1
+    return text[i:]
+

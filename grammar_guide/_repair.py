@@ -1,0 +1,188 @@
+"""Repairs derived from the draft's own evidence: the text it wrote after the violation point.
+
+A draft that writes ``ILIKE`` in SQLite SQL, a misspelt keyword, or one ``)`` too many meant
+something close to a valid text. Before asking the target model, the loop tries small edits at the
+violation (drop a few characters, replace the word with the nearest keyword the grammar expects,
+insert a short expected token) and keeps the one under which the checker reads furthest into the
+draft's text. An edit is used only when the evidence supports it conclusively; otherwise the target
+model decides.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from ._checker import Checker, expected_terminals
+
+__all__ = ["Edit", "propose_edit"]
+
+_WORD_TAIL = re.compile(r"\w+$")
+_WORD_HEAD = re.compile(r"^\w+")
+_MAX_DELETE = 3
+_MAX_INSERT_LEN = 2
+_SWAPPABLE = set("'\"`,;:.()[]{}")
+_QUOTES = set("'\"`")
+
+
+@dataclass(frozen=True)
+class Edit:
+    """Roll the accepted text back to ``start``, write ``text``, then the draft's ``kept`` text.
+
+    ``removed`` is the part of the evidence (and of the accepted text after ``start``) that the edit
+    throws away; ``unread`` is the evidence after ``kept`` that is still invalid after the edit;
+    ``description`` says what was done, for the trace.
+    """
+
+    start: int
+    text: str
+    kept: str
+    removed: str
+    description: str
+    unread: str = ""
+
+
+def levenshtein(a: str, b: str) -> int:
+    if len(a) < len(b):
+        a, b = b, a
+    previous = list(range(len(b) + 1))
+    for i, ca in enumerate(a, 1):
+        current = [i]
+        for j, cb in enumerate(b, 1):
+            current.append(min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (ca != cb)))
+        previous = current
+    return previous[-1]
+
+
+def _conclusive(kept: str, accepted: int, final: bool) -> bool:
+    """The evidence supports an edit when the checker then reads all of it (a complete answer, or
+    at least two characters), or at least two characters of it before the next problem."""
+    if accepted == len(kept):
+        return final or accepted >= 2
+    return accepted >= 2
+
+
+def propose_edit(checker: Checker, evidence: str, *, final: bool, floor: int = 0) -> Edit | None:
+    """The best conclusive edit at ``checker``'s violation, or ``None``.
+
+    ``checker`` holds the accepted text (not modified); ``evidence`` is the rejected draft text from
+    the violation point on; ``final`` says the draft wrote nothing after it (its answer ended), so
+    the evidence is complete. The edit never rolls back before ``floor``.
+    """
+    text = checker.text
+    best: tuple[tuple[int, int], Edit] | None = None
+
+    def consider(
+        start: int, insert: str, kept: str, removed: str, description: str, cost: int, base: int = 0
+    ) -> None:
+        """Score an edit by how far into the evidence the checker reads after it (``base`` maps
+        positions in ``kept`` to positions in the evidence)."""
+        nonlocal best
+        trial = checker.copy()
+        trial.rollback_chars(start)  # also clears the violation
+        if insert and trial.feed(insert) != len(insert):
+            return
+        accepted = trial.feed(kept)
+        if not (insert or accepted):
+            return
+        if not _conclusive(kept, accepted, final):
+            return
+        if not insert and accepted == 0:
+            return
+        score = (base + accepted, -cost)
+        if best is None or score > best[0]:
+            best = (score, Edit(start, insert, kept[:accepted], removed, description, kept[accepted:]))
+
+    # The word the violation is in: its accepted part, and its rejected part.
+    tail = _WORD_TAIL.search(text)
+    head = _WORD_HEAD.search(evidence)
+    in_word = tail is not None and head is not None
+    word_start = tail.start() if in_word and tail else len(text)
+    word = text[word_start:] + (head.group() if head else "")
+    after_word = evidence[len(head.group()) if head else 0 :]
+    word_is_whole = bool(word) and (bool(after_word) or final)
+
+    # 1. Drop a few characters at the violation (an extra ')' or a stray quote).
+    for d in range(1, min(_MAX_DELETE, len(evidence)) + 1):
+        dropped = evidence[:d]
+        if dropped.strip() == "" and d > 1:
+            break
+        consider(len(text), "", evidence[d:], dropped, f"dropped {dropped!r}", cost=2 * d, base=d)
+
+    # 2. Replace the word with the nearest keyword the grammar expects there.
+    if word_is_whole and word_start >= floor and (word[0].isalpha() or word[0] == "_"):
+        for literal in _expected_literals(checker, text[:word_start], like=word):
+            distance = levenshtein(word.lower(), literal.lower())
+            if 0 < distance <= max(1, len(word) // 3):
+                consider(
+                    word_start,
+                    literal,
+                    after_word,
+                    word,
+                    f"replaced {word!r} with {literal!r}",
+                    cost=3 * distance,
+                    base=len(word) - (len(text) - word_start),
+                )
+
+    # 3. The previous word was taken as a name but was meant as a keyword (``LIMT 5``).
+    if not in_word:
+        prev = re.search(r"(\w+)(\s+)$", text)
+        if prev and prev.start() >= floor:
+            pword, gap = prev.group(1), prev.group(2)
+            for literal in _expected_literals(checker, text[: prev.start()], like=pword):
+                distance = levenshtein(pword.lower(), literal.lower())
+                if 0 < distance <= max(1, len(pword) // 3):
+                    consider(
+                        prev.start(),
+                        literal + gap,
+                        evidence,
+                        pword,
+                        f"replaced {pword!r} with {literal!r}",
+                        cost=3 * distance + 1,
+                    )
+
+    # 4. Swap the offending character for one the grammar allows (single for double quotes),
+    #    with its partner further on when it is a quote.
+    if evidence and evidence[0] in _SWAPPABLE:
+        bad = evidence[0]
+        for code in sorted(checker.copy_clear().allowed_bytes()):
+            good = chr(code)
+            if good not in _SWAPPABLE or good == bad:
+                continue
+            if bad in _QUOTES:
+                # A quote is swapped with its partner, or not at all.
+                partner = evidence.find(bad, 1)
+                if good in _QUOTES and partner > 0:
+                    swapped = evidence[1:partner] + good + evidence[partner + 1 :]
+                    consider(
+                        len(text), good, swapped, bad, f"replaced {bad}...{bad} with {good}...{good}", cost=3, base=1
+                    )
+            elif good not in _QUOTES:
+                consider(len(text), good, evidence[1:], bad, f"replaced {bad!r} with {good!r}", cost=2, base=1)
+
+    # 5. Drop the punctuation before the violation (a trailing comma before a closing bracket).
+    before = re.search(r"([^\w\s])(\s*)$", text)
+    if before and before.start() >= floor:
+        gap = before.group(2)
+        consider(
+            before.start(), "", gap + evidence, before.group(1), f"dropped {before.group(1)!r}", cost=3, base=-len(gap)
+        )
+
+    # 6. Insert a short token the grammar expects (a missing comma, colon or bracket).
+    for literal in _expected_literals(checker, text):
+        if len(literal) <= _MAX_INSERT_LEN and not literal.isalnum():
+            consider(len(text), literal, evidence, "", f"inserted {literal!r}", cost=2 * len(literal) + 1)
+
+    return best[1] if best else None
+
+
+def _expected_literals(checker: Checker, text: str, like: str = "") -> list[str]:
+    """Literal terminals expected after ``text``; case-insensitive ones in ``like``'s case."""
+    literals = []
+    for terminal in expected_terminals(checker.grammar, text):
+        if terminal.literal:
+            literal = terminal.literal
+            if terminal.case_insensitive and like:
+                literal = literal.upper() if like.isupper() else literal.lower() if like.islower() else literal
+            literals.append(literal)
+    return literals
