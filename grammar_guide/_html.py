@@ -1,26 +1,557 @@
-"""HTML rendering of a guided generation: a pure function of the result's events."""
+"""HTML rendering of a guided generation: a pure function of the result's events.
+
+``render_html`` gives one self-contained page (inline CSS, no script, no network; a Content
+Security Policy forbids scripts and remote loads as a second line of defence);
+``render_fragment`` gives the same view as a ``<div>`` for notebooks.
+
+The text is rebuilt from the events in order:
+
+- ``DraftSpan``: drafted text kept, inserted at its offset;
+- ``Correction``: text inserted by the target (``target``), the grammar (``forced``) or an edit of
+  the draft (``repair``); a ``healed`` correction re-chose text already there, which is relabelled;
+- ``GrammarViolation``: the drafted text thrown away, shown struck through where it was cut;
+- ``Cut``: drafted text never kept, shown struck through; when the accepted text at the offset is
+  exactly that text, it is removed from the accepted text.
+
+If the events do not rebuild ``result.text`` exactly, the page says so and shows the text as is.
+Everything that comes from a model or a user is escaped, attributes included.
+"""
 
 from __future__ import annotations
 
+import hashlib
 import html
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from ._trace import Correction, Cut, DraftSpan, GrammarViolation
+
 if TYPE_CHECKING:
-    from ._trace import GuideResult
+    from ._trace import Event, GuideResult, GuideStats
+
+__all__ = ["render_fragment", "render_html"]
+
+
+def _e(value: object) -> str:
+    """Escape for text and for double-quoted attribute values."""
+    return html.escape(str(value), quote=True)
+
+
+# -- rebuilding the text from the events -----------------------------------------------------
+
+_KEPT_KINDS = ("draft", "target", "forced", "healed", "repair")
+_DISCARDED_KINDS = ("violation", "cut")
+
+_LABELS = {
+    "draft": "Drafted, kept",
+    "target": "Chosen by the target",
+    "forced": "Forced by the grammar",
+    "healed": "Healed token boundary",
+    "repair": "Repaired draft",
+    "violation": "Drafted, rejected by the grammar",
+    "cut": "Drafted, cut",
+}
+
+_LEGEND_NOTES = {
+    "draft": "the draft model's text, kept as written",
+    "target": "written by the local target model under the grammar's mask",
+    "forced": "the only text the grammar allowed here",
+    "healed": "the target re-chose the last token(s) at the boundary",
+    "repair": "a small edit of the draft's own text (dropped character, nearest keyword)",
+    "violation": "drafted text the grammar does not allow, thrown away at this point",
+    "cut": "drafted text that could not extend a complete text, or a repetition",
+}
+
+_REASONS = {
+    "violation": "the draft broke the grammar here",
+    "finish": "the draft stopped before the text was complete",
+    "stalled": "the draft made no progress",
+}
+
+
+@dataclass
+class _Segment:
+    kind: str
+    text: str
+    event: int | None
+    piece: int = 0
+
+    @property
+    def discarded(self) -> bool:
+        return self.kind in _DISCARDED_KINDS
+
+
+@dataclass
+class _Context:
+    """What the page shows about an event beyond its own fields."""
+
+    line: int
+    column: int
+    violation: GrammarViolation | None = None
+    removed: bool = False
+
+
+@dataclass
+class _Rebuilt:
+    segments: list[_Segment]
+    contexts: dict[int, _Context] = field(default_factory=dict)
+    exact: bool = True
+
+
+class _Builder:
+    def __init__(self) -> None:
+        self.segments: list[_Segment] = []
+        self.accepted = ""
+        self.exact = True
+
+    def _index_at(self, offset: int) -> int:
+        """The index at which a segment lands at ``offset`` of the accepted text (after any
+        discarded segments already there), splitting a kept segment if needed."""
+        pos = 0
+        for i, seg in enumerate(self.segments):
+            if seg.discarded:
+                continue
+            end = pos + len(seg.text)
+            if offset <= pos:
+                return i
+            if offset < end:
+                cut = offset - pos
+                right = _Segment(seg.kind, seg.text[cut:], seg.event, seg.piece + 1)
+                seg.text = seg.text[:cut]
+                self.segments.insert(i + 1, right)
+                return i + 1
+            pos = end
+        return len(self.segments)
+
+    def _clamp(self, offset: int) -> int:
+        if offset < 0 or offset > len(self.accepted):
+            self.exact = False
+            return max(0, min(offset, len(self.accepted)))
+        return offset
+
+    def insert(self, offset: int, text: str, kind: str, event: int) -> None:
+        if not text:
+            return
+        offset = self._clamp(offset)
+        self.segments.insert(self._index_at(offset), _Segment(kind, text, event))
+        if kind not in _DISCARDED_KINDS:
+            self.accepted = self.accepted[:offset] + text + self.accepted[offset:]
+
+    def _range(self, start: int, stop: int) -> tuple[int, int]:
+        """Split so that the kept text ``[start, stop)`` is whole segments; return their indices."""
+        first = self._index_at(start)
+        last = self._index_at(stop)
+        while first < last and self.segments[first].discarded:
+            first += 1
+        return first, last
+
+    def relabel(self, start: int, stop: int, kind: str, event: int) -> None:
+        first, last = self._range(start, stop)
+        piece = 0
+        for seg in self.segments[first:last]:
+            if not seg.discarded:
+                seg.kind, seg.event, seg.piece = kind, event, piece
+                piece += 1
+
+    def remove(self, start: int, stop: int, kind: str, event: int) -> None:
+        first, last = self._range(start, stop)
+        removed = "".join(seg.text for seg in self.segments[first:last] if not seg.discarded)
+        kept_discards = [seg for seg in self.segments[first:last] if seg.discarded]
+        self.segments[first:last] = kept_discards + [_Segment(kind, removed, event)]
+        self.accepted = self.accepted[:start] + self.accepted[stop:]
+
+
+def _line_column(text: str, offset: int) -> tuple[int, int]:
+    before = text[:offset]
+    return before.count("\n") + 1, offset - (before.rfind("\n") + 1) + 1
+
+
+def _rebuild(result: GuideResult) -> _Rebuilt:
+    b = _Builder()
+    contexts: dict[int, _Context] = {}
+    violation: GrammarViolation | None = None
+    for i, event in enumerate(result.events):
+        line, column = _line_column(b.accepted, max(0, min(event.offset, len(b.accepted))))
+        context = _Context(line, column)
+        contexts[i] = context
+        if isinstance(event, DraftSpan):
+            violation = None
+            b.insert(event.offset, event.text, "draft", i)
+        elif isinstance(event, GrammarViolation):
+            violation = event
+            context.line, context.column = event.line, event.column
+            b.insert(event.offset, event.rejected, "violation", i)
+        elif isinstance(event, Correction):
+            context.violation = violation
+            if event.source == "healed":
+                offset = b._clamp(event.offset)
+                present = b.accepted[offset : offset + len(event.text)]
+                if present == event.text:
+                    b.relabel(offset, offset + len(event.text), "healed", i)
+                elif event.text.startswith(b.accepted[offset:]):
+                    tail = len(b.accepted) - offset
+                    b.relabel(offset, len(b.accepted), "healed", i)
+                    b.insert(len(b.accepted), event.text[tail:], "healed", i)
+                else:
+                    b.insert(offset, event.text, "healed", i)
+            else:
+                kind = event.source if event.source in _KEPT_KINDS else "target"
+                b.insert(event.offset, event.text, kind, i)
+        elif isinstance(event, Cut):
+            stop = event.offset + len(event.text)
+            if event.text and 0 <= event.offset < len(b.accepted) and b.accepted[event.offset : stop] == event.text:
+                context.removed = True
+                b.remove(event.offset, stop, "cut", i)
+            else:
+                b.insert(event.offset, event.text, "cut", i)
+    segments = [s for s in b.segments if s.text]
+    exact = b.exact and b.accepted == result.text
+    if not exact:
+        segments = [_Segment("draft", result.text, None)]
+    return _Rebuilt(segments, contexts, exact)
+
+
+# -- formatting helpers -----------------------------------------------------------------------
+
+
+def _seconds(value: float) -> str:
+    if value <= 0:
+        return "0 s"
+    if value < 1:
+        return f"{value * 1000:.0f} ms"
+    if value < 100:
+        return f"{value:.2f} s"
+    return f"{value:.0f} s"
+
+
+def _count(value: int | None) -> str:
+    return "n/a" if value is None else f"{value:,}"
+
+
+def _shorten(text: str, limit: int = 60) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _visible(text: str) -> str:
+    """Text for a label: whitespace made visible."""
+    return text.replace("\n", "↵").replace("\t", "→") if text.strip() else (
+        text.replace(" ", "␣").replace("\n", "↵").replace("\t", "→") or "∅"
+    )
+
+
+def _code(text: str, limit: int = 60) -> str:
+    return f'<code class="gg-code">{_e(_shorten(_visible(text), limit))}</code>'
+
+
+# -- the tooltip of each segment ------------------------------------------------------------
+
+
+def _tip_rows(rows: list[tuple[str, str]]) -> str:
+    return "".join(f'<span class="gg-row"><span class="gg-k">{_e(k)}</span><span class="gg-v">{v}</span></span>' for k, v in rows)
+
+
+def _expected_html(expected: tuple[str, ...]) -> str:
+    if not expected:
+        return '<span class="gg-muted">not known</span>'
+    shown = "".join(f'<code class="gg-term">{_e(_shorten(t, 40))}</code>' for t in expected[:16])
+    more = f' <span class="gg-muted">+{len(expected) - 16} more</span>' if len(expected) > 16 else ""
+    return shown + more
+
+
+def _alternatives_html(event: Correction) -> str:
+    rows = []
+    prefixes = [a.text for a in event.alternatives if a.text and event.text.startswith(a.text)]
+    picked = max(prefixes, key=len) if prefixes else None
+    for alt in event.alternatives[:8]:
+        p = max(0.0, min(1.0, float(alt.probability)))
+        chosen = " gg-chosen" if alt.text == picked else ""
+        rows.append(
+            f'<span class="gg-alt{chosen}"><code class="gg-code">{_e(_shorten(_visible(alt.text), 24))}</code>'
+            f'<span class="gg-bar"><span class="gg-fill" style="width:{p * 100:.1f}%"></span></span>'
+            f'<span class="gg-p">{p * 100:.1f}%</span></span>'
+        )
+    return '<span class="gg-alts">' + "".join(rows) + "</span>"
+
+
+def _tooltip(event: Event, context: _Context) -> str:
+    where = f"line {context.line}, column {context.column}"
+    if isinstance(event, Correction):
+        title = _LABELS[event.source if event.source in _LABELS else "target"]
+        rows = [("Text", _code(event.text)), ("At", _e(where)), ("Why", _e(_REASONS.get(event.reason, event.reason)))]
+        if context.violation is not None:
+            rows.append(("Rejected", _code(context.violation.rejected, 40)))
+            rows.append(("Expected", _expected_html(context.violation.expected)))
+        elif event.reason == "violation":
+            rows.append(("Expected", _expected_html(())))
+        if event.detail:
+            rows.append(("Detail", _e(event.detail)))
+        timing = _seconds(event.seconds)
+        if event.tokens:
+            timing += f" · {event.tokens} token{'s' if event.tokens != 1 else ''}"
+        rows.append(("Time", _e(timing)))
+        body = _tip_rows(rows)
+        if event.alternatives:
+            body += '<span class="gg-sub">Target\'s top choices</span>' + _alternatives_html(event)
+    elif isinstance(event, GrammarViolation):
+        title = _LABELS["violation"]
+        rows = [
+            ("Rejected", _code(event.rejected, 40)),
+            ("At", _e(f"line {event.line}, column {event.column}")),
+            ("Expected", _expected_html(event.expected)),
+            ("Draft call", _e(event.call)),
+        ]
+        body = _tip_rows(rows)
+    elif isinstance(event, Cut):
+        title = _LABELS["cut"]
+        rows = [("Text", _code(event.text, 40)), ("At", _e(where)), ("Why", _e(event.reason)), ("Draft call", _e(event.call))]
+        body = _tip_rows(rows)
+    else:
+        title = _LABELS["draft"]
+        body = _tip_rows([("Draft call", _e(event.call)), ("At", _e(where))])
+    return f'<span class="gg-tip-title">{_e(title)}</span>{body}'
+
+
+# -- the page -----------------------------------------------------------------------------
+
+
+def _segments_html(rebuilt: _Rebuilt, result: GuideResult, prefix: str) -> str:
+    out = []
+    for seg in rebuilt.segments:
+        text = f'<span class="gg-t">{_e(seg.text)}</span>'
+        blank = " gg-blank" if not seg.text.strip() else ""
+        if seg.event is None:
+            out.append(f'<span class="gg-seg gg-draft" data-kind="draft">{text}</span>')
+            continue
+        event = result.events[seg.event]
+        ident = f"{prefix}-ev{seg.event}" + (f"-{seg.piece}" if seg.piece else "")
+        if seg.kind == "draft":
+            call = getattr(event, "call", "")
+            out.append(
+                f'<span class="gg-seg gg-draft" data-kind="draft" data-event="{seg.event}" data-call="{_e(call)}"'
+                f' id="{ident}">{text}</span>'
+            )
+            continue
+        tip_id = f"{ident}-tip"
+        out.append(
+            f'<span class="gg-seg gg-{seg.kind}{blank}" data-kind="{seg.kind}" data-event="{seg.event}" id="{ident}"'
+            f' tabindex="0" aria-describedby="{tip_id}">{text}'
+            f'<span class="gg-tip" role="tooltip" id="{tip_id}">{_tooltip(event, rebuilt.contexts[seg.event])}</span>'
+            "</span>"
+        )
+    return "".join(out)
+
+
+def _summary_html(result: GuideResult) -> str:
+    stats: GuideStats = result.stats
+    if result.complete:
+        badge = '<span class="gg-badge gg-ok" data-valid="true">✓ valid &amp; complete</span>'
+    else:
+        badge = '<span class="gg-badge gg-bad" data-valid="false">✗ incomplete: the budget ran out</span>'
+    tokens_io = f"{_count(stats.draft_tokens_in)} / {_count(stats.draft_tokens_out)}"
+    discarded = f"{stats.discarded_tokens:,}"
+    if stats.discarded_chars:
+        discarded += f'<span class="gg-small">{stats.discarded_chars:,} characters</span>'
+    target = f"{stats.target_tokens:,}"
+    extra = []
+    if stats.forced_tokens:
+        extra.append(f"{stats.forced_tokens:,} forced")
+    if stats.healed_tokens:
+        extra.append(f"{stats.healed_tokens:,} healed")
+    if extra:
+        target += f'<span class="gg-small">{_e(", ".join(extra))}</span>'
+    timing = (
+        f"draft {_seconds(stats.draft_seconds)} · check {_seconds(stats.check_seconds)}"
+        f" · target {_seconds(stats.target_seconds)}"
+    )
+    cells = [
+        ("Draft calls", _e(stats.draft_calls), "calls"),
+        ("Draft tokens in/out", _e(tokens_io), "tokens"),
+        ("Tokens discarded", discarded, "discarded"),
+        ("Corrections", _e(stats.corrections), "corrections"),
+        ("Target tokens", target, "target"),
+        ("Time", f'{_e(_seconds(stats.total_seconds))}<span class="gg-small">{_e(timing)}</span>', "time"),
+    ]
+    if stats.prefill_tokens_saved:
+        cells.append(("Prefill tokens saved", _e(f"{stats.prefill_tokens_saved:,}"), "prefill"))
+    grid = "".join(
+        f'<div class="gg-stat" data-stat="{key}"><div class="gg-stat-k">{_e(k)}</div><div class="gg-stat-v">{v}</div></div>'
+        for k, v, key in cells
+    )
+    return (
+        '<header class="gg-head">'
+        f'<div class="gg-title"><span class="gg-brand">grammar-guide</span>'
+        f'<span class="gg-grammar">grammar <code>{_e(result.grammar_name or "?")}</code></span>{badge}</div>'
+        f'<div class="gg-stats">{grid}</div>'
+        "</header>"
+    )
+
+
+def _legend_html(rebuilt: _Rebuilt) -> str:
+    used = {seg.kind for seg in rebuilt.segments}
+    items = []
+    for kind in ("draft", "target", "forced", "healed", "repair", "violation", "cut"):
+        dim = "" if kind in used else " gg-unused"
+        items.append(
+            f'<li class="gg-legend-item{dim}" data-kind="{kind}" title="{_e(_LEGEND_NOTES[kind])}">'
+            f'<span class="gg-seg gg-{kind} gg-swatch"><span class="gg-t">abc</span></span>'
+            f"<span>{_e(_LABELS[kind])}</span></li>"
+        )
+    return '<ul class="gg-legend" aria-label="Legend">' + "".join(items) + "</ul>"
+
+
+def _timeline_html(result: GuideResult, rebuilt: _Rebuilt, prefix: str) -> str:
+    if not result.events:
+        return ""
+    anchored = {seg.event for seg in rebuilt.segments if seg.event is not None and seg.piece == 0}
+    rows = []
+    for i, event in enumerate(result.events):
+        ctx = rebuilt.contexts.get(i)
+        where = f"{ctx.line}:{ctx.column}" if ctx else ""
+        if isinstance(event, DraftSpan):
+            kind, text, note = "draft", event.text, f"draft call {event.call}"
+        elif isinstance(event, GrammarViolation):
+            kind, text = "violation", event.rejected
+            note = "expected " + ", ".join(event.expected[:6]) + (" …" if len(event.expected) > 6 else "") if event.expected else ""
+        elif isinstance(event, Correction):
+            kind, text = event.source if event.source in _LABELS else "target", event.text
+            note = _REASONS.get(event.reason, event.reason)
+            if event.seconds:
+                note += f" · {_seconds(event.seconds)}"
+        else:
+            kind, text, note = "cut", event.text, event.reason
+        label = _e(_LABELS[kind])
+        if i in anchored and rebuilt.exact:
+            label = f'<a href="#{prefix}-ev{i}">{label}</a>'
+        rows.append(
+            f'<li class="gg-ev" data-kind="{kind}"><span class="gg-dot gg-{kind}"></span>'
+            f'<span class="gg-ev-kind">{label}</span><span class="gg-ev-at">{_e(where)}</span>'
+            f'{_code(text, 80)}<span class="gg-ev-note">{_e(note)}</span></li>'
+        )
+    return (
+        f'<details class="gg-timeline"><summary>Events ({len(result.events)})</summary>'
+        f'<ol>{"".join(rows)}</ol></details>'
+    )
+
+
+_CSS = """
+.gg{--ink:#1f2328;--muted:#656d76;--line:#d0d7de;--bg:#fff;--panel:#f6f8fa;
+ --target:#0a58ca;--target-bg:#dbe9ff;--forced:#7e3ae0;--forced-bg:#efe6ff;--healed:#0f766e;--healed-bg:#d5f5ef;
+ --repair:#1a7f37;--repair-bg:#dcf5e2;--bad:#c0222c;--bad-bg:#ffe3e3;--cut:#6e7781;--cut-bg:#eef1f4;
+ color:var(--ink);background:var(--bg);font:14px/1.5 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;
+ border:1px solid var(--line);border-radius:10px;padding:18px 20px;max-width:980px;box-sizing:border-box}
+.gg *{box-sizing:border-box}
+.gg code{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;font-size:.92em}
+.gg-title{display:flex;flex-wrap:wrap;align-items:center;gap:10px 14px;margin-bottom:12px}
+.gg-brand{font-weight:700;font-size:16px;letter-spacing:.01em}
+.gg-grammar{color:var(--muted)}
+.gg-grammar code{color:var(--ink);background:var(--panel);padding:1px 6px;border-radius:4px}
+.gg-badge{margin-left:auto;font-weight:600;font-size:13px;padding:3px 10px;border-radius:999px}
+.gg-ok{color:#116329;background:#dafbe1;border:1px solid #8fd19e}
+.gg-bad{color:var(--bad);background:var(--bad-bg);border:1px solid #f5a5a8}
+.gg-stats{display:grid;grid-template-columns:repeat(auto-fit,minmax(140px,1fr));gap:8px}
+.gg-stat{background:var(--panel);border:1px solid var(--line);border-radius:8px;padding:7px 10px}
+.gg-stat-k{font-size:11px;text-transform:uppercase;letter-spacing:.05em;color:var(--muted)}
+.gg-stat-v{font-size:17px;font-weight:600;font-variant-numeric:tabular-nums}
+.gg-small{display:block;font-size:11px;font-weight:400;color:var(--muted);line-height:1.35}
+.gg-muted{color:var(--muted);font-weight:400}
+.gg-prompt{margin:14px 0 0;color:var(--muted)}
+.gg-prompt q{color:var(--ink)}
+.gg-legend{list-style:none;display:flex;flex-wrap:wrap;gap:6px 16px;margin:14px 0 8px;padding:0;font-size:12.5px}
+.gg-legend-item{display:flex;align-items:center;gap:6px;cursor:help}
+.gg-legend-item.gg-unused{opacity:.45}
+.gg-swatch{font:12px ui-monospace,Menlo,Consolas,monospace;pointer-events:none}
+.gg-text{position:relative;font:14px/1.9 ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;white-space:pre-wrap;
+ word-break:break-word;background:var(--panel);border:1px solid var(--line);border-radius:8px;padding:12px 14px;margin:0}
+.gg-warn{color:var(--bad);font-size:13px;margin:8px 0}
+.gg-seg{position:relative;border-radius:3px}
+.gg-seg[tabindex]{cursor:help;outline:none}
+.gg-draft{color:var(--ink)}
+.gg-target{background:var(--target-bg);box-shadow:inset 0 -2px 0 var(--target);color:#06357a}
+.gg-forced{background:var(--forced-bg);box-shadow:inset 0 -2px 0 var(--forced);color:#4b1d96}
+.gg-healed{background:var(--healed-bg);border-bottom:2px dotted var(--healed);color:#0b4f49}
+.gg-repair{background:var(--repair-bg);box-shadow:inset 0 -2px 0 var(--repair);color:#0f5323}
+.gg-violation{background:var(--bad-bg);color:var(--bad);text-decoration:line-through;text-decoration-thickness:2px;
+ opacity:.9;font-size:.92em}
+.gg-cut{background:var(--cut-bg);color:var(--cut);text-decoration:line-through;font-size:.92em}
+.gg-blank .gg-t{min-width:.6em;display:inline-block}
+.gg-seg[tabindex]:hover,.gg-seg[tabindex]:focus{outline:2px solid rgba(10,88,202,.45);outline-offset:1px}
+.gg-seg:target{outline:2px solid #f0b400;outline-offset:2px}
+.gg-tip{display:none;position:absolute;z-index:10;left:0;top:calc(100% + 6px);min-width:240px;max-width:380px;
+ white-space:normal;word-break:normal;text-decoration:none;font:12.5px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;
+ color:var(--ink);background:#fff;border:1px solid var(--line);border-radius:8px;padding:9px 11px;
+ box-shadow:0 8px 24px rgba(31,35,40,.18);cursor:auto}
+.gg-seg:hover>.gg-tip,.gg-seg:focus>.gg-tip,.gg-seg:focus-within>.gg-tip{display:block}
+.gg-tip-title{display:block;font-weight:650;margin-bottom:5px}
+.gg-row{display:flex;gap:8px;margin:2px 0}
+.gg-k{flex:0 0 72px;color:var(--muted)}
+.gg-v{flex:1;min-width:0;overflow-wrap:anywhere}
+.gg-v .gg-code{display:inline-block;max-width:100%}
+.gg-code{background:var(--panel);border:1px solid var(--line);border-radius:4px;padding:0 4px;white-space:pre-wrap}
+.gg-term{display:inline-block;margin:0 4px 3px 0;padding:0 5px;border-radius:4px;background:#fff8c5;border:1px solid #e9d77a}
+.gg-sub{display:block;margin:7px 0 3px;color:var(--muted);font-size:11px;text-transform:uppercase;letter-spacing:.05em}
+.gg-alts{display:block}
+.gg-alt{display:grid;grid-template-columns:110px 1fr 48px;align-items:center;gap:8px;margin:2px 0}
+.gg-alt .gg-code{overflow:hidden;text-overflow:ellipsis;white-space:pre}
+.gg-alt.gg-chosen .gg-code{border-color:var(--target);font-weight:650}
+.gg-bar{height:7px;background:var(--panel);border-radius:4px;overflow:hidden}
+.gg-fill{display:block;height:100%;background:var(--target);border-radius:4px}
+.gg-p{text-align:right;font-variant-numeric:tabular-nums;color:var(--muted)}
+.gg-timeline{margin-top:14px}
+.gg-timeline summary{cursor:pointer;color:var(--muted);font-weight:600}
+.gg-timeline ol{list-style:none;margin:8px 0 0;padding:0;font-size:12.5px}
+.gg-ev{display:grid;grid-template-columns:12px 180px 56px minmax(0,1fr) minmax(0,1fr);gap:8px;align-items:baseline;
+ padding:4px 2px;border-top:1px solid var(--panel)}
+.gg-ev a{color:inherit}
+.gg-ev-at{color:var(--muted);font-variant-numeric:tabular-nums}
+.gg-ev-note{color:var(--muted)}
+.gg-dot{width:10px;height:10px;border-radius:50%;display:inline-block;align-self:center}
+.gg-dot.gg-draft{background:#8c959f}.gg-dot.gg-target{background:var(--target)}.gg-dot.gg-forced{background:var(--forced)}
+.gg-dot.gg-healed{background:var(--healed)}.gg-dot.gg-repair{background:var(--repair)}.gg-dot.gg-violation{background:var(--bad)}
+.gg-dot.gg-cut{background:var(--cut)}
+.gg-final{margin-top:10px}
+.gg-final summary{cursor:pointer;color:var(--muted);font-weight:600}
+.gg-final pre{white-space:pre-wrap;background:var(--panel);border:1px solid var(--line);border-radius:8px;padding:10px 14px;
+ font:13px/1.6 ui-monospace,SFMono-Regular,Menlo,Consolas,monospace}
+"""
+
+_PAGE_CSS = "body{margin:0;padding:28px 16px;background:#eef1f5}body>.gg{margin:0 auto;box-shadow:0 1px 3px rgba(31,35,40,.08)}"
+
+
+def _prefix(result: GuideResult) -> str:
+    digest = hashlib.sha1(result.to_json(sort_keys=True).encode("utf-8")).hexdigest()
+    return "gg" + digest[:10]
 
 
 def render_fragment(result: GuideResult) -> str:
-    """The trace as an HTML fragment (for notebooks)."""
-    rows = [f"<pre>{html.escape(result.text)}</pre>", "<ol>"]
-    for event in result.events:
-        rows.append(f"<li>{html.escape(repr(event))}</li>")
-    rows.append("</ol>")
-    return "\n".join(rows)
+    """The trace as one ``<div>`` with its own scoped styles (for notebooks and embedding)."""
+    rebuilt = _rebuild(result)
+    prefix = _prefix(result)
+    warning = ""
+    if not rebuilt.exact:
+        warning = '<p class="gg-warn">The events do not rebuild the final text exactly; it is shown as is.</p>'
+    prompt = ""
+    if result.prompt:
+        prompt = f'<p class="gg-prompt">Prompt: <q>{_e(_shorten(result.prompt, 400))}</q></p>'
+    return (
+        f'<div class="gg" id="{prefix}"><style>{_CSS}</style>'
+        f"{_summary_html(result)}{prompt}{_legend_html(rebuilt)}{warning}"
+        f'<pre class="gg-text" data-exact="{"true" if rebuilt.exact else "false"}">'
+        f"{_segments_html(rebuilt, result, prefix)}</pre>"
+        f"{_timeline_html(result, rebuilt, prefix)}"
+        f'<details class="gg-final"><summary>Final text</summary><pre>{_e(result.text)}</pre></details>'
+        "</div>"
+    )
 
 
 def render_html(result: GuideResult) -> str:
-    """One self-contained page."""
+    """One self-contained page: inline CSS, no script, nothing loaded from the network."""
+    title = f"grammar-guide · {result.grammar_name}" if result.grammar_name else "grammar-guide"
     return (
-        "<!doctype html><html><head><meta charset='utf-8'><title>grammar-guide trace</title></head>"
-        f"<body>{render_fragment(result)}</body></html>"
+        "<!doctype html>\n"
+        '<html lang="en"><head><meta charset="utf-8">'
+        '<meta http-equiv="Content-Security-Policy" content="default-src \'none\'; style-src \'unsafe-inline\'; '
+        "img-src data:; script-src 'none'; base-uri 'none'; form-action 'none'\">"
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f"<title>{_e(title)}</title><style>{_PAGE_CSS}</style></head>"
+        f"<body>{render_fragment(result)}</body></html>\n"
     )
