@@ -129,8 +129,19 @@ class Grammar:
             ) from None
         except lark.exceptions.GrammarError as exc:
             raise _lark_grammar_error(exc, text, source) from None
-        except (lark.exceptions.LarkError, re.error) as exc:
+        except lark.exceptions.LarkError as exc:
             raise GrammarError(f"invalid grammar: {exc}", source=source) from None
+        except FileNotFoundError as exc:
+            raise GrammarError(
+                f"%import: grammar file {Path(exc.filename or '?').name!r} not found "
+                f"(searched the import paths {[str(p) for p in import_paths]})",
+                construct="%import",
+                source=source,
+            ) from None
+        except Exception as exc:
+            if not _is_regex_error(exc):
+                raise
+            raise _bad_regex_error(exc, text, source) from None
         llg_text, captured, terminals = _compile_lark(parser, text, source)
         _validate(llg_text, source, text)
         return cls(
@@ -172,6 +183,8 @@ class Grammar:
     def from_json_schema(cls, schema: Mapping[str, Any] | str) -> Grammar:
         """JSON documents valid under a JSON Schema (llguidance's JSON Schema compiler)."""
         try:
+            if isinstance(schema, str):
+                json.loads(schema)
             grammar = llg.LLMatcher.grammar_from_json_schema(
                 schema if isinstance(schema, str) else json.dumps(schema)
             )
@@ -236,10 +249,12 @@ def _compile_lark(parser: lark.Lark, text: str, source: str | None) -> tuple[str
 
     terminals: dict[str, Terminal] = {}
     lines: list[str] = []
+    compiled_terms: dict[str, str] = {}
     for tdef in parser.terminals:
-        terminal, regex = _terminal(tdef, text, source)
+        terminal, expression = _terminal(tdef, text, source)
         terminals[tdef.name] = terminal
-        lines.append(f"{term_name(tdef.name)}: {_lark_regex(regex)}")
+        compiled_terms[tdef.name] = expression
+        lines.append(f"{term_name(tdef.name)}: {expression}")
 
     start = parser.options.start[0]
     by_origin: dict[str, list[str]] = {}
@@ -248,10 +263,19 @@ def _compile_lark(parser: lark.Lark, text: str, source: str | None) -> tuple[str
         for sym in rule.expansion:
             if isinstance(sym, LarkTerminal):
                 if sym.name not in terminals:
+                    declared = re.search(rf"(?m)^[ \t]*%declare\b[^\n]*?\b({re.escape(sym.name)})\b", text)
+                    if declared:
+                        raise GrammarError(
+                            f"terminal {sym.name} is %declare'd: it is produced by a post-lexer or "
+                            "lexer callback, which the incremental matcher cannot run",
+                            construct=f"%declare {sym.name}",
+                            **_position(declared.start(1), text),
+                            source=source,
+                        )
                     raise GrammarError(
                         f"terminal {sym.name} has no definition",
                         construct=sym.name,
-                        **_position_of_name(sym.name, text),
+                        **_position_of_use(sym.name, text),
                         source=source,
                     )
                 symbols.append(term_name(sym.name))
@@ -283,7 +307,7 @@ def _compile_lark(parser: lark.Lark, text: str, source: str | None) -> tuple[str
         # The matcher stops skipping once no token can follow; Lark still skips ignored text
         # after the last token, so spell that trailing text out as its own tokens.
         trailing.append(f"{term_name(name)}_TRAILING")
-        lines.append(f"{trailing[-1]}: {_lark_regex(_terminal(_tdef(parser, name), text, source)[1])}")
+        lines.append(f"{trailing[-1]}: {compiled_terms[name]}")
     if trailing:
         header.append(f"start: {rule_name(start)} gg_trailing")
         body.append("gg_trailing: \"\" | " + " | ".join(f"gg_trailing {t}" for t in trailing))
@@ -305,27 +329,261 @@ def _tdef(parser: lark.Lark, name: str) -> Any:
 
 
 def _terminal(tdef: Any, text: str, source: str | None) -> tuple[Terminal, str]:
+    """The terminal, and its definition in llguidance's dialect (the text after ``NAME:``)."""
     pattern = tdef.pattern
     if isinstance(pattern, PatternStr):
         flags = set(pattern.flags)
         ci = "i" in flags
         escaped = _escape_literal(pattern.value)
         regex = f"(?i:{escaped})" if ci else escaped
-        return Terminal(tdef.name, literal=pattern.value, case_insensitive=ci), regex
+        return Terminal(tdef.name, literal=pattern.value, case_insensitive=ci), _lark_regex(regex)
     if isinstance(pattern, PatternRE):
-        regex = pattern.to_regexp()
-        problem = _unsupported_regex_feature(pattern.value)
+        value = pattern.value
+        flags = set(pattern.flags)
+        if "x" in flags:
+            # Newlines reach the matcher as \\x0a escapes, which end no verbose-mode comment:
+            # remove comments and insignificant whitespace here.
+            value = _strip_verbose(value)
+            flags.discard("x")
+        value = _KNOWN_EQUIVALENTS.get(value, value)
+        regex = f"(?{''.join(sorted(flags))}:{value})" if flags else value
+        try:
+            problem, lazy = _regex_features(regex)
+        except Exception as exc:  # the regex does not compile: lark would have failed first
+            if not _is_regex_error(exc):
+                raise
+            problem, lazy = f"an invalid regex ({exc})", False
         if problem:
             raise GrammarError(
-                f"terminal {tdef.name} uses {problem}, which the incremental matcher does not support",
+                f"terminal {tdef.name} uses {problem}, which the incremental matcher cannot honour "
+                "exactly",
                 construct=f"/{pattern.value}/",
                 **_position_of_terminal(tdef.name, pattern.value, text),
                 source=source,
             )
-        return Terminal(tdef.name, regex=regex), regex
+        expression = _lark_regex(regex)
+        if lazy:
+            # Python's re returns the shortest match of this pattern (see _regex_features): the
+            # strings of the language none of whose proper prefixes is in the language.
+            expression = f"{expression} & ~{_lark_regex(f'(?:{regex})(?s:.)+')}"
+        return Terminal(tdef.name, regex=regex), expression
     raise GrammarError(  # pragma: no cover - lark has only these two
         f"terminal {tdef.name} has an unknown pattern type", construct=tdef.name, source=source
     )
+
+
+# Terminals of lark's own grammars/common.lark that use constructs the matcher lacks, with an
+# exactly equivalent regular expression. ESCAPED_STRING is ``".*?(?<!\\)(\\\\)*?"``: under
+# re.match it ends at the first quote preceded by an even run of backslashes, on one line.
+_KNOWN_EQUIVALENTS = {
+    r'".*?(?<!\\)(\\\\)*?"': r'"(?:\\[^\n]|[^"\\\n])*"',
+}
+
+
+def _strip_verbose(value: str) -> str:
+    """Rewrite a verbose-mode (``x`` flag) regex without insignificant whitespace and comments."""
+    out: list[str] = []
+    i, n, in_class = 0, len(value), False
+    while i < n:
+        ch = value[i]
+        if ch == "\\" and i + 1 < n:
+            out.append(value[i : i + 2])
+            i += 2
+            continue
+        if in_class:
+            if ch == "]" and not (out and out[-1] in ("[", "[^")):
+                in_class = False
+            out.append(ch)
+        elif ch == "[":
+            in_class = True
+            if value.startswith("[^", i):
+                out.append("[^")
+                i += 2
+                continue
+            out.append(ch)
+        elif ch in " \t\n\r\v\f":
+            pass
+        elif ch == "#":
+            while i < n and value[i] != "\n":
+                i += 1
+        else:
+            out.append(ch)
+        i += 1
+    return "".join(out)
+
+
+def _is_regex_error(exc: BaseException) -> bool:
+    return isinstance(exc, re.error) or (
+        type(exc).__name__ == "error" and type(exc).__module__.startswith("regex")
+    )
+
+
+def _bad_regex_error(exc: BaseException, text: str, source: str | None) -> GrammarError:
+    # lark does not say which regex failed: find the first one Python cannot compile.
+    for match in re.finditer(r"/((?:\\.|[^/\\\n])+)/[imslux]*", text):
+        try:
+            re.compile(match.group(1))
+        except re.error:
+            return GrammarError(
+                f"invalid regex: {exc}",
+                construct=match.group(0),
+                **_position(match.start(), text),
+                source=source,
+            )
+    return GrammarError(f"invalid regex: {exc}", source=source)
+
+
+try:  # Python >= 3.11
+    from re import _constants as _sre_c, _parser as _sre_parse  # type: ignore[attr-defined]
+except ImportError:  # pragma: no cover - Python 3.10
+    import sre_constants as _sre_c  # type: ignore[no-redef]
+    import sre_parse as _sre_parse  # type: ignore[no-redef]
+
+_SINGLE_CHAR_OPS = {_sre_c.LITERAL, _sre_c.NOT_LITERAL, _sre_c.IN, _sre_c.ANY}
+
+
+def _regex_features(regex: str) -> tuple[str | None, bool]:
+    r"""(a construct the matcher cannot honour exactly, or None; whether the regex is lazy).
+
+    A lazy quantifier is honoured in one shape: fixed single characters, one lazily repeated
+    single character, fixed single characters (``/\/\*(.|\n)*?\*\//``). There ``re.match``
+    returns the shortest match, which the compiler expresses as an intersection.
+    """
+    parsed = _sre_parse.parse(regex, 0)
+    problem = _first_unsupported(parsed) or _shadowed_alternative(parsed)
+    if problem:
+        return problem, False
+    lazy = _count_ops(parsed, _sre_c.MIN_REPEAT)
+    if not lazy:
+        return None, False
+    items = _flatten(parsed)
+    if lazy == 1 and items is not None:
+        lazy_items = [i for i, (op, _) in enumerate(items) if op is _sre_c.MIN_REPEAT]
+        others_fixed = all(op in _SINGLE_CHAR_OPS for op, _ in items if op is not _sre_c.MIN_REPEAT)
+        if len(lazy_items) == 1 and others_fixed:
+            body = items[lazy_items[0]][1][2]
+            if _is_single_char(body):
+                return None, True
+    return (
+        "a lazy quantifier (*?, +?, ??) in a shape where Python's first match is not the "
+        "shortest match",
+        False,
+    )
+
+
+def _shadowed_alternative(parsed: Any) -> str | None:
+    """A final alternation whose earlier literal alternative is a prefix of a later one.
+
+    ``re.match`` takes the first alternative that matches, so in ``/a|ab/`` the later ``ab`` is
+    never a whole lexeme, while the matcher's automaton takes the longest. (lark itself sorts
+    the alternatives of ``"<" | "<="`` longest first, so only hand-written regexes hit this.)
+    """
+    items = list(parsed)
+    while items:
+        op, av = items[-1]
+        if op is _sre_c.SUBPATTERN:
+            items = list(av[-1])
+            continue
+        if op is not _sre_c.BRANCH:
+            return None
+        words = []
+        for alt in av[1]:
+            if not all(o is _sre_c.LITERAL for o, _ in alt):
+                words.append(None)
+                continue
+            words.append("".join(chr(v) for _, v in alt))
+        for i, first in enumerate(words):
+            for later in words[i + 1 :]:
+                if first is not None and later is not None and len(later) > len(first) and later.startswith(first):
+                    return (
+                        "an alternation whose earlier alternative is a prefix of a later one "
+                        "(Python's re takes the first that matches, the matcher the longest; "
+                        "put the longer alternative first)"
+                    )
+        return None
+    return None
+
+
+def _first_unsupported(parsed: Any) -> str | None:
+    c = _sre_c
+    for op, av in parsed:
+        if op in (c.ASSERT, c.ASSERT_NOT):
+            return "a look-around assertion"
+        if op is c.GROUPREF:
+            return "a back-reference"
+        if op is c.GROUPREF_EXISTS:
+            return "a conditional group"
+        if op is c.AT:
+            return {
+                c.AT_BOUNDARY: "a word boundary (\\b)",
+                c.AT_NON_BOUNDARY: "a non-boundary (\\B)",
+            }.get(av, "an anchor (^, $, \\A, \\Z)")
+        if getattr(c, "ATOMIC_GROUP", None) is not None and op is c.ATOMIC_GROUP:
+            return "an atomic group"
+        if getattr(c, "POSSESSIVE_REPEAT", None) is not None and op is c.POSSESSIVE_REPEAT:
+            return "a possessive quantifier"
+        for sub in _children(op, av):
+            problem = _first_unsupported(sub)
+            if problem:
+                return problem
+    return None
+
+
+def _children(op: Any, av: Any) -> list[Any]:
+    c = _sre_c
+    if op is c.BRANCH:
+        return list(av[1])
+    if op is c.SUBPATTERN:
+        return [av[-1]]
+    if op in (c.MAX_REPEAT, c.MIN_REPEAT) or op is getattr(c, "POSSESSIVE_REPEAT", None):
+        return [av[2]]
+    if op in (c.ASSERT, c.ASSERT_NOT):
+        return [av[1]]
+    if op is getattr(c, "ATOMIC_GROUP", None):
+        return [av]
+    if op is c.GROUPREF_EXISTS:
+        return [x for x in av[1:] if x is not None]
+    return []
+
+
+def _count_ops(parsed: Any, wanted: Any) -> int:
+    return sum((op is wanted) + sum(_count_ops(s, wanted) for s in _children(op, av)) for op, av in parsed)
+
+
+def _flatten(parsed: Any) -> list[tuple[Any, Any]] | None:
+    """The top-level items with plain groups opened; ``None`` if there is a top-level branch."""
+    out: list[tuple[Any, Any]] = []
+    for op, av in parsed:
+        if op is _sre_c.SUBPATTERN:
+            inner = _flatten(av[-1])
+            if inner is None:
+                if not _is_single_char(av[-1]):
+                    return None
+                out.append((_sre_c.ANY, None))
+                continue
+            out.extend(inner)
+        elif op is _sre_c.BRANCH:
+            if not _is_single_char([(op, av)]):
+                return None
+            out.append((_sre_c.ANY, None))
+        else:
+            out.append((op, av))
+    return out
+
+
+def _is_single_char(parsed: Any) -> bool:
+    """Whether every string the sub-pattern matches is exactly one character."""
+    items = list(parsed)
+    if len(items) != 1:
+        return False
+    op, av = items[0]
+    if op in _SINGLE_CHAR_OPS:
+        return True
+    if op is _sre_c.SUBPATTERN:
+        return _is_single_char(av[-1])
+    if op is _sre_c.BRANCH:
+        return all(_is_single_char(alt) for alt in av[1])
+    return False
 
 
 _REGEX_META = set("\\.^$|?*+()[]{}")
@@ -353,27 +611,27 @@ def _lark_regex(regex: str) -> str:
     return "/" + llg.regex_to_lark(regex, "") + "/"
 
 
-_UNSUPPORTED_REGEX = [
-    (re.compile(r"\(\?<?[=!]"), "a look-around assertion"),
-    (re.compile(r"\\[1-9]|\(\?P="), "a back-reference"),
-    (re.compile(r"\(\?\("), "a conditional group"),
-    (re.compile(r"(?<!\\)(?:\\\\)*\\[ZzAGb]"), "an anchor (\\A, \\Z, \\b, \\G)"),
-    (re.compile(r"[*+?}][+]"), "a possessive quantifier"),
-    (re.compile(r"\(\?>"), "an atomic group"),
-]
-
-
-def _unsupported_regex_feature(regex: str) -> str | None:
-    # Strip escaped backslashes and character classes roughly before looking for constructs.
-    for pattern, description in _UNSUPPORTED_REGEX:
-        if pattern.search(regex):
-            return description
-    return None
+def _position_of_definition(name: str, text: str, last: bool) -> dict[str, int | None]:
+    """Where ``name`` is defined (its last definition when ``last``)."""
+    found = list(re.finditer(rf"(?m)^[ \t]*[?!]?({re.escape(name)})\b(?:\{{[^}}]*\}})?(?:\.-?\d+)?[ \t]*:", text))
+    if not found:
+        return _position_of_name(name, text)
+    return _position((found[-1] if last else found[0]).start(1), text)
 
 
 def _position_of_name(name: str, text: str) -> dict[str, int | None]:
     match = re.search(rf"(?m)^[ \t]*{re.escape(name)}\b", text)
     return _position(match.start() + len(match.group()) - len(name) if match else None, text)
+
+
+def _position_of_use(name: str, text: str) -> dict[str, int | None]:
+    """Where ``name`` is first used in a rule body (after a colon on its line, or a ``|``)."""
+    for match in re.finditer(rf"(?<![\w\"'/.]){re.escape(name)}\b", text):
+        line_start = text.rfind("\n", 0, match.start()) + 1
+        before = text[line_start : match.start()]
+        if ":" in before or before.strip().startswith("|"):
+            return _position(match.start(), text)
+    return _position_of_name(name, text)
 
 
 def _position_of_terminal(name: str, regex_value: str, text: str) -> dict[str, int | None]:
@@ -406,16 +664,31 @@ def _describe_unexpected(exc: lark.exceptions.UnexpectedInput) -> str:
 def _lark_grammar_error(exc: Exception, text: str, source: str | None) -> GrammarError:
     message = str(exc)
     # lark reports most grammar errors as text; recover a position where it names one.
-    match = re.search(r"[Ll]ine (\d+)(?:, column (\d+))?", message)
+    match = re.search(r"[Ll]ine (\d+),? col(?:umn)? (\d+)", message)
     if match:
+        line, column = int(match.group(1)), int(match.group(2))
+        lines = text.split("\n")
+        offset = sum(len(x) + 1 for x in lines[: line - 1]) + column - 1
+        head = message.splitlines()[0]
+        head = re.sub(r",? at line \d+,? col(?:umn)? \d+.*$", "", head)
+        head = re.sub(r" at line \d+ column \d+ in \S+: *$", "", head)
+        found = text[offset : offset + 1]
+        construct = repr(found) if found and found != "\n" else "end of line"
         return GrammarError(
-            message.splitlines()[0],
-            line=int(match.group(1)),
-            column=int(match.group(2)) if match.group(2) else None,
+            f"syntax error in grammar: {head} (at {construct})",
+            line=line,
+            column=column,
+            offset=offset,
+            construct=construct,
             source=source,
         )
     name = re.search(r"(?:Terminal|Rule|Template|terminal|rule)s? '?([A-Za-z_][\w]*)'?", message)
-    where = _position_of_name(name.group(1), text) if name else _position(None, text)
+    if name and "used but not defined" in message:
+        where = _position_of_use(name.group(1), text)
+    elif name:
+        where = _position_of_definition(name.group(1), text, "more than once" in message)
+    else:
+        where = _position(None, text)
     construct = name.group(1) if name else None
     if "%declare" in message or "declared" in message:
         construct = construct or "%declare"

@@ -1,0 +1,294 @@
+"""Grammar loading: Lark's meaning through lark's own loader, and precise errors for what the
+matcher cannot honour."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import lark
+import pytest
+
+from grammar_guide import Grammar, GrammarError
+
+
+def verdict(grammar: Grammar, text: str) -> str:
+    checker = grammar.checker()
+    n = checker.feed(text)
+    if n < len(text):
+        return f"invalid@{n}"
+    return "complete" if checker.is_complete else "prefix"
+
+
+def lark_verdict(grammar_text: str, text: str, **options) -> str:
+    parser = lark.Lark(grammar_text, parser="earley", lexer="dynamic", **options)
+    try:
+        parser.parse(text)
+    except lark.exceptions.UnexpectedEOF:
+        return "prefix"
+    except lark.exceptions.UnexpectedInput:
+        return "invalid"
+    return "complete"
+
+
+# -- loading with lark's loader ---------------------------------------------------------------
+
+
+def test_import_common_terminals():
+    text = textwrap.dedent(
+        """
+        start: pair+
+        pair: CNAME "=" (SIGNED_NUMBER | ESCAPED_STRING) ";"
+        %import common.CNAME
+        %import common.SIGNED_NUMBER
+        %import common.ESCAPED_STRING
+        %import common.WS
+        %import common.C_COMMENT
+        %ignore WS
+        %ignore C_COMMENT
+        """
+    )
+    g = Grammar.from_lark(text)
+    assert verdict(g, 'x = -1.5e3; name="a \\" b"; /* c */ y=2;') == "complete"
+    assert verdict(g, "x = 1; /* one */ y = 2; /* two */") == "complete"
+    assert verdict(g, 'x = "unterminated') == "prefix"
+    assert verdict(g, 'x = "a\nb";') == "invalid@6"  # ESCAPED_STRING stays on one line
+    assert lark_verdict(text, 'x = "a\nb";') == "invalid"
+    assert verdict(g, "1x = 2;") == "invalid@0"
+
+
+def test_import_from_another_grammar_file(tmp_path: Path):
+    (tmp_path / "words.lark").write_text('WORD: /[a-z]+/\nnumber: /[0-9]+/\n')
+    main = tmp_path / "main.lark"
+    main.write_text("start: WORD \":\" number\n%import .words (WORD, number)\n")
+    g = Grammar.from_file(main)
+    assert g.name == "main"
+    assert verdict(g, "abc:12") == "complete"
+    assert verdict(g, "abc:") == "prefix"
+    assert verdict(g, "abc:x") == "invalid@4"
+    # The same through import_paths.
+    g2 = Grammar.from_lark("start: WORD\n%import words.WORD\n", import_paths=[tmp_path])
+    assert verdict(g2, "hello") == "complete"
+
+
+def test_import_of_a_missing_file_is_a_grammar_error():
+    with pytest.raises(GrammarError, match="nosuch.lark") as info:
+        Grammar.from_lark('start: "a"\n%import nosuch.X\n')
+    assert info.value.construct == "%import"
+
+
+def test_templates_priorities_aliases_and_rule_modifiers():
+    text = textwrap.dedent(
+        """
+        start: _sep{item, ","} ";"?
+        _sep{x, sep}: x (sep x)*
+        ?item: word -> aliased
+             | keyword
+             | NUMBER
+        word.2: NAME
+        !keyword.1: "if" | "else"
+        NAME: /[a-z]+/
+        NUMBER.3: /[0-9]+/
+        %ignore " "
+        """
+    )
+    g = Grammar.from_lark(text)
+    for sample, expected in [
+        ("a, if, 12, else;", "complete"),
+        ("a,b", "complete"),
+        ("a,", "prefix"),
+        ("a,,", "invalid@2"),
+        ("1 2", "invalid@2"),
+    ]:
+        assert verdict(g, sample) == expected, sample
+        assert lark_verdict(text, sample) == expected.split("@")[0], sample
+    tree = g.parse("a, if, 12")
+    assert tree.data == "start"
+    # "if" is both a word and a keyword: the priorities pick word (2 > 1), as lark decides.
+    assert [getattr(child, "data", None) for child in tree.children] == ["aliased", "aliased", None]
+    assert tree.children[2].type == "NUMBER"
+
+
+def test_case_insensitive_literal_and_regex_flags():
+    g = Grammar.from_lark('start: "select"i NAME\nNAME: /[a-z]+/i\n%ignore " "\n')
+    assert verdict(g, "SeLeCt Users") == "complete"
+    assert verdict(g, "SELEC") == "prefix"
+    dot_all = Grammar.from_lark('start: BLOCK\nBLOCK: /<.*>/s\n')
+    assert verdict(dot_all, "<a\nb>") == "complete"
+    no_dot_all = Grammar.from_lark('start: BLOCK\nBLOCK: /<.*>/\n')
+    assert verdict(no_dot_all, "<a\nb>") == "invalid@2"
+
+
+def test_verbose_regex_flag():
+    text = 'start: NUM\nNUM: /[0-9]+  (\\. [0-9]+)?/x\n'
+    g = Grammar.from_lark(text)
+    assert verdict(g, "12.5") == "complete"
+    assert verdict(g, "12 .5") == "invalid@2"
+    assert lark_verdict(text, "12 .5") == "invalid"
+
+
+def test_lazy_comment_ends_at_the_first_close():
+    # /\/\*(.|\n)*?\*\// means "up to the first */" under Python's re, not the longest match.
+    text = 'start: "x"+\nCOMMENT: /\\/\\*(.|\\n)*?\\*\\//\n%ignore COMMENT\n%ignore " "\n'
+    g = Grammar.from_lark(text)
+    for sample in ["/* a */ x /* b */", "x /* a */ x /* */ */ x"]:
+        assert verdict(g, sample).split("@")[0] == lark_verdict(text, sample), sample
+    assert verdict(g, "x /* a */ x /* */ */ x") == "invalid@18"
+
+
+@pytest.mark.parametrize(
+    "text, sample",
+    [
+        ("start: \"a\" \"b\"\n%ignore \" \"\n", "  a b  "),
+        ("start: \"a\" \"b\"\n%import common.WS\n%ignore WS\n", "\n\t a \n b \n\n"),
+        ("start: \"a\"*\n%ignore \" \"\n", "   "),
+    ],
+)
+def test_ignored_text_before_and_after_is_accepted_like_lark(text, sample):
+    g = Grammar.from_lark(text)
+    assert lark_verdict(text, sample) == "complete"
+    assert verdict(g, sample) == "complete"
+
+
+def test_start_option_picks_the_rule():
+    g = Grammar.from_lark('a: "x" b\nb: "y"\n', start="b")
+    assert verdict(g, "y") == "complete"
+    assert verdict(g, "xy") == "invalid@0"
+    with pytest.raises(GrammarError):
+        Grammar.from_lark('a: "x"\n', start="nope")
+
+
+def test_from_regex():
+    g = Grammar.from_regex(r"[a-z]+@[a-z]+\.(com|org)")
+    assert verdict(g, "me@host.org") == "complete"
+    assert verdict(g, "me@host.") == "prefix"
+    assert verdict(g, "me@@") == "invalid@3"
+
+
+def test_from_json_schema():
+    schema = {
+        "type": "object",
+        "properties": {"age": {"type": "integer"}},
+        "required": ["age"],
+        "additionalProperties": False,
+    }
+    g = Grammar.from_json_schema(schema)
+    assert g.is_complete('{"age": 42}')
+    assert not g.is_complete('{"age": "42"}')
+    assert g.valid_prefix('{"age": "') < len('{"age": "')
+    with pytest.raises(GrammarError, match="JSON schema"):
+        Grammar.from_json_schema("{not json")
+
+
+def test_builtin_json_and_unknown_name():
+    g = Grammar.builtin("json")
+    assert g is Grammar.builtin("json")  # cached
+    assert "json" in Grammar.builtin_names()
+    assert g.is_complete('{"a": [1, 2, {"b": null}]}')
+    with pytest.raises(GrammarError) as info:
+        Grammar.builtin("cobol")
+    assert "cobol" in str(info.value)
+    for name in Grammar.builtin_names():
+        assert name in str(info.value)
+
+
+def test_valid_prefix_is_complete_and_parse():
+    g = Grammar.builtin("json")
+    assert g.valid_prefix('{"a": tru') == 9
+    assert g.valid_prefix('{"a": trx') == 8
+    assert g.is_complete("[1]") and not g.is_complete("[1")
+    tree = g.parse('{"a": 1}')
+    assert isinstance(tree, lark.Tree)
+    with pytest.raises(lark.exceptions.UnexpectedInput):
+        g.parse("[1")
+    with pytest.raises(GrammarError, match="no parse tree"):
+        Grammar.from_regex("a+").parse("aa")
+
+
+# -- what cannot be honoured, and syntax errors -------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "text, construct, message, line, column",
+    [
+        ("start: X\nX: /a(?=b)/\n", "/a(?=b)/", "look-around", 2, 4),
+        ("start: X\n\nX: /(?<!a)b/\n", "/(?<!a)b/", "look-around", 3, 4),
+        ("start: X\nX: /(a)\\1/\n", "/(a)\\1/", "back-reference", 2, 4),
+        ("start: X\nX: /(?P<q>a)(?P=q)/\n", "/(?P<q>a)(?P=q)/", "back-reference", 2, 4),
+        ("start: X\nX: /\\bif/\n", "/\\bif/", "word boundary", 2, 4),
+        ("start: X\nX: /^a/m\n", "/^a/", "anchor", 2, 4),
+        ("start: X\nX: /a\\Z/\n", "/a\\Z/", "anchor", 2, 4),
+        ("start: X\nX: /(a)?(?(1)b|c)/\n", "/(a)?(?(1)b|c)/", "conditional group", 2, 4),
+        ("start: X\nX: /(?>ab)/\n", "/(?>ab)/", "atomic group", 2, 4),
+        ("start: X\nX: /a++/\n", "/a++/", "possessive quantifier", 2, 4),
+        ("start: X\nX: /k|kw/\n", "/k|kw/", "alternation", 2, 4),
+        ("start: X\nX: /(ab|a)+?c/\n", "/(ab|a)+?c/", "lazy quantifier", 2, 4),
+    ],
+)
+def test_regex_constructs_the_matcher_cannot_honour(text, construct, message, line, column):
+    with pytest.raises(GrammarError, match=message) as info:
+        Grammar.from_lark(text)
+    error = info.value
+    assert (error.line, error.column, error.construct) == (line, column, construct)
+    assert "X" in str(error)
+    # lark itself accepts each of these: the error is ours, and says why.
+    lark.Lark(text, parser="earley", lexer="dynamic")
+
+
+def test_declared_terminal_used_in_a_rule():
+    text = 'start: "a" INDENT\n%declare INDENT\n'
+    lark.Lark(text, parser="earley", lexer="dynamic")  # lark loads it (a post-lexer would feed it)
+    with pytest.raises(GrammarError, match="%declare") as info:
+        Grammar.from_lark(text)
+    assert (info.value.line, info.value.column) == (2, 10)
+    assert info.value.construct == "%declare INDENT"
+
+
+@pytest.mark.parametrize(
+    "text, line, column, words",
+    [
+        ('start: "a\n', 1, 8, "Unexpected input"),
+        ('start "a"\n', 1, 7, "missing colon"),
+        ('start: "a"\n%frobnicate x\n', 2, 1, "Unexpected input"),
+        ('start: "a" ->\n', 1, 14, "Alias"),
+    ],
+)
+def test_syntax_errors_have_positions(text, line, column, words):
+    with pytest.raises(GrammarError, match="syntax error") as info:
+        Grammar.from_lark(text)
+    error = info.value
+    assert (error.line, error.column) == (line, column)
+    assert words in error.message
+    assert f"line {line}, column {column}" in str(error)
+
+
+@pytest.mark.parametrize(
+    "text, message, line, column",
+    [
+        ('start: "a" foo\n', "Rule 'foo' used but not defined", 1, 12),
+        ('start: a\na: "x"\na: "y"\n', "Rule 'a' defined more than once", 3, 1),
+        ('start: X\nX: "a"\nX: "b"\n', "Terminal 'X' defined more than once", 3, 1),
+        ('start: X\nX: /a(/\n', "invalid regex", 2, 4),
+        ('start: tmpl{"a"}\n', "Template 'tmpl' used but not defined", 1, 8),
+    ],
+)
+def test_semantic_grammar_errors_have_positions(text, message, line, column):
+    with pytest.raises(GrammarError, match=message) as info:
+        Grammar.from_lark(text)
+    assert (info.value.line, info.value.column) == (line, column)
+
+
+def test_from_file_names_the_source_in_errors(tmp_path: Path):
+    bad = tmp_path / "bad.lark"
+    bad.write_text('start: X\nX: /a(?=b)/\n')
+    with pytest.raises(GrammarError) as info:
+        Grammar.from_file(bad)
+    assert str(bad) in str(info.value)
+
+
+def test_importing_grammar_guide_does_not_import_torch():
+    code = "import sys, grammar_guide; grammar_guide.Grammar.builtin('json'); print('torch' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
