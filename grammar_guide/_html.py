@@ -64,9 +64,22 @@ _LEGEND_NOTES = {
 
 _REASONS = {
     "violation": "the draft broke the grammar here",
-    "finish": "the draft stopped before the text was complete",
-    "stalled": "the draft made no progress",
+    "finish": "finishing the text",
+    "stalled": "the draft added nothing the grammar allows",
 }
+
+
+_CUT_REASONS = {
+    "preamble": "prose before the answer",
+    "after complete text": "text after a complete answer",
+    "restated": "the draft restated text already accepted",
+}
+
+
+def _reason(reason: str) -> str:
+    head, _, rest = reason.partition(":")
+    text = _REASONS.get(head.strip(), head.strip())
+    return f"{text} ({rest.strip()})" if rest.strip() else text
 
 
 @dataclass
@@ -88,6 +101,7 @@ class _Context:
     line: int
     column: int
     violation: GrammarViolation | None = None
+    repair: Correction | None = None
     removed: bool = False
 
 
@@ -129,13 +143,15 @@ class _Builder:
             return max(0, min(offset, len(self.accepted)))
         return offset
 
-    def insert(self, offset: int, text: str, kind: str, event: int) -> None:
+    def insert(self, offset: int, text: str, kind: str, event: int, piece: int = 0) -> _Segment | None:
         if not text:
-            return
+            return None
         offset = self._clamp(offset)
-        self.segments.insert(self._index_at(offset), _Segment(kind, text, event))
+        segment = _Segment(kind, text, event, piece)
+        self.segments.insert(self._index_at(offset), segment)
         if kind not in _DISCARDED_KINDS:
             self.accepted = self.accepted[:offset] + text + self.accepted[offset:]
+        return segment
 
     def _range(self, start: int, stop: int) -> tuple[int, int]:
         """Split so that the kept text ``[start, stop)`` is whole segments; return their indices."""
@@ -152,6 +168,12 @@ class _Builder:
             if not seg.discarded:
                 seg.kind, seg.event, seg.piece = kind, event, piece
                 piece += 1
+
+    def take_back(self, start: int) -> None:
+        """Drop the kept text from ``start`` to the end (discarded segments there stay)."""
+        first, last = self._range(start, len(self.accepted))
+        self.segments[first:last] = [seg for seg in self.segments[first:last] if seg.discarded]
+        self.accepted = self.accepted[:start]
 
     def remove(self, start: int, stop: int, kind: str, event: int) -> None:
         first, last = self._range(start, stop)
@@ -170,19 +192,58 @@ def _rebuild(result: GuideResult) -> _Rebuilt:
     b = _Builder()
     contexts: dict[int, _Context] = {}
     violation: GrammarViolation | None = None
+    # The struck-through segment of the last violation, while a repair of it may be followed by
+    # the draft's own text taken from the rejected text (then only the rest stays struck).
+    struck: _Segment | None = None
+    repaired = False
+    # The rejected text after such reused draft text, until a later violation reports it again.
+    leftover: _Segment | None = None
     for i, event in enumerate(result.events):
         line, column = _line_column(b.accepted, max(0, min(event.offset, len(b.accepted))))
         context = _Context(line, column)
         contexts[i] = context
+        if isinstance(event, GrammarViolation):
+            if (
+                leftover is not None
+                and event.offset == len(b.accepted)
+                and event.rejected.startswith(leftover.text)
+            ):
+                b.segments.remove(leftover)
+        elif not isinstance(event, (DraftSpan, Correction)) or (
+            isinstance(event, Correction) and event.source != "repair"
+        ):
+            struck = None
+        leftover = None
         if isinstance(event, DraftSpan):
             violation = None
-            b.insert(event.offset, event.text, "draft", i)
+            j = -1
+            if struck is not None and repaired and struck.event is not None:
+                owner = result.events[struck.event]
+                if getattr(owner, "call", None) == event.call and event.offset == len(b.accepted):
+                    j = struck.text.find(event.text)
+            if struck is not None and j >= 0:
+                rest = struck.text[j + len(event.text) :]
+                struck.text = struck.text[:j]
+                b.insert(event.offset, event.text, "draft", i)
+                leftover = b.insert(len(b.accepted), rest, "violation", struck.event, struck.piece + 1)  # type: ignore[arg-type]
+            else:
+                b.insert(event.offset, event.text, "draft", i)
+            struck, repaired = None, False
         elif isinstance(event, GrammarViolation):
             violation = event
             context.line, context.column = event.line, event.column
-            b.insert(event.offset, event.rejected, "violation", i)
+            taken_back = b.accepted[event.offset :]
+            if taken_back and event.offset >= 0 and event.rejected.startswith(taken_back):
+                # A repair took back accepted text from the offset on; it is part of ``rejected``.
+                context.removed = True
+                b.take_back(event.offset)
+            struck, repaired = b.insert(event.offset, event.rejected, "violation", i), False
         elif isinstance(event, Correction):
             context.violation = violation
+            if event.source == "repair":
+                repaired = struck is not None
+                if struck is not None and struck.event is not None:
+                    contexts[struck.event].repair = event
             if event.source == "healed":
                 offset = b._clamp(event.offset)
                 present = b.accepted[offset : offset + len(event.text)]
@@ -277,7 +338,7 @@ def _tooltip(event: Event, context: _Context) -> str:
     where = f"line {context.line}, column {context.column}"
     if isinstance(event, Correction):
         title = _LABELS[event.source if event.source in _LABELS else "target"]
-        rows = [("Text", _code(event.text)), ("At", _e(where)), ("Why", _e(_REASONS.get(event.reason, event.reason)))]
+        rows = [("Text", _code(event.text)), ("At", _e(where)), ("Why", _e(_reason(event.reason)))]
         if context.violation is not None:
             rows.append(("Rejected", _code(context.violation.rejected, 40)))
             rows.append(("Expected", _expected_html(context.violation.expected)))
@@ -298,12 +359,16 @@ def _tooltip(event: Event, context: _Context) -> str:
             ("Rejected", _code(event.rejected, 40)),
             ("At", _e(f"line {event.line}, column {event.column}")),
             ("Expected", _expected_html(event.expected)),
-            ("Draft call", _e(event.call)),
         ]
+        if context.repair is not None:
+            fix = context.repair.detail or (f"wrote {_shorten(context.repair.text, 30)!r}")
+            rows.append(("Fixed by", _e(fix)))
+        rows.append(("Draft call", _e(event.call)))
         body = _tip_rows(rows)
     elif isinstance(event, Cut):
         title = _LABELS["cut"]
-        rows = [("Text", _code(event.text, 40)), ("At", _e(where)), ("Why", _e(event.reason)), ("Draft call", _e(event.call))]
+        why = _CUT_REASONS.get(event.reason, event.reason)
+        rows = [("Text", _code(event.text, 80)), ("At", _e(where)), ("Why", _e(why)), ("Draft call", _e(event.call))]
         body = _tip_rows(rows)
     else:
         title = _LABELS["draft"]
@@ -332,6 +397,11 @@ def _segments_html(rebuilt: _Rebuilt, result: GuideResult, prefix: str) -> str:
             )
             continue
         tip_id = f"{ident}-tip"
+        if isinstance(event, Cut) and event.reason == "restated":
+            # Repeated text the loop aligned away: a small marker, the text in its details.
+            n = len(seg.text)
+            text = f'<span class="gg-t gg-marker" aria-label="restated text, {n} characters">↻ {n}</span>'
+            blank = " gg-restated"
         out.append(
             f'<span class="gg-seg gg-{seg.kind}{blank}" data-kind="{seg.kind}" data-event="{seg.event}" id="{ident}"'
             f' tabindex="0" aria-describedby="{tip_id}">{text}'
@@ -386,8 +456,12 @@ def _summary_html(result: GuideResult) -> str:
     )
 
 
-def _legend_html(rebuilt: _Rebuilt) -> str:
+def _legend_html(rebuilt: _Rebuilt, result: GuideResult) -> str:
     used = {seg.kind for seg in rebuilt.segments}
+    restated = any(
+        seg.event is not None and isinstance(result.events[seg.event], Cut) and result.events[seg.event].reason == "restated"
+        for seg in rebuilt.segments
+    )
     items = []
     for kind in ("draft", "target", "forced", "healed", "repair", "violation", "cut"):
         dim = "" if kind in used else " gg-unused"
@@ -395,6 +469,12 @@ def _legend_html(rebuilt: _Rebuilt) -> str:
             f'<li class="gg-legend-item{dim}" data-kind="{kind}" title="{_e(_LEGEND_NOTES[kind])}">'
             f'<span class="gg-seg gg-{kind} gg-swatch"><span class="gg-t">abc</span></span>'
             f"<span>{_e(_LABELS[kind])}</span></li>"
+        )
+    if restated:
+        items.append(
+            '<li class="gg-legend-item" data-kind="restated" title="text the draft repeated; hover the marker to see it">'
+            '<span class="gg-seg gg-cut gg-restated gg-swatch"><span class="gg-t gg-marker">↻ n</span></span>'
+            "<span>Restated by the draft (n characters)</span></li>"
         )
     return '<ul class="gg-legend" aria-label="Legend">' + "".join(items) + "</ul>"
 
@@ -414,11 +494,11 @@ def _timeline_html(result: GuideResult, rebuilt: _Rebuilt, prefix: str) -> str:
             note = "expected " + ", ".join(event.expected[:6]) + (" …" if len(event.expected) > 6 else "") if event.expected else ""
         elif isinstance(event, Correction):
             kind, text = event.source if event.source in _LABELS else "target", event.text
-            note = _REASONS.get(event.reason, event.reason)
+            note = _reason(event.reason)
             if event.seconds:
                 note += f" · {_seconds(event.seconds)}"
         else:
-            kind, text, note = "cut", event.text, event.reason
+            kind, text, note = "cut", event.text, _CUT_REASONS.get(event.reason, event.reason)
         label = _e(_LABELS[kind])
         if i in anchored and rebuilt.exact:
             label = f'<a href="#{prefix}-ev{i}">{label}</a>'
@@ -474,6 +554,8 @@ _CSS = """
  opacity:.9;font-size:.92em}
 .gg-cut{background:var(--cut-bg);color:var(--cut);text-decoration:line-through;font-size:.92em}
 .gg-blank .gg-t{min-width:.6em;display:inline-block}
+.gg-restated{text-decoration:none;font:11px/1 system-ui,sans-serif;padding:1px 4px;margin:0 2px;border:1px dashed #afb8c1;
+ vertical-align:1px}
 .gg-seg[tabindex]:hover,.gg-seg[tabindex]:focus{outline:2px solid rgba(10,88,202,.45);outline-offset:1px}
 .gg-seg:target{outline:2px solid #f0b400;outline-offset:2px}
 .gg-tip{display:none;position:absolute;z-index:10;left:0;top:calc(100% + 6px);min-width:240px;max-width:380px;
@@ -534,7 +616,7 @@ def render_fragment(result: GuideResult) -> str:
         prompt = f'<p class="gg-prompt">Prompt: <q>{_e(_shorten(result.prompt, 400))}</q></p>'
     return (
         f'<div class="gg" id="{prefix}"><style>{_CSS}</style>'
-        f"{_summary_html(result)}{prompt}{_legend_html(rebuilt)}{warning}"
+        f"{_summary_html(result)}{prompt}{_legend_html(rebuilt, result)}{warning}"
         f'<pre class="gg-text" data-exact="{"true" if rebuilt.exact else "false"}">'
         f"{_segments_html(rebuilt, result, prefix)}</pre>"
         f"{_timeline_html(result, rebuilt, prefix)}"

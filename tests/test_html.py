@@ -360,3 +360,32 @@ def test_browser_incomplete_result_says_so(page, tmp_path: Path) -> None:  # typ
     assert badge.get_attribute("data-valid") == "false"
     assert "incomplete" in badge.inner_text()
     assert page.locator('.gg-stat[data-stat="tokens"] .gg-stat-v').inner_text() == "n/a / n/a"
+
+
+def test_browser_renders_a_real_guided_run(page, tmp_path: Path, small_sql: Grammar) -> None:  # type: ignore[no-untyped-def]
+    import grammar_guide as gg
+
+    def draft(prompt: str) -> list[str]:
+        return ["Sure! Here is the query:\n", "SELECT name age FROM users ", "ORDER BY age DESC LIMT 5;", "\nThat's all."]
+
+    result = gg.guide(draft, small_sql, "The names of the five oldest users", target=False)
+    assert result.complete
+    open_result(page, result, tmp_path, "real.html")
+    assert page.locator(".gg-text").get_attribute("data-exact") == "true"
+    assert page.evaluate(KEPT_TEXT_JS) == result.text
+    struck = page.eval_on_selector_all(
+        ".gg-text .gg-seg", "els => els.filter(e => ['violation', 'cut'].includes(e.dataset.kind)).map(e => e.textContent)"
+    )
+    assert any("Sure! Here is the query:" in t for t in struck)
+    assert any(t.startswith("LIMT") for t in struck)
+    repairs = page.locator(".gg-text .gg-repair > .gg-t").all_text_contents()
+    assert repairs == [e.text for e in result.events if isinstance(e, Correction) and e.source == "repair" and e.text]
+    # Text a restating draft repeated is a small marker whose details hold the text.
+    restated = [e for e in result.events if isinstance(e, Cut) and e.reason == "restated"]
+    markers = page.locator(".gg-text .gg-restated")
+    assert markers.count() == len(restated) > 0
+    assert markers.first.locator(".gg-t").inner_text() == f"↻ {len(restated[0].text)}"
+    markers.first.hover()
+    assert "restated" in markers.first.locator(".gg-tip").inner_text()
+    assert page.locator('.gg-legend-item[data-kind="restated"]').count() == 1
+    page.screenshot(path=str(screenshot_path("html-real-run.png")), full_page=True)

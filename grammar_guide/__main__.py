@@ -1,0 +1,5 @@
+"""``python -m grammar_guide``: the ``grammar-guide`` command."""
+
+from .cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,577 @@
+"""The ``grammar-guide`` command.
+
+::
+
+    grammar-guide "QUESTION" --grammar sqlite|json|PATH [--draft local|openai:MODEL|anthropic:MODEL|URL]
+                  [--target MODEL] [--html out.html] [--json]
+    grammar-guide check --grammar G FILE
+
+The first prints the guided text on stdout (with ``--json`` the whole result) and shows its
+progress on stderr when stderr is a terminal: the draft's text as it streams, and each
+correction as it happens. The second tells whether a file is valid under a grammar and, when it is
+not, where it goes wrong and what was expected there.
+
+Exit status: 0 a valid result (``check``: a valid file), 1 ``check``: an invalid file, 2 bad
+arguments, a bad grammar or a missing extra, 3 the draft provider failed, 4 the budgets ran out
+before the text could be completed, 130 interrupted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import os
+import re
+import sys
+from pathlib import Path
+from typing import IO, TYPE_CHECKING, Any, Callable, Sequence
+
+from ._errors import GrammarError, GuideExhausted, MissingDependencyError, ProviderError
+from ._grammar import Grammar, Terminal
+
+if TYPE_CHECKING:
+    from ._draft import Draft
+    from ._trace import Event, GuideResult
+
+__all__ = ["main"]
+
+EXIT_OK = 0
+EXIT_INVALID = 1
+EXIT_USAGE = 2
+EXIT_PROVIDER = 3
+EXIT_EXHAUSTED = 4
+EXIT_INTERRUPTED = 130
+
+PROG = "grammar-guide"
+
+
+class UsageError(Exception):
+    """A command-line mistake: reported in one line, exit status 2."""
+
+
+# -- shared helpers ---------------------------------------------------------------------------
+
+
+def load_grammar(spec: str) -> Grammar:
+    """A builtin grammar by name, or a ``.lark`` file by path."""
+    if spec in Grammar.builtin_names():
+        return Grammar.builtin(spec)
+    path = Path(spec)
+    if path.is_file():
+        return Grammar.from_file(path)
+    if path.exists():
+        raise UsageError(f"grammar {spec!r} is not a file")
+    names = ", ".join(Grammar.builtin_names()) or "none"
+    if os.sep in spec or "/" in spec or spec.endswith(".lark"):
+        raise UsageError(f"grammar file not found: {spec}")
+    raise UsageError(f"no builtin grammar named {spec!r} (builtin: {names}); or give the path of a .lark file")
+
+
+def describe_terminal(terminal: Terminal) -> str:
+    """How a terminal is named to a person: a literal quoted, a pattern by its name."""
+    if terminal.literal is not None:
+        return json.dumps(terminal.literal, ensure_ascii=False)
+    if terminal.name.startswith("__"):
+        return f"/{terminal.regex}/"
+    return terminal.name
+
+
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f\x80-\x9f]")
+
+
+def printable(text: str) -> str:
+    """Model text made safe for a terminal: control characters (escape sequences) shown, not obeyed."""
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+
+
+def quoted(text: str, limit: int = 60) -> str:
+    shown = json.dumps(text, ensure_ascii=False)[1:-1]
+    if len(shown) > limit:
+        shown = shown[: limit - 1] + "…"
+    return f'"{printable(shown)}"'
+
+
+class _Style:
+    def __init__(self, enabled: bool) -> None:
+        self.enabled = enabled
+
+    def __call__(self, text: str, code: str) -> str:
+        return f"\x1b[{code}m{text}\x1b[0m" if self.enabled else text
+
+    def dim(self, text: str) -> str:
+        return self(text, "2")
+
+    def red(self, text: str) -> str:
+        return self(text, "31")
+
+    def green(self, text: str) -> str:
+        return self(text, "32")
+
+    def blue(self, text: str) -> str:
+        return self(text, "34")
+
+    def magenta(self, text: str) -> str:
+        return self(text, "35")
+
+    def cyan(self, text: str) -> str:
+        return self(text, "36")
+
+    def bold(self, text: str) -> str:
+        return self(text, "1")
+
+
+def _wants_color(stream: IO[str]) -> bool:
+    return _isatty(stream) and "NO_COLOR" not in os.environ and os.environ.get("TERM") != "dumb"
+
+
+def _isatty(stream: IO[str]) -> bool:
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
+def _error(message: str) -> None:
+    print(f"{PROG}: error: {printable(message)}", file=sys.stderr)
+
+
+# -- check ------------------------------------------------------------------------------------
+
+
+def _check_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog=f"{PROG} check",
+        description="Tell whether a file is valid under a grammar; if not, where and what was expected.",
+        epilog="Exit status: 0 valid, 1 invalid or incomplete, 2 bad arguments or grammar.",
+    )
+    parser.add_argument("file", metavar="FILE", help="the file to check, or - for standard input")
+    parser.add_argument(
+        "--grammar", "-g", required=True, metavar="G", help="a builtin grammar name or the path of a .lark file"
+    )
+    parser.add_argument("--json", action="store_true", help="print the report as JSON")
+    return parser
+
+
+def _read_input(name: str) -> str:
+    if name == "-":
+        data = sys.stdin.buffer.read()
+    else:
+        path = Path(name)
+        if not path.is_file():
+            raise UsageError(f"no such file: {name}" if not path.exists() else f"not a file: {name}")
+        data = path.read_bytes()
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise UsageError(f"{name} is not UTF-8 text (byte {exc.start})") from None
+
+
+def run_check(args: argparse.Namespace) -> int:
+    grammar = load_grammar(args.grammar)
+    text = _read_input(args.file)
+    label = "<stdin>" if args.file == "-" else args.file
+    checker = grammar.checker()
+    checker.feed(text)
+    violation = checker.violation
+    complete = violation is None and checker.is_complete
+    report: dict[str, Any] = {"file": label, "grammar": grammar.name, "valid": complete}
+    if complete:
+        if args.json:
+            print(json.dumps(report, ensure_ascii=False))
+        else:
+            print(f"{label}: valid ({grammar.name})")
+        return EXIT_OK
+    expected = sorted({describe_terminal(t) for t in checker.expected()})
+    if violation is not None:
+        offset, line, column = violation.offset, violation.line, violation.column
+        problem, found = f"unexpected {quoted(violation.found, 40)}", violation.found
+    else:
+        offset = len(text)
+        before = text
+        line = before.count("\n") + 1
+        column = len(before) - (before.rfind("\n") + 1) + 1
+        problem, found = "the text ends before it is complete", None
+    report.update(
+        {
+            "complete": False,
+            "offset": offset,
+            "line": line,
+            "column": column,
+            "found": found,
+            "expected": expected,
+            "message": problem,
+        }
+    )
+    if args.json:
+        print(json.dumps(report, ensure_ascii=False))
+        return EXIT_INVALID
+    print(f"{label}:{line}:{column}: invalid: {problem}")
+    if expected:
+        print(f"  expected: {', '.join(printable(e) for e in expected)}")
+    source_line = text.splitlines()[line - 1] if text.splitlines()[line - 1 : line] else ""
+    if len(source_line) <= 200:
+        caret = "".join("\t" if ch == "\t" else " " for ch in source_line[: column - 1]) + "^"
+        print(f"  {printable(source_line)}")
+        print(f"  {caret}")
+    return EXIT_INVALID
+
+
+# -- guide ------------------------------------------------------------------------------------
+
+
+def _positive_int(value: str) -> int:
+    try:
+        number = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {value!r}") from None
+    if number < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, not {number}")
+    return number
+
+
+def _nonnegative_int(value: str) -> int:
+    try:
+        number = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {value!r}") from None
+    if number < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, not {number}")
+    return number
+
+
+def _positive_float(value: str) -> float:
+    try:
+        number = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {value!r}") from None
+    if not number > 0:
+        raise argparse.ArgumentTypeError(f"must be positive, not {value}")
+    return number
+
+
+def _guide_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog=PROG,
+        usage=f'{PROG} "QUESTION" --grammar G [options]\n       {PROG} check --grammar G FILE',
+        description=(
+            "Answer QUESTION with text that is guaranteed valid under a grammar: a draft model writes,\n"
+            "the grammar checks, a small local target model repairs. The text goes to stdout; live\n"
+            "progress goes to stderr when it is a terminal.\n\n"
+            f"To check a file against a grammar: {PROG} check --grammar G FILE (see {PROG} check --help)."
+        ),
+        epilog=(
+            "Exit status: 0 valid result, 2 bad arguments or grammar, 3 provider failure, "
+            "4 budget exhausted before the text was complete."
+        ),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("question", metavar="QUESTION", help="the prompt; - reads it from standard input")
+    parser.add_argument(
+        "--grammar", "-g", required=True, metavar="G", help="a builtin grammar (sqlite, json, ...) or a .lark file"
+    )
+    parser.add_argument(
+        "--draft",
+        "-d",
+        default="local",
+        metavar="DRAFT",
+        help=(
+            "local (default: a local transformers model), openai:MODEL, anthropic:MODEL, an http(s) URL of an "
+            "OpenAI-compatible server (with --model), or python:MODULE:FUNCTION (any generate(prompt) function)"
+        ),
+    )
+    parser.add_argument("--model", metavar="NAME", help="the model name a URL draft's server expects")
+    parser.add_argument(
+        "--endpoint",
+        choices=("chat", "completions"),
+        default="chat",
+        help="for a URL draft: the chat or the legacy completions endpoint (default: chat)",
+    )
+    target = parser.add_mutually_exclusive_group()
+    target.add_argument("--target", metavar="MODEL", help="the local target model (default: the builtin one)")
+    target.add_argument(
+        "--no-target", action="store_true", help="repair with the grammar and the draft's own text only"
+    )
+    parser.add_argument("--html", metavar="PATH", help="also write the corrections as an HTML page")
+    parser.add_argument("--json", action="store_true", help="print the whole result as JSON instead of the text")
+    parser.add_argument("--seed-text", metavar="TEXT", default="", help="a valid prefix the text must start with")
+    parser.add_argument("--stop", action="append", metavar="TEXT", help="a string the draft stops at (repeatable)")
+    budgets = parser.add_argument_group("budgets")
+    budgets.add_argument("--lookahead", type=_positive_int, metavar="N", help="draft tokens per call")
+    budgets.add_argument("--max-corrections", type=_nonnegative_int, metavar="N", help="violations repaired")
+    budgets.add_argument("--max-draft-calls", type=_positive_int, metavar="N", help="calls of the draft")
+    budgets.add_argument("--max-new-tokens", type=_positive_int, metavar="N", help="length of the text")
+    budgets.add_argument("--timeout", type=_positive_float, metavar="SECONDS", help="seconds of drafting")
+    parser.add_argument(
+        "--progress",
+        choices=("auto", "always", "never"),
+        default="auto",
+        help="live progress on stderr: auto (when stderr is a terminal), always, never",
+    )
+    parser.add_argument("--quiet", "-q", action="store_true", help="same as --progress never")
+    return parser
+
+
+def make_draft(spec: str, *, model: str | None = None, endpoint: str = "chat") -> Draft:
+    """The draft a ``--draft`` value names; providers are imported only here, when asked for."""
+    try:
+        return _make_draft(spec, model=model, endpoint=endpoint)
+    except ModuleNotFoundError as exc:
+        if exc.name and (exc.name.split(".")[0] in ("providers", "torch", "transformers", "openai", "anthropic")):
+            raise MissingDependencyError(
+                f"--draft {spec} needs {exc.name}, which is not installed: pip install 'grammar-guide[local]' "
+                "(local models), 'grammar-guide[openai]' or 'grammar-guide[anthropic]'"
+            ) from None
+        raise
+
+
+def _make_draft(spec: str, *, model: str | None, endpoint: str) -> Draft:
+    from ._draft import Draft, FunctionDraft
+
+    if spec == "local":
+        from providers.transformers import TransformersDraft
+
+        return TransformersDraft.load()
+    if spec.startswith("openai:"):
+        name = _model_name(spec, "openai")
+        from providers.openai import OpenAIDraft
+
+        return OpenAIDraft(name)
+    if spec.startswith("anthropic:"):
+        name = _model_name(spec, "anthropic")
+        from providers.anthropic import AnthropicDraft
+
+        return AnthropicDraft(name)
+    if spec.startswith(("http://", "https://")):
+        if not model:
+            raise UsageError("a URL draft needs --model NAME (the model name its server expects)")
+        from providers.http import HTTPDraft
+
+        api_key = os.environ.get("GRAMMAR_GUIDE_API_KEY") or None
+        return HTTPDraft(spec, model=model, endpoint=endpoint, api_key=api_key)  # type: ignore[arg-type]
+    if spec.startswith("python:"):
+        obj = _import_object(spec[len("python:") :])
+        if isinstance(obj, Draft):
+            return obj
+        if isinstance(obj, type) and issubclass(obj, Draft):
+            return obj()
+        if not callable(obj):
+            raise UsageError(f"{spec} is not callable")
+        return FunctionDraft(obj)
+    raise UsageError(
+        f"unknown draft {spec!r}: use local, openai:MODEL, anthropic:MODEL, an http(s) URL or python:MODULE:FUNCTION"
+    )
+
+
+def _model_name(spec: str, provider: str) -> str:
+    name = spec.split(":", 1)[1]
+    if not name:
+        raise UsageError(f"--draft {provider}: needs a model name, as in {provider}:MODEL")
+    return name
+
+
+def _import_object(target: str) -> Any:
+    module_name, sep, attr = target.partition(":")
+    if not sep or not module_name or not attr:
+        raise UsageError(f"python draft must be python:MODULE:FUNCTION, not python:{target}")
+    if os.getcwd() not in sys.path and "" not in sys.path:
+        sys.path.insert(0, os.getcwd())
+    try:
+        obj: Any = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise UsageError(f"cannot import {module_name}: {exc}") from None
+    for part in attr.split("."):
+        try:
+            obj = getattr(obj, part)
+        except AttributeError:
+            raise UsageError(f"{module_name} has no attribute {attr}") from None
+    return obj
+
+
+def make_target(name: str | None, disabled: bool) -> Any:
+    """``False`` (no target), ``None`` (the default, loaded by the loop when first needed), or a model."""
+    if disabled:
+        return False
+    if name is None:
+        return None
+    from ._target import TargetModel
+
+    return TargetModel.load(name)
+
+
+class Progress:
+    """Live progress on a terminal: the draft's text as it streams (dim), and one line per event."""
+
+    def __init__(self, stream: IO[str], color: bool) -> None:
+        self.stream = stream
+        self.style = _Style(color)
+        self.at_line_start = True
+
+    def _write(self, text: str) -> None:
+        self.stream.write(text)
+        self.stream.flush()
+        if text:
+            self.at_line_start = text.endswith("\n")
+
+    def _line(self, text: str) -> None:
+        if not self.at_line_start:
+            self._write("\n")
+        self._write(text + "\n")
+
+    def status(self, text: str) -> None:
+        self._line(self.style.dim(text))
+
+    def draft_text(self, chunk: str) -> None:
+        self._write(self.style.dim(printable(chunk)))
+
+    def event(self, event: Event) -> None:
+        from ._trace import Correction, Cut, GrammarViolation
+
+        s = self.style
+        if isinstance(event, GrammarViolation):
+            expected = ", ".join(event.expected[:8]) + (", …" if len(event.expected) > 8 else "")
+            line = f"  ✗ {event.line}:{event.column} rejected {quoted(event.rejected, 48)}"
+            if expected:
+                line += f"  expected {printable(expected)}"
+            self._line(s.red(line))
+        elif isinstance(event, Correction):
+            if event.source == "healed":
+                line = f"  ⟲ healed {quoted(event.text)} at the token boundary"
+                self._line(s.cyan(line))
+                return
+            verb = {"target": "target wrote", "forced": "grammar forced", "repair": "repaired with"}.get(
+                event.source, f"{event.source} wrote"
+            )
+            line = f"  ✓ {verb} {quoted(event.text)}"
+            notes = []
+            if event.detail:
+                notes.append(printable(event.detail))
+            if event.reason and event.reason not in ("violation", "forced"):
+                notes.append(printable(event.reason))
+            if event.seconds:
+                notes.append(f"{event.seconds:.2f} s")
+            if notes:
+                line += f"  ({'; '.join(notes)})"
+            color = {"target": s.blue, "forced": s.magenta, "repair": s.green}.get(event.source, s.blue)
+            self._line(color(line))
+        elif isinstance(event, Cut):
+            self._line(s.dim(f"  ✂ cut {quoted(event.text, 48)} ({printable(event.reason)})"))
+
+    def finished(self, result: GuideResult) -> None:
+        st = result.stats
+        state = self.style.green("✓ valid") if result.complete else self.style.red("✗ incomplete")
+        plural = lambda n, word: f"{n} {word}{'' if n == 1 else 's'}"  # noqa: E731
+        self._line(
+            f"{state} {result.grammar_name} · {plural(st.draft_calls, 'draft call')} · "
+            f"{plural(st.corrections, 'correction')} · {st.total_seconds:.1f} s"
+        )
+
+
+def _read_question(value: str) -> str:
+    if value == "-":
+        return sys.stdin.read()
+    return value
+
+
+def run_guide(args: argparse.Namespace) -> int:
+    from ._guide import guide
+
+    grammar = load_grammar(args.grammar)
+    question = _read_question(args.question)
+    if not question.strip():
+        raise UsageError("the question is empty")
+    if args.seed_text and grammar.valid_prefix(args.seed_text) != len(args.seed_text):
+        raise UsageError(f"--seed-text is not a valid start of a {grammar.name} text")
+    html_path = Path(args.html) if args.html else None
+    if html_path is not None and not html_path.parent.is_dir():
+        raise UsageError(f"cannot write {args.html}: no directory {html_path.parent}")
+    show = args.progress == "always" or (args.progress == "auto" and _isatty(sys.stderr))
+    if args.quiet:
+        show = False
+    progress = Progress(sys.stderr, _wants_color(sys.stderr)) if show else None
+
+    draft = make_draft(args.draft, model=args.model, endpoint=args.endpoint)
+    target = make_target(args.target, args.no_target)
+    options: dict[str, Any] = {}
+    for name in ("lookahead", "max_corrections", "max_draft_calls", "max_new_tokens", "timeout"):
+        value = getattr(args, name)
+        if value is not None:
+            options[name] = value
+    if args.stop:
+        options["stop"] = tuple(args.stop)
+    if args.seed_text:
+        options["seed_text"] = args.seed_text
+    if progress is not None:
+        options["on_event"] = progress.event
+        options["on_draft_text"] = progress.draft_text
+        progress.status(f"guiding {draft.name} with the {grammar.name} grammar …")
+
+    try:
+        result = guide(draft, grammar, question, target, **options)
+    except GuideExhausted as exc:
+        partial = exc.result
+        if progress is not None and partial is not None:
+            progress.finished(partial)
+        if partial is not None:
+            _write_outputs(partial, args, html_path, text=False)
+        _error(str(exc))
+        return EXIT_EXHAUSTED
+    if progress is not None:
+        progress.finished(result)
+    _write_outputs(result, args, html_path, text=True)
+    if html_path is not None and progress is not None:
+        progress.status(f"wrote {html_path}")
+    return EXIT_OK if result.complete else EXIT_EXHAUSTED
+
+
+def _write_outputs(result: GuideResult, args: argparse.Namespace, html_path: Path | None, *, text: bool) -> None:
+    if html_path is not None:
+        result.save_html(html_path)
+    if args.json:
+        sys.stdout.write(result.to_json(indent=2, ensure_ascii=False) + "\n")
+    elif text:
+        sys.stdout.write(result.text if result.text.endswith("\n") else result.text + "\n")
+    sys.stdout.flush()
+
+
+# -- entry point --------------------------------------------------------------------------------
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; return the exit status."""
+    args_list = list(sys.argv[1:] if argv is None else argv)
+    runner: Callable[[argparse.Namespace], int]
+    if args_list[:1] == ["check"]:
+        args = _check_parser().parse_args(args_list[1:])
+        runner = run_check
+    else:
+        args = _guide_parser().parse_args(args_list)
+        runner = run_guide
+    try:
+        return runner(args)
+    except UsageError as exc:
+        _error(str(exc))
+        return EXIT_USAGE
+    except GrammarError as exc:
+        _error(str(exc))
+        return EXIT_USAGE
+    except MissingDependencyError as exc:
+        _error(str(exc))
+        return EXIT_USAGE
+    except ProviderError as exc:
+        _error(str(exc))
+        return EXIT_PROVIDER
+    except KeyboardInterrupt:
+        _error("interrupted")
+        return EXIT_INTERRUPTED
+    except BrokenPipeError:
+        # The reader went away (``| head``): not an error of ours.
+        try:
+            sys.stdout.close()
+        except OSError:
+            pass
+        return EXIT_OK
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(main())

@@ -1,0 +1,37 @@
+"""Deterministic drafts for the command-line tests, reached with ``--draft python:cli_drafts:NAME``.
+
+They stand in for a model the way a user's own ``generate(prompt)`` function would.
+"""
+
+from __future__ import annotations
+
+from grammar_guide import FunctionDraft
+
+
+def sql_with_typo(prompt: str) -> str:
+    """A restating draft that misspells a keyword, for the small SQL grammar."""
+    return "SELECT name FROM users ORDER BY age DESC LIMT 5;"
+
+
+def chatty_sql(prompt: str) -> list[str]:
+    """Streams its answer in chunks, with prose before and after it and a dropped comma."""
+    return ["Sure! Here is the query:\n", "SELECT name age FROM users ", "WHERE age > 30;", "\nThis lists them."]
+
+
+def json_with_prose_value(prompt: str) -> str:
+    """A JSON answer whose value is unquoted prose: only the target model can repair it."""
+    return '{"name": Ada Lovelace, "born": 1815}'
+
+
+def silent(prompt: str) -> str:
+    """A draft that never writes anything."""
+    return ""
+
+
+def hostile(prompt: str) -> str:
+    """A draft that tries to drive the terminal with escape sequences."""
+    return '{"a": 1}' + "\x1b]0;pwned\x07\x1b[2J"
+
+
+#: A ``Draft`` object is used as is (here: a function that truly continues the accepted text).
+continuing = FunctionDraft(lambda prompt, prefix: '{"a": [1, 2, 3]}'[len(prefix):], name="continuing", continues_prefix=True)

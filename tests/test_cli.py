@@ -1,0 +1,339 @@
+"""The ``grammar-guide`` command, run as a real subprocess."""
+
+from __future__ import annotations
+
+import json
+import os
+import pty
+import select
+import subprocess
+import sys
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+
+from conftest import SMALL_SQL
+
+TESTS = Path(__file__).resolve().parent
+COMMAND = [sys.executable, "-m", "grammar_guide"]
+
+
+def env(**extra: str) -> dict[str, str]:
+    environ = dict(os.environ)
+    environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(TESTS), environ.get("PYTHONPATH", "")]))
+    environ["HF_HUB_OFFLINE"] = "1"
+    environ.pop("NO_COLOR", None)
+    environ.update(extra)
+    return environ
+
+
+def cli(*args: str, stdin: str | None = None, timeout: float = 120, **extra_env: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [*COMMAND, *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=env(**extra_env),
+        cwd=TESTS.parent,
+    )
+
+
+@pytest.fixture
+def sql_grammar(tmp_path: Path) -> Path:
+    path = tmp_path / "small_sql.lark"
+    path.write_text(SMALL_SQL, encoding="utf-8")
+    return path
+
+
+# -- check -----------------------------------------------------------------------------------
+
+
+def test_check_valid_file(tmp_path: Path) -> None:
+    path = tmp_path / "ok.json"
+    path.write_text('{"a": [1, 2], "b": null}\n', encoding="utf-8")
+    done = cli("check", "--grammar", "json", str(path))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == f"{path}: valid (json)\n"
+
+
+def test_check_invalid_file_reports_position_and_expected(tmp_path: Path) -> None:
+    path = tmp_path / "bad.json"
+    path.write_text('{\n  "a": [1, 2},\n  "b": 3\n}\n', encoding="utf-8")
+    done = cli("check", "-g", "json", str(path))
+    assert done.returncode == 1
+    lines = done.stdout.splitlines()
+    assert lines[0] == f'{path}:2:13: invalid: unexpected "}},"'
+    assert lines[1] == '  expected: ",", "]", NUMBER'
+    assert lines[2:] == ['    "a": [1, 2},', "              ^"]
+
+
+def test_check_sql_file_with_a_path_grammar(tmp_path: Path, sql_grammar: Path) -> None:
+    query = tmp_path / "q.sql"
+    query.write_text("SELECT name FORM users;", encoding="utf-8")
+    done = cli("check", "--grammar", str(sql_grammar), str(query))
+    assert done.returncode == 1
+    assert done.stdout.splitlines() == [
+        f'{query}:1:14: invalid: unexpected "ORM users;"',
+        '  expected: "FROM"',
+        "  SELECT name FORM users;",
+        "               ^",
+    ]
+
+
+def test_check_incomplete_text_from_stdin_as_json() -> None:
+    done = cli("check", "--grammar", "json", "--json", "-", stdin='{"a": ')
+    assert done.returncode == 1
+    report = json.loads(done.stdout)
+    assert report["file"] == "<stdin>"
+    assert report["valid"] is False
+    assert (report["line"], report["column"], report["offset"]) == (1, 7, 6)
+    assert report["found"] is None
+    assert set(report["expected"]) == {'"false"', '"true"', '"null"', '"{"', '"["', "STRING", "NUMBER"}
+
+
+def test_check_bad_grammar_exits_2(tmp_path: Path) -> None:
+    grammar = tmp_path / "broken.lark"
+    grammar.write_text('start: "a" (\n', encoding="utf-8")
+    path = tmp_path / "x.txt"
+    path.write_text("a", encoding="utf-8")
+    done = cli("check", "--grammar", str(grammar), str(path))
+    assert done.returncode == 2
+    assert done.stdout == ""
+    assert done.stderr.startswith("grammar-guide: error: syntax error in grammar")
+    assert "broken.lark" in done.stderr
+
+
+def test_check_unknown_grammar_and_missing_file_exit_2(tmp_path: Path) -> None:
+    path = tmp_path / "x.json"
+    path.write_text("{}", encoding="utf-8")
+    done = cli("check", "--grammar", "no-such-grammar", str(path))
+    assert done.returncode == 2
+    assert "no builtin grammar named 'no-such-grammar'" in done.stderr and "json" in done.stderr
+    done = cli("check", "--grammar", "json", str(tmp_path / "missing.json"))
+    assert done.returncode == 2
+    assert "no such file" in done.stderr
+    done = cli("check", "--grammar", str(tmp_path / "missing.lark"), str(path))
+    assert done.returncode == 2
+    assert "grammar file not found" in done.stderr
+
+
+def test_check_requires_a_grammar() -> None:
+    done = cli("check", "file.json")
+    assert done.returncode == 2
+    assert "--grammar" in done.stderr
+
+
+# -- guide: arguments -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["q"], "--grammar"),
+        ([], "QUESTION"),
+        (["q", "-g", "json", "--draft", "gopher:thing"], "unknown draft 'gopher:thing'"),
+        (["q", "-g", "json", "--draft", "http://127.0.0.1:9/v1"], "needs --model"),
+        (["q", "-g", "json", "--draft", "openai:"], "needs a model name"),
+        (["q", "-g", "json", "--draft", "python:no_such_module_here:f"], "cannot import no_such_module_here"),
+        (["q", "-g", "json", "--draft", "python:cli_drafts:nothing"], "has no attribute nothing"),
+        (["q", "-g", "json", "--lookahead", "0"], "must be at least 1"),
+        (["q", "-g", "json", "--timeout", "soon"], "not a number"),
+        (["q", "-g", "json", "--seed-text", "]"], "--seed-text is not a valid start"),
+        (["q", "-g", "json", "--html", "/no/such/dir/out.html"], "no directory /no/such/dir"),
+        (["q", "-g", "json", "--target", "m", "--no-target"], "not allowed with argument"),
+        (["", "-g", "json"], "the question is empty"),
+    ],
+)
+def test_bad_arguments_exit_2(args: list[str], message: str) -> None:
+    if "--draft" not in args:
+        args = [*args, "--draft", "python:cli_drafts:silent"]
+    done = cli(*args)
+    assert done.returncode == 2, done.stderr
+    assert message in done.stderr
+    assert done.stdout == ""
+
+
+def test_help_names_both_commands() -> None:
+    done = cli("--help")
+    assert done.returncode == 0
+    assert "grammar-guide check --grammar G FILE" in done.stdout
+    assert "--draft" in done.stdout and "4 budget exhausted" in done.stdout
+
+
+# -- guide: runs with a deterministic draft -----------------------------------------------------
+
+
+def test_guided_run_prints_the_text(sql_grammar: Path) -> None:
+    done = cli("Names by age", "--grammar", str(sql_grammar), "--draft", "python:cli_drafts:sql_with_typo", "--no-target")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "SELECT name FROM users ORDER BY age DESC LIMIT 5;\n"
+    assert done.stderr == ""  # not a terminal: quiet
+
+
+def test_guided_run_json_and_html(sql_grammar: Path, tmp_path: Path) -> None:
+    html = tmp_path / "trace.html"
+    done = cli(
+        "Names by age", "-g", str(sql_grammar), "-d", "python:cli_drafts:sql_with_typo", "--no-target",
+        "--json", "--html", str(html),
+    )
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    assert result["text"] == "SELECT name FROM users ORDER BY age DESC LIMIT 5;"
+    assert result["complete"] is True and result["prompt"] == "Names by age"
+    assert [e["kind"] for e in result["events"]] == ["draft", "violation", "correction", "draft"]
+    assert result["stats"]["draft_calls"] == 1 and result["stats"]["corrections"] == 1
+    page = html.read_text(encoding="utf-8")
+    assert page.startswith("<!doctype html>")
+    assert 'data-exact="true"' in page and "LIMT" in page
+
+
+def test_question_from_stdin_and_a_draft_object(tmp_path: Path) -> None:
+    done = cli("-", "-g", "json", "-d", "python:cli_drafts:continuing", "--no-target", "--json", stdin="Numbers, please")
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    assert result["prompt"] == "Numbers, please"
+    assert result["text"] == '{"a": [1, 2, 3]}'
+
+
+def test_progress_on_request_shows_draft_and_each_correction(sql_grammar: Path) -> None:
+    done = cli("q", "-g", str(sql_grammar), "-d", "python:cli_drafts:chatty_sql", "--no-target", "--progress", "always")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "SELECT name ,age FROM users WHERE age > 30;\n"
+    err = done.stderr
+    assert "\x1b[" not in err  # not a terminal: no colour
+    assert "Sure! Here is the query:" in err  # the draft's text as it streamed
+    assert '✂ cut "Sure! Here is the query:\\n" (preamble)' in err
+    assert '✗ 1:13 rejected "age FROM users "' in err
+    assert '✓ repaired with ","' in err
+    assert err.rstrip().splitlines()[-1].startswith("✓ valid small_sql · ")
+    # Events are reported in the order they happened.
+    assert err.index("✂ cut") < err.index("✗ 1:13") < err.index("✓ repaired")
+
+
+def run_with_tty_stderr(args: list[str], timeout: float = 60) -> tuple[int, str, str]:
+    """Run the command with stderr on a pseudo-terminal (stdout on a pipe)."""
+    master, slave = pty.openpty()
+    proc = subprocess.Popen(
+        [*COMMAND, *args], stdout=subprocess.PIPE, stderr=slave, stdin=subprocess.DEVNULL,
+        env=env(TERM="xterm"), cwd=TESTS.parent,
+    )
+    os.close(slave)
+    chunks: list[bytes] = []
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        ready, _, _ = select.select([master], [], [], 0.2)
+        if ready:
+            try:
+                data = os.read(master, 65536)
+            except OSError:  # the child closed the terminal
+                break
+            if not data:
+                break
+            chunks.append(data)
+        elif proc.poll() is not None:
+            break
+    assert proc.stdout is not None
+    with proc.stdout:
+        out = proc.stdout.read().decode("utf-8")
+    code = proc.wait(timeout=10)
+    os.close(master)
+    return code, out, b"".join(chunks).decode("utf-8", errors="replace")
+
+
+def test_progress_appears_on_a_terminal_in_colour(sql_grammar: Path) -> None:
+    code, out, err = run_with_tty_stderr(["q", "-g", str(sql_grammar), "-d", "python:cli_drafts:sql_with_typo", "--no-target"])
+    assert code == 0
+    assert out == "SELECT name FROM users ORDER BY age DESC LIMIT 5;\n"
+    assert "\x1b[31m" in err  # the violation, in red
+    assert "rejected" in err and "LIMT 5;" in err
+    assert "repaired with" in err and "LIMIT" in err
+    code, out, err = run_with_tty_stderr(
+        ["q", "-g", str(sql_grammar), "-d", "python:cli_drafts:sql_with_typo", "--no-target", "--quiet"]
+    )
+    assert code == 0 and err == ""
+
+
+def test_model_text_cannot_drive_the_terminal(sql_grammar: Path) -> None:
+    code, out, err = run_with_tty_stderr(["q", "-g", "json", "-d", "python:cli_drafts:hostile", "--no-target"])
+    assert code == 0, err
+    assert out == '{"a": 1}\n'
+    assert "\x1b]0;pwned" not in err and "\x1b[2J" not in err
+    assert "\\x1b]0;pwned" in err  # shown, not obeyed
+
+
+def test_budget_exhausted_exits_4_with_the_partial_result(tmp_path: Path) -> None:
+    html = tmp_path / "partial.html"
+    done = cli("q", "-g", "json", "-d", "python:cli_drafts:silent", "--no-target", "--json", "--html", str(html))
+    assert done.returncode == 4
+    assert "could not complete the text" in done.stderr
+    partial = json.loads(done.stdout)
+    assert partial["complete"] is False
+    assert 'data-valid="false"' in html.read_text(encoding="utf-8")
+    # Without --json nothing incomplete goes to stdout.
+    done = cli("q", "-g", "json", "-d", "python:cli_drafts:silent", "--no-target")
+    assert done.returncode == 4 and done.stdout == ""
+
+
+# -- provider failure ------------------------------------------------------------------------------
+
+
+class _Unauthorized(BaseHTTPRequestHandler):
+    def do_POST(self) -> None:  # noqa: N802
+        length = int(self.headers.get("Content-Length") or 0)
+        self.rfile.read(length)
+        body = json.dumps({"error": {"message": "Incorrect API key provided", "type": "invalid_request_error"}})
+        self.send_response(401)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body.encode())
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@pytest.fixture
+def unauthorized_server() -> Iterator[str]:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Unauthorized)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/v1"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()
+
+
+def test_provider_failure_exits_3_without_leaking_the_key(unauthorized_server: str) -> None:
+    secret = "sk-test-0123456789abcdef"
+    done = cli("q", "-g", "json", "-d", unauthorized_server, "--model", "m", "--no-target", GRAMMAR_GUIDE_API_KEY=secret)
+    assert done.returncode == 3, done.stderr
+    assert done.stderr.startswith("grammar-guide: error: http (HTTP 401)")
+    assert secret not in done.stderr and secret not in done.stdout
+    assert done.stdout == ""
+
+
+# -- with the real target model ------------------------------------------------------------------
+
+
+@pytest.mark.model
+def test_guided_run_with_the_target_model(tmp_path: Path) -> None:
+    html = tmp_path / "trace.html"
+    done = cli(
+        "Describe Ada Lovelace as JSON", "-g", "json", "-d", "python:cli_drafts:json_with_prose_value",
+        "--json", "--html", str(html), timeout=600,
+    )
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    parsed = json.loads(result["text"])
+    assert isinstance(parsed, dict) and parsed  # valid JSON, whatever the target chose
+    assert result["text"].startswith('{"name": ')
+    sources = [e.get("source") for e in result["events"] if e["kind"] == "correction"]
+    assert "target" in sources
+    assert 'data-kind="target"' in html.read_text(encoding="utf-8")
