@@ -1,0 +1,284 @@
+"""The incremental checker: byte-exact prefixes, UTF-8, violations, expectations, backtracking."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+
+import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+from grammar_guide import Checker, Grammar
+
+SQL = textwrap.dedent(
+    """
+    start: "SELECT"i columns "FROM"i NAME where? ";"?
+    columns: NAME ("," NAME)* | "*"
+    where: "WHERE"i NAME "=" (NAME | NUMBER | STRING)
+    NAME: /[A-Za-z_][A-Za-z0-9_]*/
+    NUMBER: /[0-9]+/
+    STRING: /'[^']*'/
+    %import common.WS
+    %ignore WS
+    """
+)
+
+
+@pytest.fixture(scope="module")
+def sql() -> Grammar:
+    return Grammar.from_lark(SQL, name="mini-sql")
+
+
+@pytest.fixture(scope="module")
+def json_grammar() -> Grammar:
+    return Grammar.builtin("json")
+
+
+def test_partial_keyword_is_a_valid_prefix(sql: Grammar):
+    checker = sql.checker()
+    assert checker.feed("SELECT name FROM users WHER") == len("SELECT name FROM users WHER")
+    assert checker.violation is None
+    assert not checker.is_complete  # "users WHER": WHER cannot be a second table name
+    assert checker.allowed_bytes() == {ord("E"), ord("e")}
+    assert checker.feed("E") == 1
+    assert checker.feed(" id = 3") == 7
+    assert checker.is_complete
+    assert checker.text == "SELECT name FROM users WHERE id = 3"
+
+
+def test_complete_text_may_still_continue(sql: Grammar):
+    checker = sql.checker()
+    checker.feed("select a, b from t")
+    assert checker.is_complete
+    assert checker.can_continue
+    assert ord(";") in checker.allowed_bytes()
+
+
+def test_first_invalid_byte_is_reported_and_the_checker_stays_there(sql: Grammar):
+    checker = sql.checker()
+    assert checker.feed("SELECT a\nFROM t WHERE x = = 2") == len("SELECT a\nFROM t WHERE x = ")
+    violation = checker.violation
+    assert violation is not None
+    assert (violation.offset, violation.line, violation.column) == (26, 2, 18)
+    assert violation.found.startswith("= 2")
+    assert not checker.is_valid
+    # Nothing more is accepted until a rollback.
+    assert checker.feed("3") == 0
+    assert checker.text == "SELECT a\nFROM t WHERE x = "
+    assert checker.violation == violation
+
+
+def test_utf8_str_chunks(json_grammar: Grammar):
+    checker = json_grammar.checker()
+    for chunk in ['["h', "é", "llo €", '", "𝄞', '"]']:
+        assert checker.feed(chunk) == len(chunk)
+    assert checker.is_complete
+    assert checker.text == '["héllo €", "𝄞"]'
+
+
+def test_bytes_chunks_ending_inside_a_character(json_grammar: Grammar):
+    data = '["é€𝄞"]'.encode()
+    for cut in range(1, len(data)):
+        checker = json_grammar.checker()
+        assert checker.feed(data[:cut]) == cut
+        # Only whole characters show in the text while a character is half read.
+        assert checker.text == data[:cut].decode("utf-8", errors="ignore")
+        assert checker.feed(data[cut:]) == len(data) - cut
+        assert checker.is_complete
+        assert checker.text == '["é€𝄞"]'
+
+
+def test_byte_by_byte_feed_of_multibyte_text(json_grammar: Grammar):
+    checker = json_grammar.checker()
+    for byte in '{"клю": "знач"}'.encode():
+        assert checker.feed(bytes([byte])) == 1
+    assert checker.is_complete
+
+
+def test_invalid_utf8_continuation_is_rejected(json_grammar: Grammar):
+    checker = json_grammar.checker()
+    assert checker.feed(b'["\xc3') == 3
+    assert checker.feed(b'("]') == 0
+    assert checker.violation is not None
+    assert checker.violation.offset == 2
+
+
+def test_rejected_multibyte_character_is_not_half_accepted(json_grammar: Grammar):
+    checker = json_grammar.checker()
+    assert checker.feed('["a" é]') == 5
+    assert checker.accepted_bytes == b'["a" '
+    assert checker.violation is not None and checker.violation.found.startswith("é")
+
+
+def test_expected_names_literals_and_regexes(json_grammar: Grammar, sql: Grammar):
+    checker = json_grammar.checker()
+    checker.feed('{"a": t')
+    assert [(t.name, t.literal) for t in checker.expected()] == [("TRUE", "true")]
+    assert checker.forced_text() == "rue"
+    checker = json_grammar.checker()
+    checker.feed('{"a": 1')
+    expected = {t.name: t for t in checker.expected()}
+    assert set(expected) == {"RBRACE", "COMMA", "NUMBER"}
+    assert expected["RBRACE"].literal == "}"
+    assert expected["NUMBER"].regex is not None and expected["NUMBER"].literal is None
+    assert str(expected["RBRACE"]) == '"}"'
+    checker = sql.checker()
+    checker.feed("SELECT a FROM t WH")
+    assert [t.name for t in checker.expected()] == ["WHERE"]
+    assert checker.expected()[0].case_insensitive
+
+
+def test_allowed_bytes_at_the_start(json_grammar: Grammar):
+    allowed = json_grammar.checker().allowed_bytes()
+    assert allowed == set(b' \t\n\r{["-0123456789tfn')
+
+
+def test_snapshot_and_rollback_restore_the_exact_state(sql: Grammar):
+    checker = sql.checker()
+    checker.feed("SELECT a FROM t ")
+    state = checker.snapshot()
+    allowed = checker.allowed_bytes()
+    checker.feed("WHERE x = 1 ; junk")
+    assert checker.violation is not None
+    checker.rollback(state)
+    assert checker.text == "SELECT a FROM t "
+    assert checker.violation is None
+    assert checker.allowed_bytes() == allowed
+    assert checker.feed("where y = 'z';") == 14
+    assert checker.is_complete
+    # A snapshot taken after a violation brings the violation back.
+    bad = checker.snapshot()
+    checker.feed("x")
+    after = checker.snapshot()
+    checker.rollback(bad)
+    assert checker.violation is None
+    assert after.violation is not None
+    with pytest.raises(ValueError):
+        checker.rollback(10_000)
+
+
+def test_rollback_to_byte_count_and_chars(json_grammar: Grammar):
+    checker = json_grammar.checker()
+    checker.feed('["é", 1]')
+    checker.rollback_chars(3)
+    assert checker.text == '["é'
+    checker.rollback(2)
+    assert checker.text == '["'
+    assert checker.feed('x"]') == 3 and checker.is_complete
+
+
+def test_copy_is_independent(json_grammar: Grammar):
+    checker = json_grammar.checker()
+    checker.feed("[1, ")
+    other = checker.copy()
+    assert other.feed("2]") == 2 and other.is_complete
+    assert checker.text == "[1, " and not checker.is_complete
+    assert checker.feed("}") == 0 and checker.violation is not None
+    assert other.violation is None
+
+
+def test_checkers_of_one_grammar_do_not_share_state(json_grammar: Grammar):
+    a, b = json_grammar.checker(), json_grammar.checker()
+    a.feed("[[[")
+    assert b.feed("{}") == 2 and b.is_complete
+    assert a.text == "[[["
+
+
+# -- properties ---------------------------------------------------------------------------------
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text(),
+    lambda children: st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=6), children, max_size=4),
+    max_leaves=12,
+)
+json_texts = st.builds(
+    lambda value, indent, ascii_: json.dumps(value, indent=indent, ensure_ascii=ascii_),
+    json_values,
+    st.sampled_from([None, 0, 2]),
+    st.booleans(),
+)
+sql_texts = st.builds(
+    lambda cols, table, cond, semi: f"SELECT {', '.join(cols)} FROM {table}{cond}{semi}",
+    st.lists(st.from_regex(r"[a-z_][a-z0-9_]{0,6}", fullmatch=True), min_size=1, max_size=4),
+    st.from_regex(r"[A-Za-z_][a-z0-9_]{0,6}", fullmatch=True),
+    st.sampled_from(["", " WHERE id = 3", "\nwhere name = 'é x'", " WHERE a=b"]),
+    st.sampled_from(["", ";", " ;\n"]),
+)
+PROPERTY_SETTINGS = settings(
+    max_examples=60, derandomize=True, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
+
+
+def chunked(text: str, cuts: list[int]) -> list[str]:
+    points = sorted({c % (len(text) + 1) for c in cuts} | {0, len(text)})
+    return [text[a:b] for a, b in zip(points, points[1:])]
+
+
+@PROPERTY_SETTINGS
+@given(text=json_texts)
+def test_every_prefix_of_a_valid_json_text_is_a_valid_prefix(json_grammar: Grammar, text: str):
+    checker = json_grammar.checker()
+    assert checker.feed(text) == len(text)
+    assert checker.is_complete
+    for k in range(len(text)):
+        assert json_grammar.valid_prefix(text[:k]) == k
+
+
+@PROPERTY_SETTINGS
+@given(text=sql_texts)
+def test_every_prefix_of_a_valid_sql_text_is_a_valid_prefix(sql: Grammar, text: str):
+    assert sql.is_complete(text)
+    for k in range(len(text)):
+        assert sql.valid_prefix(text[:k]) == k
+
+
+def _state(checker: Checker) -> tuple:
+    violation = checker.violation
+    # (Violation.found shows the rest of the chunk that was rejected, so it depends on chunking.)
+    where = (violation.offset, violation.line, violation.column) if violation else None
+    return (checker.text, checker.accepted_bytes, checker.is_complete, where, checker.allowed_bytes())
+
+
+@PROPERTY_SETTINGS
+@given(
+    text=json_texts | json_texts.map(lambda t: t[: len(t) // 2] + "x" + t[len(t) // 2 :]),
+    cuts=st.lists(st.integers(min_value=0, max_value=10_000), max_size=8),
+    as_bytes=st.booleans(),
+)
+def test_any_chunking_gives_the_same_result_as_feeding_whole(
+    json_grammar: Grammar, text: str, cuts: list[int], as_bytes: bool
+):
+    whole = json_grammar.checker()
+    whole.feed(text.encode() if as_bytes else text)
+    pieces = json_grammar.checker()
+    if as_bytes:
+        data = text.encode()
+        points = sorted({c % (len(data) + 1) for c in cuts} | {0, len(data)})
+        for a, b in zip(points, points[1:]):
+            pieces.feed(data[a:b])
+    else:
+        for piece in chunked(text, cuts):
+            pieces.feed(piece)
+    assert _state(pieces) == _state(whole)
+
+
+@PROPERTY_SETTINGS
+@given(
+    text=sql_texts,
+    mark=st.integers(min_value=0, max_value=10_000),
+    extra=st.text(alphabet="SELCT WHR,;=*'xé1", max_size=12),
+)
+def test_rollback_restores_the_exact_state(sql: Grammar, text: str, mark: int, extra: str):
+    k = mark % (len(text) + 1)
+    checker = sql.checker()
+    checker.feed(text[:k])
+    before = _state(checker)
+    state = checker.snapshot()
+    checker.feed(text[k:] + extra)
+    checker.rollback(state)
+    assert _state(checker) == before
+    # And the rolled-back checker behaves like a fresh one fed the same text.
+    fresh = sql.checker()
+    fresh.feed(text[:k])
+    assert checker.feed(text[k:]) == fresh.feed(text[k:])
+    assert _state(checker) == _state(fresh)
