@@ -52,6 +52,16 @@ _LABELS = {
     "cut": "Drafted, cut",
 }
 
+_SHORT = {
+    "draft": "Draft",
+    "target": "Target",
+    "forced": "Forced",
+    "healed": "Healed",
+    "repair": "Repair",
+    "violation": "Rejected",
+    "cut": "Cut",
+}
+
 _LEGEND_NOTES = {
     "draft": "the draft model's text, kept as written",
     "target": "written by the local target model under the grammar's mask",
@@ -499,7 +509,7 @@ def _timeline_html(result: GuideResult, rebuilt: _Rebuilt, prefix: str) -> str:
                 note += f" · {_seconds(event.seconds)}"
         else:
             kind, text, note = "cut", event.text, _CUT_REASONS.get(event.reason, event.reason)
-        label = _e(_LABELS[kind])
+        label = _e(_SHORT[kind])
         if i in anchored and rebuilt.exact:
             label = f'<a href="#{prefix}-ev{i}">{label}</a>'
         rows.append(
@@ -581,7 +591,7 @@ _CSS = """
 .gg-timeline{margin-top:14px}
 .gg-timeline summary{cursor:pointer;color:var(--muted);font-weight:600}
 .gg-timeline ol{list-style:none;margin:8px 0 0;padding:0;font-size:12.5px}
-.gg-ev{display:grid;grid-template-columns:12px 180px 56px minmax(0,1fr) minmax(0,1fr);gap:8px;align-items:baseline;
+.gg-ev{display:grid;grid-template-columns:12px 72px 56px minmax(0,3fr) minmax(0,2fr);gap:8px;align-items:baseline;
  padding:4px 2px;border-top:1px solid var(--panel)}
 .gg-ev a{color:inherit}
 .gg-ev-at{color:var(--muted);font-variant-numeric:tabular-nums}
