@@ -286,7 +286,9 @@ class _Unauthorized(BaseHTTPRequestHandler):
     def do_POST(self) -> None:  # noqa: N802
         length = int(self.headers.get("Content-Length") or 0)
         self.rfile.read(length)
-        body = json.dumps({"error": {"message": "Incorrect API key provided", "type": "invalid_request_error"}})
+        given = self.headers.get("Authorization", "").removeprefix("Bearer ")
+        message = f"Incorrect API key provided: {given}."  # as some servers do: echoes the key
+        body = json.dumps({"error": {"message": message, "type": "invalid_request_error"}})
         self.send_response(401)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(body)))
@@ -317,6 +319,55 @@ def test_provider_failure_exits_3_without_leaking_the_key(unauthorized_server: s
     assert done.stderr.startswith("grammar-guide: error: http (HTTP 401)")
     assert secret not in done.stderr and secret not in done.stdout
     assert done.stdout == ""
+
+
+# -- real providers over HTTP on 127.0.0.1 (the SmolLM2 test server) -------------------------------
+
+ANY_TEXT = 'start: TEXT\nTEXT: /[^\\x00]+/\n'
+
+
+@pytest.fixture(scope="module")
+def llm_server():  # type: ignore[no-untyped-def]
+    from llm_server import get_server
+
+    return get_server()
+
+
+@pytest.fixture
+def any_text_grammar(tmp_path: Path) -> Path:
+    path = tmp_path / "any_text.lark"
+    path.write_text(ANY_TEXT, encoding="utf-8")
+    return path
+
+
+@pytest.mark.model
+@pytest.mark.parametrize("kind", ["openai", "url"])
+def test_provider_drafts_from_the_command_line(kind: str, llm_server, any_text_grammar: Path) -> None:  # type: ignore[no-untyped-def]
+    from llm_server import API_KEY
+
+    base = llm_server.base_url
+    before = len(llm_server.records)
+    if kind == "openai":
+        args, extra = ["--draft", "openai:smollm2"], {"OPENAI_BASE_URL": f"{base}/v1", "OPENAI_API_KEY": API_KEY}
+    else:
+        args, extra = ["--draft", f"{base}/v1", "--model", "smollm2"], {"GRAMMAR_GUIDE_API_KEY": API_KEY}
+    done = cli(
+        "Say hello in five words.", "-g", str(any_text_grammar), *args, "--no-target", "--json",
+        "--max-new-tokens", "12", "--lookahead", "8", "--progress", "always", **extra,
+    )
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    assert result["complete"] is True and result["text"].strip()
+    assert result["stats"]["draft_calls"] >= 1
+    records = llm_server.records[before:]
+    assert records and all(r.status == 200 for r in records)
+    assert all(r.body.get("model") == "smollm2" for r in records)
+    paths = {r.path for r in records}
+    assert paths == {"/v1/chat/completions"}
+    # What the server generated is what streamed (progress) and what the text was built from.
+    first = records[0].text
+    assert first and first[:5] in done.stderr
+    assert API_KEY not in done.stderr
 
 
 # -- with the real target model ------------------------------------------------------------------
