@@ -185,7 +185,7 @@ def run_check(args: argparse.Namespace) -> int:
     expected = sorted({describe_terminal(t) for t in checker.expected()})
     if violation is not None:
         offset, line, column = violation.offset, violation.line, violation.column
-        problem, found = f"unexpected {quoted(violation.found, 40)}", violation.found
+        problem, found = f"unexpected {quoted(violation.found, 24)}", violation.found
     else:
         offset = len(text)
         before = text
@@ -209,12 +209,24 @@ def run_check(args: argparse.Namespace) -> int:
     print(f"{label}:{line}:{column}: invalid: {problem}")
     if expected:
         print(f"  expected: {', '.join(printable(e) for e in expected)}")
-    source_line = text.splitlines()[line - 1] if text.splitlines()[line - 1 : line] else ""
-    if len(source_line) <= 200:
-        caret = "".join("\t" if ch == "\t" else " " for ch in source_line[: column - 1]) + "^"
-        print(f"  {printable(source_line)}")
-        print(f"  {caret}")
+    for row in _pointer(text, line, column):
+        print(f"  {row}")
     return EXIT_INVALID
+
+
+def _pointer(text: str, line: int, column: int, width: int = 100) -> list[str]:
+    """The offending line (a window of it when long) and a caret under ``column``."""
+    lines = text.split("\n")
+    source = lines[line - 1] if 0 < line <= len(lines) else ""
+    source = source.rstrip("\r")
+    start = max(0, min(column - 1 - width // 2, len(source) - width))
+    window = source[start : start + width]
+    head = "…" if start > 0 else ""
+    tail = "…" if start + width < len(source) else ""
+    shown = printable(window)
+    before = printable(window[: column - 1 - start])
+    caret = "".join("\t" if ch == "\t" else " " for ch in head + before) + "^"
+    return [head + shown + tail, caret]
 
 
 # -- guide ------------------------------------------------------------------------------------

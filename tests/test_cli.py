@@ -85,6 +85,22 @@ def test_check_sql_file_with_a_path_grammar(tmp_path: Path, sql_grammar: Path) -
     ]
 
 
+def test_check_points_into_a_long_line(tmp_path: Path) -> None:
+    members = ", ".join(f'"k{i}": {i}' for i in range(60))
+    cut = members.index('"k30"')
+    text = "{" + members[:cut] + "x" + members[cut:] + "}"
+    path = tmp_path / "minified.json"
+    path.write_text(text, encoding="utf-8")
+    done = cli("check", "-g", "json", str(path))
+    assert done.returncode == 1
+    header, expected, source, caret = done.stdout.splitlines()
+    assert header.startswith(f"{path}:1:{cut + 2}: invalid: unexpected \"x")
+    assert expected == "  expected: STRING"
+    assert source.startswith("  …") and source.endswith("…") and len(source) < 110
+    # The caret stands under the offending character.
+    assert source[caret.index("^")] == "x"
+
+
 def test_check_incomplete_text_from_stdin_as_json() -> None:
     done = cli("check", "--grammar", "json", "--json", "-", stdin='{"a": ')
     assert done.returncode == 1
