@@ -92,8 +92,8 @@ class SyncDraft(Draft):
 async def iterate_in_thread(iterator: Iterator[str]) -> AsyncIterator[str]:
     """Drive a blocking iterator from async code, one ``next`` at a time in a worker thread.
 
-    When the consumer stops early (closes this generator, or is cancelled), the step in flight is
-    allowed to finish and the iterator is then closed, so no thread is left generating.
+    When the consumer stops early (closes this generator, or is cancelled), the iterator is closed
+    at once, or right after the step in flight ends: no thread is left generating.
     """
     done = object()
     step: concurrent.futures.Future[Any] | None = None
@@ -106,21 +106,20 @@ async def iterate_in_thread(iterator: Iterator[str]) -> AsyncIterator[str]:
             if chunk:
                 yield chunk
     finally:
-        if step is not None and not step.done():
-            await asyncio.shield(asyncio.wrap_future(_EXECUTOR.submit(_wait_quietly, step)))
         close = getattr(iterator, "close", None)
         if close is not None:
-            close()
-
-
-def _wait_quietly(step: concurrent.futures.Future[Any]) -> None:
-    try:
-        step.result()
-    except BaseException:  # the consumer has gone; the error has nowhere to go
-        pass
+            if step is not None and not step.done():
+                # The step in flight cannot be interrupted; close the iterator as soon as it ends,
+                # without making the consumer wait for it.
+                step.add_done_callback(lambda _: close())
+            else:
+                close()
 
 
 _EXECUTOR = concurrent.futures.ThreadPoolExecutor(max_workers=32, thread_name_prefix="grammar-guide-draft")
+
+
+_PREFIX_NAMES = {"prefix", "accepted_text", "accepted", "text", "prefill", "partial"}
 
 
 class FunctionDraft(Draft):
@@ -160,11 +159,19 @@ class FunctionDraft(Draft):
             if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and p.name not in ("max_new_tokens", "call")
         ]
         has_var = any(p.kind == p.VAR_KEYWORD for p in params.values())
-        self._takes_prefix = len(positional) >= 2
+        required = [p for p in positional if p.default is p.empty]
+        named_prefix = len(positional) >= 2 and positional[1].name in _PREFIX_NAMES
+        self._takes_prefix = len(required) >= 2 or named_prefix
         self._takes_max = "max_new_tokens" in params or has_var
         self._takes_call = "call" in params
 
     def _invoke(self, call: DraftCall) -> Any:
+        try:
+            return self._call_fn(call)
+        except StopIteration as exc:  # cannot travel through a Future: it would hang the loop
+            raise RuntimeError(f"draft function {self.name} raised StopIteration") from exc
+
+    def _call_fn(self, call: DraftCall) -> Any:
         request = call.request
         kwargs: dict[str, Any] = {}
         if self._takes_max:

@@ -147,7 +147,7 @@ class _Round:
     evidence: str | None = None
     ended: bool = False
     raw: str = ""
-    floor: int = 0  # repairs do not take back text before this call's
+    floor: int = 0  # repairs do not take back text before this (the end of the last correction)
 
 
 class _Run:
@@ -177,6 +177,7 @@ class _Run:
         self.exhausted: str | None = None
         self._last_violation: tuple[int, str] | None = None
         self._earlier_answers: list[str] = []
+        self._floor = 0
 
     # -- the loop ----------------------------------------------------------------------------
 
@@ -243,7 +244,7 @@ class _Run:
         )
         call = DraftCall(request)
         self.stats.draft_calls += 1
-        rnd = _Round(call=call, index=self.stats.draft_calls, start=len(text), floor=len(text))
+        rnd = _Round(call=call, index=self.stats.draft_calls, start=len(text), floor=self._floor)
         continues = self.draft.continues_prefix
         aligner = None if continues else Aligner(text, tuple(self._earlier_answers))
         # Prose before the answer ("Sure! Here is the query:") is read past, once, while nothing
@@ -415,8 +416,12 @@ class _Run:
         if checker.is_complete:
             # A complete text followed by something that cannot extend it: a closing fence,
             # an explanation. Cut it and stop.
+            trailing = _trailing_space(checker, rnd.floor)
+            if trailing:
+                checker.rollback_chars(len(checker.text) - len(trailing))
+                rnd.kept = rnd.kept[: len(rnd.kept) - len(trailing)] if rnd.kept.endswith(trailing) else rnd.kept
             self._emit_span(rnd)
-            self.emit(Cut(len(checker.text), evidence, reason="after complete text", call=rnd.index))
+            self.emit(Cut(len(checker.text), trailing + evidence, reason="after complete text", call=rnd.index))
             return "done"
 
         # Let the target choose at the start of the word the violation is in.
@@ -535,6 +540,9 @@ class _Run:
     # -- bookkeeping -------------------------------------------------------------------------
 
     def emit(self, event: Event) -> None:
+        if isinstance(event, Correction):
+            # Text someone other than the draft chose is never taken back.
+            self._floor = event.offset + len(event.text)
         self.events.append(event)
         if self.on_event is not None:
             self.on_event(event)
@@ -565,6 +573,17 @@ class _Run:
 def _looks_like_prose(kept: str, rejected: str) -> bool:
     """Whether a draft that went wrong at once is writing words, not a broken answer."""
     return bool(re.fullmatch(r"\s*[A-Za-z]*", kept)) and bool(re.match(r"[A-Za-z ,.!'’:-]", rejected))
+
+
+def _trailing_space(checker: Checker, floor: int) -> str:
+    """White space at the end of a complete text that it is still complete without."""
+    text = checker.text
+    stripped = text.rstrip()
+    if stripped == text or len(stripped) < floor:
+        return ""
+    trial = checker.copy_clear()
+    trial.rollback_chars(len(stripped))
+    return text[len(stripped) :] if trial.is_complete else ""
 
 
 def _trailing_word(text: str) -> str:

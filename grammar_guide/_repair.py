@@ -55,11 +55,12 @@ def levenshtein(a: str, b: str) -> int:
 
 
 def _conclusive(kept: str, accepted: int, final: bool) -> bool:
-    """The evidence supports an edit when the checker then reads all of it (a complete answer, or
-    at least two characters), or at least two characters of it before the next problem."""
-    if accepted == len(kept):
-        return final or accepted >= 2
-    return accepted >= 2
+    """The evidence supports an edit when the checker then reads at least two more characters of
+    it that are not white space (or all of a complete answer's last character)."""
+    meaningful = len("".join(kept[:accepted].split()))
+    if accepted == len(kept) and final:
+        return meaningful >= 1
+    return meaningful >= 2
 
 
 def propose_edit(checker: Checker, evidence: str, *, final: bool, floor: int = 0) -> Edit | None:
@@ -170,7 +171,7 @@ def propose_edit(checker: Checker, evidence: str, *, final: bool, floor: int = 0
 
     # 6. Insert a short token the grammar expects (a missing comma, colon or bracket).
     for literal in _expected_literals(checker, text):
-        if len(literal) <= _MAX_INSERT_LEN and not literal.isalnum():
+        if len(literal) <= _MAX_INSERT_LEN and not literal.isalnum() and literal not in "([{":
             consider(len(text), literal, evidence, "", f"inserted {literal!r}", cost=2 * len(literal) + 1)
 
     return best[1] if best else None

@@ -88,8 +88,13 @@ class Correction:
 
 @dataclass(frozen=True)
 class Cut:
-    """Drafted text after a complete text that could not extend it (a closing fence, prose), or
-    text a restating draft repeated; removed at ``offset``."""
+    """Drafted text that is not part of the result, at ``offset``: prose before the answer
+    (``reason`` "preamble"), text after a complete text that cannot extend it ("after complete
+    text": a closing fence, an explanation), or what a restating draft repeated ("restated").
+
+    Like a violation's, ``offset`` may lie before the end of the accepted text: the accepted text
+    from ``offset`` on (white space after a complete text) was taken back and begins ``text``.
+    """
 
     offset: int
     text: str

@@ -1,0 +1,42 @@
+"""Shared test set-up: offline Hugging Face, and small real grammars used across test modules."""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+import pytest  # noqa: E402
+
+from grammar_guide import Grammar  # noqa: E402
+
+SMALL_SQL = r"""
+start: stmt ";"?
+stmt: "SELECT"i cols "FROM"i NAME [where] [order] [limit]
+cols: "*" | col ("," col)*
+col: NAME | NAME "(" (NAME | "*") ")"
+where: "WHERE"i cond
+cond: NAME op value | cond "AND"i cond | cond "OR"i cond
+op: "=" | "LIKE"i | "<" | ">" | "<=" | ">="
+order: "ORDER"i "BY"i NAME ["ASC"i | "DESC"i]
+limit: "LIMIT"i NUMBER
+value: STRING | NUMBER | NAME
+NAME: /[A-Za-z_][A-Za-z0-9_]*/
+STRING: /'[^']*'/
+NUMBER: /[0-9]+/
+%import common.WS
+%ignore WS
+"""
+
+
+@pytest.fixture(scope="session")
+def small_sql() -> Grammar:
+    """A small SQL subset: quick to compile, with keywords, names, strings and numbers."""
+    return Grammar.from_lark(SMALL_SQL, name="small-sql")
+
+
+@pytest.fixture(scope="session")
+def json_grammar() -> Grammar:
+    return Grammar.builtin("json")

@@ -1,0 +1,273 @@
+"""The guide loop with scripted drafts and no target model: repairs from the draft's own evidence,
+alignment, cuts, budgets, streaming early close, concurrency.
+
+Tests that need the real target model are in test_guide_target.py.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+import time
+
+import pytest
+
+import grammar_guide as gg
+from grammar_guide import Correction, Cut, DraftSpan, FunctionDraft, GrammarViolation, GuideExhausted
+
+INTENT = "SELECT name, age FROM users WHERE age > 30 AND name LIKE 'A%';"
+
+
+def run(draft, grammar, **options):
+    return gg.guide(draft, grammar, "Write the query.", target=False, **options)
+
+
+def kinds(result):
+    return [type(e).__name__ for e in result.events]
+
+
+def corrections(result):
+    return [e for e in result.events if isinstance(e, Correction)]
+
+
+# -- repairs from evidence -------------------------------------------------------------------
+
+
+def test_postgres_ilike_becomes_like(small_sql):
+    result = run(lambda prompt: "SELECT name FROM users WHERE name ILIKE 'a%';", small_sql)
+    assert result.text == "SELECT name FROM users WHERE name LIKE 'a%';"
+    assert small_sql.is_complete(result.text)
+    assert result.stats.draft_calls == 1
+    assert result.stats.corrections == 1
+    violation = next(e for e in result.events if isinstance(e, GrammarViolation))
+    assert violation.offset == len("SELECT name FROM users WHERE name ")
+    assert violation.rejected.startswith("ILIKE")
+    assert '"LIKE"' in violation.expected
+
+
+def test_misspelt_keyword_taken_as_name_is_restored(small_sql):
+    result = run(lambda prompt: "SELECT name FROM users ORDER BY age DESC LIMT 5;", small_sql)
+    assert result.text == "SELECT name FROM users ORDER BY age DESC LIMIT 5;"
+    (fix,) = corrections(result)
+    assert fix.source == "repair" and fix.text == "LIMIT"
+    assert "LIMT" in fix.detail
+
+
+def test_extra_closing_parenthesis_is_dropped(small_sql):
+    result = run(lambda prompt: "SELECT COUNT(id)) FROM users;", small_sql)
+    assert result.text == "SELECT COUNT(id) FROM users;"
+    (fix,) = corrections(result)
+    assert fix.text == "" and fix.detail == "dropped ')'"
+
+
+def test_json_single_quotes_and_trailing_commas(json_grammar):
+    result = run(lambda prompt: """{'name': 'Ada', "langs": ["en", "fr",],}""", json_grammar)
+    assert json.loads(result.text) == {"name": "Ada", "langs": ["en", "fr"]}
+    assert result.stats.draft_calls == 1
+    assert result.stats.corrections == 4
+    assert [c.detail for c in corrections(result)] == [
+        """replaced '...' with "...\"""",
+        """replaced '...' with "...\"""",
+        "dropped ','",
+        "dropped ','",
+    ]
+
+
+def test_prose_and_fences_around_the_answer_are_cut(small_sql):
+    answer = "Sure! Here is the query:\n\n```sql\nSELECT * FROM users LIMIT 3;\n```\n\nIt returns three rows."
+    result = run(lambda prompt: answer, small_sql)
+    assert result.text == "SELECT * FROM users LIMIT 3;"
+    cuts = [e for e in result.events if isinstance(e, Cut)]
+    assert [c.reason for c in cuts] == ["preamble", "after complete text"]
+    assert cuts[0].text == "Sure! Here is the query:\n\n```sql\n"
+    assert cuts[1].text == "\n```\n\nIt returns three rows."  # with the white space before it
+    assert result.stats.corrections == 0
+
+
+# -- drafts that stop early or restate ---------------------------------------------------------
+
+
+def test_draft_stopping_on_unfinished_text_needs_no_correction(small_sql):
+    """The reference project's case: a draft that stops every 10 characters mid-identifier."""
+    seen = []
+
+    def every_ten(prompt, prefix):
+        seen.append(prefix)
+        assert INTENT.startswith(prefix)
+        return INTENT[len(prefix) : len(prefix) + 10]
+
+    result = run(FunctionDraft(every_ten, continues_prefix=True), small_sql)
+    assert result.text == INTENT
+    assert result.stats.corrections == 0
+    assert result.stats.draft_calls == 7
+    assert seen[1] == "SELECT nam"  # stopped mid-identifier, asked to continue
+    assert kinds(result) == ["DraftSpan"] * 7
+
+
+def test_restating_draft_is_aligned_without_duplication(small_sql):
+    def restating(prompt, prefix):
+        return "```sql\n" + INTENT[: len(prefix) + 10]
+
+    result = run(restating, small_sql)
+    assert result.text == INTENT
+    assert result.stats.corrections == 0
+    restated = [e.text for e in result.events if isinstance(e, Cut)]
+    assert restated[1] == "```sql\nSELECT nam"
+
+
+def test_restatement_of_the_uncorrected_answer_adds_nothing(json_grammar):
+    """A chat draft that repeats its first (broken) answer after a repair: its restatement is
+    aligned with the corrected text, not appended."""
+    answers = iter(['{"a": [1, 2,', '{"a": [1, 2,], "b": true}'])
+
+    def chat(prompt, prefix):
+        return next(answers)
+
+    result = run(chat, json_grammar)
+    assert json.loads(result.text) == {"a": [1, 2], "b": True}
+    assert result.stats.draft_calls == 2
+
+
+def test_overlap_with_the_last_words_is_not_duplicated(small_sql):
+    answers = iter(["SELECT name FROM users WHERE age > 30 AND", "AND name LIKE 'A%';"])
+    result = run(lambda prompt, prefix: next(answers), small_sql)
+    assert result.text == "SELECT name FROM users WHERE age > 30 AND name LIKE 'A%';"
+
+
+# -- streaming --------------------------------------------------------------------------------
+
+
+def test_stream_is_closed_at_the_first_invalid_byte(small_sql):
+    pulled = []
+    closed = threading.Event()
+
+    def streaming(prompt, prefix):
+        try:
+            for token in ["SELECT", " *", " FROM", " users", " WHERE", " x", " ILIKE", " 'a'", ";", " --", " more"]:
+                pulled.append(token)
+                yield token
+        finally:
+            closed.set()
+
+    with pytest.raises(GuideExhausted):
+        run(FunctionDraft(streaming, continues_prefix=True), small_sql, max_draft_calls=1)
+    assert pulled[-1] == " ILIKE"  # nothing read after the invalid token
+    assert closed.wait(5)
+
+
+def test_async_generator_draft_is_closed_early(small_sql):
+    state = {"pulled": 0, "closed": False}
+
+    async def streaming(prompt, prefix):
+        try:
+            for token in ["SELECT", " *", " FROM", " t", " LIMIT", " 5", " !!", " never"]:
+                state["pulled"] += 1
+                yield token
+                await asyncio.sleep(0)
+        finally:
+            state["closed"] = True
+
+    result = run(FunctionDraft(streaming, continues_prefix=True), small_sql)
+    assert result.text == "SELECT * FROM t LIMIT 5"
+    assert state == {"pulled": 7, "closed": True}
+    assert isinstance(result.events[-1], Cut) and result.events[-1].text == " !!"
+
+
+def test_stop_strings_end_the_draft(small_sql):
+    result = run(lambda prompt: "SELECT * FROM t;\n###\nSELECT 2;", small_sql, stop=["###"])
+    assert result.text == "SELECT * FROM t;\n"
+
+
+# -- budgets and guarantees -------------------------------------------------------------------
+
+
+def test_exhausted_without_target_raises_with_valid_partial_result(small_sql):
+    with pytest.raises(GuideExhausted) as info:
+        run(lambda prompt, prefix: "SELECT name FROM" if not prefix else "", small_sql, max_draft_calls=3)
+    partial = info.value.result
+    assert partial.text == "SELECT name FROM"
+    assert partial.complete is False
+    assert small_sql.valid_prefix(partial.text) == len(partial.text)
+
+
+def test_seed_text_must_be_a_valid_prefix(small_sql):
+    with pytest.raises(ValueError, match="seed_text"):
+        run(lambda prompt: "", small_sql, seed_text="DELETE")
+    result = run(lambda prompt, prefix: " * FROM t;", small_sql, seed_text="SELECT")
+    assert result.text == "SELECT * FROM t;"
+
+
+def test_timeout_closes_a_slow_draft_promptly(small_sql):
+    closed = threading.Event()
+    pulled = []
+
+    def slow(prompt, prefix):
+        try:
+            for token, pause in [("SELECT * FROM t", 0.0), (" WHERE", 0.2), (" x", 3.0), (" = 1", 0.0)]:
+                time.sleep(pause)
+                pulled.append(token)
+                yield token
+        finally:
+            closed.set()
+
+    started = time.monotonic()
+    with pytest.raises(GuideExhausted, match="timeout") as info:
+        run(FunctionDraft(slow, continues_prefix=True), small_sql, timeout=1.0)
+    assert time.monotonic() - started < 2.5  # did not wait for the blocked step
+    assert info.value.result.text == "SELECT * FROM t WHERE"
+    assert not info.value.result.complete
+    assert closed.wait(10)  # closed right after its step in flight ended...
+    assert pulled == ["SELECT * FROM t", " WHERE", " x"]  # ...and asked for nothing more
+
+
+def test_invalid_options_are_rejected(small_sql):
+    with pytest.raises(ValueError, match="lookahead"):
+        run(lambda prompt: "", small_sql, lookahead=0)
+
+
+# -- async ------------------------------------------------------------------------------------
+
+
+def test_aguide_runs_concurrently_and_matches_sync(small_sql, json_grammar):
+    drafts = [
+        (lambda prompt, i=i: f"SELECT c{i} FROM t{i} WHERE c{i} ILIKE 'x';", small_sql) for i in range(10)
+    ] + [(lambda prompt, i=i: f"{{'k{i}': [{i}, {i + 1},],}}", json_grammar) for i in range(10)]
+
+    async def main():
+        return await asyncio.gather(*(gg.aguide(d, g, "p", target=False) for d, g in drafts))
+
+    results = asyncio.run(main())
+    for (draft, grammar), result in zip(drafts, results):
+        sync = run(draft, grammar)
+        assert result.text == sync.text
+        assert grammar.is_complete(result.text)
+        assert [type(e) for e in result.events] == [type(e) for e in sync.events]
+
+
+def test_result_round_trips_through_json(small_sql):
+    result = run(lambda prompt: "SELECT name FROM users WHERE name ILIKE 'a%';", small_sql)
+    again = gg.GuideResult.from_dict(json.loads(result.to_json()))
+    assert again.text == result.text
+    assert again.events == result.events
+
+
+def test_events_rebuild_the_text(small_sql, json_grammar):
+    """Applying the events in order (spans and corrections appended, violations and cuts taking back
+    accepted text from their offset) gives exactly the result text."""
+    cases = [
+        (lambda prompt: "Sure:\n```sql\nSELECT name FROM users ORDER BY age DESC LIMT 5;\n```", small_sql),
+        (lambda prompt: """{'a': 1, "b": [1, 2,],}""", json_grammar),
+    ]
+    for draft, grammar in cases:
+        result = run(draft, grammar)
+        text = ""
+        for event in result.events:
+            if isinstance(event, (GrammarViolation, Cut)):
+                taken_back = text[event.offset :]
+                assert (event.rejected if isinstance(event, GrammarViolation) else event.text).startswith(taken_back)
+                text = text[: event.offset]
+            elif isinstance(event, DraftSpan) or (isinstance(event, Correction) and event.source != "healed"):
+                assert event.offset == len(text)
+                text += event.text
+        assert text == result.text
