@@ -38,6 +38,14 @@ class Story:
         column = len(self.text) - (self.text.rfind("\n") + 1) + 1
         self.events.append(GrammarViolation(len(self.text), rejected, tuple(expected), line, column, call))
 
+    def take_back(self, n: int, rejected: str, call: int) -> None:
+        """A repair takes back the last ``n`` accepted characters: they lead the rejected text."""
+        offset = len(self.text) - n
+        line = self.text[:offset].count("\n") + 1
+        column = offset - (self.text[:offset].rfind("\n") + 1) + 1
+        self.events.append(GrammarViolation(offset, self.text[offset:] + rejected, (), line, column, call))
+        self.text = self.text[:offset]
+
     def correct(self, text: str, source: str, **kw) -> None:
         self.events.append(Correction(len(self.text), text, source, **kw))  # type: ignore[arg-type]
         self.text += text
@@ -389,3 +397,98 @@ def test_browser_renders_a_real_guided_run(page, tmp_path: Path, small_sql: Gram
     assert "restated" in markers.first.locator(".gg-tip").inner_text()
     assert page.locator('.gg-legend-item[data-kind="restated"]').count() == 1
     page.screenshot(path=str(screenshot_path("html-real-run.png")), full_page=True)
+
+
+# -- any sequence of events -------------------------------------------------------------------------
+
+from html.parser import HTMLParser  # noqa: E402
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+
+class _KeptText(HTMLParser):
+    """Collects the text of the kept segments of the page's text, as a browser would read it."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.stack: list[dict[str, str | None]] = []
+        self.kept: list[str] = []
+        self.struck: list[str] = []
+        self.tags: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.tags.append(tag)
+        if tag not in ("meta", "br", "img", "link", "input"):
+            self.stack.append({"tag": tag, **dict(attrs)})
+
+    def handle_endtag(self, tag: str) -> None:
+        assert self.stack and self.stack[-1]["tag"] == tag, (tag, self.stack[-1:])
+        self.stack.pop()
+
+    def handle_data(self, data: str) -> None:
+        if len(self.stack) < 3 or self.stack[-1].get("class") != "gg-t":
+            return
+        seg, pre = self.stack[-2], self.stack[-3]
+        if pre.get("class") != "gg-text" or "gg-seg" not in (seg.get("class") or ""):
+            return
+        (self.struck if seg.get("data-kind") in ("violation", "cut") else self.kept).append(data)
+
+
+_chars = st.text(alphabet=st.sampled_from(list("ab <>&\"'/=\n{}x")), min_size=1, max_size=8)
+
+_steps = st.lists(
+    st.one_of(
+        st.tuples(st.just("draft"), _chars),
+        st.tuples(st.just("violate"), _chars),
+        st.tuples(st.sampled_from(["target", "forced", "repair"]), _chars),
+        st.tuples(st.just("heal"), st.integers(1, 3)),
+        st.tuples(st.just("cut"), _chars),
+        st.tuples(st.just("take_back"), st.tuples(st.integers(1, 4), _chars)),
+        st.tuples(st.just("reuse"), st.tuples(_chars, _chars, _chars, _chars)),
+    ),
+    max_size=12,
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(_steps)
+def test_any_event_sequence_rebuilds_the_text_and_escapes_it(steps: list[tuple[str, object]]) -> None:
+    s = Story()
+    for kind, arg in steps:
+        if kind == "draft":
+            s.draft(str(arg), 1)
+        elif kind == "violate":
+            s.violate(str(arg), ["<T>", '"x"'], 1)
+        elif kind == "heal":
+            n = min(int(arg), len(s.text))  # type: ignore[call-overload]
+            if n:
+                s.heal(s.text[-n:])
+        elif kind == "cut":
+            s.cut(str(arg), "<after>", 1)
+        elif kind == "take_back":
+            n, rejected = arg  # type: ignore[misc]
+            if n <= len(s.text):
+                s.take_back(n, rejected, 1)
+        elif kind == "reuse":
+            # The repair keeps part of the rejected text as the draft's own (a nearest keyword).
+            before, middle, after, fix = arg  # type: ignore[misc]
+            s.violate(before + middle + after, ["X"], 1)
+            s.correct(fix, "repair")
+            s.draft(middle, 1)
+        else:
+            s.correct(str(arg), kind, alternatives=(Alternative(str(arg), 0.5),), detail='<b x="1">')
+    result = GuideResult(s.text, "<p>", "g<", s.events, GuideStats())
+    page = render_html(result)
+    parser = _KeptText()
+    parser.feed(page)
+    parser.close()
+    assert not parser.stack
+    assert "".join(parser.kept) == result.text
+    assert 'data-exact="true"' in page
+    # Only the page's own elements: nothing from the text became markup.
+    assert set(parser.tags) <= {
+        "html", "head", "meta", "title", "style", "body", "div", "header", "span", "code", "p", "q", "ul", "li",
+        "pre", "details", "summary", "ol", "a",
+    }
+    assert "<b " not in page and "<p>" not in page
