@@ -138,6 +138,21 @@ def test_check_unknown_grammar_and_missing_file_exit_2(tmp_path: Path) -> None:
     assert "grammar file not found" in done.stderr
 
 
+def test_check_imports_no_model_or_sdk(tmp_path: Path) -> None:
+    path = tmp_path / "ok.json"
+    path.write_text("[1]", encoding="utf-8")
+    code = (
+        "import sys\n"
+        "from grammar_guide.cli import main\n"
+        f"status = main(['check', '-g', 'json', {str(path)!r}])\n"
+        "heavy = [m for m in ('torch', 'transformers', 'openai', 'anthropic', 'providers') if m in sys.modules]\n"
+        "print(status, heavy)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env(), timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[-1] == "0 []"
+
+
 def test_check_requires_a_grammar() -> None:
     done = cli("check", "file.json")
     assert done.returncode == 2
