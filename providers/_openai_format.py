@@ -1,0 +1,101 @@
+"""The OpenAI wire format, shared by ``OpenAIDraft`` (the SDK) and ``HTTPDraft`` (plain httpx).
+
+Chat Completions has no assistant prefill in OpenAI's own API, so by default the accepted text
+is shown to the model as its own unfinished answer and it is asked, in a last user message, to
+continue it; the guide loop aligns an answer that restates the text. Servers that do offer
+prefill are used through ``prefill``:
+
+- ``"continue_final_message"``: vLLM's and SGLang's extra parameters
+  (``continue_final_message=True, add_generation_prompt=False``) with the accepted text as the
+  final assistant message: a true continuation.
+
+The legacy Completions endpoint is a true continuation: the prompt is ``prompt + accepted_text``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from grammar_guide import DraftCall, DraftRequest
+
+__all__ = ["CONTINUE_INSTRUCTION", "Endpoint", "Prefill", "build_request", "read_chunk"]
+
+Endpoint = Literal["chat", "completions"]
+Prefill = Literal["continue_final_message"]
+PREFILL_MODES: tuple[str, ...] = ("continue_final_message",)
+
+# OpenAI accepts at most four stop sequences.
+MAX_STOP = 4
+
+CONTINUE_INSTRUCTION = (
+    "Your answer above is unfinished. Continue it from exactly where it stops: write only the "
+    "rest, without repeating any of it and without any comment."
+)
+
+
+def chat_messages(request: DraftRequest, *, prefill: bool, instruction: str) -> list[dict[str, str]]:
+    """The messages for a chat request: the prompt, and the accepted text when there is some."""
+    messages = [{"role": "user", "content": request.prompt}]
+    if request.accepted_text:
+        messages.append({"role": "assistant", "content": request.accepted_text})
+        if not prefill:
+            messages.append({"role": "user", "content": instruction})
+    return messages
+
+
+def build_request(
+    request: DraftRequest,
+    *,
+    model: str,
+    endpoint: Endpoint,
+    prefill: Prefill | None,
+    include_usage: bool,
+    instruction: str = CONTINUE_INSTRUCTION,
+    options: dict[str, Any] | None = None,
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The request body as (standard fields, extra fields a server may not know).
+
+    ``options`` (temperature, seed, ...) are merged into the standard fields; an ``extra_body``
+    among them is merged into the extra fields.
+    """
+    options = dict(options or {})
+    extra: dict[str, Any] = dict(options.pop("extra_body", None) or {})
+    body: dict[str, Any] = {"model": model, "stream": True, "max_tokens": request.max_new_tokens}
+    if endpoint == "completions":
+        body["prompt"] = request.prompt + request.accepted_text
+    else:
+        use_prefill = prefill is not None and bool(request.accepted_text)
+        body["messages"] = chat_messages(request, prefill=use_prefill, instruction=instruction)
+        if use_prefill:
+            extra.update(continue_final_message=True, add_generation_prompt=False)
+    if request.stop:
+        body["stop"] = list(request.stop[:MAX_STOP])
+    if include_usage:
+        body["stream_options"] = {"include_usage": True}
+    body.update(options)
+    return body, extra
+
+
+def read_chunk(chunk: dict[str, Any], call: DraftCall, endpoint: Endpoint) -> str:
+    """The text in one streamed chunk (a ``chat.completion.chunk`` or ``text_completion``);
+    records usage and the finish reason on ``call``."""
+    usage = chunk.get("usage")
+    if isinstance(usage, dict):
+        if usage.get("prompt_tokens") is not None:
+            call.tokens_in = int(usage["prompt_tokens"])
+        if usage.get("completion_tokens") is not None:
+            call.tokens_out = int(usage["completion_tokens"])
+    text = ""
+    for choice in chunk.get("choices") or ():
+        if not isinstance(choice, dict) or choice.get("index", 0) != 0:
+            continue
+        if endpoint == "chat":
+            delta = choice.get("delta") or {}
+            piece = delta.get("content") if isinstance(delta, dict) else None
+        else:
+            piece = choice.get("text")
+        if isinstance(piece, str):
+            text += piece
+        if choice.get("finish_reason"):
+            call.finish_reason = str(choice["finish_reason"])
+    return text

@@ -1,0 +1,230 @@
+"""``AnthropicDraft``: Claude through the ``anthropic`` SDK's streaming Messages API.
+
+Install with ``pip install 'grammar-guide[anthropic]'``. The accepted text is sent as a final
+assistant message (prefill), which the model continues: a true continuation. The API rejects a
+prefill that ends in whitespace, so trailing whitespace is held back and the continuation's
+leading whitespace dropped in its place.
+
+Some models reject prefill altogether (a 400 that says so). The draft then falls back, for the
+rest of its life, to showing the accepted text as an unfinished answer and asking the model to
+continue it; ``continues_prefix`` becomes False and the guide loop aligns restatements. Each
+call records the mode it actually used in ``call.extra["continued_prefix"]``.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+from typing import Any, AsyncGenerator, AsyncIterator
+
+from grammar_guide import AuthenticationError, BadRequestError, Draft, DraftCall, MissingDependencyError
+
+from ._openai_format import CONTINUE_INSTRUCTION
+from ._retry import OwnedClient, RetryPolicy, sdk_error, stream_with_retries
+
+try:
+    import anthropic
+except ImportError as exc:  # pragma: no cover - depends on the environment
+    raise MissingDependencyError(
+        "providers.anthropic needs the anthropic SDK: pip install 'grammar-guide[anthropic]'"
+    ) from exc
+
+__all__ = ["AnthropicDraft"]
+
+logger = logging.getLogger("grammar_guide.providers")
+
+DEFAULT_TIMEOUT = 60.0
+
+# A 400 that rejects prefill itself (not one of its details, such as trailing whitespace).
+_PREFILL_REJECTED = re.compile(
+    r"prefill|must end with a user message|final assistant (?:content|message)", re.IGNORECASE
+)
+
+
+def rejects_prefill(error: BadRequestError) -> bool:
+    """Whether a 400 says the model does not accept an assistant prefill."""
+    return bool(_PREFILL_REJECTED.search(error.message)) and "whitespace" not in error.message.lower()
+
+
+class AnthropicDraft(Draft):
+    """A draft served by Anthropic's Messages API.
+
+    Args:
+        model: the model name (``"claude-haiku-4-5"``, ...).
+        client: an ``anthropic.AsyncAnthropic`` you built; used with ``max_retries=0``. When
+            omitted, one is made from ``base_url``/``api_key`` or ``ANTHROPIC_BASE_URL`` and
+            ``ANTHROPIC_API_KEY``, and closed by ``aclose``.
+        base_url: the API root (the SDK's ``base_url``, without ``/v1``).
+        api_key: the API key; never logged or shown in errors.
+        max_tokens: an upper bound on ``max_tokens`` per call (the guide loop asks for its
+            lookahead, ``DraftRequest.max_new_tokens``); ``None`` for no bound.
+        prefill: start in prefill mode (True) or in continuation-by-instruction mode (False).
+        timeout: seconds for a request of the client made here.
+        retry: the ``RetryPolicy``.
+        instruction: the user message that asks the model to continue without prefill.
+        **request_options: more arguments for ``messages.create`` (``system``, ``temperature``,
+            ``extra_headers``, ...).
+    """
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        client: Any | None = None,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        max_tokens: int | None = None,
+        prefill: bool = True,
+        timeout: float | None = None,
+        retry: RetryPolicy | None = None,
+        instruction: str = CONTINUE_INSTRUCTION,
+        **request_options: Any,
+    ) -> None:
+        if client is not None and not isinstance(client, anthropic.AsyncAnthropic):
+            raise TypeError(
+                "client must be an anthropic.AsyncAnthropic (drafts stream asynchronously), "
+                f"not {type(client).__name__}"
+            )
+        self.name = "anthropic"
+        self.model = model
+        self.max_tokens = max_tokens
+        self.retry = retry or RetryPolicy()
+        self.instruction = instruction
+        self.request_options = request_options
+        self.continues_prefix = prefill
+        if client is not None:
+            self._user_client = client.with_options(max_retries=0)
+            self._api_key = client.api_key
+        else:
+            self._user_client = None
+            self._api_key = api_key or os.environ.get("ANTHROPIC_API_KEY")
+            base_url = base_url or os.environ.get("ANTHROPIC_BASE_URL")
+            if not self._api_key:
+                raise AuthenticationError("no API key: pass api_key= or set ANTHROPIC_API_KEY", provider=self.name)
+        key = self._api_key
+        self._owned = OwnedClient(
+            lambda: anthropic.AsyncAnthropic(
+                api_key=key,
+                base_url=base_url,
+                max_retries=0,
+                timeout=timeout if timeout is not None else DEFAULT_TIMEOUT,
+            ),
+            lambda c: c.close(),
+        )
+
+    def __repr__(self) -> str:
+        return f"AnthropicDraft(model={self.model!r}, prefill={self.continues_prefix!r})"
+
+    async def aclose(self) -> None:
+        await self._owned.aclose()
+
+    async def stream(self, call: DraftCall) -> AsyncIterator[str]:  # type: ignore[override]
+        use_prefill = self.continues_prefix
+        call.extra["continued_prefix"] = use_prefill
+        inner = self._stream(call, use_prefill)
+        try:
+            try:
+                first = await inner.__anext__()
+            except StopAsyncIteration:
+                return
+            except BadRequestError as error:
+                if not (use_prefill and rejects_prefill(error)):
+                    raise
+                logger.info("%s: %s rejects prefill (%s); continuing without it", self.name, self.model, error)
+                self.continues_prefix = False
+                call.extra["continued_prefix"] = False
+                call.extra["prefill_rejected"] = error.message
+                await inner.aclose()
+                inner = self._stream(call, False)
+                try:
+                    first = await inner.__anext__()
+                except StopAsyncIteration:
+                    return
+            yield first
+            async for chunk in inner:
+                yield chunk
+        finally:
+            await inner.aclose()
+
+    def _stream(self, call: DraftCall, prefill: bool) -> AsyncGenerator[str, None]:
+        return stream_with_retries(  # type: ignore[return-value]
+            call, lambda: self._attempt(call, prefill), provider=self.name, policy=self.retry
+        )
+
+    def _messages(self, call: DraftCall, prefill: bool) -> tuple[list[dict[str, str]], str]:
+        """The messages, and the whitespace held back from the end of a prefill."""
+        request = call.request
+        messages = [{"role": "user", "content": request.prompt}]
+        if not request.accepted_text:
+            return messages, ""
+        if prefill:
+            head = request.accepted_text.rstrip()
+            if head:
+                messages.append({"role": "assistant", "content": head})
+            return messages, request.accepted_text[len(head) :]
+        messages.append({"role": "assistant", "content": request.accepted_text})
+        messages.append({"role": "user", "content": self.instruction})
+        return messages, ""
+
+    async def _attempt(self, call: DraftCall, prefill: bool) -> AsyncGenerator[str, None]:
+        client = self._user_client or self._owned.get()
+        request = call.request
+        messages, held_back = self._messages(call, prefill)
+        max_tokens = request.max_new_tokens
+        if self.max_tokens is not None:
+            max_tokens = min(max_tokens, self.max_tokens)
+        kwargs: dict[str, Any] = {"model": self.model, "max_tokens": max_tokens, "messages": messages}
+        stops = [s for s in request.stop if s.strip()]  # the API rejects whitespace-only stops
+        if stops:
+            kwargs["stop_sequences"] = stops
+        kwargs.update(self.request_options)
+        skip_space = bool(held_back)
+        received = ""
+        try:
+            stream = await client.messages.create(stream=True, **kwargs)
+        except Exception as exc:
+            raise self._error(exc, received) from None
+        try:
+            async for event in stream:
+                data = event.to_dict()
+                kind = data.get("type")
+                if kind == "message_start":
+                    usage = (data.get("message") or {}).get("usage") or {}
+                    if usage.get("input_tokens") is not None:
+                        call.tokens_in = int(usage["input_tokens"])
+                elif kind == "content_block_delta":
+                    delta = data.get("delta") or {}
+                    text = delta.get("text") if delta.get("type") == "text_delta" else None
+                    if not text:
+                        continue
+                    if skip_space:
+                        text = text.lstrip()
+                        if not text:
+                            continue
+                        skip_space = False
+                    received += text
+                    yield text
+                elif kind == "message_delta":
+                    usage = data.get("usage") or {}
+                    if usage.get("output_tokens") is not None:
+                        call.tokens_out = int(usage["output_tokens"])
+                    reason = (data.get("delta") or {}).get("stop_reason")
+                    if reason:
+                        call.finish_reason = {"end_turn": "stop", "stop_sequence": "stop", "max_tokens": "length"}.get(
+                            reason, reason
+                        )
+        except Exception as exc:
+            raise self._error(exc, received) from None
+        finally:
+            await stream.close()
+
+    def _error(self, exc: Exception, received: str) -> Exception:
+        error = sdk_error(
+            self.name,
+            exc,
+            connection_types=(anthropic.APIConnectionError,),
+            secrets=(self._api_key,),
+            received=received,
+        )
+        return error if error is not None else exc

