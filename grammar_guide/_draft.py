@@ -59,7 +59,9 @@ class Draft(abc.ABC):
     Subclasses set ``name`` and ``continues_prefix`` and implement ``stream``.
     ``continues_prefix`` is True when the draft truly continues ``accepted_text`` (a completion
     endpoint, assistant prefill, a local model), False when it may restate the answer from the
-    start (a chat API without prefill, most plain functions).
+    start (a chat API without prefill, most plain functions). A provider that falls back to
+    another mode for one call (a model that rejects prefill) sets ``call.extra["continued_prefix"]``
+    before yielding its first chunk; the loop reads it there.
     """
 
     name: str = "draft"

@@ -245,8 +245,8 @@ class _Run:
         call = DraftCall(request)
         self.stats.draft_calls += 1
         rnd = _Round(call=call, index=self.stats.draft_calls, start=len(text), floor=self._floor)
-        continues = self.draft.continues_prefix
-        aligner = None if continues else Aligner(text, tuple(self._earlier_answers))
+        aligner: Aligner | None = None
+        mode_known = False
         # Prose before the answer ("Sure! Here is the query:") is read past, once, while nothing
         # has been accepted yet: the draft's answer follows it.
         preamble: str | None = None
@@ -263,6 +263,12 @@ class _Run:
                     if self.on_draft_text is not None:
                         self.on_draft_text(chunk)
                     rnd.raw += chunk
+                    if not mode_known:
+                        # A provider may fall back to another mode for this call (a model that
+                        # rejects assistant prefill): it says which in call.extra.
+                        mode_known = True
+                        if not call.extra.get("continued_prefix", self.draft.continues_prefix):
+                            aligner = Aligner(text, tuple(self._earlier_answers))
                     chunk, stopped = self._apply_stop(rnd, chunk)
                     if aligner is not None:
                         chunk = aligner.push(chunk)

@@ -113,7 +113,7 @@ def propose_edit(checker: Checker, evidence: str, *, final: bool, floor: int = 0
     # 2. Replace the word with the nearest keyword the grammar expects there.
     if word_is_whole and word_start >= floor and (word[0].isalpha() or word[0] == "_"):
         for literal in _expected_literals(checker, text[:word_start], like=word):
-            distance = levenshtein(word.lower(), literal.lower())
+            distance = _distance(word, literal)
             if 0 < distance <= max(1, len(word) // 3):
                 consider(
                     word_start,
@@ -131,7 +131,7 @@ def propose_edit(checker: Checker, evidence: str, *, final: bool, floor: int = 0
         if prev and prev.start() >= floor:
             pword, gap = prev.group(1), prev.group(2)
             for literal in _expected_literals(checker, text[: prev.start()], like=pword):
-                distance = levenshtein(pword.lower(), literal.lower())
+                distance = _distance(pword, literal)
                 if 0 < distance <= max(1, len(pword) // 3):
                     consider(
                         prev.start(),
@@ -175,6 +175,12 @@ def propose_edit(checker: Checker, evidence: str, *, final: bool, floor: int = 0
             consider(len(text), literal, evidence, "", f"inserted {literal!r}", cost=2 * len(literal) + 1)
 
     return best[1] if best else None
+
+
+def _distance(word: str, literal: str) -> int:
+    """Edit distance, a case-only difference counting as one edit."""
+    folded = levenshtein(word.lower(), literal.lower())
+    return folded if folded or word == literal else 1
 
 
 def _expected_literals(checker: Checker, text: str, like: str = "") -> list[str]:
