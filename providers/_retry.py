@@ -273,11 +273,13 @@ async def stream_with_retries(
 
 
 class OwnedClient(Generic[T]):
-    """An HTTP client a provider created itself, bound to the event loop that first used it.
+    """An HTTP client a provider created itself, bound to the event loop that uses it.
 
-    An async HTTP client's connections belong to one event loop; when the draft is used from
-    another loop (a second ``asyncio.run``), a fresh client is made for it. ``aclose`` closes the
-    current one; the next use makes a new one.
+    An async HTTP client's connections belong to one event loop. The client is made on first use
+    in a loop and closed when that loop shuts down: a started async generator holds it, and
+    ``asyncio.run`` (like any loop runner that calls ``shutdown_asyncgens``) closes open async
+    generators before closing the loop, which closes the client's connections. A draft used
+    from a second ``asyncio.run`` gets a fresh client. ``aclose`` closes the current one now.
     """
 
     def __init__(self, factory: Callable[[], T], close: Callable[[T], Awaitable[None]]) -> None:
@@ -285,19 +287,30 @@ class OwnedClient(Generic[T]):
         self._close = close
         self._client: T | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._keeper: AsyncGenerator[None, None] | None = None
 
-    def get(self) -> T:
+    async def get(self) -> T:
         loop = asyncio.get_running_loop()
         if self._client is None or self._loop is not loop:
-            self._client = self._factory()
-            self._loop = loop
+            client = self._factory()
+            self._client, self._loop = client, loop
+            self._keeper = self._keep(client)
+            await self._keeper.__anext__()  # now the loop tracks it, and closes it at shutdown
         return self._client
 
-    async def aclose(self) -> None:
-        client, self._client = self._client, None
-        if client is not None and self._loop is asyncio.get_running_loop():
+    async def _keep(self, client: T) -> AsyncGenerator[None, None]:
+        try:
+            yield
+        finally:
+            if self._client is client:
+                self._client, self._loop, self._keeper = None, None, None
             await self._close(client)
-        self._loop = None
+
+    async def aclose(self) -> None:
+        keeper = self._keeper
+        if keeper is not None and self._loop is asyncio.get_running_loop():
+            await keeper.aclose()
+        self._client, self._loop, self._keeper = None, None, None
 
 
 # Error types that some APIs send inside a stream (HTTP status 200), as the status they stand for.

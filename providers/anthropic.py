@@ -168,7 +168,7 @@ class AnthropicDraft(Draft):
         return messages, ""
 
     async def _attempt(self, call: DraftCall, prefill: bool) -> AsyncGenerator[str, None]:
-        client = self._user_client or self._owned.get()
+        client = self._user_client or await self._owned.get()
         request = call.request
         messages, held_back = self._messages(call, prefill)
         max_tokens = request.max_new_tokens

@@ -112,7 +112,7 @@ class HTTPDraft(Draft):
         return error_for_status(self.name, status, message_from_body(data), secrets=(self._api_key,))
 
     async def _attempt(self, call: DraftCall) -> AsyncGenerator[str, None]:
-        client = self._user_client or self._owned.get()
+        client = self._user_client or await self._owned.get()
         standard, extra = build_request(
             call.request,
             model=self.model,

@@ -122,7 +122,7 @@ class OpenAIDraft(Draft):
         await self._owned.aclose()
 
     async def _attempt(self, call: DraftCall) -> AsyncGenerator[str, None]:
-        client = self._user_client or self._owned.get()
+        client = self._user_client or await self._owned.get()
         standard, extra = build_request(
             call.request,
             model=self.model,

@@ -1,0 +1,132 @@
+"""AnthropicDraft (the real ``anthropic`` SDK) against the test server: assistant prefill, the
+fallback for models that reject it, stop sequences, configuration, the SDK's retries off."""
+
+from __future__ import annotations
+
+import asyncio
+
+import anthropic
+import pytest
+
+from grammar_guide import AuthenticationError, DraftCall, DraftRequest, ServerError
+from providers._openai_format import CONTINUE_INSTRUCTION
+from providers.anthropic import AnthropicDraft
+
+try:
+    from llm_server import API_KEY, NO_PREFILL_MODEL, Fault, collect, fast_retry, get_server, make_draft
+except ImportError:  # tests/ imported as a package
+    from tests.llm_server import API_KEY, NO_PREFILL_MODEL, Fault, collect, fast_retry, get_server, make_draft
+
+pytestmark = pytest.mark.model
+
+PROMPT = "Write a SQL query that lists the names of all users."
+
+
+@pytest.fixture(scope="module")
+def server():
+    return get_server()
+
+
+def test_prefill_continues_the_accepted_text(server):
+    draft = make_draft("anthropic", server)
+    assert draft.continues_prefix is True
+    got = collect(draft, DraftRequest(PROMPT, accepted_text="SELECT name FROM", max_new_tokens=4))
+    assert got.error is None and got.text
+    record = server.records[-1]
+    assert record.body["messages"][-1] == {"role": "assistant", "content": "SELECT name FROM"}
+    assert record.prompt_text.endswith("<|im_start|>assistant\nSELECT name FROM")
+    assert got.call.extra["continued_prefix"] is True
+
+
+def test_trailing_whitespace_is_held_back_from_the_prefill(server):
+    # The API rejects a prefill ending in whitespace; the draft sends it without, and drops the
+    # whitespace the model then writes first (the accepted text already has it).
+    got = collect(make_draft("anthropic", server), DraftRequest(PROMPT, accepted_text="SELECT name FROM ", max_new_tokens=4))
+    assert got.error is None and got.text
+    record = server.records[-1]
+    assert record.status == 200
+    assert record.body["messages"][-1]["content"] == "SELECT name FROM"
+    assert record.text[:1].isspace()  # the model wrote the space itself...
+    assert not got.text[:1].isspace()  # ...and it was not handed on twice
+    assert got.text == record.text.lstrip()
+
+
+def test_a_model_that_rejects_prefill_falls_back_for_good(server):
+    draft = make_draft("anthropic", server, model=NO_PREFILL_MODEL)
+    before = len(server.records)
+    got = collect(draft, DraftRequest(PROMPT, accepted_text="SELECT name", max_new_tokens=4), close=False)
+    assert got.error is None and got.text
+    first, second = server.records[before:]
+    assert first.status == 400 and second.status == 200
+    assert second.body["messages"] == [
+        {"role": "user", "content": PROMPT},
+        {"role": "assistant", "content": "SELECT name"},
+        {"role": "user", "content": CONTINUE_INSTRUCTION},
+    ]
+    assert got.call.extra["continued_prefix"] is False
+    assert "prefill" in got.call.extra["prefill_rejected"]
+    assert draft.continues_prefix is False
+    # The next call goes straight to the fallback: one request.
+    before = len(server.records)
+    again = collect(draft, DraftRequest(PROMPT, accepted_text="SELECT name FROM", max_new_tokens=2))
+    assert again.error is None
+    assert len(server.records) - before == 1
+    assert again.call.extra["continued_prefix"] is False
+
+
+def test_whitespace_only_stop_sequences_are_not_sent(server):
+    got = collect(make_draft("anthropic", server), DraftRequest(PROMPT, max_new_tokens=2, stop=("\n", ";")))
+    assert got.error is None
+    assert server.records[-1].body["stop_sequences"] == [";"]
+
+
+def test_max_tokens_bounds_each_call(server):
+    got = collect(make_draft("anthropic", server, max_tokens=3), DraftRequest(PROMPT, max_new_tokens=50))
+    assert got.error is None
+    assert server.records[-1].body["max_tokens"] == 3
+    assert got.call.tokens_out == 3 and got.call.finish_reason == "length"
+
+
+def test_system_prompt_and_options_reach_the_server(server):
+    got = collect(
+        make_draft("anthropic", server, system="You write SQLite.", metadata={"user_id": "u-1"}),
+        DraftRequest(PROMPT, max_new_tokens=2),
+    )
+    assert got.error is None
+    body = server.records[-1].body
+    assert body["system"] == "You write SQLite." and body["metadata"] == {"user_id": "u-1"}
+    assert "You write SQLite." in server.records[-1].prompt_text
+
+
+def test_a_client_you_built_is_used_with_its_own_retries_off(server):
+    script = server.script([Fault("status", status=529), Fault("status", status=529)])
+
+    async def main():
+        client = anthropic.AsyncAnthropic(
+            base_url=server.base_url, api_key=API_KEY, max_retries=5, default_headers={"x-test-script": script}
+        )
+        try:
+            draft = AnthropicDraft("smollm2", client=client, retry=fast_retry(1))
+            with pytest.raises(ServerError) as caught:
+                async for _ in draft.stream(DraftCall(DraftRequest(PROMPT, max_new_tokens=2))):
+                    pass
+            return caught.value
+        finally:
+            await client.close()
+
+    error = asyncio.run(main())
+    assert error.status_code == 529
+    assert len(server.records_for(script)) == 1
+
+
+def test_key_and_url_from_the_environment(server, monkeypatch):
+    monkeypatch.setenv("ANTHROPIC_API_KEY", API_KEY)
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", server.base_url)
+    got = collect(AnthropicDraft("smollm2"), DraftRequest(PROMPT, max_new_tokens=2))
+    assert got.error is None and got.text
+
+
+def test_no_key_is_a_clear_error(monkeypatch):
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    with pytest.raises(AuthenticationError, match="ANTHROPIC_API_KEY"):
+        AnthropicDraft("claude-haiku-4-5")
