@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     import llguidance as llg
     import torch
 
-__all__ = ["DEFAULT_MODEL", "KVCache", "LoadedModel", "default_model_path", "load_model"]
+__all__ = ["DEFAULT_MODEL", "KVCache", "LoadedModel", "Sampler", "default_model_path", "healing_mask", "load_model"]
 
 #: The model used when none is named.
 DEFAULT_MODEL = "SmolLM2-135M-Instruct"
@@ -343,3 +343,75 @@ class KVCache:
         self.prefilled_tokens += len(new)
         self._last_logits = out.logits[0, -1].float()
         return self._last_logits
+
+
+class Sampler:
+    """Picks the next token: greedy at temperature 0, else temperature and top-p with a seed."""
+
+    def __init__(self, temperature: float = 0.0, top_p: float = 1.0, seed: int | None = None) -> None:
+        if temperature < 0:
+            raise ValueError("temperature must be >= 0")
+        if not 0 < top_p <= 1:
+            raise ValueError("top_p must be in (0, 1]")
+        self.temperature = temperature
+        self.top_p = top_p
+        self.seed = seed
+        self._generator: torch.Generator | None = None
+
+    def choose(self, scores: torch.Tensor) -> int:
+        """A token id from ``scores`` (logits; disallowed tokens already at -inf)."""
+        import torch
+
+        if self.temperature == 0:
+            return int(torch.argmax(scores))
+        probs = torch.softmax(scores.float() / self.temperature, dim=-1).cpu()
+        if self.top_p < 1:
+            sorted_probs, order = torch.sort(probs, descending=True)
+            before = torch.cumsum(sorted_probs, dim=-1) - sorted_probs
+            sorted_probs[before >= self.top_p] = 0
+            probs = torch.zeros_like(probs).scatter_(0, order, sorted_probs)
+        if self._generator is None:
+            self._generator = torch.Generator()
+            if self.seed is not None:
+                self._generator.manual_seed(self.seed)
+            else:
+                self._generator.seed()
+        return int(torch.multinomial(probs, 1, generator=self._generator))
+
+
+_HEALING_CACHE: dict[tuple[int, bytes], tuple[Any, Any]] = {}
+
+
+def _healing_sets(lm: LoadedModel, pending: bytes) -> tuple[Any, Any]:
+    import numpy as np
+
+    key = (id(lm), pending)
+    found = _HEALING_CACHE.get(key)
+    if found is None:
+        table = lm.token_bytes
+        covering = [i for i, b in enumerate(table) if b and b.startswith(pending)]
+        prefixes = [i for i, b in enumerate(table) if b and len(b) < len(pending) and pending.startswith(b)]
+        found = (np.array(covering, dtype=np.int64), np.array(prefixes, dtype=np.int64))
+        if len(_HEALING_CACHE) > 4096:
+            _HEALING_CACHE.clear()
+        _HEALING_CACHE[key] = found
+    return found
+
+
+def healing_mask(lm: LoadedModel, pending: bytes, allowed: torch.Tensor | None = None) -> torch.Tensor:
+    """Tokens that may re-write the healed bytes ``pending``.
+
+    Tokens that start with ``pending`` (among them the canonical re-choice); only when none of
+    those is ``allowed`` (by a grammar), tokens that are a proper prefix of ``pending``.
+    """
+    import torch
+
+    covering, prefixes = _healing_sets(lm, pending)
+    mask = torch.zeros(lm.n_vocab, dtype=torch.bool)
+    if covering.size:
+        mask[torch.from_numpy(covering)] = True
+        if allowed is None or bool((mask.to(allowed.device) & allowed).any()):
+            return mask.to(lm.device)
+    if prefixes.size:
+        mask[torch.from_numpy(prefixes)] = True
+    return mask.to(lm.device)

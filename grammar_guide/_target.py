@@ -24,12 +24,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ._errors import GrammarError
-from ._models import KVCache, LoadedModel, load_model
+from ._models import KVCache, LoadedModel, Sampler, healing_mask, load_model
 from ._trace import Alternative
 
 if TYPE_CHECKING:
     import llguidance as llg
-    import numpy as np
     import torch
 
     from ._grammar import Grammar
@@ -85,10 +84,7 @@ class TargetModel:
         top_p: float = 1.0,
         seed: int | None = None,
     ) -> None:
-        if temperature < 0:
-            raise ValueError("temperature must be >= 0")
-        if not 0 < top_p <= 1:
-            raise ValueError("top_p must be in (0, 1]")
+        self._sampler = Sampler(temperature, top_p, seed)
         self.lm = lm
         self.temperature = temperature
         self.top_p = top_p
@@ -96,7 +92,6 @@ class TargetModel:
         self._kv = KVCache(lm)
         self._lock = threading.Lock()
         self._matchers: dict[str, llg.LLMatcher] = {}
-        self._generator: torch.Generator | None = None
         #: Prompt-and-text tokens that calls took from the KV cache instead of feeding again.
         self.prefill_tokens_saved = 0
         #: Prompt-and-text tokens that calls fed to the model before generating.
@@ -241,7 +236,7 @@ class TargetModel:
                     continue
             allowed = self._mask(matcher)
             if pending:
-                allowed &= self._healing_mask(pending, allowed)
+                allowed &= healing_mask(lm, pending, allowed)
             if not bool(allowed.any()):
                 # Nothing may follow (only possible once the text is complete).
                 stop_reason = "complete"
@@ -320,21 +315,6 @@ class TargetModel:
     def _mask(self, matcher: llg.LLMatcher) -> torch.Tensor:
         return bitmask_to_bool(matcher.compute_bitmask(), self.lm.n_vocab, self.lm.device)
 
-    def _healing_mask(self, pending: bytes, allowed: torch.Tensor) -> torch.Tensor:
-        """Tokens that start with ``pending`` (canonical re-choices); failing those, tokens that
-        are a proper prefix of it."""
-        import torch
-
-        covering, prefixes = _healing_sets(self.lm, pending)
-        mask = torch.zeros_like(allowed)
-        if covering.size:
-            mask[torch.from_numpy(covering).to(allowed.device)] = True
-            if bool((mask & allowed).any()):
-                return mask
-        if prefixes.size:
-            mask[torch.from_numpy(prefixes).to(allowed.device)] = True
-        return mask
-
     def _choose(
         self,
         logits: torch.Tensor,
@@ -360,22 +340,7 @@ class TargetModel:
                 piece = piece[len(pending):] if piece.startswith(pending) else b""
                 alts.append(Alternative(piece.decode("utf-8", errors="replace"), float(p)))
             alternatives = tuple(alts)
-        if self.temperature == 0:
-            return int(torch.argmax(scores)), alternatives
-        probs = torch.softmax(scores / self.temperature, dim=-1).cpu()
-        if self.top_p < 1:
-            sorted_probs, order = torch.sort(probs, descending=True)
-            cumulative = torch.cumsum(sorted_probs, dim=-1)
-            drop = cumulative - sorted_probs > self.top_p
-            sorted_probs[drop] = 0
-            probs = torch.zeros_like(probs).scatter_(0, order, sorted_probs)
-        if self._generator is None:
-            self._generator = torch.Generator()
-            if self.seed is not None:
-                self._generator.manual_seed(self.seed)
-            else:
-                self._generator.seed()
-        return int(torch.multinomial(probs, 1, generator=self._generator)), alternatives
+        return self._sampler.choose(scores), alternatives
 
 
 def bitmask_to_bool(bitmask: bytes, n_vocab: int, device: str = "cpu") -> torch.Tensor:
@@ -386,24 +351,6 @@ def bitmask_to_bool(bitmask: bytes, n_vocab: int, device: str = "cpu") -> torch.
     bits = np.unpackbits(np.frombuffer(bitmask, dtype=np.uint8), bitorder="little")[:n_vocab]
     mask = torch.from_numpy(bits.view(np.bool_))
     return mask if device == "cpu" else mask.to(device)
-
-
-_HEALING_CACHE: dict[tuple[int, bytes], tuple[np.ndarray, np.ndarray]] = {}
-
-
-def _healing_sets(lm: LoadedModel, pending: bytes) -> tuple[np.ndarray, np.ndarray]:
-    import numpy as np
-
-    key = (id(lm), pending)
-    found = _HEALING_CACHE.get(key)
-    if found is None:
-        covering = [i for i, b in enumerate(lm.token_bytes) if b and b.startswith(pending)]
-        prefixes = [i for i, b in enumerate(lm.token_bytes) if b and len(b) < len(pending) and pending.startswith(b)]
-        found = (np.array(covering, dtype=np.int64), np.array(prefixes, dtype=np.int64))
-        if len(_HEALING_CACHE) > 4096:
-            _HEALING_CACHE.clear()
-        _HEALING_CACHE[key] = found
-    return found
 
 
 def _captures_after(matcher: llg.LLMatcher, ll: llg.LLTokenizer, healed: bytes) -> int:
