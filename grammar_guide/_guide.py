@@ -483,7 +483,7 @@ class _Run:
             finish=finish,
         )
         self.stats.target_seconds += time.perf_counter() - started
-        self.stats.target_tokens += continuation.sampled_tokens
+        self.stats.target_tokens += continuation.sampled_tokens + continuation.healed_tokens
         self.stats.forced_tokens += continuation.forced_tokens
         self.stats.healed_tokens += continuation.healed_tokens
         if continuation.healed_text:
@@ -510,7 +510,7 @@ class _Run:
                 source="target",
                 reason=reason,
                 alternatives=continuation.alternatives,
-                tokens=continuation.sampled_tokens + continuation.forced_tokens,
+                tokens=continuation.tokens,
                 seconds=continuation.seconds,
             )
         )

@@ -54,13 +54,16 @@ def levenshtein(a: str, b: str) -> int:
     return previous[-1]
 
 
+_LEXEME = re.compile(r"\w+|[^\w\s]")
+
+
 def _conclusive(kept: str, accepted: int, final: bool) -> bool:
-    """The evidence supports an edit when the checker then reads at least two more characters of
-    it that are not white space (or all of a complete answer's last character)."""
-    meaningful = len("".join(kept[:accepted].split()))
+    """The evidence supports an edit when the checker then reads at least two more tokens of it
+    (words or punctuation), or all of a complete answer's rest."""
+    read = len(_LEXEME.findall(kept[:accepted]))
     if accepted == len(kept) and final:
-        return meaningful >= 1
-    return meaningful >= 2
+        return read >= 1
+    return read >= 2
 
 
 def propose_edit(checker: Checker, evidence: str, *, final: bool, floor: int = 0) -> Edit | None:

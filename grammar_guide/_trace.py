@@ -113,6 +113,8 @@ class GuideStats:
     """Counts and timings of one guided generation.
 
     Token counts of the draft are as the provider reports them (``None`` when it does not).
+    ``target_tokens`` are the tokens the target model chose (sampled, or re-chosen by token
+    healing: ``healed_tokens`` of them); ``forced_tokens`` were appended without a model choice.
     ``discarded_tokens`` estimates drafted tokens thrown away (by the draft's own count where the
     provider gives one, else by characters / 4).
     """

@@ -1,0 +1,93 @@
+"""The guide loop with the real target model (SmolLM2-135M-Instruct): repairs the draft's evidence
+cannot decide, finishing when budgets run out, and local draft + target end to end."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import grammar_guide as gg
+from grammar_guide import Correction, GrammarViolation, GuideExhausted, GuideLimits
+
+pytestmark = pytest.mark.model
+
+SCHEMA_PROMPT = (
+    "Table users(id, name, age). Write one SQLite query: names of users older than 30, oldest first."
+)
+
+
+@pytest.fixture(scope="module")
+def target():
+    return gg.TargetModel.load()
+
+
+def by_kind(result, cls, **fields):
+    return [e for e in result.events if isinstance(e, cls) and all(getattr(e, k) == v for k, v in fields.items())]
+
+
+def test_target_repairs_what_the_evidence_cannot_decide(small_sql, target):
+    """``SIMILAR TO`` has no near keyword in the grammar: the target chooses at that point, and the
+    prefix-continuing draft then goes on from the corrected text."""
+    intent = "SELECT name FROM users WHERE name SIMILAR TO 'A%' ORDER BY age DESC;"
+    calls = []
+
+    def draft(prompt, prefix):
+        calls.append(prefix)
+        if not prefix:
+            return intent
+        # After the repair, go on with the intended query: its value if the target wrote an
+        # operator, then the ORDER BY.
+        if prefix.rstrip().upper().endswith(("=", "<", ">", "LIKE")):
+            return " 'A%' ORDER BY age DESC;"
+        return " ORDER BY age DESC;"
+
+    result = gg.guide(gg.FunctionDraft(draft, continues_prefix=True), small_sql, SCHEMA_PROMPT, target)
+    assert small_sql.is_complete(result.text)
+    assert result.text.startswith("SELECT name FROM users WHERE name ")
+    assert result.text.endswith("ORDER BY age DESC;")
+    (violation,) = by_kind(result, GrammarViolation)
+    assert violation.rejected.startswith("SIMILAR")
+    repairs = by_kind(result, Correction, source="target")
+    assert len(repairs) == 1 and repairs[0].text.strip()
+    assert repairs[0].alternatives and 0 < repairs[0].alternatives[0].probability <= 1
+    assert result.stats.corrections == 1
+    assert result.stats.target_tokens >= 1
+    assert len(calls) == 2
+
+
+def test_target_finishes_when_the_draft_budget_runs_out(small_sql, target):
+    result = gg.guide(
+        lambda prompt, prefix: "SELECT name, age FROM users WHERE" if not prefix else "",
+        small_sql,
+        SCHEMA_PROMPT,
+        target,
+        max_draft_calls=2,
+    )
+    assert small_sql.is_complete(result.text)
+    assert result.text.startswith("SELECT name, age FROM users WHERE ")
+    finish = [c for c in by_kind(result, Correction) if c.reason.startswith("finish")]
+    assert finish and finish[-1].source in ("target", "forced")
+    assert result.stats.draft_calls == 2
+
+
+def test_target_token_limit_too_small_raises_with_partial_result(small_sql, target):
+    limits = GuideLimits(max_draft_calls=1, finish_tokens=1)
+    with pytest.raises(GuideExhausted) as info:
+        gg.guide(lambda prompt: "SELECT name FROM", small_sql, SCHEMA_PROMPT, target, limits=limits)
+    partial = info.value.result
+    assert partial.text.startswith("SELECT name FROM")
+    assert small_sql.valid_prefix(partial.text) == len(partial.text)
+    assert not small_sql.is_complete(partial.text)
+
+
+def test_local_draft_and_target_write_valid_json(json_grammar, target):
+    from providers.transformers import TransformersDraft
+
+    draft = TransformersDraft.from_target(target)
+    prompt = "Here is a JSON object, with 3 keys, using only string values:\n\n```json\n"
+    result = gg.guide(draft, json_grammar, prompt, target, lookahead=20, max_new_tokens=120)
+    value = json.loads(result.text)
+    assert isinstance(value, dict)
+    assert result.stats.draft_calls >= 1
+    assert result.stats.draft_tokens_out and result.stats.draft_tokens_out > 0
