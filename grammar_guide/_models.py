@@ -13,6 +13,7 @@ inside the functions of this module.
 from __future__ import annotations
 
 import functools
+import importlib
 import importlib.util
 import os
 import shutil
@@ -42,11 +43,16 @@ _LOCAL_EXTRA = "pip install 'grammar-guide[local]'"
 
 def _require_local() -> None:
     """Raise ``MissingDependencyError`` unless torch and transformers can be imported."""
-    missing = [name for name in ("torch", "transformers") if importlib.util.find_spec(name) is None]
+    missing = []
+    for name in ("torch", "transformers"):
+        try:
+            importlib.import_module(name)
+        except ImportError:
+            missing.append(name)
     if missing:
         raise MissingDependencyError(
-            f"local models need {' and '.join(missing)}, which are not installed: run "
-            f"`{_LOCAL_EXTRA}` (for a CPU-only torch, first `pip install torch "
+            f"local models need {' and '.join(missing)}, which {'is' if len(missing) == 1 else 'are'} "
+            f"not installed: run `{_LOCAL_EXTRA}` (for a CPU-only torch, first `pip install torch "
             "--index-url https://download.pytorch.org/whl/cpu`)"
         )
 
@@ -237,7 +243,41 @@ class LoadedModel:
     def text_ids(self, text: str | bytes) -> list[int]:
         """The canonical tokenization of answer text (special-token names stay plain text)."""
         data = text.encode("utf-8") if isinstance(text, str) else text
-        return list(self.ll_tokenizer.tokenize_bytes(data)) if data else []
+        if not data:
+            return []
+        ll = self.ll_tokenizer
+        ids = list(ll.tokenize_bytes(data))
+        special = [t for t in ids if ll.is_special_token(t)]
+        if not special:
+            return ids
+        # The tokenizer matched special-token names in the text: tokenize around them, and spell
+        # each name as ordinary tokens ("<" then the rest).
+        names = sorted({self.tokenizer.convert_ids_to_tokens(t).encode("utf-8") for t in special}, key=len, reverse=True)
+        out: list[int] = []
+        start = i = 0
+        while i < len(data):
+            name = next((n for n in names if data.startswith(n, i)), None)
+            if name is None:
+                i += 1
+                continue
+            out += self.text_ids(data[start:i]) if i > start else []
+            out += list(ll.tokenize_bytes(name[:1])) + list(ll.tokenize_bytes(name[1:]))
+            i += len(name)
+            start = i
+        if start < len(data):
+            out += self.text_ids(data[start:])
+        return out
+
+    def partial_ids(self, data: bytes) -> tuple[list[int], bytes]:
+        """Token healing: the canonical tokens of ``data`` that no vocabulary token could extend,
+        and the bytes after them (which the model re-writes)."""
+        if not data:
+            return [], b""
+        ll = self.ll_tokenizer
+        ids, rest = ll.tokenize_partial(data)
+        if any(ll.is_special_token(t) for t in ids):
+            return self.text_ids(data), b""
+        return list(ids), rest
 
     def count_tokens(self, text: str) -> int:
         return len(self.text_ids(text))

@@ -96,6 +96,9 @@ class TargetModel:
         self.prefill_tokens_saved = 0
         #: Prompt-and-text tokens that calls fed to the model before generating.
         self.prefill_tokens = 0
+        #: The answer's token ids after the last call: the kept tokens of the text, then the
+        #: generated ones (for inspection; the prompt's tokens are not included).
+        self.last_token_ids: tuple[int, ...] = ()
 
     @classmethod
     def load(
@@ -199,8 +202,7 @@ class TargetModel:
         data = text.encode("utf-8")
 
         # Token healing: keep the tokens no vocabulary token could extend; re-choose the rest.
-        kept, healed = ll.tokenize_partial(data) if data else ([], b"")
-        kept = list(kept)
+        kept, healed = lm.partial_ids(data)
         matcher, captured = self._matcher(grammar)
         if not matcher.consume_tokens(kept):
             raise ValueError(f"text is not a valid prefix of {grammar.name}: {text!r}")
@@ -264,6 +266,7 @@ class TargetModel:
                 break
             logits = self._kv.advance(context + new)
 
+        self.last_token_ids = tuple(kept + new)
         generated = b"".join(token_bytes[t] for t in new)
         tail = generated[len(healed):] if generated.startswith(healed) and not pending else b""
         continuation, whole = _whole_chars(tail)

