@@ -191,78 +191,117 @@ class Build:
                                 break
         self.nullable, self.first, self.last = nullable, first, last
 
-    def first_of(self, seq, follow_w: bool) -> bool:
-        """Whether a word may start what ``seq`` (then the context) derives."""
+    def first_of(self, seq, follow_w: bool) -> set[str]:
+        """The classes that may start what ``seq`` (then the context) derives (W only for context)."""
+        out: set[str] = set()
         for sym in seq:
             if isinstance(sym, Terminal):
-                return self.classes[sym.name][0] == W
-            if W in self.first[sym.name]:
-                return True
+                return out | {self.classes[sym.name][0]}
+            out |= self.first[sym.name]
             if sym.name not in self.nullable:
-                return False
-        return follow_w
+                return out
+        return out | ({W} if follow_w else set())
 
-    def variant(self, name: str, follow_w: bool, no_m: bool) -> tuple[str, bool, bool]:
+    def variant(self, name: str, follow_w: bool, no_m: bool, no_w: bool = False) -> tuple:
         follow_w = follow_w and W in self.last[name]
         no_m = no_m and M in self.first[name]
-        return name, follow_w, no_m
+        no_w = no_w and W in self.first[name]
+        return name, follow_w, no_m, no_w
 
     @staticmethod
-    def vname(key: tuple[str, bool, bool]) -> str:
-        name, follow_w, no_m = key
+    def vname(key: tuple) -> str:
+        name, follow_w, no_m, no_w = key
         base = ("_" + name.lstrip("_")) if name.startswith("_") else name
-        tag = ("w" if follow_w else "") + ("m" if no_m else "")
+        tag = ("w" if follow_w else "") + ("m" if no_m else "") + ("n" if no_w else "")
         return f"{base}__{tag}" if tag else base
 
     def build(self) -> str:
         self.analyse()
         out_rules: dict[str, list[str]] = {}
-        todo = [("start", False, False)]
+        todo = [("start", False, False, False)]
         seen = set(todo)
 
-        def use(key: tuple[str, bool, bool]) -> str:
+        def use(key: tuple) -> str:
             if key not in seen:
                 seen.add(key)
                 todo.append(key)
             return self.vname(key)
 
-        def expand(exp, i: int, follow_w: bool, no_m: bool) -> list[list[str]]:
-            """Emitted sequences for exp[i:]; ``no_m``: the first token may not start with "-"."""
+        def expand(exp, i: int, follow_w: bool, no_m: bool, no_w: bool) -> list[list[str]]:
+            """Emitted sequences for exp[i:]; ``no_m``/``no_w``: the first token may not start with
+            "-" / a word character."""
             if i == len(exp):
                 return [[]]
             sym = exp[i]
             rest = exp[i + 1 :]
-            word_next = self.first_of(rest, follow_w)
-            results = []
+            nxt = self.first_of(rest, follow_w)
+            # After a word that may end bare: split on whether a word follows (then the word must be
+            # separated) or not (then it may be bare), when the next symbol can do both.
+            splittable = bool(rest) and not (isinstance(rest[0], NonTerminal) and rest[0].name in self.nullable)
+            mixed = W in nxt and (nxt - {W}) and splittable
             if isinstance(sym, Terminal):
                 start, end = self.classes[sym.name]
-                if no_m and start == M:
+                if (no_m and start == M) or (no_w and start == W):
                     return []
                 if end == W:
-                    form = "sep" if word_next else "any"
-                    return [[self.emitted(sym.name, form)] + t for t in expand(exp, i + 1, follow_w, False)]
+                    if mixed:
+                        return [[self.emitted(sym.name, "any")] + t for t in expand(exp, i + 1, follow_w, False, True)] + [
+                            [self.emitted(sym.name, "sep")] + t for t in expand(exp, i + 1, follow_w, False, False)
+                        ]
+                    form = "sep" if W in nxt else "any"
+                    return [[self.emitted(sym.name, form)] + t for t in expand(exp, i + 1, follow_w, False, False)]
                 if end == M:
                     if not rest:  # what follows is unknown here: keep it separated
                         return [[self.emitted(sym.name, "sep")]]
-                    results += [[self.emitted(sym.name, "bare")] + t for t in expand(exp, i + 1, follow_w, True)]
-                    results += [[self.emitted(sym.name, "sep")] + t for t in expand(exp, i + 1, follow_w, False)]
-                    return results
-                return [[self.emitted(sym.name, "any")] + t for t in expand(exp, i + 1, follow_w, False)]
-            if no_m and sym.name in self.nullable:
-                raise ValueError(f"nullable {sym.name} after a bare '-'")
-            key = self.variant(sym.name, word_next, no_m)
-            return [[use(key)] + t for t in expand(exp, i + 1, follow_w, False)]
+                    return [[self.emitted(sym.name, "bare")] + t for t in expand(exp, i + 1, follow_w, True, False)] + [
+                        [self.emitted(sym.name, "sep")] + t for t in expand(exp, i + 1, follow_w, False, False)
+                    ]
+                return [[self.emitted(sym.name, "any")] + t for t in expand(exp, i + 1, follow_w, False, False)]
+            if (no_m or no_w) and sym.name in self.nullable:
+                raise ValueError(f"nullable {sym.name} after a bare token")
+            if mixed and W in self.last[sym.name]:
+                a = [[use(self.variant(sym.name, False, no_m, no_w))] + t for t in expand(exp, i + 1, follow_w, False, True)]
+                b = [[use(self.variant(sym.name, True, no_m, no_w))] + t for t in expand(exp, i + 1, follow_w, False, False)]
+                return a + b
+            key = self.variant(sym.name, W in nxt, no_m, no_w)
+            return [[use(key)] + t for t in expand(exp, i + 1, follow_w, False, False)]
 
         while todo:
             key = todo.pop()
-            name, follow_w, no_m = key
+            name, follow_w, no_m, no_w = key
             alts = []
             for rule in self.by_origin[name]:
                 alias = f" -> {rule.alias}" if rule.alias else ""
-                for seq in expand(rule.expansion, 0, follow_w, no_m):
+                for seq in expand(rule.expansion, 0, follow_w, no_m, no_w):
                     alts.append(" ".join(seq) + alias)
             out_rules[self._decl(name, self.vname(key))] = alts
-        return self._render(out_rules)
+        return self._render(self._prune(out_rules))
+
+    @staticmethod
+    def _prune(out_rules: dict[str, list[str]]) -> dict[str, list[str]]:
+        """Drop variants that derive nothing (every alternative needs a variant that derives nothing)."""
+        names = {decl.lstrip("?"): decl for decl in out_rules}
+        productive: set[str] = set()
+        changed = True
+        while changed:
+            changed = False
+            for plain, decl in names.items():
+                if plain in productive:
+                    continue
+                for alt in out_rules[decl]:
+                    syms = alt.split("->")[0].split()
+                    if all(sym not in names or sym in productive for sym in syms):
+                        productive.add(plain)
+                        changed = True
+                        break
+        pruned = {}
+        for plain, decl in names.items():
+            if plain not in productive:
+                continue
+            pruned[decl] = [
+                alt for alt in out_rules[decl] if all(sym not in names or sym in productive for sym in alt.split("->")[0].split())
+            ]
+        return pruned
 
     def _decl(self, origin: str, variant: str) -> str:
         rule = self.by_origin[origin][0]
