@@ -1,0 +1,154 @@
+"""The bundled SQLite grammar, checked against SQLite's own parser on third-party SQL."""
+
+from __future__ import annotations
+
+import random
+import re
+
+import lark
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis.extra.lark import from_lark
+
+from grammar_guide import Grammar
+from tests import sqlite_oracle
+from tests.sql_corpus import CorpusStatement, load_corpus, split_script
+from tests.sqlite_grammar_build import TARGET, build
+
+SAMPLE = 120  # statements per class; the full-corpus figures are in grammars/README.md
+SEED = 8
+
+
+@pytest.fixture(scope="module")
+def grammar() -> Grammar:
+    return Grammar.builtin("sqlite")
+
+
+@pytest.fixture(scope="module")
+def corpus() -> list[CorpusStatement]:
+    return load_corpus()
+
+
+def test_shipped_grammar_is_built_from_its_source() -> None:
+    assert TARGET.read_text(encoding="utf-8") == build()
+
+
+def test_loads_with_lark_and_ours(grammar: Grammar) -> None:
+    parser = lark.Lark(TARGET.read_text(encoding="utf-8"), parser="earley", lexer="dynamic")
+    for sql in ["SELECT 1", "select a, b from t where x = 1 order by 2 desc limit 3", "SELECT 1 - -1"]:
+        parser.parse(sql)
+        assert grammar.is_complete(sql)
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "WITH RECURSIVE c(x) AS MATERIALIZED (SELECT 1 UNION ALL SELECT x+1 FROM c WHERE x<10) SELECT x FROM c",
+        "SELECT count(a) FILTER (WHERE b > 0) OVER (PARTITION BY c ORDER BY d ROWS BETWEEN 1 PRECEDING AND CURRENT ROW) FROM t",
+        "SELECT * FROM a NATURAL LEFT OUTER JOIN b CROSS JOIN c JOIN d USING (x), json_each(a.j)",
+        "SELECT a FROM t WHERE b NOT LIKE 'x%' ESCAPE '\\' AND c IS NOT DISTINCT FROM d AND e NOT BETWEEN 1 AND 2",
+        "SELECT x'00ff', 0x1F, 1.5e3, .5, ?, ?12, :name, @v, $x, \"quoted\", [bracket], `tick`, s.t.c FROM t",
+        "SELECT CAST(a AS INTEGER), CASE WHEN a THEN 1 ELSE 2 END, a -> '$.x', a ->> 'y', ~a, a COLLATE nocase FROM t",
+        "INSERT OR REPLACE INTO t(a, b) VALUES (1, 2), (3, 4) ON CONFLICT (a) DO UPDATE SET b = excluded.b WHERE 1 RETURNING *",
+        "UPDATE OR IGNORE t SET (a, b) = (1, 2) FROM u WHERE t.id = u.id ORDER BY a LIMIT 5 OFFSET 1",
+        "DELETE FROM t WHERE a IN (SELECT b FROM u) RETURNING a",
+        "CREATE TABLE IF NOT EXISTS main.t (id INTEGER PRIMARY KEY AUTOINCREMENT, v TEXT NOT NULL DEFAULT 'x' COLLATE nocase, g AS (v || 'x') STORED, FOREIGN KEY (v) REFERENCES u(w) ON DELETE CASCADE) WITHOUT ROWID, STRICT",
+        "CREATE TRIGGER tr AFTER UPDATE OF a ON t FOR EACH ROW WHEN new.a > 0 BEGIN SELECT RAISE(ABORT, 'no'); DELETE FROM u; END",
+        "CREATE UNIQUE INDEX i ON t(a DESC, b COLLATE binary) WHERE a > 0; CREATE VIEW v(a) AS SELECT 1; DROP VIEW IF EXISTS v",
+        "CREATE VIRTUAL TABLE f USING fts5(a, b, tokenize = 'porter')",
+        "ALTER TABLE t RENAME COLUMN a TO b; ALTER TABLE t ADD COLUMN c INT; PRAGMA main.cache_size = -2000; EXPLAIN QUERY PLAN SELECT 1",
+        "BEGIN IMMEDIATE; SAVEPOINT s; RELEASE s; ROLLBACK TO s; COMMIT; ATTACH 'x.db' AS x; DETACH x; VACUUM; ANALYZE; REINDEX",
+        "/* lead */ SELECT 1 -- trailing",
+    ],
+)
+def test_accepts_the_documented_language(grammar: Grammar, sql: str) -> None:
+    assert sqlite_oracle.check_script(sql).label is not sqlite_oracle.Label.INVALID
+    assert grammar.is_complete(sql)
+
+
+@pytest.mark.parametrize(
+    "sql",
+    ["SELECTx", "SELECT * FROMt", "SELECT (1--x)", "SELECT 1 AS from", "SELECT a like", "SELECT 1 ORDER BY 1 UNION SELECT 2", "SELECT 1e", ""],
+)
+def test_rejects_what_sqlite_rejects(grammar: Grammar, sql: str) -> None:
+    assert sqlite_oracle.check_script(sql).label is sqlite_oracle.Label.INVALID
+    assert not grammar.is_complete(sql)
+
+
+def test_oracle_sees_past_semantic_errors() -> None:
+    # The trigger's table does not exist: SQLite stops at "no such table" before the missing ';'.
+    assert sqlite_oracle.check("CREATE TRIGGER tr AFTER INSERT ON t BEGIN SELECT 1 END").label is sqlite_oracle.Label.INVALID
+    assert sqlite_oracle.check("CREATE TRIGGER tr AFTER INSERT ON t BEGIN SELECT 1; END").valid
+    assert sqlite_oracle.check("SELECT * FROM nosuch").valid
+    assert "ENABLE_UPDATE_DELETE_LIMIT" in sqlite_oracle.compile_options() or sqlite_oracle.check(
+        "DELETE FROM t LIMIT 1"
+    ).label is sqlite_oracle.Label.INVALID
+
+
+def test_splitter_respects_quotes_comments_and_bodies() -> None:
+    text = "SELECT ';' -- ;\n; CREATE TRIGGER t AFTER INSERT ON x BEGIN SELECT 1; SELECT 2; END; SELECT $$;$$; /* ; */ SELECT 3"
+    assert split_script(text) == [
+        "SELECT ';' -- ;",
+        "CREATE TRIGGER t AFTER INSERT ON x BEGIN SELECT 1; SELECT 2; END",
+        "SELECT $$;$$",
+        "/* ; */ SELECT 3",
+    ]
+
+
+def _sample(corpus: list[CorpusStatement], label: str) -> list[CorpusStatement]:
+    pool = [s for s in corpus if s.label == label]
+    return random.Random(SEED).sample(pool, min(SAMPLE, len(pool)))
+
+
+def test_recall_on_sqlite_valid_corpus(grammar: Grammar, corpus: list[CorpusStatement]) -> None:
+    sample = _sample(corpus, "valid")
+    accepted = sum(grammar.is_complete(s.sql) for s in sample)
+    assert accepted / len(sample) >= 0.95
+
+
+def test_precision_on_corpus(grammar: Grammar, corpus: list[CorpusStatement]) -> None:
+    sample = _sample(corpus, "invalid")
+    wrongly = [s.sql for s in sample if grammar.is_complete(s.sql)]
+    assert wrongly == []
+
+
+_TOKEN = re.compile(r"'(?:[^']|'')*'|\"(?:[^\"]|\"\")*\"|[A-Za-z_][A-Za-z0-9_$]*|[0-9]+(?:\.[0-9]*)?|\S")
+
+
+def _mutations(sql: str, rng: random.Random, n: int) -> list[str]:
+    spans = [m.span() for m in _TOKEN.finditer(sql)]
+    out = []
+    for _ in range(n):
+        if len(spans) < 2:
+            break
+        k = rng.randrange(len(spans))
+        a, b = spans[k]
+        kind = rng.choice(["delete", "duplicate", "swap"])
+        if kind == "delete":
+            out.append(sql[:a] + sql[b:])
+        elif kind == "duplicate":
+            out.append(sql[:b] + " " + sql[a:b] + sql[b:])
+        elif k + 1 < len(spans):
+            c, d = spans[k + 1]
+            out.append(sql[:a] + sql[c:d] + sql[b:c] + sql[a:b] + sql[d:])
+    return out
+
+
+def test_precision_on_mutations(grammar: Grammar, corpus: list[CorpusStatement]) -> None:
+    rng = random.Random(SEED)
+    base = [s.sql for s in _sample(corpus, "valid")[:60]]
+    checked = 0
+    for sql in base:
+        for mutant in _mutations(sql, rng, 2):
+            if grammar.is_complete(mutant):
+                checked += 1
+                assert sqlite_oracle.check_script(mutant).label is not sqlite_oracle.Label.INVALID, mutant
+    assert checked > 0
+
+
+@settings(max_examples=40, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
+@given(data=from_lark(lark.Lark(TARGET.read_text(encoding="utf-8"), parser="earley", lexer="dynamic")))
+def test_precision_on_generated_strings(data: str) -> None:
+    grammar = Grammar.builtin("sqlite")
+    if grammar.is_complete(data):
+        assert sqlite_oracle.check_script(data).label is not sqlite_oracle.Label.INVALID, data
