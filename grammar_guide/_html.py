@@ -324,6 +324,7 @@ def _tip_rows(rows: list[tuple[str, str]]) -> str:
 def _expected_html(expected: tuple[str, ...]) -> str:
     if not expected:
         return '<span class="gg-muted">not known</span>'
+    expected = tuple(sorted(expected))
     shown = "".join(f'<code class="gg-term">{_e(_shorten(t, 40))}</code>' for t in expected[:16])
     more = f' <span class="gg-muted">+{len(expected) - 16} more</span>' if len(expected) > 16 else ""
     return shown + more
@@ -501,7 +502,7 @@ def _timeline_html(result: GuideResult, rebuilt: _Rebuilt, prefix: str) -> str:
             kind, text, note = "draft", event.text, f"draft call {event.call}"
         elif isinstance(event, GrammarViolation):
             kind, text = "violation", event.rejected
-            note = "expected " + ", ".join(event.expected[:6]) + (" …" if len(event.expected) > 6 else "") if event.expected else ""
+            note = "expected " + ", ".join(sorted(event.expected)[:6]) + (" …" if len(event.expected) > 6 else "") if event.expected else ""
         elif isinstance(event, Correction):
             kind, text = event.source if event.source in _LABELS else "target", event.text
             note = _reason(event.reason)

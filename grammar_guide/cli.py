@@ -441,7 +441,8 @@ class Progress:
 
         s = self.style
         if isinstance(event, GrammarViolation):
-            expected = ", ".join(event.expected[:8]) + (", …" if len(event.expected) > 8 else "")
+            names = sorted(event.expected)
+            expected = ", ".join(names[:8]) + (", …" if len(names) > 8 else "")
             line = f"  ✗ {event.line}:{event.column} rejected {quoted(event.rejected, 48)}"
             if expected:
                 line += f"  expected {printable(expected)}"
@@ -502,6 +503,9 @@ def run_guide(args: argparse.Namespace) -> int:
         show = False
     progress = Progress(sys.stderr, _wants_color(sys.stderr)) if show else None
 
+    # Model loading must not write progress bars or advice over our output (a user's setting wins).
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+    os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
     draft = make_draft(args.draft, model=args.model, endpoint=args.endpoint)
     target = make_target(args.target, args.no_target)
     options: dict[str, Any] = {}

@@ -18,9 +18,17 @@ def chatty_sql(prompt: str) -> list[str]:
     return ["Sure! Here is the query:\n", "SELECT name age FROM users ", "WHERE age > 30;", "\nThis lists them."]
 
 
-def json_with_prose_value(prompt: str) -> str:
-    """A JSON answer whose value is unquoted prose: only the target model can repair it."""
-    return '{"name": Ada Lovelace, "born": 1815}'
+def _json_with_prose_value(prompt: str, prefix: str) -> str:
+    if not prefix:
+        return '{"name": Ada Lovelace, "born": 1815}'
+    if '"born"' in prefix:
+        return "}"
+    return ' "born": 1815}' if prefix.rstrip().endswith(",") else ', "born": 1815}'
+
+
+#: A JSON answer whose value is unquoted prose: only the target model can repair it. The draft
+#: truly continues the accepted text, as a completion endpoint would.
+json_with_prose_value = FunctionDraft(_json_with_prose_value, name="json_with_prose_value", continues_prefix=True)
 
 
 def silent(prompt: str) -> str:

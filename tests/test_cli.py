@@ -384,7 +384,7 @@ def test_provider_drafts_from_the_command_line(kind: str, llm_server, any_text_g
         args, extra = ["--draft", f"{base}/v1", "--model", "smollm2"], {"GRAMMAR_GUIDE_API_KEY": API_KEY}
     done = cli(
         "Say hello in five words.", "-g", str(any_text_grammar), *args, "--no-target", "--json",
-        "--max-new-tokens", "12", "--lookahead", "8", "--progress", "always", **extra,
+        "--max-new-tokens", "4", "--lookahead", "4", "--progress", "always", **extra,
     )
     assert done.returncode == 0, done.stderr
     result = json.loads(done.stdout)
@@ -419,3 +419,14 @@ def test_guided_run_with_the_target_model(tmp_path: Path) -> None:
     sources = [e.get("source") for e in result["events"] if e["kind"] == "correction"]
     assert "target" in sources
     assert 'data-kind="target"' in html.read_text(encoding="utf-8")
+
+
+@pytest.mark.model
+def test_local_draft_is_the_default(any_text_grammar: Path) -> None:
+    done = cli("Say hello.", "-g", str(any_text_grammar), "--max-new-tokens", "8", "--lookahead", "8", "--json", timeout=600)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr == ""  # no model-loading progress bars or warnings when stderr is not a terminal
+    result = json.loads(done.stdout)
+    assert result["complete"] is True and result["text"].strip()
+    assert result["stats"]["draft_calls"] >= 1
+    assert result["stats"]["draft_tokens_out"] >= 1  # the local draft reports its tokens
