@@ -187,6 +187,8 @@ class LoadedModel:
         self._ll_tokenizer: llg.LLTokenizer | None = None
         self._token_bytes: list[bytes] | None = None
         self._prompt_cache: dict[str, list[int]] = {}
+        self._token_index: _TokenIndex | None = None
+        self._healing_cache: dict[bytes, tuple[Any, Any]] = {}
 
     def __repr__(self) -> str:
         return f"<LoadedModel {self.name} on {self.device}, {self.dtype}>"
@@ -416,25 +418,58 @@ class Sampler:
                 self._generator.manual_seed(self.seed)
             else:
                 self._generator.seed()
-        return int(torch.multinomial(probs, 1, generator=self._generator))
+        # Inverse-CDF sampling: one uniform draw against the cumulative distribution.
+        cumulative = torch.cumsum(probs.double(), dim=-1)
+        draw = torch.rand(1, generator=self._generator, dtype=torch.float64) * cumulative[-1]
+        token = int(torch.searchsorted(cumulative, draw, right=True))
+        while probs[min(token, len(probs) - 1)] == 0 and token > 0:
+            token -= 1  # rounding at the top end; step back to a token that may be drawn
+        return min(token, len(probs) - 1)
 
 
-_HEALING_CACHE: dict[tuple[int, bytes], tuple[Any, Any]] = {}
+class _TokenIndex:
+    """Token ids by their bytes: sorted (for "starts with") and exact (for "is a prefix of")."""
+
+    def __init__(self, table: list[bytes]) -> None:
+        import numpy as np
+
+        order = sorted((b, i) for i, b in enumerate(table) if b)
+        self.sorted_bytes = [b for b, _ in order]
+        self.sorted_ids = np.array([i for _, i in order], dtype=np.int64)
+        self.exact: dict[bytes, list[int]] = {}
+        for b, i in order:
+            self.exact.setdefault(b, []).append(i)
+
+    def starting_with(self, prefix: bytes) -> Any:
+        import bisect
+
+        # Tokens starting with ``prefix`` sort contiguously from ``prefix`` up to the next byte
+        # string that does not start with it.
+        lo = bisect.bisect_left(self.sorted_bytes, prefix)
+        stripped = prefix.rstrip(b"\xff")
+        if stripped:
+            hi = bisect.bisect_left(self.sorted_bytes, stripped[:-1] + bytes([stripped[-1] + 1]))
+        else:
+            hi = len(self.sorted_bytes)
+        return self.sorted_ids[lo:hi]
+
+    def proper_prefixes_of(self, data: bytes) -> Any:
+        import numpy as np
+
+        ids = [i for k in range(1, len(data)) for i in self.exact.get(data[:k], ())]
+        return np.array(ids, dtype=np.int64)
 
 
 def _healing_sets(lm: LoadedModel, pending: bytes) -> tuple[Any, Any]:
-    import numpy as np
-
-    key = (id(lm), pending)
-    found = _HEALING_CACHE.get(key)
+    found = lm._healing_cache.get(pending)
     if found is None:
-        table = lm.token_bytes
-        covering = [i for i, b in enumerate(table) if b and b.startswith(pending)]
-        prefixes = [i for i, b in enumerate(table) if b and len(b) < len(pending) and pending.startswith(b)]
-        found = (np.array(covering, dtype=np.int64), np.array(prefixes, dtype=np.int64))
-        if len(_HEALING_CACHE) > 4096:
-            _HEALING_CACHE.clear()
-        _HEALING_CACHE[key] = found
+        if lm._token_index is None:
+            lm._token_index = _TokenIndex(lm.token_bytes)
+        index = lm._token_index
+        found = (index.starting_with(pending), index.proper_prefixes_of(pending))
+        if len(lm._healing_cache) > 4096:
+            lm._healing_cache.clear()
+        lm._healing_cache[pending] = found
     return found
 
 

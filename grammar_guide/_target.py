@@ -49,7 +49,8 @@ class Continuation:
     the given text that was taken back and re-chosen (the given text itself is unchanged).
     ``alternatives`` are the top choices, with their probabilities under the mask, at the first
     step where the model chose. ``stop_reason`` is ``"terminal"`` (whole terminals written),
-    ``"complete"`` (nothing can follow), ``"eos"`` (the model ended a complete text) or
+    ``"complete"`` (nothing can follow), ``"eos"`` (the model ended a complete text: it chose EOS,
+    or its own choice would leave the grammar, or, when finishing, only whitespace) or
     ``"max_new_tokens"``.
     """
 
@@ -243,10 +244,20 @@ class TargetModel:
                 # Nothing may follow (only possible once the text is complete).
                 stop_reason = "complete"
                 break
+            accepting = not pending and matcher.is_accepting()
+            if accepting and not bool(allowed[int(logits.argmax())]):
+                # The text is complete and the model's own choice leaves the grammar: it has
+                # finished the text and goes on to something else (an explanation, a fence).
+                stop_reason = "eos"
+                break
             token, alts = self._choose(logits, allowed, pending, want_alternatives=not alternatives)
             if alts:
                 alternatives = alts
             if token in eos:
+                stop_reason = "eos"
+                break
+            if finish and accepting and not token_bytes[token].strip():
+                # Finishing: after a complete text, only trailing whitespace could follow.
                 stop_reason = "eos"
                 break
             if not matcher.consume_token(token):
