@@ -2,8 +2,9 @@
 
 Chat Completions has no assistant prefill in OpenAI's own API, so by default the accepted text
 is shown to the model as its own unfinished answer and it is asked, in a last user message, to
-continue it; the guide loop aligns an answer that restates the text. Servers that do offer
-prefill are used through ``prefill``:
+continue it; the guide loop aligns an answer that restates the text, and the call's token
+budget grows by ``restatement_allowance`` so that a restatement does not use it all up.
+Servers that do offer prefill are used through ``prefill``:
 
 - ``"continue_final_message"``: vLLM's and SGLang's extra parameters
   (``continue_final_message=True, add_generation_prompt=False``) with the accepted text as the
@@ -18,7 +19,7 @@ from typing import Any, Literal
 
 from grammar_guide import DraftCall, DraftRequest
 
-__all__ = ["CONTINUE_INSTRUCTION", "Endpoint", "Prefill", "build_request", "read_chunk"]
+__all__ = ["CONTINUE_INSTRUCTION", "Endpoint", "Prefill", "build_request", "read_chunk", "restatement_allowance"]
 
 Endpoint = Literal["chat", "completions"]
 Prefill = Literal["continue_final_message"]
@@ -31,6 +32,16 @@ CONTINUE_INSTRUCTION = (
     "Your answer above is unfinished. Continue it from exactly where it stops: write only the "
     "rest, without repeating any of it and without any comment."
 )
+
+
+def restatement_allowance(accepted_text: str) -> int:
+    """Tokens to add to a call's budget when the model may restate ``accepted_text`` first.
+
+    Without prefill a chat model often writes its answer again from the start; a budget of only
+    the lookahead would then end each call where the previous one did. About three characters a
+    token, rounded up, covers the restatement.
+    """
+    return (len(accepted_text) + 2) // 3
 
 
 def chat_messages(request: DraftRequest, *, prefill: bool, instruction: str) -> list[dict[str, str]]:
@@ -68,6 +79,8 @@ def build_request(
         body["messages"] = chat_messages(request, prefill=use_prefill, instruction=instruction)
         if use_prefill:
             extra.update(continue_final_message=True, add_generation_prompt=False)
+        else:
+            body["max_tokens"] += restatement_allowance(request.accepted_text)
     if request.stop:
         body["stop"] = list(request.stop[:MAX_STOP])
     if include_usage:

@@ -7,7 +7,8 @@ leading whitespace dropped in its place.
 
 Some models reject prefill altogether (a 400 that says so). The draft then falls back, for the
 rest of its life, to showing the accepted text as an unfinished answer and asking the model to
-continue it; ``continues_prefix`` becomes False and the guide loop aligns restatements. Each
+continue it (with a larger token budget, see ``restatement_allowance``); ``continues_prefix``
+becomes False and the guide loop aligns restatements. Each
 call records the mode it actually used in ``call.extra["continued_prefix"]``.
 """
 
@@ -20,7 +21,7 @@ from typing import Any, AsyncGenerator, AsyncIterator
 
 from grammar_guide import AuthenticationError, BadRequestError, Draft, DraftCall, MissingDependencyError
 
-from ._openai_format import CONTINUE_INSTRUCTION
+from ._openai_format import CONTINUE_INSTRUCTION, restatement_allowance
 from ._retry import OwnedClient, RetryPolicy, sdk_error, stream_with_retries
 
 try:
@@ -172,6 +173,8 @@ class AnthropicDraft(Draft):
         request = call.request
         messages, held_back = self._messages(call, prefill)
         max_tokens = request.max_new_tokens
+        if not prefill:
+            max_tokens += restatement_allowance(request.accepted_text)
         if self.max_tokens is not None:
             max_tokens = min(max_tokens, self.max_tokens)
         kwargs: dict[str, Any] = {"model": self.model, "max_tokens": max_tokens, "messages": messages}

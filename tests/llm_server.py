@@ -600,7 +600,7 @@ def make_draft(
     *,
     script: str | None = None,
     api_key: str = API_KEY,
-    timeout: float = 20.0,
+    timeout: float = 60.0,
     retry: Any = None,
     model: str = MODEL,
     **options: Any,
@@ -658,7 +658,7 @@ class Collected:
         return "".join(self.chunks)
 
 
-def collect(draft: Any, request: Any, *, limit: int | None = None, timeout: float = 60.0, close: bool = True) -> Collected:
+def collect(draft: Any, request: Any, *, limit: int | None = None, timeout: float = 120.0, close: bool = True) -> Collected:
     """Run one draft call to its end (or ``limit`` chunks, then close it early), in a fresh loop.
 
     A ``ProviderError`` is caught and returned; any hang fails after ``timeout`` seconds.

@@ -63,6 +63,8 @@ def test_a_model_that_rejects_prefill_falls_back_for_good(server):
         {"role": "assistant", "content": "SELECT name"},
         {"role": "user", "content": CONTINUE_INSTRUCTION},
     ]
+    assert second.body["max_tokens"] == 4 + 4  # room to restate "SELECT name"
+    assert first.body["max_tokens"] == 4
     assert got.call.extra["continued_prefix"] is False
     assert "prefill" in got.call.extra["prefill_rejected"]
     assert draft.continues_prefix is False

@@ -39,6 +39,8 @@ def test_chat_without_prefill_shows_the_answer_so_far_and_asks_to_continue(serve
         {"role": "user", "content": CONTINUE_INSTRUCTION},
     ]
     assert "continue_final_message" not in server.records[-1].body
+    # Room to restate "SELECT name" (11 characters) and still write 4 new tokens.
+    assert server.records[-1].body["max_tokens"] == 4 + 4
 
 
 def test_chat_first_call_is_the_prompt_alone(server):
@@ -57,6 +59,7 @@ def test_chat_prefill_with_continue_final_message_continues_the_text(server):
     assert record.body["continue_final_message"] is True
     assert record.body["add_generation_prompt"] is False
     assert record.body["messages"][-1] == {"role": "assistant", "content": "SELECT name FROM"}
+    assert record.body["max_tokens"] == 4  # a true continuation restates nothing
     # The model saw its own unfinished answer as the end of the prompt: a true continuation.
     assert record.prompt_text.endswith("<|im_start|>assistant\nSELECT name FROM")
     assert got.call.extra["continued_prefix"] is True
