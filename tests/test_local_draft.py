@@ -1,0 +1,124 @@
+"""The local draft: streaming, KV-cache crop after a correction (with the prefill it saves), stop
+strings matched on text, and closing early."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from grammar_guide import DraftCall, DraftRequest, SyncDraft, TargetModel
+from providers.transformers import TransformersDraft
+
+from conftest_models import smollm2, tiny_model
+
+PROMPT = "Table users(id, name, age). Write one SQL query: the names of users older than 30."
+
+
+def _run(draft: TransformersDraft, accepted: str = "", n: int = 12, stop: tuple[str, ...] = ()) -> tuple[list[str], DraftCall]:
+    call = DraftCall(DraftRequest(PROMPT, accepted, n, stop))
+    return list(draft.stream_sync(call)), call
+
+
+def test_is_a_sync_draft_that_continues_the_prefix():
+    draft = TransformersDraft(tiny_model())
+    assert isinstance(draft, SyncDraft)
+    assert draft.continues_prefix is True
+    assert "tiny-random-llama" in draft.name
+
+
+@pytest.mark.model
+def test_streams_token_by_token_within_the_budget():
+    draft = TransformersDraft(smollm2())
+    chunks, call = _run(draft, "", 12)
+    assert len(chunks) >= 4 and all(chunks)
+    assert call.tokens_out == 12 and call.finish_reason == "length"
+    assert call.tokens_in == len(smollm2().prompt_ids(PROMPT))
+    assert call.extra["prefill_tokens_saved"] == 0
+
+
+@pytest.mark.model
+def test_after_a_correction_only_the_new_bytes_are_fed_and_the_output_matches_a_fresh_run():
+    lm = smollm2()
+    draft = TransformersDraft(lm)
+    first = "".join(_run(draft, "", 16)[0])
+    # The guide loop kept part of the draft and a correction replaced the rest.
+    accepted = first[: len(first) // 2] + " age"
+    chunks, call = _run(draft, accepted, 10)
+    n_prompt = len(lm.prompt_ids(PROMPT))
+    assert call.extra["prefill_tokens_saved"] >= n_prompt
+    assert call.tokens_in <= len(lm.text_ids(" age")) + 2  # the boundary token and the new bytes
+    assert call.tokens_in + call.extra["prefill_tokens_saved"] >= n_prompt + len(lm.partial_ids(accepted.encode())[0])
+    fresh_chunks, fresh_call = _run(TransformersDraft(lm), accepted, 10)
+    assert "".join(chunks) == "".join(fresh_chunks)  # reusing the cache changes nothing
+    assert fresh_call.extra["prefill_tokens_saved"] == 0
+
+
+def test_continuing_the_drafts_own_text_feeds_nothing_again():
+    lm = tiny_model()
+    draft = TransformersDraft(lm)
+    first, _ = _run(draft, "SELECT", 6)
+    second, call = _run(draft, "SELECT" + "".join(first), 6)
+    assert call.tokens_in == 1  # only the last generated token, never fed before
+    assert call.extra["prefill_tokens_saved"] == len(lm.prompt_ids(PROMPT)) + len(draft._answer_ids) - 6 - 1
+    assert second and call.tokens_out == 6
+
+
+def test_a_healed_boundary_is_rewritten_not_repeated():
+    lm = tiny_model()
+    draft = TransformersDraft(lm)
+    text = "SELECT na"
+    kept, healed = lm.partial_ids(text.encode())
+    assert healed
+    chunks, call = _run(draft, text, 5)
+    ids = draft._answer_ids
+    assert ids[: len(kept)] == kept
+    produced = lm.ll_tokenizer.decode_bytes(ids)
+    assert produced.startswith(text.encode())
+    assert produced[len(text.encode()):].decode("utf-8", errors="ignore").startswith("".join(chunks))
+
+
+@pytest.mark.model
+def test_stop_strings_are_matched_on_text():
+    draft = TransformersDraft(smollm2())
+    full = "".join(_run(draft, "SELECT", 12)[0])
+    assert " FROM" in full, full
+    # " FR" + "OM" or " FROM" as one token: the stop string is found in the text either way.
+    chunks, call = _run(draft, "SELECT", 12, stop=("ROM",))
+    assert "".join(chunks) == full[: full.index("ROM")]
+    assert call.finish_reason == "stop"
+    assert call.tokens_out < 12
+
+
+def test_closing_the_generator_stops_generation():
+    draft = TransformersDraft(tiny_model())
+    call = DraftCall(DraftRequest(PROMPT, "", 200))
+    stream = draft.stream_sync(call)
+    next(stream)
+    stream.close()
+    assert call.finish_reason == "closed"
+    assert call.tokens_out is not None and call.tokens_out < 10
+
+
+def test_async_stream_and_aclose():
+    draft = TransformersDraft(tiny_model())
+    call = DraftCall(DraftRequest(PROMPT, "", 200))
+
+    async def take_two():
+        stream = draft.stream(call)
+        out = [await stream.__anext__(), await stream.__anext__()]
+        await stream.aclose()
+        return out
+
+    assert len(asyncio.run(take_two())) == 2
+    assert call.finish_reason == "closed" and call.tokens_out < 20
+
+
+@pytest.mark.model
+def test_shares_the_targets_model_with_its_own_cache():
+    target = TargetModel.load()
+    draft = TransformersDraft.from_target(target)
+    assert draft.lm is target.lm
+    chunks, call = _run(draft, "SELECT name", 4)
+    assert call.tokens_out == 4 and chunks
+    assert draft._kv is not target._kv
