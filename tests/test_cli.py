@@ -430,3 +430,19 @@ def test_local_draft_is_the_default(any_text_grammar: Path) -> None:
     assert result["complete"] is True and result["text"].strip()
     assert result["stats"]["draft_calls"] >= 1
     assert result["stats"]["draft_tokens_out"] >= 1  # the local draft reports its tokens
+
+
+def test_check_sql_with_the_builtin_sqlite_grammar(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # In-process: the builtin grammar is compiled once per test session and shared.
+    from grammar_guide.cli import main
+
+    query = tmp_path / "q.sql"
+    query.write_text("SELECT name, age\nFROM users\nWHERE age > 30\nORDER BY age DESK;\n", encoding="utf-8")
+    assert main(["check", "--grammar", "sqlite", str(query)]) == 1
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == f'{query}:4:17: invalid: unexpected "K;"'
+    assert out[1] == '  expected: "DESC"'  # keyword terminals are named by their keyword
+    assert out[2:] == ["  ORDER BY age DESK;", "                  ^"]
+    query.write_text("SELECT name, age FROM users WHERE age > 30 ORDER BY age DESC;\n", encoding="utf-8")
+    assert main(["check", "--grammar", "sqlite", str(query)]) == 0
+    assert capsys.readouterr().out == f"{query}: valid (sqlite)\n"
