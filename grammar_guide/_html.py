@@ -325,8 +325,8 @@ def _expected_html(expected: tuple[str, ...]) -> str:
     if not expected:
         return '<span class="gg-muted">not known</span>'
     expected = tuple(sorted(expected))
-    shown = "".join(f'<code class="gg-term">{_e(_shorten(t, 40))}</code>' for t in expected[:16])
-    more = f' <span class="gg-muted">+{len(expected) - 16} more</span>' if len(expected) > 16 else ""
+    shown = "".join(f'<code class="gg-term">{_e(_shorten(t, 40))}</code>' for t in expected[:12])
+    more = f' <span class="gg-muted">+{len(expected) - 12} more</span>' if len(expected) > 12 else ""
     return shown + more
 
 
@@ -539,7 +539,7 @@ _CSS = """
 .gg-badge{margin-left:auto;font-weight:600;font-size:13px;padding:3px 10px;border-radius:999px}
 .gg-ok{color:#116329;background:#dafbe1;border:1px solid #8fd19e}
 .gg-bad{color:var(--bad);background:var(--bad-bg);border:1px solid #f5a5a8}
-.gg-stats{display:grid;grid-template-columns:repeat(auto-fit,minmax(140px,1fr));gap:8px}
+.gg-stats{display:grid;grid-template-columns:repeat(auto-fit,minmax(118px,1fr));gap:8px}
 .gg-stat{background:var(--panel);border:1px solid var(--line);border-radius:8px;padding:7px 10px}
 .gg-stat-k{font-size:11px;text-transform:uppercase;letter-spacing:.05em;color:var(--muted)}
 .gg-stat-v{font-size:17px;font-weight:600;font-variant-numeric:tabular-nums}
@@ -569,7 +569,7 @@ _CSS = """
  vertical-align:1px}
 .gg-seg[tabindex]:hover,.gg-seg[tabindex]:focus{outline:2px solid rgba(10,88,202,.45);outline-offset:1px}
 .gg-seg:target{outline:2px solid #f0b400;outline-offset:2px}
-.gg-tip{display:none;position:absolute;z-index:10;left:0;top:calc(100% + 6px);min-width:240px;max-width:380px;
+.gg-tip{display:none;position:absolute;z-index:10;left:0;top:calc(100% + 6px);width:max-content;min-width:260px;max-width:400px;
  white-space:normal;word-break:normal;text-decoration:none;font:12.5px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;
  color:var(--ink);background:#fff;border:1px solid var(--line);border-radius:8px;padding:9px 11px;
  box-shadow:0 8px 24px rgba(31,35,40,.18);cursor:auto}

@@ -422,8 +422,9 @@ def make_target(name: str | None, disabled: bool) -> Any:
 class Progress:
     """Live progress on a terminal: the draft's text as it streams (dim), and one line per event."""
 
-    def __init__(self, stream: IO[str], color: bool) -> None:
+    def __init__(self, stream: IO[str], color: bool, grammar: Grammar | None = None) -> None:
         self.stream = stream
+        self.terminals = dict(grammar.terminals) if grammar is not None else {}
         self.style = _Style(color)
         self.at_line_start = True
 
@@ -441,6 +442,10 @@ class Progress:
     def status(self, text: str) -> None:
         self._line(self.style.dim(text))
 
+    def _describe(self, name: str) -> str:
+        terminal = self.terminals.get(name)
+        return describe_terminal(terminal) if terminal is not None else name
+
     def draft_text(self, chunk: str) -> None:
         self._write(self.style.dim(printable(chunk)))
 
@@ -449,7 +454,7 @@ class Progress:
 
         s = self.style
         if isinstance(event, GrammarViolation):
-            names = sorted(event.expected)
+            names = sorted({self._describe(name) for name in event.expected})
             expected = ", ".join(names[:8]) + (", …" if len(names) > 8 else "")
             line = f"  ✗ {event.line}:{event.column} rejected {quoted(event.rejected, 48)}"
             if expected:
@@ -509,7 +514,7 @@ def run_guide(args: argparse.Namespace) -> int:
     show = args.progress == "always" or (args.progress == "auto" and _isatty(sys.stderr))
     if args.quiet:
         show = False
-    progress = Progress(sys.stderr, _wants_color(sys.stderr)) if show else None
+    progress = Progress(sys.stderr, _wants_color(sys.stderr), grammar) if show else None
 
     # Model loading must not write progress bars or advice over our output (a user's setting wins).
     os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
