@@ -202,23 +202,26 @@ class Build:
                 return out
         return out | ({W} if follow_w else set())
 
-    def variant(self, name: str, follow_w: bool, no_m: bool, no_w: bool = False) -> tuple:
-        follow_w = follow_w and W in self.last[name]
+    def variant(self, name: str, end: str, no_m: bool, no_w: bool) -> tuple:
+        if W not in self.last[name] and end == "closed":
+            end = "free"
         no_m = no_m and M in self.first[name]
         no_w = no_w and W in self.first[name]
-        return name, follow_w, no_m, no_w
+        return name, end, no_m, no_w
 
     @staticmethod
     def vname(key: tuple) -> str:
-        name, follow_w, no_m, no_w = key
+        name, end, no_m, no_w = key
         base = ("_" + name.lstrip("_")) if name.startswith("_") else name
-        tag = ("w" if follow_w else "") + ("m" if no_m else "") + ("n" if no_w else "")
+        tag = {"free": "", "bare": "b", "closed": "c"}[end] + ("m" if no_m else "") + ("n" if no_w else "")
         return f"{base}__{tag}" if tag else base
 
     def build(self) -> str:
         self.analyse()
+        if self.nullable:
+            raise ValueError(f"the source must have no nullable rules: {sorted(self.nullable)}")
         out_rules: dict[str, list[str]] = {}
-        todo = [("start", False, False, False)]
+        todo = [("start", "free", False, False)]
         seen = set(todo)
 
         def use(key: tuple) -> str:
@@ -227,52 +230,59 @@ class Build:
                 todo.append(key)
             return self.vname(key)
 
-        def expand(exp, i: int, follow_w: bool, no_m: bool, no_w: bool) -> list[list[str]]:
-            """Emitted sequences for exp[i:]; ``no_m``/``no_w``: the first token may not start with
-            "-" / a word character."""
+        def expand(exp, i: int, end: str, no_m: bool, no_w: bool) -> list[list[str]]:
+            """Emitted sequences for exp[i:] whose last token obeys ``end`` (free: nothing that
+            starts with a word follows; bare: it is a word without whitespace after it; closed: it
+            is not such a bare word); ``no_m``/``no_w``: the first token may not start with "-" /
+            a word character."""
             if i == len(exp):
                 return [[]]
             sym = exp[i]
             rest = exp[i + 1 :]
-            nxt = self.first_of(rest, follow_w)
-            # After a word that may end bare: split on whether a word follows (then the word must be
-            # separated) or not (then it may be bare), when the next symbol can do both.
-            splittable = bool(rest) and not (isinstance(rest[0], NonTerminal) and rest[0].name in self.nullable)
-            mixed = W in nxt and (nxt - {W}) and splittable
-            if isinstance(sym, Terminal):
-                start, end = self.classes[sym.name]
-                if (no_m and start == M) or (no_w and start == W):
-                    return []
-                if end == W:
-                    if mixed:
-                        return [[self.emitted(sym.name, "any")] + t for t in expand(exp, i + 1, follow_w, False, True)] + [
-                            [self.emitted(sym.name, "sep")] + t for t in expand(exp, i + 1, follow_w, False, False)
-                        ]
-                    form = "sep" if W in nxt else "any"
-                    return [[self.emitted(sym.name, form)] + t for t in expand(exp, i + 1, follow_w, False, False)]
-                if end == M:
-                    if not rest:  # what follows is unknown here: keep it separated
-                        return [[self.emitted(sym.name, "sep")]]
-                    return [[self.emitted(sym.name, "bare")] + t for t in expand(exp, i + 1, follow_w, True, False)] + [
-                        [self.emitted(sym.name, "sep")] + t for t in expand(exp, i + 1, follow_w, False, False)
-                    ]
-                return [[self.emitted(sym.name, "any")] + t for t in expand(exp, i + 1, follow_w, False, False)]
-            if (no_m or no_w) and sym.name in self.nullable:
-                raise ValueError(f"nullable {sym.name} after a bare token")
-            if mixed and W in self.last[sym.name]:
-                a = [[use(self.variant(sym.name, False, no_m, no_w))] + t for t in expand(exp, i + 1, follow_w, False, True)]
-                b = [[use(self.variant(sym.name, True, no_m, no_w))] + t for t in expand(exp, i + 1, follow_w, False, False)]
-                return a + b
-            key = self.variant(sym.name, W in nxt, no_m, no_w)
-            return [[use(key)] + t for t in expand(exp, i + 1, follow_w, False, False)]
+            if not rest:
+                modes = [(end, False)]
+            else:
+                nxt = self.first_of(rest, False)
+                if W not in nxt:
+                    modes = [("free", False)]
+                elif nxt == {W}:
+                    modes = [("closed", False)]
+                else:
+                    # A word may follow or not. Splitting into "bare word, then no word" and
+                    # "separated" would be exact but doubles the expression rules (and the
+                    # matcher's work); the source inlines the common cases instead.
+                    modes = [("closed", False)]
+            results = []
+            for mode, next_no_w in modes:
+                if isinstance(sym, Terminal):
+                    start, cls = self.classes[sym.name]
+                    if (no_m and start == M) or (no_w and start == W):
+                        return []
+                    if cls == O:
+                        if mode == "bare":
+                            continue
+                        results += [[self.emitted(sym.name, "any")] + t for t in expand(exp, i + 1, end, False, next_no_w)]
+                    elif cls == W:
+                        form = {"free": "any", "bare": "bare", "closed": "sep"}[mode]
+                        results += [[self.emitted(sym.name, form)] + t for t in expand(exp, i + 1, end, False, next_no_w)]
+                    else:  # "-": bare only before something that does not start with "-"
+                        if mode == "bare":
+                            continue
+                        if rest:
+                            results += [[self.emitted(sym.name, "bare")] + t for t in expand(exp, i + 1, end, True, next_no_w)]
+                        results += [[self.emitted(sym.name, "sep")] + t for t in expand(exp, i + 1, end, False, next_no_w)]
+                else:
+                    key = self.variant(sym.name, mode, no_m, no_w)
+                    results += [[use(key)] + t for t in expand(exp, i + 1, end, False, next_no_w)]
+            return results
 
         while todo:
             key = todo.pop()
-            name, follow_w, no_m, no_w = key
+            name, end, no_m, no_w = key
             alts = []
             for rule in self.by_origin[name]:
                 alias = f" -> {rule.alias}" if rule.alias else ""
-                for seq in expand(rule.expansion, 0, follow_w, no_m, no_w):
+                for seq in expand(rule.expansion, 0, end, no_m, no_w):
                     alts.append(" ".join(seq) + alias)
             out_rules[self._decl(name, self.vname(key))] = alts
         return self._render(self._prune(out_rules))
