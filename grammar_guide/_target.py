@@ -222,6 +222,8 @@ class TargetModel:
         sampled = forced = healed_count = 0
         alternatives: tuple[Alternative, ...] = ()
         stop_reason = "max_new_tokens"
+        greedy = self._sampler.temperature == 0
+        chosen_once = False
         while len(new) < max_new_tokens:
             if not pending:
                 ff = self._fast_forward(matcher, kept + new, max_new_tokens - len(new))
@@ -237,22 +239,29 @@ class TargetModel:
                         break
                     logits = self._kv.advance(context + new)
                     continue
-            allowed = self._mask(matcher)
-            if pending:
-                allowed &= healing_mask(lm, pending, allowed)
-            if not bool(allowed.any()):
-                # Nothing may follow (only possible once the text is complete).
-                stop_reason = "complete"
-                break
             accepting = not pending and matcher.is_accepting()
-            if accepting and not bool(allowed[int(logits.argmax())]):
-                # The text is complete and the model's own choice leaves the grammar: it has
-                # finished the text and goes on to something else (an explanation, a fence).
-                stop_reason = "eos"
-                break
-            token, alts = self._choose(logits, allowed, pending, want_alternatives=not alternatives)
-            if alts:
-                alternatives = alts
+            own = int(logits.argmax())
+            if greedy and chosen_once and not pending and matcher.validate_tokens([own]) == 1:
+                # Opportunistic masking: greedy picks the model's own token whenever the grammar
+                # allows it, so the full mask is only needed when it does not.
+                token = own
+            else:
+                allowed = self._mask(matcher)
+                if pending:
+                    allowed &= healing_mask(lm, pending, allowed)
+                if not bool(allowed.any()):
+                    # Nothing may follow (only possible once the text is complete).
+                    stop_reason = "complete"
+                    break
+                if accepting and not bool(allowed[own]):
+                    # The text is complete and the model's own choice leaves the grammar: it has
+                    # finished the text and goes on to something else (an explanation, a fence).
+                    stop_reason = "eos"
+                    break
+                token, alts = self._choose(logits, allowed, pending, want_alternatives=not chosen_once)
+                if not chosen_once:
+                    alternatives = alts
+                    chosen_once = True
             if token in eos:
                 stop_reason = "eos"
                 break
