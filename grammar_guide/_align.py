@@ -105,7 +105,9 @@ def _aligned_end(accepted: str, body: str) -> int:
     blocks = [b for b in matcher.get_matching_blocks() if b.size]
     if not blocks:
         return 0
-    last = blocks[-1]
+    # Anchor on the last run of some length: a lone quote or comma matches anywhere.
+    anchors = [b for b in blocks if b.size >= 3] or blocks
+    last = anchors[-1]
     end_in_body = last.b + last.size + (len(accepted) - (last.a + last.size))
     return min(end_in_body, len(body))
 

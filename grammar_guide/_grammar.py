@@ -51,6 +51,13 @@ class Terminal:
         escaped = re.escape(self.literal or "")
         return f"(?i:{escaped})" if self.case_insensitive else escaped
 
+    @property
+    def display(self) -> str:
+        """How to name the terminal to a person: a literal quoted, a pattern by its name."""
+        if self.literal is not None:
+            return json.dumps(self.literal, ensure_ascii=False)
+        return self.name
+
     def __str__(self) -> str:
         if self.literal is not None:
             return json.dumps(self.literal) + ("i" if self.case_insensitive else "")

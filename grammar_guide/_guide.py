@@ -14,7 +14,6 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
-import json
 import math
 import re
 import time
@@ -449,9 +448,7 @@ class _Run:
 
     def _violation_event(self, offset: int, rejected: str, call: int) -> GrammarViolation:
         text = self.checker.text[:offset]
-        expected = tuple(
-            json.dumps(t.literal) if t.literal is not None else t.name for t in expected_terminals(self.grammar, text)
-        )
+        expected = tuple(dict.fromkeys(t.display for t in expected_terminals(self.grammar, text)))
         line = text.count("\n") + 1
         column = offset - (text.rfind("\n") + 1) + 1
         return GrammarViolation(offset, rejected, expected, line, column, call)

@@ -91,3 +91,19 @@ def test_local_draft_and_target_write_valid_json(json_grammar, target):
     assert isinstance(value, dict)
     assert result.stats.draft_calls >= 1
     assert result.stats.draft_tokens_out and result.stats.draft_tokens_out > 0
+
+
+def test_restating_chat_draft_with_target_completes(json_grammar, target):
+    """A chat draft that repeats the same broken answer on every call: after each repair its
+    restatement is aligned with the corrected text, so the text grows instead of looping."""
+    calls = []
+
+    def chat(prompt, prefix):
+        calls.append(prefix)
+        return '{"name": Ada Lovelace, "born": 1815}'
+
+    result = gg.guide(chat, json_grammar, "Describe Ada Lovelace as JSON.", target, max_draft_calls=6)
+    value = json.loads(result.text)
+    assert value["born"] == 1815
+    assert "Ada Lovelace" in value["name"]
+    assert result.stats.draft_calls <= 3
