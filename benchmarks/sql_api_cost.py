@@ -117,6 +117,7 @@ def run_ours(queries: list[str], counter: TokenCounter, rates: MistakeRates, *, 
             "tokens_in": draft.tokens_in,
             "tokens_out": draft.tokens_out,
             "corrections": stats.corrections,
+            "calls": draft.calls,
             "reported": {"tokens_in": stats.draft_tokens_in, "tokens_out": stats.draft_tokens_out,
                          "discarded_tokens": stats.discarded_tokens, "target_tokens": stats.target_tokens},
         })
@@ -164,6 +165,7 @@ def run_retry(queries: list[str], counter: TokenCounter, rates: MistakeRates, *,
             "tokens_in": draft.tokens_in,
             "tokens_out": draft.tokens_out,
             "corrections": len(draft.calls) - 1,
+            "calls": draft.calls,
         })
     return rows
 
@@ -295,7 +297,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "notes": notes,
         "table": table,
         "queries": queries,
-        "rows": rows_by_method,
+        "rows": {m: [{k: v for k, v in r.items() if k != "calls"} for r in rows] for m, rows in rows_by_method.items()},
     }
     path = write_results(NAME, payload, args.results_dir)
     print(f"\nwrote {path}", file=sys.stderr)
