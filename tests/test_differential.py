@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import functools
 import random
+import re
 import textwrap
 from dataclasses import dataclass
 
@@ -118,6 +119,7 @@ class Reference:
     grammar: Grammar
     parser: lark.Lark
     patterns: dict[str, regex.Pattern]
+    exact: dict[str, re.Pattern]
     ignored: frozenset[str]
 
     @classmethod
@@ -125,7 +127,8 @@ class Reference:
         parser = grammar.lark_parser
         assert parser is not None
         patterns = {t.name: regex.compile(t.pattern.to_regexp()) for t in parser.terminals}
-        return cls(grammar, parser, patterns, frozenset(parser.ignore_tokens))
+        exact = {t.name: re.compile(t.pattern.to_regexp()) for t in parser.terminals}
+        return cls(grammar, parser, patterns, exact, frozenset(parser.ignore_tokens))
 
     @functools.lru_cache(maxsize=None)
     def parse_status(self, text: str) -> tuple[str, frozenset[str]]:
@@ -156,7 +159,12 @@ class Reference:
         return self.ignored
 
     def starts_lexeme(self, name: str, text: str) -> bool:
-        return self.patterns[name].fullmatch(text, partial=True) is not None
+        match = self.patterns[name].fullmatch(text, partial=True)
+        if match is None:
+            return False
+        # A whole match is confirmed with Python's re, which lark matches with: the regex
+        # module (2026.11) wrongly lets the empty class [^\s\S] match any character.
+        return match.partial or self.exact[name].fullmatch(text) is not None
 
     @functools.lru_cache(maxsize=None)
     def status(self, text: str) -> str:
@@ -186,7 +194,7 @@ class Reference:
         munch reads on and lark's dynamic lexer may split."""
         for i in range(max(0, n - 32), n):
             for j in range(i + 1, n):
-                ending = {a for a in self.patterns if self.patterns[a].fullmatch(text[i:j])}
+                ending = {a for a in self.exact if self.exact[a].fullmatch(text[i:j])}
                 if not ending:
                     continue
                 running = {c for c in self.patterns if self.starts_lexeme(c, text[i : j + 1])}
