@@ -224,6 +224,12 @@ class Grammar:
             raise GrammarError(f"{self.name} is not a Lark grammar; it has no parse tree")
         return self._lark.parse(text)
 
+    def is_void(self, terminal: Terminal) -> bool:
+        """Whether ``terminal`` matches no text at all (a dead-end guard such as ``/[^\\s\\S]/``)."""
+        if terminal.literal is not None:
+            return False
+        return _regex_is_void(terminal.regex or "")
+
     @property
     def lark_parser(self) -> lark.Lark | None:
         """The ``lark.Lark`` reference parser, for grammars loaded from Lark text."""
@@ -709,6 +715,15 @@ def _validate(grammar: str, source: str | None, lark_text: str | None) -> None:
             f"the matcher rejected the grammar: {messages[0].strip()}",
             source=source,
         )
+
+
+@functools.lru_cache(maxsize=1024)
+def _regex_is_void(regex: str) -> bool:
+    try:
+        checker = Grammar.from_regex(regex).checker()
+    except GrammarError:
+        return False
+    return not checker.is_complete and not checker.allowed_bytes()
 
 
 # -- builtins -----------------------------------------------------------------------------------

@@ -385,8 +385,15 @@ class _Run:
     # -- repairs -----------------------------------------------------------------------------
 
     async def _handle_violation(self, rnd: _Round) -> str:
-        evidence = rnd.evidence or ""
         checker = self.checker
+        dead = self._dead_end(rnd.floor)
+        if dead is not None:
+            # The accepted text ends in a word that leads nowhere (a grammar's dead-end guard,
+            # e.g. a misspelt keyword): it is part of the evidence, not of the text.
+            rnd.evidence = checker.text[dead:] + (rnd.evidence or "")
+            checker.rollback_chars(dead)
+            rnd.kept = checker.text[rnd.start : max(dead, rnd.start)]
+        evidence = rnd.evidence or ""
         self._count_discarded(evidence)
         edit = propose_edit(checker, evidence, final=rnd.ended, floor=rnd.floor)
         signature = (len(checker.text), evidence[:16])
@@ -446,6 +453,25 @@ class _Run:
             return "done"
         return "violation"
 
+    def _dead_end(self, floor: int) -> int | None:
+        """Where the trailing dead-end word starts, if the accepted text can never be completed
+        because every terminal that may follow matches nothing; ``None`` otherwise."""
+        text = self.checker.text
+        expected = expected_terminals(self.grammar, text)
+        if not expected or not all(self.grammar.is_void(t) for t in expected):
+            return None
+        start = len(_trailing_word(text.rstrip()))
+        start = len(text.rstrip()) - start
+        return start if start >= floor and start < len(text) else None
+
+    def _revive(self, call: int) -> None:
+        """Before the target writes: step back out of a dead end, recording it as a cut."""
+        dead = self._dead_end(self._floor)
+        if dead is not None:
+            taken = self.checker.text[dead:]
+            self.checker.rollback_chars(dead)
+            self.emit(Cut(dead, taken, reason="dead end", call=call))
+
     def _violation_event(self, offset: int, rejected: str, call: int) -> GrammarViolation:
         text = self.checker.text[:offset]
         expected = tuple(dict.fromkeys(t.display for t in expected_terminals(self.grammar, text)))
@@ -470,6 +496,7 @@ class _Run:
         target = await self._get_target()
         if target is None:
             return False
+        self._revive(self.stats.draft_calls)
         text = self.checker.text
         started = time.perf_counter()
         continuation: Continuation = await target.acontinue_text(
@@ -516,6 +543,7 @@ class _Run:
     async def _finish(self, reason: str) -> None:
         if self.checker.is_complete:
             return
+        self._revive(self.stats.draft_calls)
         self._append_forced("finish")
         if self.checker.is_complete:
             return

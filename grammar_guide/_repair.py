@@ -57,11 +57,12 @@ def levenshtein(a: str, b: str) -> int:
 _LEXEME = re.compile(r"\w+|[^\w\s]")
 
 
-def _conclusive(kept: str, accepted: int, final: bool) -> bool:
+def _conclusive(kept: str, accepted: int, final: bool, complete: bool) -> bool:
     """The evidence supports an edit when the checker then reads at least two more tokens of it
-    (words or punctuation), or all of a complete answer's rest."""
+    (words or punctuation), or, in a complete answer, enough of it to complete the text (what is
+    left is then cut, like a closing fence)."""
     read = len(_LEXEME.findall(kept[:accepted]))
-    if accepted == len(kept) and final:
+    if final and (accepted == len(kept) or complete):
         return read >= 1
     return read >= 2
 
@@ -74,6 +75,7 @@ def propose_edit(checker: Checker, evidence: str, *, final: bool, floor: int = 0
     the evidence is complete. The edit never rolls back before ``floor``.
     """
     text = checker.text
+    was_complete = checker.is_complete
     best: tuple[tuple[int, int], Edit] | None = None
 
     def consider(
@@ -89,8 +91,14 @@ def propose_edit(checker: Checker, evidence: str, *, final: bool, floor: int = 0
         accepted = trial.feed(kept)
         if not (insert or accepted):
             return
-        if not _conclusive(kept, accepted, final):
+        if not _conclusive(kept, accepted, final, trial.is_complete):
             return
+        if was_complete and not (trial.is_complete and accepted == len(kept)):
+            # After a complete text, drafted text is often an aside (a closing fence, prose): an
+            # edit must make all of it part of a complete text, or read words of it, not only
+            # punctuation, or the aside is cut instead.
+            if not re.search(r"\w", kept[:accepted]):
+                return
         if not insert and accepted == 0:
             return
         score = (base + accepted, -cost)
@@ -111,6 +119,8 @@ def propose_edit(checker: Checker, evidence: str, *, final: bool, floor: int = 0
         dropped = evidence[:d]
         if dropped.strip() == "" and d > 1:
             break
+        if _QUOTES & set(dropped):
+            break  # an unpaired quote would turn the rest into a string
         consider(len(text), "", evidence[d:], dropped, f"dropped {dropped!r}", cost=2 * d, base=d)
 
     # 2. Replace the word with the nearest keyword the grammar expects there.
@@ -166,7 +176,7 @@ def propose_edit(checker: Checker, evidence: str, *, final: bool, floor: int = 0
 
     # 5. Drop the punctuation before the violation (a trailing comma before a closing bracket).
     before = re.search(r"([^\w\s])(\s*)$", text)
-    if before and before.start() >= floor:
+    if before and before.start() >= floor and before.group(1) not in _QUOTES:
         gap = before.group(2)
         consider(
             before.start(), "", gap + evidence, before.group(1), f"dropped {before.group(1)!r}", cost=3, base=-len(gap)
@@ -174,7 +184,7 @@ def propose_edit(checker: Checker, evidence: str, *, final: bool, floor: int = 0
 
     # 6. Insert a short token the grammar expects (a missing comma, colon or bracket).
     for literal in _expected_literals(checker, text):
-        if len(literal) <= _MAX_INSERT_LEN and not literal.isalnum() and literal not in "([{":
+        if len(literal) <= _MAX_INSERT_LEN and not literal.isalnum() and not set(literal) & set("([{'\"`"):
             consider(len(text), literal, evidence, "", f"inserted {literal!r}", cost=2 * len(literal) + 1)
 
     return best[1] if best else None
