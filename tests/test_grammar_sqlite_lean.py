@@ -151,6 +151,17 @@ def test_lark_reference_parser_splits_glued_words(grammar: Grammar) -> None:
     assert sqlite_oracle.check("SELECTa FROM t").label is sqlite_oracle.Label.INVALID
 
 
+def test_keywords_are_literal_terminals_for_repairs(grammar: Grammar) -> None:
+    # Repairs pick the nearest expected literal (ILIKE -> LIKE): keywords must be literals. The
+    # guards show up as the private terminals _WORD and _NEVER, never as literals.
+    checker = grammar.checker()
+    checker.feed("SELECT a FROM t WHERE a ")
+    expected = {t.name: t for t in checker.expected()}
+    literals = {t.literal.lower() for t in expected.values() if t.literal is not None}
+    assert {"like", "glob", "between", "in", "is", "not", "order", "limit"} <= literals
+    assert {name for name, t in expected.items() if t.literal is None} <= {"_WORD", "_NEVER", "_NUMWORD"}
+
+
 def _sample(corpus: list[CorpusStatement], label: str) -> list[CorpusStatement]:
     pool = [s for s in corpus if s.label == label]
     return random.Random(SEED).sample(pool, min(SAMPLE, len(pool)))
