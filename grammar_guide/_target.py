@@ -296,7 +296,7 @@ class TargetModel:
             sampled_tokens=sampled,
             forced_tokens=forced,
             healed_tokens=healed_count,
-            healed_text=healed.decode("utf-8", errors="replace"),
+            healed_text=_healed_text(text, data, healed),
             alternatives=alternatives,
             complete=complete,
             stop_reason=stop_reason,
@@ -386,6 +386,14 @@ def _captures_after(matcher: llg.LLMatcher, ll: llg.LLTokenizer, healed: bytes) 
     if n:
         matcher.rollback(n)
     return count
+
+
+def _healed_text(text: str, data: bytes, healed: bytes) -> str:
+    """The tail of ``text`` holding the healed bytes (from the start of the character they begin in)."""
+    if not healed:
+        return ""
+    kept_chars = len(data[: len(data) - len(healed)].decode("utf-8", errors="ignore"))
+    return text[kept_chars:]
 
 
 def _whole_chars(data: bytes) -> tuple[str, bool]:

@@ -4,7 +4,9 @@ for fast unit tests of the decoding machinery."""
 
 from __future__ import annotations
 
+import contextlib
 import functools
+from typing import Iterator
 
 from grammar_guide._models import KVCache, LoadedModel, default_model_path, ensure_default_model, load_model
 
@@ -55,3 +57,17 @@ def greedy_unconstrained(lm: LoadedModel, ids: list[int], n: int) -> list[int]:
         if token in lm.eos_token_ids:
             break
     return out
+
+
+@contextlib.contextmanager
+def one_torch_thread() -> Iterator[None]:
+    """Run torch on one CPU thread: the tests' tensors are small (a 135M model, one token at a
+    time), and on a shared 2-core machine a second thread mostly waits for the first."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)

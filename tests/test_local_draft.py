@@ -10,7 +10,14 @@ import pytest
 from grammar_guide import DraftCall, DraftRequest, SyncDraft, TargetModel
 from providers.transformers import TransformersDraft
 
-from conftest_models import smollm2, tiny_model
+from conftest_models import one_torch_thread, smollm2, tiny_model
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _one_thread():
+    with one_torch_thread():
+        yield
+
 
 PROMPT = "Table users(id, name, age). Write one SQL query: the names of users older than 30."
 

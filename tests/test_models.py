@@ -15,7 +15,14 @@ import grammar_guide._models as models
 from grammar_guide import MissingDependencyError
 from grammar_guide._models import KVCache, LoadedModel, default_model_path, load_model, pick_device, pick_dtype
 
-from conftest_models import smollm2, tiny_model
+from conftest_models import one_torch_thread, smollm2, tiny_model
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _one_thread():
+    with one_torch_thread():
+        yield
+
 
 REPO = Path(__file__).resolve().parent.parent
 

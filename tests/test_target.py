@@ -12,7 +12,14 @@ import pytest
 from grammar_guide import Alternative, Grammar
 from grammar_guide._target import Continuation, TargetModel
 
-from conftest_models import greedy_unconstrained, smollm2, tiny_model
+from conftest_models import greedy_unconstrained, one_torch_thread, smollm2, tiny_model
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _one_thread():
+    with one_torch_thread():
+        yield
+
 
 JSON_SAMPLES = [
     '{"name": "Ada Lovelace", "born": 1815, "tags": ["math", "poetry"], "alive": false}',
@@ -79,7 +86,7 @@ def test_sampled_continuations_of_smollm2_stay_in_the_grammar(which, json_gramma
     )
     target = TargetModel(smollm2(), temperature=1.0, top_p=0.95, seed=3)
     rng = random.Random(5)
-    for text in _prefixes(samples, rng, 12):
+    for text in _prefixes(samples, rng, 10):
         c = target.continue_text(prompt, text, grammar, max_new_tokens=10, min_terminals=2)
         _assert_valid(grammar, text, c, 10)
 
