@@ -166,6 +166,14 @@ class Checker:
         """Whether some byte may follow the accepted text."""
         return any(self._mask_bytes()[:32])
 
+    def is_dead_end(self) -> bool:
+        """Whether the accepted text, though reported valid, can never be completed: it is not
+        complete and only ignored text (white space, comments) may follow. A grammar's dead-end
+        guard (a word that leads to a terminal matching nothing) leaves the matcher there."""
+        if self._violation is not None or self.is_complete:
+            return False
+        return self.allowed_bytes() <= self.grammar.ignored_start_bytes
+
     def allowed_bytes(self) -> frozenset[int]:
         """The bytes that may come next."""
         mask = self._mask_bytes()

@@ -224,6 +224,18 @@ class Grammar:
             raise GrammarError(f"{self.name} is not a Lark grammar; it has no parse tree")
         return self._lark.parse(text)
 
+    @functools.cached_property
+    def ignored_start_bytes(self) -> frozenset[int]:
+        """The bytes that can begin text the grammar ignores (``%ignore``: white space, comments)."""
+        if self._lark is None:
+            return frozenset()
+        starts: set[int] = set()
+        for name in self._lark.ignore_tokens:
+            terminal = self.terminals.get(name)
+            if terminal is not None:
+                starts |= Grammar.from_regex(terminal.pattern).checker().allowed_bytes()
+        return frozenset(starts)
+
     def is_void(self, terminal: Terminal) -> bool:
         """Whether ``terminal`` matches no text at all (a dead-end guard such as ``/[^\\s\\S]/``)."""
         if terminal.literal is not None:

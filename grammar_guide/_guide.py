@@ -34,6 +34,7 @@ if TYPE_CHECKING:
 __all__ = ["GuideLimits", "aguide", "guide"]
 
 _PREAMBLE_LIMIT = 2000
+_WHITESPACE = frozenset(b" \t\n\r\x0b\x0c")
 
 
 @dataclass(frozen=True)
@@ -109,7 +110,9 @@ async def aguide(
     ``grammar`` is a ``Grammar`` or the name of a builtin one. ``target`` repairs violations and
     finishes the text when a budget runs out: ``None`` loads the default local model on first use,
     ``False`` means no target model (repairs then use the grammar and the draft's evidence only).
-    ``seed_text`` is a valid prefix the text must start with. ``on_event`` is called with each event
+    ``seed_text`` is a valid prefix the text must start with. ``stop`` ends the draft at any of
+    these strings; by default (``None``) a code fence at the start of a line after the answer
+    ends it (pass ``stop=[]`` for grammars where such a line is part of the text). ``on_event`` is called with each event
     as it happens, ``on_draft_text`` with each raw chunk the draft streams. ``limits`` overrides the
     individual budget arguments.
 
@@ -128,6 +131,7 @@ async def aguide(
         grammar = Grammar.builtin(grammar)
     stops = (stop,) if isinstance(stop, str) else tuple(stop or ())
     run = _Run(as_draft(draft), grammar, prompt, target, limits, stops, on_event, on_draft_text)
+    run.fence_stop = stop is None
     return await run.execute(seed_text)
 
 
@@ -146,6 +150,7 @@ class _Round:
     evidence: str | None = None
     ended: bool = False
     raw: str = ""
+    stopped_text: str = ""  # what came from the stop string on, dropped
     floor: int = 0  # repairs do not take back text before this (the end of the last correction)
 
 
@@ -177,6 +182,7 @@ class _Run:
         self._last_violation: tuple[int, str] | None = None
         self._earlier_answers: list[str] = []
         self._floor = 0
+        self.fence_stop = True
 
     # -- the loop ----------------------------------------------------------------------------
 
@@ -202,6 +208,8 @@ class _Run:
                 if outcome == "done":
                     break
                 if outcome == "stalled":
+                    if self.checker.is_complete:
+                        break  # the draft has nothing to add to a complete text
                     stalls += 1
                     if stalls >= 2:
                         # The draft adds nothing: let the target write a terminal, then try again.
@@ -216,7 +224,8 @@ class _Run:
         return self._result()
 
     def _done(self) -> bool:
-        return self.checker.is_complete and not self.checker.can_continue
+        """Complete, and nothing but white space may follow."""
+        return self.checker.is_complete and self.checker.allowed_bytes() <= _WHITESPACE
 
     def _budget_spent(self) -> str | None:
         if self.exhausted:
@@ -284,14 +293,14 @@ class _Run:
                             rnd.ended = True
                         if not (preamble_allowed and _looks_like_prose(rnd.kept, rnd.evidence or "")):
                             break
-                        if stopped:
-                            break
                         preamble_allowed = False
                         preamble = rnd.kept + (rnd.evidence or "")
                         self.checker.rollback_chars(rnd.start)
                         rnd.kept, rnd.evidence = "", None
                         answer = self._leave_preamble(rnd, preamble)
                         if answer is None:
+                            if stopped:
+                                break
                             continue
                         preamble = None
                         if self._feed(rnd, answer):
@@ -318,6 +327,8 @@ class _Run:
         if rnd.evidence is not None:
             return await self._handle_violation(rnd)
         self._emit_span(rnd)
+        if rnd.stopped_text:
+            self.emit(Cut(len(self.checker.text), rnd.stopped_text, reason="stop", call=rnd.index))
         if self.exhausted:
             return "continue"
         if self.checker.is_complete and call.finish_reason != "length":
@@ -338,14 +349,17 @@ class _Run:
             raise _Timeout from None
 
     def _apply_stop(self, rnd: _Round, chunk: str) -> tuple[str, bool]:
-        if not self.stops:
+        """Cut ``chunk`` at the first stop string in this call's raw text (``rnd.raw`` ends with it)."""
+        raw = rnd.raw
+        ends = [raw.find(s) for s in self.stops]
+        if self.fence_stop:
+            ends.append(_closing_fence(raw, bool(rnd.kept.strip())))
+        ends = [i for i in ends if i >= 0]
+        if not ends:
             return chunk, False
-        window = rnd.kept[-max(map(len, self.stops)) :] + chunk
-        cut = min((i for i in (window.find(s) for s in self.stops) if i >= 0), default=-1)
-        if cut < 0:
-            return chunk, False
-        offset = cut - (len(window) - len(chunk))
-        return chunk[: max(offset, 0)], True
+        offset = max(min(ends) - (len(raw) - len(chunk)), 0)
+        rnd.stopped_text = chunk[offset:]
+        return chunk[:offset], True
 
     def _feed(self, rnd: _Round, chunk: str) -> bool:
         """Feed a chunk; True when it had an invalid byte (the rest becomes the evidence)."""
@@ -425,7 +439,7 @@ class _Run:
             self.stats.discarded_tokens -= self._count_tokens(edit.unread)
             return await self._handle_violation(rnd)
 
-        if checker.is_complete:
+        if checker.is_complete and _looks_like_aside(checker.text, evidence, rnd.ended):
             # A complete text followed by something that cannot extend it: a closing fence,
             # an explanation. Cut it and stop.
             trailing = _trailing_space(checker, rnd.floor)
@@ -457,8 +471,7 @@ class _Run:
         """Where the trailing dead-end word starts, if the accepted text can never be completed
         because every terminal that may follow matches nothing; ``None`` otherwise."""
         text = self.checker.text
-        expected = expected_terminals(self.grammar, text)
-        if not expected or not all(self.grammar.is_void(t) for t in expected):
+        if not self.checker.copy_clear().is_dead_end():
             return None
         start = len(_trailing_word(text.rstrip()))
         start = len(text.rstrip()) - start
@@ -601,9 +614,36 @@ class _Run:
         )
 
 
+def _looks_like_aside(text: str, rejected: str, answer_ended: bool) -> bool:
+    """Whether text after a complete answer is an aside (on a new line: an explanation, a fence)
+    rather than more of the answer with a mistake in it."""
+    gap = text[len(text.rstrip()) :] + rejected[: len(rejected) - len(rejected.lstrip())]
+    head = rejected.lstrip()
+    return not head or "\n" in gap or head.startswith("```") or (answer_ended and len(rejected) <= 2)
+
+
 def _looks_like_prose(kept: str, rejected: str) -> bool:
     """Whether a draft that went wrong at once is writing words, not a broken answer."""
     return bool(re.fullmatch(r"\s*[A-Za-z]*", kept)) and bool(re.match(r"[A-Za-z ,.!'’:-]", rejected))
+
+
+_FENCE = re.compile(r"\n[ \t]*```(?![ \t]*[A-Za-z])")
+
+
+def _closing_fence(raw: str, answer_started: bool) -> int:
+    """Where a code fence that closes an answer starts in this call's ``raw`` text, or -1.
+
+    A fence with a language tag opens; a bare fence closes when an earlier fence opened and
+    answer lines came between, or when no fence opened and the answer had already started."""
+    for match in _FENCE.finditer(raw):
+        lines = raw[: match.start()].split("\n")
+        fence_lines = [i for i, line in enumerate(lines) if line.lstrip().startswith("```")]
+        if fence_lines:
+            if any(line.strip() for line in lines[fence_lines[-1] + 1 :]):
+                return match.start()
+        elif answer_started:
+            return match.start()
+    return -1
 
 
 def _trailing_space(checker: Checker, floor: int) -> str:

@@ -59,11 +59,10 @@ _LEXEME = re.compile(r"\w+|[^\w\s]")
 
 def _conclusive(kept: str, accepted: int, final: bool, complete: bool) -> bool:
     """The evidence supports an edit when the checker then reads at least two more tokens of it
-    (words or punctuation), or, in a complete answer, enough of it to complete the text (what is
-    left is then cut, like a closing fence)."""
+    (words or punctuation), or all of the rest of a finished answer."""
     read = len(_LEXEME.findall(kept[:accepted]))
-    if final and (accepted == len(kept) or complete):
-        return read >= 1
+    if final and accepted == len(kept):
+        return read >= 1 or complete
     return read >= 2
 
 
@@ -121,7 +120,10 @@ def propose_edit(checker: Checker, evidence: str, *, final: bool, floor: int = 0
             break
         if _QUOTES & set(dropped):
             break  # an unpaired quote would turn the rest into a string
-        consider(len(text), "", evidence[d:], dropped, f"dropped {dropped!r}", cost=2 * d, base=d)
+        if _joins_words(text, evidence[d:]):
+            continue  # 'a::int' must not become 'aint'
+        cost = sum(4 if ch.isalnum() or ch == "_" else 2 for ch in dropped)
+        consider(len(text), "", evidence[d:], dropped, f"dropped {dropped!r}", cost=cost, base=d)
 
     # 2. Replace the word with the nearest keyword the grammar expects there.
     if word_is_whole and word_start >= floor and (word[0].isalpha() or word[0] == "_"):
@@ -171,7 +173,7 @@ def propose_edit(checker: Checker, evidence: str, *, final: bool, floor: int = 0
                     consider(
                         len(text), good, swapped, bad, f"replaced {bad}...{bad} with {good}...{good}", cost=3, base=1
                     )
-            elif good not in _QUOTES:
+            elif _same_class(bad, good):
                 consider(len(text), good, evidence[1:], bad, f"replaced {bad!r} with {good!r}", cost=2, base=1)
 
     # 5. Drop the punctuation before the violation (a trailing comma before a closing bracket).
@@ -188,6 +190,21 @@ def propose_edit(checker: Checker, evidence: str, *, final: bool, floor: int = 0
             consider(len(text), literal, evidence, "", f"inserted {literal!r}", cost=2 * len(literal) + 1)
 
     return best[1] if best else None
+
+
+_CLASSES = (set(")]}"), set("([{"), set(",;"))
+
+
+def _joins_words(before: str, after: str) -> bool:
+    def word(ch: str) -> bool:
+        return ch.isalnum() or ch == "_"
+
+    return bool(before) and bool(after) and word(before[-1]) and word(after[0])
+
+
+def _same_class(a: str, b: str) -> bool:
+    """Punctuation that plays the same part: closing brackets, opening brackets, separators."""
+    return any(a in c and b in c for c in _CLASSES)
 
 
 def _distance(word: str, literal: str) -> int:

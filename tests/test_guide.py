@@ -79,9 +79,9 @@ def test_prose_and_fences_around_the_answer_are_cut(small_sql):
     result = run(lambda prompt: answer, small_sql)
     assert result.text == "SELECT * FROM users LIMIT 3;"
     cuts = [e for e in result.events if isinstance(e, Cut)]
-    assert [c.reason for c in cuts] == ["preamble", "after complete text"]
+    assert [c.reason for c in cuts] == ["preamble", "stop"]
     assert cuts[0].text == "Sure! Here is the query:\n\n```sql\n"
-    assert cuts[1].text == "\n```\n\nIt returns three rows."  # with the white space before it
+    assert cuts[1].text == "\n```\n\nIt returns three rows."  # the closing fence ends the answer
     assert result.stats.corrections == 0
 
 
@@ -161,7 +161,7 @@ def test_async_generator_draft_is_closed_early(small_sql):
 
     async def streaming(prompt, prefix):
         try:
-            for token in ["SELECT", " *", " FROM", " t", " LIMIT", " 5", " !!", " never"]:
+            for token in ["SELECT", " *", " FROM", " t", " LIMIT", " 5", "\n!!", " never"]:
                 state["pulled"] += 1
                 yield token
                 await asyncio.sleep(0)
@@ -171,7 +171,7 @@ def test_async_generator_draft_is_closed_early(small_sql):
     result = run(FunctionDraft(streaming, continues_prefix=True), small_sql)
     assert result.text == "SELECT * FROM t LIMIT 5"
     assert state == {"pulled": 7, "closed": True}
-    assert isinstance(result.events[-1], Cut) and result.events[-1].text == " !!"
+    assert isinstance(result.events[-1], Cut) and result.events[-1].text == "\n!!"
 
 
 def test_stop_strings_end_the_draft(small_sql):
