@@ -262,7 +262,7 @@ def expected_terminals(grammar: Grammar, text: str) -> list[Terminal]:
         rest = text[k:]
         for name in _lark_expected(parser, text[:k]):
             terminal = grammar.terminals.get(name)
-            if terminal is None:
+            if terminal is None or name in grammar.guard_terminals:
                 continue
             if rest and not _terminal_accepts_prefix(terminal, rest):
                 continue

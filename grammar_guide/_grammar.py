@@ -236,6 +236,24 @@ class Grammar:
                 starts |= Grammar.from_regex(terminal.pattern).checker().allowed_bytes()
         return frozenset(starts)
 
+    @functools.cached_property
+    def guard_terminals(self) -> frozenset[str]:
+        """Names of terminals that lead nowhere: those matching no text, and those only ever
+        followed by one (a dead-end guard ``_WORD _NEVER``). Diagnostics do not list them."""
+        if self._lark is None:
+            return frozenset()
+        void = {name for name, t in self.terminals.items() if self.is_void(t)}
+        followers: dict[str, set[bool]] = {}
+        for rule in self._lark.rules:
+            symbols = list(rule.expansion)
+            for i, sym in enumerate(symbols):
+                if isinstance(sym, LarkTerminal):
+                    nxt = symbols[i + 1] if i + 1 < len(symbols) else None
+                    followers.setdefault(sym.name, set()).add(
+                        isinstance(nxt, LarkTerminal) and nxt.name in void
+                    )
+        return frozenset(void | {name for name, seen in followers.items() if seen == {True}})
+
     def is_void(self, terminal: Terminal) -> bool:
         """Whether ``terminal`` matches no text at all (a dead-end guard such as ``/[^\\s\\S]/``)."""
         if terminal.literal is not None:
