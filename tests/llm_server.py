@@ -39,6 +39,9 @@ __all__ = ["API_KEY", "Fault", "LLMServer", "RequestRecord", "get_server"]
 API_KEY = "sk-test-0123456789abcdefSECRET"
 MODEL = "smollm2"
 NO_PREFILL_MODEL = "smollm2-no-prefill"
+# Seconds without a token after which the stream sends an SSE comment, as real servers send
+# pings: a read timeout then means a stalled server, not a slow CPU.
+HEARTBEAT = 0.5
 
 
 @dataclass
@@ -257,7 +260,11 @@ class LLMServer:
         completed = False
         try:
             while True:
-                item = await queue.get()
+                try:
+                    item = await asyncio.wait_for(queue.get(), HEARTBEAT)
+                except TimeoutError:
+                    yield ""  # a heartbeat: the connection is alive while a slow token comes
+                    continue
                 if item is _DONE:
                     if len(generated) < max_tokens:
                         result["finish"] = "stop"
@@ -370,6 +377,9 @@ class LLMServer:
             return
         try:
             async for piece in pieces:
+                if not piece:
+                    yield piece
+                    continue
                 if fault is not None and count >= fault.after_tokens:
                     if fault.kind == "drop":
                         raise _Drop("scripted dropped connection")
@@ -467,7 +477,7 @@ class LLMServer:
                 if isinstance(piece, bytes):
                     yield piece
                     return
-                yield chunk(piece)
+                yield chunk(piece) if piece else b": keep-alive\n\n"
             yield chunk(None if chat else "", finish=result.get("finish", "stop"))
             if usage:
                 n = result.get("tokens", 0)
@@ -544,6 +554,9 @@ class LLMServer:
                 if isinstance(piece, bytes):
                     yield piece
                     return
+                if not piece:
+                    yield b": keep-alive\n\n"
+                    continue
                 yield _sse(
                     {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": piece}},
                     "content_block_delta",

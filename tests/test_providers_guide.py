@@ -9,9 +9,9 @@ import grammar_guide as gg
 from grammar_guide import DraftSpan, ProviderError
 
 try:
-    from llm_server import KINDS, Fault, get_server, make_draft
+    from llm_server import KINDS, NO_PREFILL_MODEL, Fault, get_server, make_draft
 except ImportError:  # tests/ imported as a package
-    from tests.llm_server import KINDS, Fault, get_server, make_draft
+    from tests.llm_server import KINDS, NO_PREFILL_MODEL, Fault, get_server, make_draft
 
 pytestmark = pytest.mark.model
 
@@ -41,6 +41,22 @@ def test_guided_generation_through_each_provider(server, kind, small_sql):
     kept = [e for e in result.events if isinstance(e, DraftSpan)]
     # What the draft wrote and the loop kept is text the server generated.
     assert kept and all(span.text.strip() in server_text(calls) for span in kept)
+    # Streams the loop closed early stopped generating on the server.
+    for record in calls:
+        assert record.finished.wait(10)
+        assert not record.disconnected or record.tokens_after_disconnect <= 1
+
+
+def test_guided_generation_with_a_model_that_rejects_prefill(server, small_sql):
+    draft = make_draft("anthropic", server, model=NO_PREFILL_MODEL)
+    before = len(server.records)
+    result = gg.guide(draft, small_sql, CHAT_PROMPT, **BUDGET)
+    assert small_sql.is_complete(result.text), result.text
+    statuses = [r.status for r in server.records[before:]]
+    # At most one rejected prefill, then every call without it.
+    assert statuses.count(400) <= 1 and statuses.count(200) == result.stats.draft_calls
+    if statuses.count(400):
+        assert draft.continues_prefix is False
 
 
 def server_text(records) -> str:
