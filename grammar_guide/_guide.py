@@ -401,6 +401,14 @@ class _Run:
     async def _handle_violation(self, rnd: _Round) -> str:
         checker = self.checker
         dead = self._dead_end(rnd.floor)
+        text = checker.text
+        word = _trailing_word(text)
+        ev = rnd.evidence or ""
+        if dead is None and word and ev[:1] and not (ev[0].isalnum() or ev[0] == "_") and not checker.is_complete:
+            # The word before the violation could not end there (``FROM`` read as the start of a
+            # longer name): it belongs to the evidence.
+            if len(text) - len(word) >= rnd.floor:
+                dead = len(text) - len(word)
         if dead is not None:
             # The accepted text ends in a word that leads nowhere (a grammar's dead-end guard,
             # e.g. a misspelt keyword): it is part of the evidence, not of the text.

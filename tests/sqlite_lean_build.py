@@ -365,9 +365,28 @@ def build(guards: bool = True) -> str:
     out = _normalize(out)
     guard = " | _guard" if guards else ""
     kw_rules = ["", "// -- keywords, each with its guard --------------------------------------------------------"]
-    kw_rules += [f'_k_{kw}: "{kw}"i{guard}' for kw in sorted(keywords)]
-    kw_rules += [f"_k_{name.lower()}: {name}{guard}" for name in named_keywords]
-    tail = _TAIL if guards else _TAIL.replace("_guard: _WORD _NEVER\n", "")
+    # Each keyword's guard is the keyword glued to more word characters (SELECTa): only such a
+    # word leads nowhere, so prose words (To, Here) are not valid prefixes where a keyword goes.
+    named_literals = dict(re.findall(r'(?m)^([A-Z_][A-Z0-9_]*)\s*:\s*"([a-z_]+)"i\s*$', source))
+
+    def glued(kw: str) -> str:
+        return f"_g_{kw}" if guards else ""
+
+    guard_terms = []
+    for kw in sorted(set(keywords) | set(named_literals.values())):
+        guard_terms.append(f"_G_{kw.upper()}: /(?i:{kw})(?:[A-Za-z0-9_$]|[^\\x00-\\x7f])+/")
+        guard_terms.append(f"_g_{kw}: _G_{kw.upper()} _NEVER")
+    kw_rules += [f'_k_{kw}: "{kw}"i' + (f" | _g_{kw}" if guards else "") for kw in sorted(keywords)]
+    kw_rules += [
+        f"_k_{name.lower()}: {name}" + (f" | _g_{named_literals[name]}" if guards else "") for name in named_keywords
+    ]
+    if guards:
+        kw_rules += ["", "// -- a keyword glued to a word leads nowhere --------------------------------------------"]
+        kw_rules += guard_terms
+    tail = _TAIL.replace("_guard: _WORD _NEVER\n", "")
+    tail = re.sub(r"(?m)^_WORD: .*\n", "", tail)
+    if not guards:
+        tail = re.sub(r"(?m)^_(?:NUMWORD|NEVER): .*\n", "", tail)
     return _HEADER + "\n" + "\n".join(out).rstrip() + "\n" + "\n".join(kw_rules) + "\n" + tail
 
 

@@ -50,8 +50,9 @@ def test_no_rule_blows_up_into_many_alternatives() -> None:
     names = {str(name): n for name, n in counts.items()}
     # As written in the source (in plain Lark: 65, 128 and 54 alternatives).
     assert names["oneselect"] == 2 and names["update_stmt"] == 1 and names["eq_expr"] == 8
-    assert sum(counts.values()) < 1100
-    assert len(parser.terminals) < 250
+    # Each keyword adds one rule and one terminal for its glued-word guard (SELECTa).
+    assert sum(counts.values()) < 1300
+    assert len(parser.terminals) < 400
 
 
 @pytest.mark.parametrize(
