@@ -183,6 +183,7 @@ class _Run:
         self._earlier_answers: list[str] = []
         self._floor = 0
         self.fence_stop = True
+        self._prose_retry = 0  # 1: the next call gets a longer lookahead for prose, 2: done
 
     # -- the loop ----------------------------------------------------------------------------
 
@@ -247,12 +248,14 @@ class _Run:
         request = DraftRequest(
             prompt=self.prompt,
             accepted_text=text,
-            max_new_tokens=self.limits.lookahead,
+            max_new_tokens=self.limits.lookahead * (4 if self._prose_retry == 1 else 1),
             stop=self.stops,
         )
         call = DraftCall(request)
         self.stats.draft_calls += 1
         rnd = _Round(call=call, index=self.stats.draft_calls, start=len(text), floor=self._floor)
+        if self._prose_retry == 1:
+            self._prose_retry = 2
         aligner: Aligner | None = None
         mode_known = False
         # Prose before the answer ("Sure! Here is the query:") is read past, once, while nothing
@@ -308,6 +311,13 @@ class _Run:
                     if stopped:
                         rnd.ended = True
                         break
+                if preamble is not None and rnd.ended and call.finish_reason == "length" and not self._prose_retry:
+                    # The draft was still talking when its lookahead ran out: ask once more with
+                    # room for the prose and the answer after it.
+                    self._prose_retry = 1
+                    self.emit(Cut(len(self.checker.text), preamble, reason="preamble", call=rnd.index))
+                    self._count_discarded(preamble)
+                    return "continue"
                 if preamble is not None:
                     # No answer found after the prose: the violation is where it first was.
                     self._feed(rnd, preamble)

@@ -271,3 +271,20 @@ def test_events_rebuild_the_text(small_sql, json_grammar):
                 assert event.offset == len(text)
                 text += event.text
         assert text == result.text
+
+
+def test_prose_cut_short_by_the_lookahead_gets_one_longer_call(small_sql):
+    budgets = []
+
+    def chatty(prompt, call):
+        budgets.append(call.request.max_new_tokens)
+        prose = "To answer this question, we select every row of the table"
+        if len(budgets) == 1:
+            call.finish_reason = "length"
+            return prose
+        return prose + ".\n\n```sql\nSELECT * FROM t;\n```"
+
+    result = run(chatty, small_sql, lookahead=8)
+    assert result.text == "SELECT * FROM t;"
+    assert budgets == [8, 32]
+    assert [e.reason for e in result.events if isinstance(e, Cut)] == ["preamble", "preamble", "stop"]
