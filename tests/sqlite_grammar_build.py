@@ -119,6 +119,8 @@ def _subtract(chars: str, excluded: str) -> str:
     keep_upper = "".join(c for c in "ABCDEFGHIJKLMNOPQRSTUVWXYZ" if c not in letters)
     keep_lower = "".join(c for c in "abcdefghijklmnopqrstuvwxyz" if c not in letters)
     extra = chars.replace("A-Za-z", "")
+    if "_" in letters:  # the only non-letter in a keyword
+        extra = extra.replace("_", "")
     return f"[{_ranges(keep_upper)}{_ranges(keep_lower)}{extra}]"
 
 
