@@ -12,7 +12,7 @@ For SQL and JSON texts of about 2 KB, 20 KB and 200 KB, in one run on one machin
 Targets (issue 2): at most 1 microsecond per byte for the streamed checker, and at least 100
 times faster than one lark parse on 20 KB. Each figure is the best of ``--repeat`` runs.
 
-``python -m benchmarks.checker_bench [--sql-grammar mini,sqlite_lean] [--chunk 16] [--repeat 3]``
+``python -m benchmarks.checker_bench [--sql-grammar mini,sqlite] [--chunk 16] [--repeat 3]``
 prints a table and writes ``benchmarks/results/checker_bench.json``.
 """
 
@@ -38,7 +38,7 @@ NAME = "checker_bench"
 SIZES = {"2 KB": 2_000, "20 KB": 20_000, "200 KB": 200_000}
 
 # A small SQL grammar (--sql-grammar mini): the checker's speed on a grammar of ordinary size.
-# The bundled SQLite grammars are measured too; they are far larger (sqlite_lean.lark 67 KB).
+# The bundled SQLite grammars are measured too; they are far larger (sqlite.lark 67 KB).
 MINI_SQL = r"""
 start: (stmt ";")+
 ?stmt: select | insert
@@ -154,8 +154,8 @@ def time_lark_reparse(parser: lark.Lark, text: str, chunk: int) -> float:
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--sql-grammar", default="mini,sqlite_lean",
-                    help="comma-separated builtin grammar names, or 'mini' (default mini,sqlite_lean)")
+    ap.add_argument("--sql-grammar", default="mini,sqlite",
+                    help="comma-separated builtin grammar names, or 'mini' (default mini,sqlite)")
     ap.add_argument("--chunk", type=int, default=16, help="bytes per fed chunk (default 16)")
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--lark-budget", type=float, default=60.0,

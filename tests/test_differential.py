@@ -274,7 +274,7 @@ def load(case: tuple[str, str]) -> Grammar:
 
 
 TALLIES: dict[str, Tally] = {}
-GENERATE_FROM = {"sqlite": "sqlite_lean"} if "sqlite_lean" in Grammar.builtin_names() else {}
+GENERATE_FROM = {"sqlite": "sqlite"} if "sqlite" in Grammar.builtin_names() else {}
 # Printable ASCII, tab, newline and two non-ASCII characters.
 ALPHABET = st.sampled_from([chr(c) for c in range(32, 127)] + ["\t", "\n", "é", "€"])
 
@@ -288,9 +288,9 @@ def test_checker_agrees_with_lark_earley(case):
     # sqlite.lark and ~0.1 s a parse, so they get fewer strings (tests/test_grammar_sqlite.py
     # checks them against SQLite itself). hypothesis's from_lark does not finish building its
     # regex strategies for sqlite.lark's thousands of terminals in minutes, so its strings are
-    # drawn from sqlite_lean.lark, the same language built smaller, and judged by sqlite.lark's
+    # drawn from sqlite.lark, the same language built smaller, and judged by sqlite.lark's
     # own lark parser.
-    max_examples = {"sqlite": 6, "sqlite_lean": 15}.get(case[1], 60)
+    max_examples = {"sqlite": 6, "sqlite": 15}.get(case[1], 60)
     source = GENERATE_FROM.get(case[1])
     generator = Reference.of(load(("builtin", source))).parser if source else reference.parser
 

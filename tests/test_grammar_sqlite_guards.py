@@ -1,6 +1,6 @@
-"""The lean SQLite grammar (grammars/sqlite_lean.lark), checked against SQLite's own parser.
+"""The lean SQLite grammar (grammars/sqlite.lark), checked against SQLite's own parser.
 
-Same language as grammars/sqlite.lark, built from the same source by tests/sqlite_lean_build.py:
+Same language as grammars/sqlite.lark, built from the same source by tests/sqlite_grammar_build.py:
 keywords are plain literals with ignored whitespace, and word boundaries are enforced by guards
 that the matcher's greedy lexer honours (see the build's docstring).
 """
@@ -18,7 +18,7 @@ from hypothesis.extra.lark import from_lark
 from grammar_guide import Grammar
 from tests import sqlite_oracle
 from tests.sql_corpus import CorpusStatement, load_corpus
-from tests.sqlite_lean_build import TARGET, build
+from tests.sqlite_grammar_build import TARGET, build
 
 SAMPLE = 300  # statements per class; benchmarks/sqlite_grammar_compare.py runs the whole corpus
 SEED = 8
@@ -27,7 +27,7 @@ SEPARATOR_BYTES = frozenset(b" \t\n\f\r-/")
 
 @pytest.fixture(scope="module")
 def grammar() -> Grammar:
-    return Grammar.builtin("sqlite_lean")
+    return Grammar.builtin("sqlite")
 
 
 @pytest.fixture(scope="module")
@@ -223,6 +223,6 @@ def test_precision_on_mutations(grammar: Grammar, corpus: list[CorpusStatement])
 @settings(max_examples=60, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
 @given(data=from_lark(lark.Lark(build(guards=False), parser="earley", lexer="dynamic")))
 def test_precision_on_generated_strings(data: str) -> None:
-    grammar = Grammar.builtin("sqlite_lean")
+    grammar = Grammar.builtin("sqlite")
     if grammar.is_complete(data):
         assert sqlite_oracle.check_script(data).label is not sqlite_oracle.Label.INVALID, data
