@@ -6,7 +6,8 @@ Exceptions are for misuse and for infrastructure failures::
     GrammarGuideError
     ├── GrammarError            a grammar that cannot be loaded or honoured exactly
     ├── MissingDependencyError  an optional extra or the default model is not installed
-    ├── ProviderError           a draft provider failed (provider, status_code, retryable)
+    ├── ProviderError           a draft provider failed (provider, status_code, retryable);
+    │                           inside guide(), ``result`` holds the partial result
     │   ├── AuthenticationError     401/403: bad or missing API key; never retried
     │   ├── BadRequestError         400/404/422: the request itself is wrong; never retried
     │   ├── RateLimitError          429 after the retries ran out
@@ -96,6 +97,10 @@ class ProviderError(GrammarGuideError):
     """
 
     retryable: bool = False
+    #: Seconds the provider asked to wait (``Retry-After``), when it said.
+    retry_after: float | None = None
+    #: The partial ``GuideResult`` when the error ended a guided generation.
+    result: Any = None
 
     def __init__(
         self,

@@ -53,9 +53,11 @@ class Terminal:
 
     @property
     def display(self) -> str:
-        """How to name the terminal to a person: a literal quoted, a pattern by its name."""
+        """How to name the terminal to a person: a literal quoted (a case-insensitive keyword in
+        capitals), a pattern by its name."""
         if self.literal is not None:
-            return json.dumps(self.literal, ensure_ascii=False)
+            literal = self.literal.upper() if self.case_insensitive else self.literal
+            return json.dumps(literal, ensure_ascii=False)
         return self.name
 
     def __str__(self) -> str:

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, AsyncIterator, Callable, Literal
 from ._align import Aligner
 from ._checker import Checker, expected_terminals
 from ._draft import Draft, DraftCall, DraftRequest, as_draft
-from ._errors import GuideExhausted
+from ._errors import GuideExhausted, ProviderError
 from ._grammar import Grammar
 from ._repair import propose_edit
 from ._trace import Correction, Cut, DraftSpan, Event, GrammarViolation, GuideResult, GuideStats
@@ -184,6 +184,7 @@ class _Run:
         self._floor = 0
         self.fence_stop = True
         self._prose_retry = 0  # 1: the next call gets a longer lookahead for prose, 2: done
+        self._provider_failures = 0
 
     # -- the loop ----------------------------------------------------------------------------
 
@@ -325,6 +326,15 @@ class _Run:
                     self._feed(rnd, aligner.finish())
         except _Timeout:
             self.exhausted = f"timeout ({self.limits.timeout} s) reached"
+        except ProviderError as exc:
+            # A stream that broke after some text (the provider already retried what could be
+            # retried before the first chunk): keep the text read and call again, twice at most.
+            self._provider_failures += 1
+            if not exc.retryable or self._provider_failures > 2:
+                self._emit_span(rnd)
+                exc.result = self._result(complete=False)
+                raise
+            call.finish_reason = "error"
         finally:
             self.stats.draft_seconds += time.perf_counter() - started
             self.stats.add_draft_usage(call.tokens_in, call.tokens_out)
@@ -341,7 +351,7 @@ class _Run:
             self.emit(Cut(len(self.checker.text), rnd.stopped_text, reason="stop", call=rnd.index))
         if self.exhausted:
             return "continue"
-        if self.checker.is_complete and call.finish_reason != "length":
+        if self.checker.is_complete and call.finish_reason not in ("length", "error"):
             return "done"
         return "continue" if rnd.kept.strip() else "stalled"
 

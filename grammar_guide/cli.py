@@ -76,7 +76,7 @@ _KEYWORD_REGEX = re.compile(r"^(?:\(\?:)*\(\?i:([A-Za-z_][A-Za-z0-9_]*)\)\)*(?:\
 def describe_terminal(terminal: Terminal) -> str:
     """How a terminal is named to a person: a literal or keyword quoted, a pattern by its name."""
     if terminal.literal is not None:
-        return json.dumps(terminal.literal, ensure_ascii=False)
+        return terminal.display
     keyword = _KEYWORD_REGEX.match(terminal.regex or "")
     if keyword:
         return json.dumps(keyword.group(1).upper())

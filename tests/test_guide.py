@@ -288,3 +288,29 @@ def test_prose_cut_short_by_the_lookahead_gets_one_longer_call(small_sql):
     assert result.text == "SELECT * FROM t;"
     assert budgets == [8, 32]
     assert [e.reason for e in result.events if isinstance(e, Cut)] == ["preamble", "preamble", "stop"]
+
+
+def test_a_stream_dropped_after_some_text_is_resumed(small_sql):
+    """A connection that breaks mid-answer (after the provider's own retries could apply) keeps
+    what was read and calls the draft again; a second kind of failure surfaces with the partial
+    result."""
+    calls = []
+
+    def flaky(prompt, prefix):
+        calls.append(prefix)
+        if len(calls) == 1:
+            yield "SELECT name FROM"
+            raise gg.ProviderConnectionError("connection reset", provider="test")
+        yield " users;"
+
+    result = run(FunctionDraft(flaky, continues_prefix=True), small_sql)
+    assert result.text == "SELECT name FROM users;"
+    assert calls == ["", "SELECT name FROM"]
+
+    def refused(prompt, prefix):
+        yield "SELECT name"
+        raise gg.AuthenticationError("bad key", provider="test", status_code=401)
+
+    with pytest.raises(gg.AuthenticationError) as info:
+        run(FunctionDraft(refused, continues_prefix=True), small_sql)
+    assert info.value.result.text == "SELECT name"
