@@ -217,6 +217,11 @@ class TargetModel:
         self.prefill_tokens += len(context) - saved
         logits = self._kv.advance(context)
 
+        # Grammars with dead-end guards (a keyword glued to a word leads to a terminal that
+        # matches nothing) look valid to the mask inside such a word: probe each chosen token
+        # with the byte checker and choose again when it leads nowhere.
+        probe = _DeadEndProbe(grammar, data[: len(data) - len(healed)]) if grammar.guard_terminals else None
+
         new: list[int] = []
         pending = healed
         sampled = forced = healed_count = 0
@@ -229,6 +234,8 @@ class TargetModel:
                 ff = self._fast_forward(matcher, kept + new, max_new_tokens - len(new))
                 if ff:
                     matcher.consume_tokens(ff)
+                    if probe is not None:
+                        probe.advance(b"".join(token_bytes[t] for t in ff))
                     new += ff
                     forced += len(ff)
                     reason = self._stop(matcher, captured, baseline, finish, min_terminals)
@@ -262,6 +269,15 @@ class TargetModel:
                 if not chosen_once:
                     alternatives = alts
                     chosen_once = True
+            if probe is not None and not pending and token not in eos and probe.leads_nowhere(token_bytes[token]):
+                allowed = self._mask(matcher)
+                for _ in range(_DEAD_END_RETRIES):
+                    allowed[token] = False
+                    if not bool(allowed.any()):
+                        break
+                    token, _ = self._choose(logits, allowed, pending, want_alternatives=False)
+                    if token in eos or not probe.leads_nowhere(token_bytes[token]):
+                        break
             if token in eos:
                 stop_reason = "eos"
                 break
@@ -272,6 +288,8 @@ class TargetModel:
             if not matcher.consume_token(token):
                 raise RuntimeError(f"matcher refused an allowed token {token}: {matcher.get_error()}")
             new.append(token)
+            if probe is not None:
+                probe.advance(token_bytes[token])
             if pending:
                 healed_count += 1
                 piece = token_bytes[token]
@@ -364,6 +382,32 @@ class TargetModel:
                 alts.append(Alternative(piece.decode("utf-8", errors="replace"), float(p)))
             alternatives = tuple(alts)
         return self._sampler.choose(scores), alternatives
+
+
+_DEAD_END_RETRIES = 16
+
+
+class _DeadEndProbe:
+    """The text so far in a byte checker, to ask whether a token would lead into a dead end."""
+
+    def __init__(self, grammar: Grammar, data: bytes) -> None:
+        self._checker = grammar.checker()
+        self._checker.feed(data)
+
+    def advance(self, piece: bytes) -> None:
+        self._checker.feed(piece)
+
+    def leads_nowhere(self, piece: bytes) -> bool:
+        trial = self._checker.copy()
+        if trial.feed(piece) < len(piece):
+            return False  # the mask decides what is invalid
+        if trial.is_dead_end():
+            return True
+        if 0x20 in trial.allowed_bytes():
+            # Inside a word: would it end there? A glued keyword (INTORE) cannot.
+            trial.feed(b" ")
+            return trial.is_dead_end()
+        return False
 
 
 def bitmask_to_bool(bitmask: bytes, n_vocab: int, device: str = "cpu") -> torch.Tensor:
