@@ -77,7 +77,17 @@ class RequestRecord:
     tokens_generated: int = 0
     tokens_at_disconnect: int | None = None
     text: str = ""
+    #: Set once both the generation and the response that streamed it have ended (so the
+    #: disconnect, if any, is recorded before a test reads it).
     finished: threading.Event = field(default_factory=threading.Event)
+    _parts_done: int = 0
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def part_done(self, parts: int = 2) -> None:
+        with self._lock:
+            self._parts_done += 1
+            if self._parts_done >= parts:
+                self.finished.set()
 
     @property
     def disconnected(self) -> bool:
@@ -238,10 +248,16 @@ class LLMServer:
             emit(exc)
         finally:
             emit(_DONE)
-            record.finished.set()
+            record.part_done()
 
     async def _texts(
-        self, prompt_ids: list[int], max_tokens: int, stops: list[str], record: RequestRecord, result: dict[str, Any]
+        self,
+        prompt_ids: list[int],
+        max_tokens: int,
+        stops: list[str],
+        record: RequestRecord,
+        result: dict[str, Any],
+        request: Request | None = None,
     ) -> AsyncIterator[str]:
         """Text pieces of a greedy generation; ``result`` gets ``finish`` ("stop"/"length"),
         ``stop_sequence`` and ``tokens``. Closing it stops the generation."""
@@ -260,6 +276,10 @@ class LLMServer:
         completed = False
         try:
             while True:
+                if request is not None and await request.is_disconnected():
+                    # The client left: do not rely on a failed write to notice (uvicorn may drop
+                    # writes to a closed connection silently).
+                    return
                 try:
                     item = await asyncio.wait_for(queue.get(), HEARTBEAT)
                 except TimeoutError:
@@ -302,6 +322,7 @@ class LLMServer:
             if not completed and record.tokens_at_disconnect is None:
                 record.tokens_at_disconnect = record.tokens_generated
             stop.set()
+            record.part_done()
 
     # -- shared request handling ---------------------------------------------------------
 
@@ -472,7 +493,7 @@ class LLMServer:
             result: dict[str, Any] = {"finish": "stop", "stop_sequence": None, "tokens": 0}
             if chat:
                 yield chunk("", role=True)
-            pieces = self._texts(prompt_ids, max_tokens, stops, record, result)
+            pieces = self._texts(prompt_ids, max_tokens, stops, record, result, request)
             async for piece in self._faulty(pieces, fault, malformed):
                 if isinstance(piece, bytes):
                     yield piece
@@ -549,7 +570,7 @@ class LLMServer:
             )
             yield _sse({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}, "content_block_start")
             yield _sse({"type": "ping"}, "ping")
-            pieces = self._texts(prompt_ids, max_tokens, stops, record, result)
+            pieces = self._texts(prompt_ids, max_tokens, stops, record, result, request)
             async for piece in self._faulty(pieces, fault, malformed):
                 if isinstance(piece, bytes):
                     yield piece
