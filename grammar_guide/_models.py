@@ -311,7 +311,6 @@ def load_model(
 
 @functools.lru_cache(maxsize=4)
 def _load_cached(model: str | None, device: str | None, dtype: Any) -> LoadedModel:
-    import torch
     import transformers
 
     path = str(ensure_default_model()) if model is None else model

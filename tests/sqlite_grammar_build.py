@@ -205,7 +205,6 @@ def _normalize(lines: list[str]) -> list[str]:
     norm = _Normalizer()
     out: list[str] = []
     rules: list[tuple[str, str]] = []  # (head, body) in order; continuation lines joined
-    passthrough: list[tuple[int, str]] = []
     for line in lines:
         if re.match(r"^\s+\|", line) and rules:
             head, body = rules[-1]

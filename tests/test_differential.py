@@ -274,7 +274,6 @@ def load(case: tuple[str, str]) -> Grammar:
 
 
 TALLIES: dict[str, Tally] = {}
-GENERATE_FROM = {"sqlite": "sqlite"} if "sqlite" in Grammar.builtin_names() else {}
 # Printable ASCII, tab, newline and two non-ASCII characters.
 ALPHABET = st.sampled_from([chr(c) for c in range(32, 127)] + ["\t", "\n", "é", "€"])
 
@@ -284,15 +283,10 @@ def test_checker_agrees_with_lark_earley(case):
     grammar = load(case)
     reference = Reference.of(grammar)
     tally = TALLIES.setdefault(case[1], Tally())
-    # The SQLite grammars are large: lark takes about a minute to build the Earley parser of
-    # sqlite.lark and ~0.1 s a parse, so they get fewer strings (tests/test_grammar_sqlite.py
-    # checks them against SQLite itself). hypothesis's from_lark does not finish building its
-    # regex strategies for sqlite.lark's thousands of terminals in minutes, so its strings are
-    # drawn from sqlite.lark, the same language built smaller, and judged by sqlite.lark's
-    # own lark parser.
-    max_examples = {"sqlite": 6, "sqlite": 15}.get(case[1], 60)
-    source = GENERATE_FROM.get(case[1])
-    generator = Reference.of(load(("builtin", source))).parser if source else reference.parser
+    # The SQLite grammar is large (lark needs seconds to build its Earley parser and ~0.1 s a
+    # parse), so it gets fewer strings; tests/test_grammar_sqlite.py checks it against SQLite.
+    max_examples = {"sqlite": 15}.get(case[1], 60)
+    generator = reference.parser
 
     # One example that draws many strings: hypothesis's engine then spends its time on our
     # checks rather than on exploring the (deeply recursive) grammars' choice sequences.
