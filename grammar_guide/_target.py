@@ -270,13 +270,15 @@ class TargetModel:
                     alternatives = alts
                     chosen_once = True
             if probe is not None and not pending and token not in eos and probe.leads_nowhere(token_bytes[token]):
+                # The best allowed tokens in the model's order, the first that leads somewhere.
+                import torch
+
                 allowed = self._mask(matcher)
-                for _ in range(_DEAD_END_RETRIES):
-                    allowed[token] = False
-                    if not bool(allowed.any()):
-                        break
-                    token, _ = self._choose(logits, allowed, pending, want_alternatives=False)
-                    if token in eos or not probe.leads_nowhere(token_bytes[token]):
+                scores = logits.masked_fill(~allowed, float("-inf"))
+                ranked = torch.topk(scores, min(_DEAD_END_CANDIDATES, int(allowed.sum()))).indices.tolist()
+                for candidate in ranked:
+                    if candidate in eos or not probe.leads_nowhere(token_bytes[candidate]):
+                        token = candidate
                         break
             if token in eos:
                 stop_reason = "eos"
@@ -384,7 +386,7 @@ class TargetModel:
         return self._sampler.choose(scores), alternatives
 
 
-_DEAD_END_RETRIES = 16
+_DEAD_END_CANDIDATES = 256
 
 
 class _DeadEndProbe:
