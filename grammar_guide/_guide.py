@@ -661,11 +661,12 @@ _FENCE = re.compile(r"\n[ \t]*```(?![ \t]*[A-Za-z])")
 def _closing_fence(raw: str, answer_started: bool) -> int:
     """Where a code fence that closes an answer starts in this call's ``raw`` text, or -1.
 
-    A fence with a language tag opens; a bare fence closes when an earlier fence opened and
-    answer lines came between, or when no fence opened and the answer had already started."""
+    A fence with a language tag opens; a bare fence at a line start closes when an earlier fence
+    (anywhere in a line: "Sure! ```sql") opened and answer lines came between, or when no fence
+    opened and the answer had already started."""
     for match in _FENCE.finditer(raw):
         lines = raw[: match.start()].split("\n")
-        fence_lines = [i for i, line in enumerate(lines) if line.lstrip().startswith("```")]
+        fence_lines = [i for i, line in enumerate(lines) if "```" in line]
         if fence_lines:
             if any(line.strip() for line in lines[fence_lines[-1] + 1 :]):
                 return match.start()

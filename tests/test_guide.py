@@ -314,3 +314,14 @@ def test_a_stream_dropped_after_some_text_is_resumed(small_sql):
     with pytest.raises(gg.AuthenticationError) as info:
         run(FunctionDraft(refused, continues_prefix=True), small_sql)
     assert info.value.result.text == "SELECT name"
+
+
+def test_readme_example_without_a_model():
+    """The README's first example (there with the default target; no target is needed for it)."""
+
+    def generate(prompt: str) -> str:
+        return "Sure! ```sql\nSELECT name FROM users WHERE name ILIKE 'a%' LIMT 5\n```"
+
+    result = gg.guide(generate, "sqlite", "Names starting with A, five of them.", target=False)
+    assert result.text == "SELECT name FROM users WHERE name LIKE 'a%' LIMIT 5"
+    assert result.stats.draft_calls == 1
