@@ -58,6 +58,8 @@ class Terminal:
         if self.literal is not None:
             literal = self.literal.upper() if self.case_insensitive else self.literal
             return json.dumps(literal, ensure_ascii=False)
+        if self.name.startswith("__"):  # lark's name for an anonymous pattern says nothing
+            return f"/{self.regex}/"
         return self.name
 
     def __str__(self) -> str:

@@ -68,21 +68,9 @@ def load_grammar(spec: str) -> Grammar:
     raise UsageError(f"no builtin grammar named {spec!r} (builtin: {names}); or give the path of a .lark file")
 
 
-# A keyword written as a case-insensitive regex, perhaps with the whitespace that must follow it:
-# ``/(?:(?i:desc))(?:[ \t\n\f\r]+)?/`` is the keyword DESC.
-_KEYWORD_REGEX = re.compile(r"^(?:\(\?:)*\(\?i:([A-Za-z_][A-Za-z0-9_]*)\)\)*(?:\[[^\]]*\][+*]?|\(\?:\[[^\]]*\]\+\)\?)?$")
-
-
 def describe_terminal(terminal: Terminal) -> str:
-    """How a terminal is named to a person: a literal or keyword quoted, a pattern by its name."""
-    if terminal.literal is not None:
-        return terminal.display
-    keyword = _KEYWORD_REGEX.match(terminal.regex or "")
-    if keyword:
-        return json.dumps(keyword.group(1).upper())
-    if terminal.name.startswith("__"):
-        return f"/{terminal.regex}/"
-    return terminal.name
+    """How a terminal is named to a person (see ``Terminal.display``)."""
+    return terminal.display
 
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f\x80-\x9f]")
