@@ -110,15 +110,16 @@ class Checker:
             return 0
         is_text = isinstance(chunk, str)
         data = chunk.encode("utf-8") if is_text else bytes(chunk)
-        n = self._matcher.try_consume_tokens(list(data))
-        if is_text and n < len(data):
-            # Do not leave part of a multi-byte character consumed.
-            keep = n
-            while keep > 0 and (data[keep] & 0xC0) == 0x80:
-                keep -= 1
-            if keep < n:
-                self._matcher.rollback(n - keep)
-                n = keep
+        tokens = list(data)
+        # Validating, then consuming the valid part, measured about twice as fast as
+        # ``try_consume_tokens`` (benchmarks/checker_bench.py).
+        n = self._matcher.validate_tokens(tokens)
+        if is_text:
+            # Do not consume part of a multi-byte character.
+            while 0 < n < len(data) and (data[n] & 0xC0) == 0x80:
+                n -= 1
+        if n and not self._matcher.consume_tokens(tokens[:n] if n < len(tokens) else tokens):
+            raise RuntimeError(f"llguidance refused bytes it validated: {self._matcher.get_error()}")
         self._bytes += data[:n]
         self._text_cache = None
         if n < len(data):
