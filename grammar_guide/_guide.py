@@ -34,6 +34,11 @@ if TYPE_CHECKING:
 __all__ = ["GuideLimits", "aguide", "guide"]
 
 _PREAMBLE_LIMIT = 2000
+# After a violation the draft is read on for up to this many chunks, until the rejected text
+# holds this many words or punctuation marks (see ``_Run._read_evidence``).
+_EVIDENCE_CHUNKS = 6
+_EVIDENCE_LEXEMES = 4
+_LEXEME = re.compile(r"\w+|[^\w\s]")
 _WHITESPACE = frozenset(b" \t\n\r\x0b\x0c")
 
 
@@ -151,6 +156,7 @@ class _Round:
     ended: bool = False
     raw: str = ""
     stopped_text: str = ""  # what came from the stop string on, dropped
+    held: str = ""  # the raw tail that may begin a stop string, not yet read
     floor: int = 0  # repairs do not take back text before this (the end of the last correction)
 
 
@@ -271,17 +277,21 @@ class _Run:
                     chunk = await self._next_chunk(stream)
                     if chunk is None:
                         rnd.ended = True
-                        break
-                    if self.on_draft_text is not None:
-                        self.on_draft_text(chunk)
-                    rnd.raw += chunk
-                    if not mode_known:
-                        # A provider may fall back to another mode for this call (a model that
-                        # rejects assistant prefill): it says which in call.extra.
-                        mode_known = True
-                        if not call.extra.get("continued_prefix", self.draft.continues_prefix):
-                            aligner = Aligner(text, tuple(self._earlier_answers))
-                    chunk, stopped = self._apply_stop(rnd, chunk)
+                        if not rnd.held:
+                            break
+                        # The stream ended on what might have begun a stop string: it is text.
+                        chunk, rnd.held, stopped = rnd.held, "", True
+                    else:
+                        if self.on_draft_text is not None:
+                            self.on_draft_text(chunk)
+                        rnd.raw += chunk
+                        if not mode_known:
+                            # A provider may fall back to another mode for this call (a model
+                            # that rejects assistant prefill): it says which in call.extra.
+                            mode_known = True
+                            if not call.extra.get("continued_prefix", self.draft.continues_prefix):
+                                aligner = Aligner(text, tuple(self._earlier_answers))
+                        chunk, stopped = self._apply_stop(rnd, chunk)
                     if aligner is not None:
                         chunk = aligner.push(chunk)
                     if preamble is not None:
@@ -312,6 +322,10 @@ class _Run:
                     if stopped:
                         rnd.ended = True
                         break
+                if rnd.evidence is not None and not rnd.ended and preamble is None and not (
+                    self.checker.is_complete and _looks_like_aside(self.checker.text, rnd.evidence, False)
+                ):
+                    await self._read_evidence(rnd, stream, aligner)
                 if preamble is not None and rnd.ended and call.finish_reason == "length" and not self._prose_retry:
                     # The draft was still talking when its lookahead ran out: ask once more with
                     # room for the prose and the answer after it.
@@ -368,18 +382,52 @@ class _Run:
         except asyncio.TimeoutError:
             raise _Timeout from None
 
+    async def _read_evidence(self, rnd: _Round, stream: AsyncIterator[str], aligner: Aligner | None) -> None:
+        """After a violation, read a few more tokens of the draft (``_EVIDENCE_CHUNKS`` at most)
+        until the evidence holds ``_EVIDENCE_LEXEMES`` words or punctuation marks: enough for an
+        edit to be judged on what the draft meant (``SELET STDDEV_POP(`` shows ``SELECT``), which
+        costs far fewer tokens than a target repair followed by a new draft call."""
+        for _ in range(_EVIDENCE_CHUNKS):
+            if len(_LEXEME.findall(rnd.evidence or "")) >= _EVIDENCE_LEXEMES:
+                return
+            chunk = await self._next_chunk(stream)
+            if chunk is None:
+                rnd.ended = True
+                rnd.evidence = (rnd.evidence or "") + rnd.held
+                rnd.held = ""
+                return
+            if self.on_draft_text is not None:
+                self.on_draft_text(chunk)
+            rnd.raw += chunk
+            chunk, stopped = self._apply_stop(rnd, chunk)
+            if aligner is not None:
+                chunk = aligner.push(chunk)
+            rnd.evidence = (rnd.evidence or "") + chunk
+            if stopped:
+                rnd.ended = True
+                return
+
     def _apply_stop(self, rnd: _Round, chunk: str) -> tuple[str, bool]:
-        """Cut ``chunk`` at the first stop string in this call's raw text (``rnd.raw`` ends with it)."""
+        """The part of ``chunk`` (after what was held back before) that is the draft's text, and
+        whether a stop string or a closing fence ended it (``rnd.raw`` ends with ``chunk``).
+
+        A tail that may be the beginning of a stop string (``"\n``"``) is held back in
+        ``rnd.held`` until the next chunk shows what it is."""
         raw = rnd.raw
+        pending = rnd.held + chunk
+        rnd.held = ""
         ends = [raw.find(s) for s in self.stops]
         if self.fence_stop:
             ends.append(_closing_fence(raw, bool(rnd.kept.strip())))
         ends = [i for i in ends if i >= 0]
-        if not ends:
-            return chunk, False
-        offset = max(min(ends) - (len(raw) - len(chunk)), 0)
-        rnd.stopped_text = chunk[offset:]
-        return chunk[:offset], True
+        if ends:
+            offset = max(min(ends) - (len(raw) - len(pending)), 0)
+            rnd.stopped_text = pending[offset:]
+            return pending[:offset], True
+        markers = self.stops + (("\n```",) if self.fence_stop else ())
+        hold = min(max((_partial_match(raw, m) for m in markers), default=0), len(pending))
+        rnd.held = pending[len(pending) - hold :]
+        return pending[: len(pending) - hold], False
 
     def _feed(self, rnd: _Round, chunk: str) -> bool:
         """Feed a chunk; True when it had an invalid byte (the rest becomes the evidence)."""
@@ -651,8 +699,11 @@ def _looks_like_aside(text: str, rejected: str, answer_ended: bool) -> bool:
 
 
 def _looks_like_prose(kept: str, rejected: str) -> bool:
-    """Whether a draft that went wrong at once is writing words, not a broken answer."""
-    return bool(re.fullmatch(r"\s*[A-Za-z]*", kept)) and bool(re.match(r"[A-Za-z ,.!'’:-]", rejected))
+    """Whether a draft that went wrong at once is writing words (or opening a code fence), not a
+    broken answer."""
+    if not re.fullmatch(r"\s*[A-Za-z]*", kept):
+        return False
+    return bool(re.match(r"[A-Za-z ,.!'’:-]", rejected)) or (not kept.strip() and rejected.startswith("```"))
 
 
 _FENCE = re.compile(r"\n[ \t]*```(?![ \t]*[A-Za-z])")
@@ -673,6 +724,14 @@ def _closing_fence(raw: str, answer_started: bool) -> int:
         elif answer_started:
             return match.start()
     return -1
+
+
+def _partial_match(text: str, marker: str) -> int:
+    """Length of the longest tail of ``text`` that is a proper beginning of ``marker``."""
+    for k in range(min(len(marker) - 1, len(text)), 0, -1):
+        if text.endswith(marker[:k]):
+            return k
+    return 0
 
 
 def _trailing_space(checker: Checker, floor: int) -> str:

@@ -42,15 +42,19 @@ class Edit:
     unread: str = ""
 
 
-def levenshtein(a: str, b: str) -> int:
-    if len(a) < len(b):
-        a, b = b, a
+def levenshtein(a: str, b: str, *, transpositions: bool = False) -> int:
+    """Edit distance; with ``transpositions``, swapping two adjacent characters is one edit
+    (optimal string alignment: ``FORM`` is one edit from ``FROM``)."""
+    before: list[int] = []
     previous = list(range(len(b) + 1))
     for i, ca in enumerate(a, 1):
         current = [i]
         for j, cb in enumerate(b, 1):
-            current.append(min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (ca != cb)))
-        previous = current
+            cost = min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (ca != cb))
+            if transpositions and i > 1 and j > 1 and ca == b[j - 2] and a[i - 2] == cb and ca != cb:
+                cost = min(cost, before[j - 2] + 1)
+            current.append(cost)
+        before, previous = previous, current
     return previous[-1]
 
 
@@ -155,6 +159,9 @@ def propose_edit(checker: Checker, evidence: str, *, final: bool, floor: int = 0
                         pword,
                         f"replaced {pword!r} with {literal!r}",
                         cost=3 * distance + 1,
+                        # A name one typo from the keyword expected there, with the violation
+                        # right after it, is read as that keyword rather than kept as a name.
+                        base=1,
                     )
 
     # 4. Swap the offending character for one the grammar allows (single for double quotes),
@@ -209,7 +216,7 @@ def _same_class(a: str, b: str) -> bool:
 
 def _distance(word: str, literal: str) -> int:
     """Edit distance, a case-only difference counting as one edit."""
-    folded = levenshtein(word.lower(), literal.lower())
+    folded = levenshtein(word.lower(), literal.lower(), transpositions=True)
     return folded if folded or word == literal else 1
 
 

@@ -33,8 +33,10 @@ def test_simulated_draft_and_baselines_on_real_queries():
     checker = grammar.checker()
     assert checker.feed(ours["text"]) == len(ours["text"])  # never invalid text, even when exhausted
     first = ours["calls"][0]
-    # Closed in the chunk with the first invalid byte ("IL": "I" could still begin IN or IS).
-    assert first.streamed == "SELECT name FROM users WHERE name IL"
+    # Read on a few tokens after the first invalid byte ("IL": "I" could still begin IN or IS),
+    # until the evidence showed the slip, then closed; the repair gives the intended query.
+    assert first.streamed == "SELECT name FROM users WHERE name ILIKE 'A%'"
+    assert same_query(ours["text"], intended) and ours["draft_calls"] == 2
     assert first.tokens_out == len(counter.split(first.streamed)) < len(counter.split(first.planned))
     assert ours["tokens_in"] == sum(counter.count(PROMPT.format(request=0)) + counter.count(c.prefix) for c in ours["calls"])
 

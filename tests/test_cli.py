@@ -239,7 +239,7 @@ def test_progress_on_request_shows_draft_and_each_correction(sql_grammar: Path) 
     assert "\x1b[" not in err  # not a terminal: no colour
     assert "Sure! Here is the query:" in err  # the draft's text as it streamed
     assert '✂ cut "Sure! Here is the query:\\n" (preamble)' in err
-    assert '✗ 1:13 rejected "age FROM users "' in err
+    assert '✗ 1:13 rejected "age FROM users WHERE age > 30;"' in err
     assert '✓ repaired with ","' in err
     assert err.rstrip().splitlines()[-1].startswith("✓ valid small_sql · ")
     # Events are reported in the order they happened.

@@ -85,6 +85,30 @@ def test_prose_and_fences_around_the_answer_are_cut(small_sql):
     assert result.stats.corrections == 0
 
 
+def test_answer_that_opens_with_a_fence_split_across_chunks(small_sql):
+    # A fence at the very start is read past; a closing fence that arrives a backtick at a time
+    # (after "`" that could begin a quoted name in other grammars) is held back, then cut.
+    chunks = ["```", "sql", "\n", "SELECT", " *", " FROM", " users", "\n", "`", "``", "\n", "Done."]
+    result = run(FunctionDraft(lambda prompt, prefix: iter(chunks), continues_prefix=True), small_sql)
+    assert result.text == "SELECT * FROM users"
+    assert [(c.reason, c.text) for c in result.events if isinstance(c, Cut)] == [
+        ("preamble", "```sql\n"), ("stop", "\n```")]  # closed there: "Done." never read
+    assert result.stats.corrections == 0
+
+
+def test_stop_string_split_across_chunks_is_not_read_as_text(small_sql):
+    chunks = ["SELECT * FROM t", ";", "\n#", "#", "#", " SELECT 2;"]
+    result = run(FunctionDraft(lambda prompt, prefix: iter(chunks), continues_prefix=True), small_sql, stop=["###"])
+    assert result.text == "SELECT * FROM t;\n"
+    assert result.stats.corrections == 0
+
+
+def test_transposed_keyword_after_a_name_is_restored(small_sql):
+    result = run(lambda prompt: "SELECT name, age FORM users WHERE age > 3;", small_sql)
+    assert result.text == "SELECT name, age FROM users WHERE age > 3;"
+    assert [c.detail for c in corrections(result)] == ["replaced 'FORM' with 'FROM'"]
+
+
 # -- drafts that stop early or restate ---------------------------------------------------------
 
 
@@ -138,22 +162,39 @@ def test_overlap_with_the_last_words_is_not_duplicated(small_sql):
 # -- streaming --------------------------------------------------------------------------------
 
 
-def test_stream_is_closed_at_the_first_invalid_byte(small_sql):
+def test_stream_is_closed_a_few_tokens_after_the_first_invalid_byte(small_sql):
     pulled = []
     closed = threading.Event()
 
     def streaming(prompt, prefix):
         try:
-            for token in ["SELECT", " *", " FROM", " users", " WHERE", " x", " ILIKE", " 'a'", ";", " --", " more"]:
+            for token in ["SELECT", " *", " FROM", " users", " WHERE", " x", " ILIKE", " 'a'", " AND", " y",
+                          " =", " 1", " OR", " z", " =", " 2"]:
                 pulled.append(token)
                 yield token
         finally:
             closed.set()
 
+    result = run(FunctionDraft(streaming, continues_prefix=True), small_sql, max_draft_calls=1)
+    # Read on until the evidence held four words or marks (ILIKE ' a '), then closed: the
+    # evidence shows the draft meant LIKE.
+    assert pulled[-1] == " 'a'"
+    assert closed.wait(5)
+    assert result.text == "SELECT * FROM users WHERE x LIKE 'a'"
+    assert [c.detail for c in corrections(result)] == ["replaced 'ILIKE' with 'LIKE'"]
+
+
+def test_evidence_read_ahead_is_bounded(small_sql):
+    pulled = []
+
+    def streaming(prompt, prefix):
+        for token in ["SELECT", " *", " FROM", " users", " WHERE", " x", " ~"] + [" "] * 20 + [" 'a'"]:
+            pulled.append(token)
+            yield token
+
     with pytest.raises(GuideExhausted):
         run(FunctionDraft(streaming, continues_prefix=True), small_sql, max_draft_calls=1)
-    assert pulled[-1] == " ILIKE"  # nothing read after the invalid token
-    assert closed.wait(5)
+    assert len(pulled) == 7 + 6  # the invalid token and six more, then the stream was closed
 
 
 def test_async_generator_draft_is_closed_early(small_sql):
