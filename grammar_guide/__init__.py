@@ -26,7 +26,7 @@ from ._errors import (
     RateLimitError,
     ServerError,
 )
-from ._grammar import Grammar, Terminal
+from ._grammar import Grammar, Rewrite, Terminal
 from ._trace import (
     Alternative,
     Correction,
@@ -72,6 +72,7 @@ __all__ = [
     "ProviderError",
     "ProviderResponseError",
     "RateLimitError",
+    "Rewrite",
     "ServerError",
     "SyncDraft",
     "TargetModel",

@@ -28,7 +28,7 @@ from ._errors import GrammarError
 if TYPE_CHECKING:
     from ._checker import Checker
 
-__all__ = ["Grammar", "Terminal"]
+__all__ = ["Grammar", "Rewrite", "Terminal"]
 
 _BUILTIN_PACKAGE = "grammar_guide.grammars"
 _BUILTIN_DIR = Path(__file__).resolve().parent.parent / "grammars"
@@ -68,6 +68,45 @@ class Terminal:
         return f"/{self.regex}/"
 
 
+@dataclass(frozen=True)
+class Rewrite:
+    """A slip that drafts often make in this grammar's language, and what they meant by it.
+
+    ``pattern`` is a Python regular expression, ``replacement`` its ``re.sub`` template, ``reason``
+    a few words for the trace: ``Rewrite(r"(\\w+)::(\\w+)", r"CAST(\\1 AS \\2)", "PostgreSQL
+    cast")``. A rewrite is one more repair candidate at a violation: it is used when the match
+    spans the violation and the checker then reads the draft's text on.
+    """
+
+    pattern: str
+    replacement: str
+    reason: str = ""
+
+    def __post_init__(self) -> None:
+        try:
+            re.compile(self.pattern)
+        except re.error as exc:
+            raise GrammarError(f"rewrite pattern {self.pattern!r}: {exc}", offset=exc.pos) from None
+
+    @functools.cached_property
+    def regex(self) -> re.Pattern[str]:
+        return re.compile(self.pattern)
+
+
+def _load_rewrites(path: Path) -> tuple[Rewrite, ...]:
+    """The rewrites in a ``<grammar>.rewrites.json`` file: a list of objects with ``pattern``,
+    ``replacement`` and ``reason``."""
+    try:
+        entries = json.loads(path.read_text(encoding="utf-8"))
+        return tuple(Rewrite(e["pattern"], e["replacement"], e.get("reason", "")) for e in entries)
+    except json.JSONDecodeError as exc:
+        raise GrammarError(f"bad rewrites file: {exc.msg}", line=exc.lineno, column=exc.colno,
+                           source=str(path)) from None
+    except (KeyError, TypeError) as exc:
+        raise GrammarError(f"bad rewrites file: each entry needs 'pattern' and 'replacement' ({exc})",
+                           source=str(path)) from None
+
+
 class Grammar:
     """A context-free grammar, ready for checking and constrained decoding.
 
@@ -85,8 +124,11 @@ class Grammar:
         terminals: Mapping[str, Terminal] | None = None,
         lark_source: str | None = None,
         captured_grammar: str | None = None,
+        rewrites: Sequence[Rewrite] = (),
     ) -> None:
         self.name = name
+        #: Known slips of drafts in this language and what they meant (see ``Rewrite``).
+        self.rewrites: tuple[Rewrite, ...] = tuple(rewrites)
         self.llguidance_grammar = llguidance_grammar
         #: The same language with each terminal captured under its Lark name (``None`` for
         #: grammars without named terminals): ``LLMatcher.get_captures()`` then lists every
@@ -113,10 +155,12 @@ class Grammar:
         name: str | None = None,
         import_paths: Sequence[str | Path] = (),
         source: str | None = None,
+        rewrites: Sequence[Rewrite] = (),
     ) -> Grammar:
         """Load a Lark grammar (the ``lark`` package's syntax and meaning).
 
-        ``import_paths`` are searched by ``%import`` of other grammar files. Raises
+        ``import_paths`` are searched by ``%import`` of other grammar files; ``rewrites`` are
+        repairs for slips drafts often make in this language (see ``Rewrite``). Raises
         ``GrammarError`` for syntax errors and for constructs the matcher cannot honour.
         """
         try:
@@ -162,15 +206,19 @@ class Grammar:
             lark_parser=parser,
             terminals=terminals,
             lark_source=text,
+            rewrites=rewrites,
         )
 
     @classmethod
     def from_file(cls, path: str | Path, start: str = "start") -> Grammar:
-        """Load a ``.lark`` file; ``%import`` of sibling grammar files works."""
+        """Load a ``.lark`` file; ``%import`` of sibling grammar files works. A sibling
+        ``<name>.rewrites.json`` file gives the grammar's rewrites (see ``Rewrite``)."""
         path = Path(path)
         text = path.read_text(encoding="utf-8")
+        sidecar = path.with_name(f"{path.stem}.rewrites.json")
+        rewrites = _load_rewrites(sidecar) if sidecar.is_file() else ()
         return cls.from_lark(
-            text, start, name=path.stem, import_paths=[path.parent], source=str(path)
+            text, start, name=path.stem, import_paths=[path.parent], source=str(path), rewrites=rewrites
         )
 
     @classmethod
@@ -772,9 +820,13 @@ def _builtin_files() -> Iterable[Any]:
 
 @functools.lru_cache(maxsize=None)
 def _builtin(name: str) -> Grammar:
-    for entry in _builtin_files():
-        if entry.name == f"{name}.lark":
-            with resources.as_file(entry) as path:
-                return Grammar.from_file(path)
+    entries = {entry.name: entry for entry in _builtin_files()}
+    if f"{name}.lark" in entries:
+        with resources.as_file(entries[f"{name}.lark"]) as path:
+            grammar = Grammar.from_file(path)
+        if f"{name}.rewrites.json" in entries:
+            with resources.as_file(entries[f"{name}.rewrites.json"]) as path:
+                grammar.rewrites = _load_rewrites(path)
+        return grammar
     names = ", ".join(Grammar.builtin_names()) or "none"
     raise GrammarError(f"no builtin grammar named {name!r} (available: {names})")

@@ -36,8 +36,8 @@ __all__ = ["GuideLimits", "aguide", "guide"]
 _PREAMBLE_LIMIT = 2000
 # After a violation the draft is read on for up to this many chunks, until the rejected text
 # holds this many words or punctuation marks (see ``_Run._read_evidence``).
-_EVIDENCE_CHUNKS = 6
-_EVIDENCE_LEXEMES = 4
+_EVIDENCE_CHUNKS = 8
+_EVIDENCE_LEXEMES = 6
 _LEXEME = re.compile(r"\w+|[^\w\s]")
 _WHITESPACE = frozenset(b" \t\n\r\x0b\x0c")
 
@@ -468,6 +468,8 @@ class _Run:
 
     async def _handle_violation(self, rnd: _Round) -> str:
         checker = self.checker
+        if self._cut_prose_after_answer(rnd, rnd.evidence or "", rnd.floor):
+            return "done"
         dead = self._dead_end(rnd.floor)
         text = checker.text
         word = _trailing_word(text)
@@ -502,6 +504,9 @@ class _Run:
             if edit.kept:
                 offset = len(checker.text)
                 checker.feed(edit.kept)
+                rnd.start, rnd.kept = offset, edit.kept
+                if self._cut_prose_after_answer(rnd, edit.unread, offset):
+                    return "done"
                 self.emit(DraftSpan(offset, edit.kept, call=rnd.index))
             if not rnd.ended:
                 return "violation"
@@ -542,6 +547,21 @@ class _Run:
             await self._finish("no repair found and no target model")
             return "done"
         return "violation"
+
+    def _cut_prose_after_answer(self, rnd: _Round, evidence: str, floor: int) -> bool:
+        """"…FROM road)\n\nThis query returns…": the first word of an explanation after the
+        answer was read as an alias and the violation is in the explanation. Cut it at the end of
+        the answer (emitting the draft's kept text up to there); False when that is not the case."""
+        end = _answer_end_before_prose(self.checker, evidence, floor)
+        if end is None:
+            return False
+        aside = self.checker.text[end:] + evidence
+        self.checker.rollback_chars(end)
+        rnd.kept = self.checker.text[rnd.start : max(end, rnd.start)]
+        self._emit_span(rnd)
+        self._count_discarded(aside)
+        self.emit(Cut(end, aside, reason="after complete text", call=rnd.index))
+        return True
 
     def _dead_end(self, floor: int) -> int | None:
         """Where the trailing dead-end word starts, if the accepted text can never be completed
@@ -696,6 +716,25 @@ def _looks_like_aside(text: str, rejected: str, answer_ended: bool) -> bool:
     gap = text[len(text.rstrip()) :] + rejected[: len(rejected) - len(rejected.lstrip())]
     head = rejected.lstrip()
     return not head or "\n" in gap or head.startswith("```") or (answer_ended and len(rejected) <= 2)
+
+
+_BLANK_LINE = re.compile(r"\n[ \t]*\n")
+_SENTENCE = re.compile(r"[ \t\n]*[A-Z][a-z]+(?:[ \t]+[a-z][\w'’]*){2}")
+
+
+def _answer_end_before_prose(checker: Checker, evidence: str, floor: int) -> int | None:
+    """Where a complete answer ends before an explanation in sentences ("\n\nThis query returns")
+    that the violation is in, or ``None``: after the last blank line, not before ``floor``."""
+    text = checker.text
+    blanks = list(_BLANK_LINE.finditer(text, floor))
+    if not blanks:
+        return None
+    end = blanks[-1].start()
+    if not _SENTENCE.match(text[blanks[-1].end() :] + evidence):
+        return None
+    trial = checker.copy_clear()
+    trial.rollback_chars(end)
+    return end if trial.is_complete else None
 
 
 def _looks_like_prose(kept: str, rejected: str) -> bool:

@@ -23,6 +23,7 @@ _MAX_DELETE = 3
 _MAX_INSERT_LEN = 2
 _SWAPPABLE = set("'\"`,;:.()[]{}")
 _QUOTES = set("'\"`")
+_REWRITE_REACH = 200  # how far back before the violation a rewrite's match may begin
 
 
 @dataclass(frozen=True)
@@ -61,13 +62,13 @@ def levenshtein(a: str, b: str, *, transpositions: bool = False) -> int:
 _LEXEME = re.compile(r"\w+|[^\w\s]")
 
 
-def _conclusive(kept: str, accepted: int, final: bool, complete: bool) -> bool:
-    """The evidence supports an edit when the checker then reads at least two more tokens of it
-    (words or punctuation), or all of the rest of a finished answer."""
+def _conclusive(kept: str, accepted: int, final: bool, complete: bool, min_read: int = 2) -> bool:
+    """The evidence supports an edit when the checker then reads at least ``min_read`` more
+    tokens of it (words or punctuation), or all of the rest of a finished answer."""
     read = len(_LEXEME.findall(kept[:accepted]))
     if final and accepted == len(kept):
         return read >= 1 or complete
-    return read >= 2
+    return read >= min_read
 
 
 def propose_edit(checker: Checker, evidence: str, *, final: bool, floor: int = 0) -> Edit | None:
@@ -82,7 +83,8 @@ def propose_edit(checker: Checker, evidence: str, *, final: bool, floor: int = 0
     best: tuple[tuple[int, int], Edit] | None = None
 
     def consider(
-        start: int, insert: str, kept: str, removed: str, description: str, cost: int, base: int = 0
+        start: int, insert: str, kept: str, removed: str, description: str, cost: int, base: int = 0,
+        min_read: int = 2,
     ) -> None:
         """Score an edit by how far into the evidence the checker reads after it (``base`` maps
         positions in ``kept`` to positions in the evidence)."""
@@ -94,7 +96,7 @@ def propose_edit(checker: Checker, evidence: str, *, final: bool, floor: int = 0
         accepted = trial.feed(kept)
         if not (insert or accepted):
             return
-        if not _conclusive(kept, accepted, final, trial.is_complete):
+        if not _conclusive(kept, accepted, final, trial.is_complete, min_read):
             return
         if was_complete and not (trial.is_complete and accepted == len(kept)):
             # After a complete text, drafted text is often an aside (a closing fence, prose): an
@@ -195,6 +197,29 @@ def propose_edit(checker: Checker, evidence: str, *, final: bool, floor: int = 0
     for literal in _expected_literals(checker, text):
         if len(literal) <= _MAX_INSERT_LEN and not literal.isalnum() and not set(literal) & set("([{'\"`"):
             consider(len(text), literal, evidence, "", f"inserted {literal!r}", cost=2 * len(literal) + 1)
+
+    # 7. The grammar's known slips (``Grammar.rewrites``: ``a::int`` for ``CAST(a AS int)``)
+    #    whose match spans the violation. The match itself is evidence, so one more token read
+    #    after it is enough.
+    window_start = max(floor, len(text) - _REWRITE_REACH)
+    window = text[window_start:] + evidence
+    for rewrite in checker.grammar.rewrites:
+        for match in rewrite.regex.finditer(window):
+            start, end = window_start + match.start(), window_start + match.end()
+            if start > len(text):
+                break
+            if end <= len(text):
+                continue
+            consider(
+                start,
+                match.expand(rewrite.replacement),
+                evidence[end - len(text) :],
+                match.group(),
+                f"rewrote {match.group()!r} ({rewrite.reason})" if rewrite.reason else f"rewrote {match.group()!r}",
+                cost=2,
+                base=end - len(text),
+                min_read=1,
+            )
 
     return best[1] if best else None
 

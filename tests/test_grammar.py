@@ -11,7 +11,7 @@ from pathlib import Path
 import lark
 import pytest
 
-from grammar_guide import Grammar, GrammarError
+from grammar_guide import Grammar, GrammarError, Rewrite
 
 
 def verdict(grammar: Grammar, text: str) -> str:
@@ -286,6 +286,32 @@ def test_from_file_names_the_source_in_errors(tmp_path: Path):
     with pytest.raises(GrammarError) as info:
         Grammar.from_file(bad)
     assert str(bad) in str(info.value)
+
+
+def test_rewrites_come_from_the_argument_or_a_sibling_file(tmp_path: Path):
+    source = 'start: "LIMIT" NUMBER\nNUMBER: /[0-9]+/\n%ignore " "\n'
+    given = Grammar.from_lark(source, rewrites=[Rewrite(r"TOP (\d+)", r"LIMIT \1", "T-SQL")])
+    assert [r.reason for r in given.rewrites] == ["T-SQL"]
+    (tmp_path / "lim.lark").write_text(source)
+    assert Grammar.from_file(tmp_path / "lim.lark").rewrites == ()
+    (tmp_path / "lim.rewrites.json").write_text('[{"pattern": "TOP (\\\\d+)", "replacement": "LIMIT \\\\1"}]')
+    (rewrite,) = Grammar.from_file(tmp_path / "lim.lark").rewrites
+    assert rewrite.regex.sub(rewrite.replacement, "TOP 5") == "LIMIT 5"
+    assert [r.reason for r in Grammar.builtin("sqlite").rewrites] == [
+        "PostgreSQL cast", "standard SQL row limit", "standard SQL row limit"]
+
+
+def test_bad_rewrites_are_grammar_errors(tmp_path: Path):
+    with pytest.raises(GrammarError, match="rewrite pattern"):
+        Rewrite("(unclosed", "x")
+    (tmp_path / "g.lark").write_text('start: "a"\n')
+    (tmp_path / "g.rewrites.json").write_text('[\n  {"pattern": "a",}\n]')
+    with pytest.raises(GrammarError) as bad_json:
+        Grammar.from_file(tmp_path / "g.lark")
+    assert (bad_json.value.line, bad_json.value.source) == (2, str(tmp_path / "g.rewrites.json"))
+    (tmp_path / "g.rewrites.json").write_text('[{"replacement": "b"}]')
+    with pytest.raises(GrammarError, match="needs 'pattern' and 'replacement'"):
+        Grammar.from_file(tmp_path / "g.lark")
 
 
 def test_importing_grammar_guide_does_not_import_torch():

@@ -14,7 +14,7 @@ import time
 import pytest
 
 import grammar_guide as gg
-from grammar_guide import Correction, Cut, DraftSpan, FunctionDraft, GrammarViolation, GuideExhausted
+from grammar_guide import Correction, Cut, DraftSpan, FunctionDraft, Grammar, GrammarViolation, GuideExhausted
 
 INTENT = "SELECT name, age FROM users WHERE age > 30 AND name LIKE 'A%';"
 
@@ -109,6 +109,34 @@ def test_transposed_keyword_after_a_name_is_restored(small_sql):
     assert [c.detail for c in corrections(result)] == ["replaced 'FORM' with 'FROM'"]
 
 
+def test_explanation_whose_first_word_reads_as_an_alias_is_cut():
+    sqlite = Grammar.builtin("sqlite")
+    answer = "SELECT COUNT(*) FROM (SELECT DISTINCT name FROM road)\n\nThis query returns the number of roads."
+    result = run(lambda prompt: answer, sqlite)
+    assert result.text == "SELECT COUNT(*) FROM (SELECT DISTINCT name FROM road)"
+    assert result.stats.corrections == 0
+    (cut,) = [e for e in result.events if isinstance(e, Cut)]
+    assert cut.reason == "after complete text" and cut.text.startswith("\n\nThis query")
+    # Also when a repair before it reads the explanation's first word as an alias.
+    extra = "SELECT f('a', 'b'))\n\nLet me know if you need changes!"
+    assert run(lambda prompt: extra, sqlite).text == "SELECT f('a', 'b')"
+    # Words after a blank line that are not sentences stay part of the answer.
+    clause = "SELECT name FROM users\n\nWHERE age > 30"
+    assert run(lambda prompt: clause, sqlite).text == clause
+
+
+@pytest.mark.parametrize(("draft", "fixed", "detail"), [
+    ("SELECT a::VARCHAR FROM test WHERE b > 1", "SELECT CAST(a AS VARCHAR) FROM test WHERE b > 1",
+     "rewrote 'a::VARCHAR' (PostgreSQL cast)"),
+    ("SELECT * FROM t ORDER BY x FETCH FIRST 5 ROWS ONLY", "SELECT * FROM t ORDER BY x LIMIT 5",
+     "rewrote 'FETCH FIRST 5 ROWS ONLY' (standard SQL row limit)"),
+])
+def test_sqlite_grammar_rewrites_other_dialects(draft, fixed, detail):
+    result = run(lambda prompt: draft, Grammar.builtin("sqlite"))
+    assert result.text == fixed
+    assert [c.detail for c in corrections(result)] == [detail]
+
+
 # -- drafts that stop early or restate ---------------------------------------------------------
 
 
@@ -175,12 +203,14 @@ def test_stream_is_closed_a_few_tokens_after_the_first_invalid_byte(small_sql):
         finally:
             closed.set()
 
-    result = run(FunctionDraft(streaming, continues_prefix=True), small_sql, max_draft_calls=1)
-    # Read on until the evidence held four words or marks (ILIKE ' a '), then closed: the
+    with pytest.raises(GuideExhausted) as exhausted:  # one call allowed, and no target
+        run(FunctionDraft(streaming, continues_prefix=True), small_sql, max_draft_calls=1)
+    # Read on until the evidence held six words or marks (ILIKE ' a ' AND y), then closed: the
     # evidence shows the draft meant LIKE.
-    assert pulled[-1] == " 'a'"
+    assert pulled[-1] == " y"
     assert closed.wait(5)
-    assert result.text == "SELECT * FROM users WHERE x LIKE 'a'"
+    result = exhausted.value.result
+    assert result.text == "SELECT * FROM users WHERE x LIKE 'a' AND y"
     assert [c.detail for c in corrections(result)] == ["replaced 'ILIKE' with 'LIKE'"]
 
 
@@ -194,7 +224,7 @@ def test_evidence_read_ahead_is_bounded(small_sql):
 
     with pytest.raises(GuideExhausted):
         run(FunctionDraft(streaming, continues_prefix=True), small_sql, max_draft_calls=1)
-    assert len(pulled) == 7 + 6  # the invalid token and six more, then the stream was closed
+    assert len(pulled) == 7 + 8  # the invalid token and eight more, then the stream was closed
 
 
 def test_async_generator_draft_is_closed_early(small_sql):
