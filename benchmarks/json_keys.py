@@ -22,7 +22,8 @@ the generation wall time; model loading and grammar compilation excluded), the s
 that ``json.loads`` accepts as an object with exactly n keys, all string values, corrections,
 wall time.
 
-Run: ``python -m benchmarks.json_keys [--quick] [--trials T] [--keys 10 20] [--no-baseline]``.
+Run: ``python -m benchmarks.json_keys [--quick] [--trials T] [--keys 10 20] [--no-baseline]
+[--baseline-keys 10] [--baseline-trials 1]``.
 """
 
 from __future__ import annotations
@@ -161,10 +162,15 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--trials", type=int, default=None)
     parser.add_argument("--keys", type=int, nargs="+", default=None)
     parser.add_argument("--no-baseline", action="store_true", help="skip grammar-guide 0.0.11")
+    parser.add_argument("--baseline-keys", type=int, nargs="+", default=None,
+                        help="n for grammar-guide 0.0.11 (default: all of --keys; it is ~20x slower)")
+    parser.add_argument("--baseline-trials", type=int, default=None, help="trials for grammar-guide 0.0.11")
     parser.add_argument("--results-dir", type=Path, default=None)
     args = parser.parse_args(argv)
     keys = args.keys or ([10, 20] if args.quick else [10, 20, 30, 40])
     trials = args.trials or (1 if args.quick else 3)
+    baseline_keys = [n for n in (args.baseline_keys or keys) if n in keys]
+    baseline_trials = args.baseline_trials or trials
     info = machine()
 
     rows, target = run_ours_side(keys, trials)
@@ -173,7 +179,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         for mode, name in (("json_transformers", "gg-0.0.11 transformers"), ("json_generic", "gg-0.0.11 generic")):
             print(f"[{NAME}] {name} ...", file=sys.stderr, flush=True)
             try:
-                rows[name] = run_gg0011(mode, keys, trials, target.lm.format_prompt)
+                rows[name] = run_gg0011(mode, baseline_keys, baseline_trials, target.lm.format_prompt)
             except Exception as exc:  # reported, never faked
                 notes[name] = f"{type(exc).__name__}: {exc}"
                 print(f"[{NAME}] {name} failed: {notes[name]}", file=sys.stderr, flush=True)
@@ -185,6 +191,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         summary[method] = {}
         for n in keys:
             runs = [r for r in method_rows if r["n"] == n]
+            if not runs:
+                continue  # the baseline was not run at this n
             for r in runs:
                 r["tokens"] = r.get("generated_tokens") or count(r["text"] or "")
                 r["valid"] = is_valid(r["text"], n)
@@ -226,7 +234,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     payload = {
         "benchmark": NAME,
         "machine": info,
-        "settings": {"keys": keys, "trials": trials, "lookahead": LOOKAHEAD, "prompt": PROMPT,
+        "settings": {"keys": keys, "trials": trials, "baseline_keys": baseline_keys,
+                     "baseline_trials": baseline_trials, "lookahead": LOOKAHEAD, "prompt": PROMPT,
                      "gg_stop_at": GG_STOP_AT, "gg_max_grammar_corrections": GG_MAX_CORRECTIONS},
         "summary": {m: {str(n): s for n, s in per.items()} for m, per in summary.items()},
         "targets": {str(n): t for n, t in targets.items()},
