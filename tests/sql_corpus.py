@@ -39,7 +39,11 @@ SQLGLOT_FILES = [
     "tests/fixtures/optimizer/tpc-ds/tpc-ds.sql",
 ]
 PGLAST_DIR = "libpg_query/test/sql/postgres_regress/"
-FORMAT = 1
+# Bumped whenever the oracle's labels change, so that cached corpora are labelled again
+# (2: the oracle attaches a schema it creates a table in, strips quotes from database names and
+# renames its placeholder column when a statement adds a column of that name; a DEFAULT that is
+# not constant and a qualified temporary name count as the text-only errors they are).
+FORMAT = 2
 
 
 @dataclass(frozen=True)

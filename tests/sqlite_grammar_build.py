@@ -1,9 +1,7 @@
-"""Build grammars/sqlite.lark, the lean variant of the SQLite grammar.
+"""Build grammars/sqlite.lark, the shipped SQLite grammar, from its readable source.
 
-The readable source grammars/src/sqlite.lark (a copy of grammars/src/sqlite.lark, the source
-of grammars/sqlite.lark) is written as if tokens were separated by ignored whitespace.
-grammars/sqlite.lark (tests/sqlite_grammar_build.py) makes word separation part of every token,
-which is exact but large and slow. This build keeps the source as a Lark user would write it:
+The source grammars/src/sqlite.lark is written as if tokens were separated by ignored
+whitespace. This build keeps it as a Lark user would write it:
 
 * keywords stay plain case-insensitive literals (``"select"i``), and whitespace and comments are
   ``%ignore``d;
@@ -66,7 +64,7 @@ _TAIL = """
 // -- word-boundary guards ----------------------------------------------------------------------
 _guard: _WORD _NEVER
 _WORD: /(?:[A-Za-z_]|[^\\x00-\\x7f])(?:[A-Za-z0-9_$]|[^\\x00-\\x7f])*/
-_NUMWORD: /(?:[0-9]+(?:\\.[0-9]*)?|\\.[0-9]+)(?:[A-WYZa-wyz_$]|[^\\x00-\\x7f])(?:[A-Za-z0-9_$]|[^\\x00-\\x7f])*|(?:[1-9][0-9]*|0[0-9]+|[0-9]+\\.[0-9]*|\\.[0-9]+)[xX](?:[A-Za-z0-9_$]|[^\\x00-\\x7f])*|0[xX](?:(?:[G-Zg-z_$]|[^\\x00-\\x7f])(?:[A-Za-z0-9_$]|[^\\x00-\\x7f])*)?/
+_NUMWORD: /(?:[0-9]+(?:\\.[0-9]*)?|\\.[0-9]+)(?:[A-WYZa-wyz_$]|[^\\x00-\\x7f])(?:[A-Za-z0-9_$]|[^\\x00-\\x7f])*|(?:[1-9][0-9]*|0[0-9]+|[0-9]+\\.[0-9]*|\\.[0-9]+)[xX](?:[A-Za-z0-9_$]|[^\\x00-\\x7f])*|0[xX](?:(?:[G-Zg-z_$]|[^\\x00-\\x7f])(?:[A-Za-z0-9_$]|[^\\x00-\\x7f])*)?|0[xX]0*[1-9a-fA-F][0-9a-fA-F]{16}(?:[A-Za-z0-9_$]|[^\\x00-\\x7f])*/
 _NEVER: /[^\\s\\S]/
 
 // -- separators --------------------------------------------------------------------------------
@@ -96,7 +94,11 @@ _KEYWORD_LISTS = {"fallback_kw", "alias_kw", "window_nm_kw", "reserved_kw", "win
 # * column_ref/func_name: CAST and RAISE are never identifiers in an expression, and CURRENT_DATE,
 #   CURRENT_TIME, CURRENT_TIMESTAMP are never function names (SQLite's parser has an action for
 #   them there, so they do not fall back to ID).
-# * INTEGER: a hex literal of more than 16 significant digits ("hex literal too big").
+# * INTEGER: a hex literal of more than 16 significant digits ("hex literal too big"; such a
+#   literal is a _NUMWORD dead end), and not HEX_MIN (0x8000000000000000, too big under a minus).
+# Fifteen hex digits that are not all zeros (so that 0x8... is not 0x8000000000000000, HEX_MIN).
+_NOT_ZEROS_15 = "|".join("0" * k + "[1-9a-fA-F]" + "[0-9a-fA-F]" * (14 - k) if k < 14 else "0" * 14 + "[1-9a-fA-F]"
+                         for k in range(15))
 _OVERRIDES = {
     "joinop": """joinop: "," | "join"i | join_type "join"i
 join_type: jt_x | jt_x jt_y | jt_y jt_x | jt_x jt_y jt_y | jt_y jt_x jt_y | jt_y jt_y jt_x
@@ -109,7 +111,7 @@ jt_z: "natural"i | "inner"i | "cross"i""",
     "column_ref": """column_ref: expr_id | join_kw | nm "." nm | nm "." nm "." nm""",
     "func_name": """func_name: expr_id
 expr_id: IDENT | QUOTED_ID | BRACKET_ID | BACKTICK_ID | "indexed"i | window_kw | EXPR_KW_WORDS""",
-    "INTEGER": """INTEGER: /0[xX]0*[0-9a-fA-F]{1,16}|[0-9]+/""",
+    "INTEGER": f"""INTEGER: /0[xX]0*(?:[0-9a-fA-F]{{1,15}}|[0-79a-fA-F][0-9a-fA-F]{{15}}|8(?:{_NOT_ZEROS_15}))|[0-9]+/""",
 }
 _NOT_EXPR_IDS = {"cast", "raise", "current_date", "current_time", "current_timestamp"}
 
@@ -237,6 +239,196 @@ def _normalize(lines: list[str]) -> list[str]:
             body = body.split("@", 2)[2]
         result.append(f"{name}: {body}")
     return result
+
+
+# -- restricted expressions ------------------------------------------------------------------------
+#
+# Three places of the source take an expression that SQLite restricts from the text alone
+# (``const_expr``, ``frame_expr``, ``minus_operand``: see the source). The source spells them as
+# plain expressions; here each becomes a copy of the rules it needs, written out from the
+# normalized grammar (one alternative per line item, no EBNF left), so the restriction is exact:
+#
+# * constant (``c_``): every rule that can reach a column, a parameter, a subquery, a window or
+#   FILTER clause or ``IN table`` is copied without those alternatives (a column name becomes
+#   TRUE/FALSE, the only words that are constants);
+# * not beginning with a word (``nu_``): the rules that can begin with UNBOUNDED are copied with
+#   that word taken out of their first symbol (keyword-list terminals get a copy without it);
+# * not the literal HEX_MIN (``h_``): the chain of single-symbol alternatives (and parentheses)
+#   from the operand down to ``number`` is copied without HEX_MIN.
+
+_SYMBOL = re.compile(r'"(?:[^"\\]|\\.)*"i?|/(?:[^/\\]|\\.)*/|[^\s|]+|\|')
+
+
+class _Rules:
+    """The normalized grammar's rules (``head: alt | alt``) as symbol sequences."""
+
+    def __init__(self, lines: list[str]) -> None:
+        self.lines = lines
+        self.alts: dict[str, list[list[str]]] = {}
+        self.marks: dict[str, str] = {}  # the ``?`` or ``!`` before a head
+        self.terminals: dict[str, str] = {}
+        for line in lines:
+            if m := re.match(r"^([?!]?)([a-z_][a-z0-9_]*)\s*:(.*)$", line):
+                alts: list[list[str]] = [[]]
+                for sym in _SYMBOL.findall(m.group(3)):
+                    if sym == "|":
+                        alts.append([])
+                    else:
+                        alts[-1].append(sym)
+                self.alts[m.group(2)] = alts
+                self.marks[m.group(2)] = m.group(1)
+            elif m := re.match(r"^([A-Z_][A-Z0-9_]*)\s*:\s*(.*)$", line):
+                self.terminals[m.group(1)] = m.group(2)
+        self.nullable = self._nullable()
+
+    def _nullable(self) -> set[str]:
+        found: set[str] = set()
+        changed = True
+        while changed:
+            changed = False
+            for name, alts in self.alts.items():
+                if name not in found and any(all(s in found for s in alt) for alt in alts):
+                    found.add(name)
+                    changed = True
+        return found
+
+    def reaching(self, starts: set[str], edges) -> set[str]:
+        """The rules from which one of ``starts`` is reached along ``edges(alt)``."""
+        found = set(starts)
+        changed = True
+        while changed:
+            changed = False
+            for name, alts in self.alts.items():
+                if name not in found and any(set(edges(alt)) & found for alt in alts):
+                    found.add(name)
+                    changed = True
+        return found
+
+    def left_corner(self, alt: list[str]) -> list[int]:
+        """Positions of the symbols that can come first in ``alt`` (nullable ones, then one more)."""
+        out = []
+        for i, sym in enumerate(alt):
+            out.append(i)
+            if sym not in self.nullable:
+                break
+        return out
+
+    def line(self, name: str, alts: list[list[str]]) -> str:
+        return f"{self.marks.get(name, '')}{name}: " + " | ".join(" ".join(alt) for alt in alts)
+
+
+def _replace_rule(lines: list[str], name: str, body: str) -> list[str]:
+    pattern = re.compile(rf"^[?!]?{name}\s*:")
+    hits = [i for i, line in enumerate(lines) if pattern.match(line)]
+    if len(hits) != 1:
+        raise ValueError(f"expected one rule {name}, found {len(hits)}")
+    return lines[: hits[0]] + [f"{name}: {body}"] + lines[hits[0] + 1 :]
+
+
+def _constant_copy(rules: _Rules) -> list[str]:
+    forbidden = {"PARAM", "select", "filter_over", "filter_clause"}
+
+    def banned(alt: list[str]) -> bool:
+        return bool(forbidden & set(alt)) or any(a == "_k_in" and b == "nm" for a, b in zip(alt, alt[1:]))
+
+    tainted = rules.reaching({"column_ref"} | forbidden, lambda alt: alt)
+    tainted |= {n for n, alts in rules.alts.items() if any(banned(a) for a in alts)}
+    tainted = rules.reaching(tainted, lambda alt: alt)
+    reach = {"expr"}
+    todo = ["expr"]
+    while todo:
+        for alt in rules.alts[todo.pop()]:
+            if banned(alt):
+                continue
+            for sym in alt:
+                if sym in tainted and sym in rules.alts and sym not in reach:
+                    reach.add(sym)
+                    todo.append(sym)
+    out = []
+    for name in sorted(reach - {"column_ref"}):
+        alts = [[("TRUTH" if s == "column_ref" else f"c_{s}" if s in reach else s) for s in alt]
+                for alt in rules.alts[name] if not banned(alt)]
+        out.append(rules.line(f"c_{name}", alts))
+    out.append('TRUTH: /(?i:true|false)/')
+    return out
+
+
+def _without_first_word(rules: _Rules, word: str) -> list[str]:
+    matches = re.compile(rf"(?i:{word})")
+    word_terminals = {t for t, body in rules.terminals.items()
+                      if body.startswith("/(?i:") and word in body[5:-2].split("|")}
+
+    def firsts(alt: list[str]) -> list[str]:
+        return [alt[i] for i in rules.left_corner(alt)]
+
+    starts = word_terminals | {f"_k_{word}"}
+    able = rules.reaching(starts, firsts) - starts
+    copied = {"expr"} & able
+    todo = list(copied)
+    while todo:
+        for alt in rules.alts[todo.pop()]:
+            for sym in firsts(alt):
+                if sym in able and sym not in copied:
+                    copied.add(sym)
+                    todo.append(sym)
+    out = []
+    for name in sorted(copied):
+        alts = []
+        for alt in rules.alts[name]:
+            corner = rules.left_corner(alt)
+            if any(alt[i] == f"_k_{word}" or (alt[i].startswith('"') and matches.fullmatch(alt[i].strip('"i'))) for i in corner):
+                continue
+            alts.append([(f"nu_{s}" if s in copied else f"{s}_NU" if s in word_terminals else s) if i in corner else s
+                         for i, s in enumerate(alt)])
+        out.append(rules.line(f"nu_{name}", alts))
+    for t in sorted(word_terminals):
+        words = [w for w in rules.terminals[t][5:-2].split("|") if w != word]
+        out.append(f"{t}_NU: /(?i:{'|'.join(words)})/")
+    return out
+
+
+def _without_literal(rules: _Rules, start: str, literal: str) -> list[str]:
+    def whole(alt: list[str]) -> str | None:
+        """The symbol ``alt`` is, alone or in parentheses."""
+        if len(alt) == 1:
+            return alt[0]
+        return alt[1] if len(alt) == 3 and alt[0] == '"("' and alt[2] == '")"' else None
+
+    able = rules.reaching({literal}, lambda alt: [s for s in [whole(alt)] if s])
+    chain = {start}
+    todo = [start]
+    out_alts: dict[str, list[list[str]]] = {}
+    while todo:
+        name = todo.pop()
+        alts = []
+        for alt in rules.alts[name]:
+            inner = alt[1] if len(alt) == 3 else None
+            if alt == [literal]:
+                continue
+            if whole(alt) in able and whole(alt) != literal:
+                target = alt[0] if len(alt) == 1 else inner
+                if target not in chain:
+                    chain.add(target)
+                    todo.append(target)
+                alt = [f"h_{target}"] if inner is None else ['"("', f"h_{target}", '")"']
+            alts.append(alt)
+        out_alts[name] = alts
+    return [rules.line(f"h_{name}", alts) for name, alts in sorted(out_alts.items())]
+
+
+def _restricted_forms(lines: list[str]) -> list[str]:
+    """Write out ``const_expr``, ``frame_expr`` and ``minus_operand`` (see above)."""
+    rules = _Rules(lines)
+    lines = _replace_rule(lines, "const_expr", "c_expr")
+    lines = _replace_rule(lines, "frame_expr", "nu_expr")
+    lines = _replace_rule(lines, "minus_operand", "h_unary_expr")
+    lines += ["", "// -- a DEFAULT in parentheses: a constant expression ---------------------------------------"]
+    lines += _constant_copy(rules)
+    lines += ["", "// -- a frame bound: an expression that does not begin with the word UNBOUNDED -----------------"]
+    lines += _without_first_word(rules, "unbounded")
+    lines += ["", "// -- under a minus: not the literal 0x8000000000000000 ----------------------------------------"]
+    lines += _without_literal(rules, "unary_expr", "HEX_MIN")
+    return lines
 
 
 _NON_ASCII_RANGE = r"\u0080-\ud7ff\ue000-\U0010ffff"
@@ -371,11 +563,11 @@ def build(guards: bool = True) -> str:
             for name in named_keywords:
                 line = re.sub(rf"\b{name}\b", f"_k_{name.lower()}", line)
             if guards:
-                line = re.sub(r"^number:.*$", "number: INTEGER | FLOAT | _NUMWORD _NEVER", line)
+                line = re.sub(r"^number:.*$", "number: INTEGER | FLOAT | HEX_MIN | _NUMWORD _NEVER", line)
         out.append(line)
-    if guards and not any(line.startswith("number: INTEGER | FLOAT | _NUMWORD") for line in out):
+    if guards and not any(line.startswith("number: INTEGER | FLOAT | HEX_MIN | _NUMWORD") for line in out):
         raise ValueError("the source has no 'number' rule of the expected form")
-    out = _normalize(out)
+    out = _restricted_forms(_normalize(out))
     guard = " | _guard" if guards else ""
     kw_rules = ["", "// -- keywords, each with its guard --------------------------------------------------------"]
     # Each keyword's guard is the keyword glued to more word characters (SELECTa): only such a

@@ -64,6 +64,8 @@ _SYNTAX_ERRORS = re.compile(
     r"AUTOINCREMENT is only allowed on an INTEGER PRIMARY KEY|"
     r"unknown or unsupported join type|"
     r"unknown table option|"
+    r"default value of column .* is not constant|"
+    r"temporary table name must be unqualified|temporary trigger may not have qualified name|"
     r"set list",
     re.IGNORECASE,
 )
@@ -152,6 +154,8 @@ class _Connection:
         rc = self.lib.sqlite3_open_v2(b":memory:", ctypes.byref(self.db), flags, None)
         if rc != SQLITE_OK:
             raise RuntimeError(f"sqlite3_open_v2 failed with {rc}")
+        #: Tables that ``_repair`` created (quoted, schema-qualified where given).
+        self.created: list[str] = []
 
     def close(self) -> None:
         self.lib.sqlite3_close_v2(self.db)
@@ -185,14 +189,43 @@ def _split_name(name: str) -> tuple[str | None, str]:
     return None, name
 
 
+def _unquote(name: str) -> str:
+    """A name as SQLite's messages print it, without the quotes it was written with."""
+    name = name.strip()
+    for left, right in ('""', "``", "[]"):
+        if len(name) >= 2 and name[0] == left and name[-1] == right:
+            inner = name[1:-1]
+            return inner.replace(left * 2, left) if left == right else inner
+    return name
+
+
+# The placeholder column of the tables ``_repair`` creates, and its new name when a statement
+# adds a column of that name (``ALTER TABLE t ADD COLUMN x``).
+_PLACEHOLDER = "x"
+_PLACEHOLDER_RENAMED = "x placeholder of the oracle"
+
+
 def _repair(conn: _Connection, message: str) -> bool:
     """Create what a semantic error asks for; ``False`` when the error is not one we can repair."""
     if m := re.match(r"no such table: (.+)$", message):
         schema, table = _split_name(m.group(1))
         target = (f"{_quote(schema)}." if schema else "") + _quote(table)
-        return conn.execute(f"CREATE TABLE {target}(x)")
+        created = conn.execute(f"CREATE TABLE {target}({_PLACEHOLDER})") or (
+            schema is not None  # the schema is not attached yet: attach it, then create
+            and conn.execute(f"ATTACH ':memory:' AS {_quote(schema)}")
+            and conn.execute(f"CREATE TABLE {target}({_PLACEHOLDER})")
+        )
+        if created:
+            conn.created.append(target)
+        return created
+    if m := re.match(r"duplicate column name: (.+)$", message):
+        if _unquote(m.group(1)).lower() != _PLACEHOLDER or not conn.created:
+            return False
+        renamed = [conn.execute(f"ALTER TABLE {t} RENAME COLUMN {_PLACEHOLDER} TO {_quote(_PLACEHOLDER_RENAMED)}")
+                   for t in conn.created]
+        return any(renamed)
     if m := re.match(r"unknown database (.+)$", message):
-        return conn.execute(f"ATTACH ':memory:' AS {_quote(m.group(1).strip())}")
+        return conn.execute(f"ATTACH ':memory:' AS {_quote(_unquote(m.group(1)))}")
     if m := re.match(r"no such collation sequence: (.+)$", message):
         name = m.group(1).encode()
         rc = conn.lib.sqlite3_create_collation_v2(

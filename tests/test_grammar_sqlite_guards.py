@@ -50,8 +50,10 @@ def test_no_rule_blows_up_into_many_alternatives() -> None:
     names = {str(name): n for name, n in counts.items()}
     # As written in the source (in plain Lark: 65, 128 and 54 alternatives).
     assert names["oneselect"] == 2 and names["update_stmt"] == 1 and names["eq_expr"] == 8
-    # Each keyword adds one rule and one terminal for its glued-word guard (SELECTa).
-    assert sum(counts.values()) < 1300
+    # Each keyword adds one rule and one terminal for its glued-word guard (SELECTa); the three
+    # restricted expression forms (constant, no leading UNBOUNDED, no HEX_MIN under a minus) add
+    # about 70 copied rules.
+    assert sum(counts.values()) < 1400
     assert len(parser.terminals) < 400
 
 
@@ -89,6 +91,14 @@ def test_no_rule_blows_up_into_many_alternatives() -> None:
         # its last hex digit (0x1Fg is 0x1F AS g), a decimal one may not touch a letter.
         "SELECT fromx FROM t AS selecty WHERE wherez = 1 AND NOTa",
         "SELECT 0x1Fg",
+        # The restricted forms: a temporary table qualified with temp, a constant DEFAULT, a
+        # frame bound that begins with a quoted "unbounded" or a longer word, and the smallest
+        # 64-bit hex literal where no minus applies to it alone.
+        "CREATE TEMP TABLE temp.x (a); CREATE TEMP VIEW \"TEMP\".v AS SELECT 1; CREATE TEMP TABLE [temp].y (a)",
+        "CREATE TABLE t (a DEFAULT (abs(-1) + 2 || 'x'), b DEFAULT (CASE WHEN TRUE THEN x'00' END), c DEFAULT (1 IN (1, 2)), "
+        "d DEFAULT (CAST(1 AS TEXT) COLLATE nocase), e DEFAULT (count(*)), f DEFAULT (false), g DEFAULT x)",
+        "SELECT sum(x) OVER (ROWS BETWEEN \"unbounded\"(1) PRECEDING AND unboundedx FOLLOWING) FROM t",
+        "SELECT 0x8000000000000000, 1 - 0x8000000000000000, -(+0x8000000000000000), 0x0000ffffffffffffffff",
     ],
 )
 def test_accepts_the_documented_language(grammar: Grammar, sql: str) -> None:
@@ -119,6 +129,23 @@ def test_accepts_the_documented_language(grammar: Grammar, sql: str) -> None:
         "SELECT 1 ORDER BY 1 UNION SELECT 2",
         "SELECT 1e",
         "",
+        "CREATE TEMP TABLE main.x (a)",
+        "CREATE TEMP VIEW main.v AS SELECT 1",
+        "CREATE TEMP TRIGGER temp.tr AFTER INSERT ON t BEGIN SELECT 1; END",
+        "CREATE TABLE t (a DEFAULT (a))",
+        "CREATE TABLE t (a DEFAULT (abs(b)))",
+        "CREATE TABLE t (a DEFAULT (\"quoted\"))",
+        "CREATE TABLE t (a DEFAULT ((SELECT 1)))",
+        "CREATE TABLE t (a DEFAULT (?))",
+        "CREATE TABLE t (a DEFAULT (1 IN u))",
+        "CREATE TABLE t (a DEFAULT (count(1) FILTER (WHERE 1)))",
+        "CREATE TABLE t (a DEFAULT (abs(1) OVER ()))",
+        "SELECT sum(x) OVER (ROWS BETWEEN unbounded(1) PRECEDING AND CURRENT ROW) FROM t",
+        "SELECT sum(x) OVER (ROWS unbounded + 1 PRECEDING) FROM t",
+        "SELECT -0x8000000000000000",
+        "SELECT - (0x08000000000000000)",
+        "SELECT 0x10000000000000000",
+        "SELECT 0x1234567890abcdefa",
     ],
 )
 def test_rejects_what_sqlite_rejects(grammar: Grammar, sql: str) -> None:
@@ -174,9 +201,12 @@ def test_recall_on_sqlite_valid_corpus(grammar: Grammar, corpus: list[CorpusStat
     assert accepted / len(sample) >= 0.95
 
 
-def test_precision_on_corpus(grammar: Grammar, corpus: list[CorpusStatement]) -> None:
-    sample = _sample(corpus, "invalid")
-    wrongly = [s.sql for s in sample if grammar.is_complete(s.sql)]
+def test_recall_and_precision_on_the_whole_corpus(grammar: Grammar, corpus: list[CorpusStatement]) -> None:
+    # Every labelled statement (about 42,000; 20 s): the figures of grammars/README.md.
+    missed = [s.sql for s in corpus if s.label == "valid" and not grammar.is_complete(s.sql)]
+    wrongly = [s.sql for s in corpus if s.label == "invalid" and grammar.is_complete(s.sql)]
+    valid = sum(s.label == "valid" for s in corpus)
+    assert valid > 15_000 and 1 - len(missed) / valid >= 0.95
     assert wrongly == []
 
 
