@@ -163,7 +163,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--keys", type=int, nargs="+", default=None)
     parser.add_argument("--no-baseline", action="store_true", help="skip grammar-guide 0.0.11")
     parser.add_argument("--baseline-keys", type=int, nargs="+", default=None,
-                        help="n for grammar-guide 0.0.11 (default: all of --keys; it is ~20x slower)")
+                        help="n for grammar-guide 0.0.11 (default: all of --keys)")
     parser.add_argument("--baseline-trials", type=int, default=None, help="trials for grammar-guide 0.0.11")
     parser.add_argument("--results-dir", type=Path, default=None)
     args = parser.parse_args(argv)
