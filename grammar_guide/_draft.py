@@ -99,9 +99,13 @@ async def iterate_in_thread(iterator: Iterator[str]) -> AsyncIterator[str]:
     """
     done = object()
     step: concurrent.futures.Future[Any] | None = None
+    # One thread for the whole iterator: a local model then runs every step on the same thread
+    # (torch's CPU thread pool is per calling thread: steps hopping between pool threads ran
+    # about 20% slower, measured on SmolLM2 with 2 cores).
+    worker = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="grammar-guide-draft")
     try:
         while True:
-            step = _EXECUTOR.submit(next, iterator, done)
+            step = worker.submit(next, iterator, done)
             chunk = await asyncio.wrap_future(step)
             if chunk is done:
                 return
@@ -116,9 +120,7 @@ async def iterate_in_thread(iterator: Iterator[str]) -> AsyncIterator[str]:
                 step.add_done_callback(lambda _: close())
             else:
                 close()
-
-
-_EXECUTOR = concurrent.futures.ThreadPoolExecutor(max_workers=32, thread_name_prefix="grammar-guide-draft")
+        worker.shutdown(wait=False)
 
 
 _PREFIX_NAMES = {"prefix", "accepted_text", "accepted", "text", "prefill", "partial"}

@@ -18,6 +18,8 @@ The KV cache is kept across calls, so a later call only feeds the tokens that di
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
+import functools
 import threading
 import time
 from dataclasses import dataclass
@@ -92,6 +94,7 @@ class TargetModel:
         self.seed = seed
         self._kv = KVCache(lm)
         self._lock = threading.Lock()
+        self._worker = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="grammar-guide-target")
         self._matchers: dict[str, llg.LLMatcher] = {}
         #: Prompt-and-text tokens that calls took from the KV cache instead of feeding again.
         self.prefill_tokens_saved = 0
@@ -159,16 +162,13 @@ class TargetModel:
         finish: bool = False,
         min_terminals: int = 1,
     ) -> Continuation:
-        """``continue_text`` in a worker thread (calls run one at a time)."""
-        return await asyncio.to_thread(
-            self.continue_text,
-            prompt,
-            text,
-            grammar,
-            max_new_tokens=max_new_tokens,
-            finish=finish,
-            min_terminals=min_terminals,
+        """``continue_text`` in this target's worker thread (calls run one at a time, always on
+        the same thread: torch's CPU thread pool is per calling thread)."""
+        run = functools.partial(
+            self.continue_text, prompt, text, grammar,
+            max_new_tokens=max_new_tokens, finish=finish, min_terminals=min_terminals,
         )
+        return await asyncio.get_running_loop().run_in_executor(self._worker, run)
 
     # -- machinery ----------------------------------------------------------------------------
 

@@ -75,8 +75,14 @@ class TransformersDraft(SyncDraft):
         top_p: float = 1.0,
         seed: int | None = None,
     ) -> TransformersDraft:
-        """A draft over the target's loaded model (no second copy in memory; separate KV caches)."""
-        return cls(target.lm, temperature=temperature, top_p=top_p, seed=seed)
+        """A draft over the target's loaded model: no second copy in memory, and one KV cache.
+
+        Draft and target then read the same text with the same model, so each reuses what the
+        other computed: a repair does not prefill the whole text again, and neither does the
+        draft when it resumes after one (the cache keeps the longest common prefix)."""
+        draft = cls(target.lm, temperature=temperature, top_p=top_p, seed=seed)
+        draft._kv = target._kv
+        return draft
 
     def __repr__(self) -> str:
         return f"<TransformersDraft {self.lm.name} on {self.lm.device}>"

@@ -122,10 +122,20 @@ def test_async_stream_and_aclose():
 
 
 @pytest.mark.model
-def test_shares_the_targets_model_with_its_own_cache():
+def test_shares_the_targets_model_and_cache():
+    from grammar_guide import Grammar
+
     target = TargetModel.load()
     draft = TransformersDraft.from_target(target)
-    assert draft.lm is target.lm
+    assert draft.lm is target.lm and draft._kv is target._kv
     chunks, call = _run(draft, "SELECT name", 4)
     assert call.tokens_out == 4 and chunks
-    assert draft._kv is not target._kv
+    # The target continues the draft's text from the shared cache: only the tokens after the
+    # common prefix are fed, and the result is what a target with a cache of its own writes.
+    grammar = Grammar.from_lark('start: "SELECT" NAME "FROM" NAME\nNAME: /[a-z_]+/\n%ignore " "\n')
+    text = "SELECT name" + "".join(chunks).split(" FROM")[0]
+    before = target.prefill_tokens
+    shared = target.continue_text(PROMPT, text, grammar, max_new_tokens=6)
+    assert target.prefill_tokens - before < 6
+    alone = TargetModel(target.lm).continue_text(PROMPT, text, grammar, max_new_tokens=6)
+    assert shared.text == alone.text
