@@ -122,7 +122,7 @@ def prefill_run(target_cls, draft_cls, gg, grammar) -> dict[str, int]:
                 saved.append(call.extra.get("prefill_tokens_saved", 0))
                 fed.append(call.tokens_in or 0)
 
-    draft = CountingDraft(target.lm)
+    draft = CountingDraft.from_target(target)  # one model and one KV cache for both
     target_calls = [0]
     original = target.continue_text
 
