@@ -341,8 +341,10 @@ class KVCache:
         self.ids: list[int] = []
         self._cache: Any = None
         self._last_logits: torch.Tensor | None = None
-        #: Tokens fed to the model so far.
+        self._rows: Any = None  # the logits of the last ``verify``
+        #: Tokens fed to the model so far, and in how many forward passes.
         self.prefilled_tokens = 0
+        self.forward_passes = 0
 
     def reset(self) -> None:
         self.ids = []
@@ -382,8 +384,57 @@ class KVCache:
         self._cache = out.past_key_values
         self.ids = list(ids)
         self.prefilled_tokens += len(new)
+        self.forward_passes += 1
         self._last_logits = out.logits[0, -1].float()
         return self._last_logits
+
+    def verify(self, ids: list[int], guess: list[int]) -> torch.Tensor:
+        """Logits after ``ids`` and after each prefix of ``ids + guess``, from one forward pass.
+
+        Row ``i`` (``0 <= i <= len(guess)``) holds the logits for the token after
+        ``ids + guess[:i]``. The cache is left holding ``ids + guess``; ``keep`` then drops the
+        guessed tokens that were wrong.
+        """
+        import torch
+
+        if not ids or not guess:
+            raise ValueError("verify needs a context and a guess")
+        keep = self.common_prefix(ids)
+        reuse = keep == len(ids) == len(self.ids) and self._last_logits is not None
+        if not reuse:
+            keep = min(keep, len(ids) - 1)
+            if self._cache is not None and keep < len(self.ids):
+                self._cache.crop(keep - len(self.ids))
+            if keep == 0:
+                self._cache = None
+        new = ids[keep:] + guess
+        with torch.inference_mode():
+            out = self.lm.model(
+                input_ids=torch.tensor([new], device=self.lm.device),
+                past_key_values=self._cache,
+                use_cache=True,
+                logits_to_keep=len(guess) + (0 if reuse else 1),
+            )
+        rows = out.logits[0].float()
+        if reuse:
+            rows = torch.cat([self._last_logits[None], rows])
+        self._cache = out.past_key_values
+        self.ids = list(ids) + list(guess)
+        self.prefilled_tokens += len(new)
+        self.forward_passes += 1
+        self._last_logits = rows[-1]
+        self._rows = rows
+        return rows
+
+    def keep(self, n: int) -> None:
+        """Drop all but the first ``n`` tokens of the last ``verify`` (its context included)."""
+        drop = len(self.ids) - n
+        if drop < 0 or drop > len(self._rows) - 1:
+            raise ValueError(f"keep({n}) outside the last verify")
+        if drop:
+            self._cache.crop(-drop)
+            del self.ids[n:]
+            self._last_logits = self._rows[len(self._rows) - 1 - drop]
 
 
 class Sampler:

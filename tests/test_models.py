@@ -165,6 +165,33 @@ def test_continuing_after_a_crop_gives_the_logits_of_a_fresh_prefill(which):
     torch.testing.assert_close(stepped, again, atol=1e-3, rtol=1e-3)
 
 
+@pytest.mark.parametrize("which", ["tiny", pytest.param("smollm2", marks=pytest.mark.model)])
+@pytest.mark.parametrize("cached", [False, True])
+def test_verifying_a_guess_gives_the_logits_of_each_step_and_keep_drops_the_rest(which, cached):
+    lm = tiny_model() if which == "tiny" else smollm2()
+    ids = lm.prompt_ids("Write a query.") + lm.text_ids("SELECT name, age FROM users WHERE")
+    guess = lm.text_ids(" age > 30 ORDER BY name")
+    kv = KVCache(lm)
+    if cached:
+        kv.advance(ids)  # the context is in the cache already: only the guess is fed
+    before = kv.prefilled_tokens, kv.forward_passes
+    rows = kv.verify(ids, guess).clone()
+    assert rows.shape == (len(guess) + 1, lm.n_vocab)
+    assert kv.forward_passes == before[1] + 1
+    assert kv.prefilled_tokens - before[0] == len(guess) + (0 if cached else len(ids))
+    for i in (0, 3, len(guess)):
+        step = KVCache(lm).advance(ids + guess[:i])
+        torch.testing.assert_close(rows[i], step, atol=1e-3, rtol=1e-3)
+    # Keep three guessed tokens: the cache then continues as a fresh prefill of them would.
+    kv.keep(len(ids) + 3)
+    assert kv.ids == ids + guess[:3]
+    after = kv.advance(ids + guess[:3] + [guess[3]])
+    fresh = KVCache(lm).advance(ids + guess[:4])
+    torch.testing.assert_close(after, fresh, atol=1e-3, rtol=1e-3)
+    with pytest.raises(ValueError):
+        kv.keep(len(ids) + 10)
+
+
 def _without_template(tokenizer):
     import copy
 
