@@ -5,11 +5,15 @@ string keys, prompt "Here is a JSON object, with {n} keys, using only string val
 a SmolLM model, token lookahead 20, greedy, 3 trials. Here, in one run and on one machine, with
 SmolLM2-135M-Instruct (the same weights on both sides) as draft and target:
 
-- ``ours``: ``TransformersDraft`` (KV-cache backtracking) + ``TargetModel``, sharing one model;
+- ``ours``: ``TransformersDraft`` (KV-cache backtracking, prompt-lookup guesses checked in one
+  forward pass) + ``TargetModel``, sharing one model; ``ours, lookup off``: the same with
+  ``lookup=0`` (one forward pass per token), to show what the guesses add;
 - ``gg-0.0.11 transformers`` and ``gg-0.0.11 generic``: grammar-guide 0.0.11 from PyPI in its own
   venv (``baseline_env.py``), its transformers path and its generic path with a greedy
   ``model.generate`` function as the draft; ``stop_at=["```", "}"]`` as in its own benchmark;
 - ``unconstrained``: ``model.generate`` with the same model and prompt (greedy, stops at ```);
+  ``unconstrained, lookup``: the same with transformers' own prompt-lookup decoding
+  (``prompt_lookup_num_tokens=4``), the fair peer of ours' guesses;
 - ``constrained``: the target alone, a grammar mask at every token (``TargetModel.continue_text``
   with ``finish=True``; tokens the grammar forces are appended without sampling).
 
@@ -94,34 +98,39 @@ def run_ours_side(keys: list[int], trials: int) -> tuple[dict[str, list[dict[str
     # Warm-up (first-call overheads are not generation speed).
     with torch.inference_mode():
         lm.model.generate(**lm.tokenizer("Hello", return_tensors="pt"), max_new_tokens=4, do_sample=False)
-    out: dict[str, list[dict[str, Any]]] = {"ours": [], "unconstrained": [], "constrained": []}
+    drafts = {"ours": draft, "ours, lookup off": TransformersDraft.from_target(target, lookup=0)}
+    generate_options = {"unconstrained": {}, "unconstrained, lookup": {"prompt_lookup_num_tokens": 4}}
+    out: dict[str, list[dict[str, Any]]] = {name: [] for name in [*drafts, *generate_options, "constrained"]}
     for n in keys:
         grammar = gg.Grammar.from_lark(grammar_text(n), name=f"json-{n}-keys")
         prompt = PROMPT.format(n=n)
         for trial in range(trials):
-            t0 = time.perf_counter()
-            error = None
-            try:
-                result = gg.guide(draft, grammar, prompt, target=target, lookahead=LOOKAHEAD, max_corrections=100,
-                                  max_draft_calls=200, max_new_tokens=4096, stop=["```"])
-            except GuideExhausted as exc:
-                result, error = exc.result, str(exc)
-            seconds = time.perf_counter() - t0
-            out["ours"].append({"n": n, "trial": trial, "text": result.text, "seconds": seconds, "error": error,
-                                "corrections": result.stats.corrections, "draft_calls": result.stats.draft_calls,
-                                "target_tokens": result.stats.target_tokens})
+            for name, method_draft in drafts.items():
+                t0 = time.perf_counter()
+                error = None
+                try:
+                    result = gg.guide(method_draft, grammar, prompt, target=target, lookahead=LOOKAHEAD,
+                                      max_corrections=100, max_draft_calls=200, max_new_tokens=4096, stop=["```"])
+                except GuideExhausted as exc:
+                    result, error = exc.result, str(exc)
+                seconds = time.perf_counter() - t0
+                out[name].append({"n": n, "trial": trial, "text": result.text, "seconds": seconds, "error": error,
+                                  "corrections": result.stats.corrections, "draft_calls": result.stats.draft_calls,
+                                  "target_tokens": result.stats.target_tokens})
 
             ids = lm.prompt_ids(prompt)
-            t0 = time.perf_counter()
-            with torch.inference_mode():
-                generated = lm.model.generate(torch.tensor([ids]), attention_mask=torch.ones(1, len(ids), dtype=torch.long),
-                                              max_new_tokens=16 * n + 64, do_sample=False, stop_strings=["```"],
-                                              tokenizer=lm.tokenizer, pad_token_id=lm.tokenizer.eos_token_id)
-            seconds = time.perf_counter() - t0
-            new = generated[0, len(ids):].tolist()
-            text = lm.tokenizer.decode(new, skip_special_tokens=True)
-            out["unconstrained"].append({"n": n, "trial": trial, "text": text, "seconds": seconds, "error": None,
-                                         "corrections": 0, "generated_tokens": len(new)})
+            for name, options in generate_options.items():
+                t0 = time.perf_counter()
+                with torch.inference_mode():
+                    generated = lm.model.generate(
+                        torch.tensor([ids]), attention_mask=torch.ones(1, len(ids), dtype=torch.long),
+                        max_new_tokens=16 * n + 64, do_sample=False, stop_strings=["```"], tokenizer=lm.tokenizer,
+                        pad_token_id=lm.tokenizer.eos_token_id, **options)
+                seconds = time.perf_counter() - t0
+                new = generated[0, len(ids):].tolist()
+                text = lm.tokenizer.decode(new, skip_special_tokens=True)
+                out[name].append({"n": n, "trial": trial, "text": text, "seconds": seconds, "error": None,
+                                  "corrections": 0, "generated_tokens": len(new)})
 
             t0 = time.perf_counter()
             cont = target.continue_text(prompt, "", grammar, max_new_tokens=16 * n + 64, finish=True)
@@ -129,9 +138,9 @@ def run_ours_side(keys: list[int], trials: int) -> tuple[dict[str, list[dict[str
             out["constrained"].append({"n": n, "trial": trial, "text": cont.text, "seconds": seconds, "error": None,
                                        "corrections": 0, "sampled_tokens": cont.sampled_tokens,
                                        "forced_tokens": cont.forced_tokens})
-            print(f"[{NAME}] n={n} trial={trial}: ours {out['ours'][-1]['seconds']:.1f}s, "
-                  f"unconstrained {out['unconstrained'][-1]['seconds']:.1f}s, "
-                  f"constrained {out['constrained'][-1]['seconds']:.1f}s", file=sys.stderr, flush=True)
+            print(f"[{NAME}] n={n} trial={trial}: " + ", ".join(f"{name} {runs[-1]['seconds']:.1f}s"
+                                                             for name, runs in out.items()),
+                  file=sys.stderr, flush=True)
     return out, target
 
 
@@ -221,6 +230,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             targets[n] = {
                 "ours >= 2x gg-0.0.11 transformers tokens/s": None if gg is None else ours["tokens_per_s"] >= 2 * gg["tokens_per_s"],
                 "ours >= unconstrained tokens/s": ours["tokens_per_s"] >= un["tokens_per_s"],
+                "ours >= unconstrained with lookup tokens/s":
+                    ours["tokens_per_s"] >= summary["unconstrained, lookup"][n]["tokens_per_s"],
                 "ours 100% valid": ours["valid"] == 1.0,
             }
     print(f"\nJSON with exactly n string keys: SmolLM2-135M-Instruct draft and target, lookahead {LOOKAHEAD}, greedy, "

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ._errors import GrammarError
-from ._models import KVCache, LoadedModel, Sampler, healing_mask, load_model
+from ._models import KVCache, LoadedModel, LookupCache, Sampler, TokenLookup, healing_mask, load_model
 from ._trace import Alternative
 
 if TYPE_CHECKING:
@@ -77,6 +77,9 @@ class TargetModel:
 
     Build one with ``TargetModel.load()`` (the default SmolLM2-135M-Instruct, or any Hugging Face
     causal LM by id or folder). Calls are serialised; the KV cache is reused between them.
+    Up to ``lookup`` tokens guessed from the text so far (``TokenLookup``) are run through the
+    model with each step, so a guessed token the target then writes needs no forward pass of its
+    own; ``lookup=0`` turns this off. What the target writes is the same either way.
     """
 
     def __init__(
@@ -86,13 +89,19 @@ class TargetModel:
         temperature: float = 0.0,
         top_p: float = 1.0,
         seed: int | None = None,
+        lookup: int = 4,
     ) -> None:
+        if lookup < 0:
+            raise ValueError("lookup must be >= 0")
         self._sampler = Sampler(temperature, top_p, seed)
         self.lm = lm
         self.temperature = temperature
         self.top_p = top_p
         self.seed = seed
         self._kv = KVCache(lm)
+        #: Guesses of the next tokens, run through the model in one forward pass (``None`` with
+        #: ``lookup=0``); what the target writes does not depend on them.
+        self.lookup = TokenLookup(lookup) if lookup else None
         self._lock = threading.Lock()
         self._worker = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="grammar-guide-target")
         self._matchers: dict[str, llg.LLMatcher] = {}
@@ -114,9 +123,11 @@ class TargetModel:
         temperature: float = 0.0,
         top_p: float = 1.0,
         seed: int | None = None,
+        lookup: int = 4,
     ) -> TargetModel:
         """Load ``model`` (the default SmolLM2-135M-Instruct when ``None``); see ``load_model``."""
-        return cls(load_model(model, device=device, dtype=dtype), temperature=temperature, top_p=top_p, seed=seed)
+        return cls(load_model(model, device=device, dtype=dtype), temperature=temperature, top_p=top_p, seed=seed,
+                   lookup=lookup)
 
     def __repr__(self) -> str:
         return f"<TargetModel {self.lm.name} on {self.lm.device}>"
@@ -215,7 +226,8 @@ class TargetModel:
         saved = min(self._kv.common_prefix(context), len(context) - 1)
         self.prefill_tokens_saved += saved
         self.prefill_tokens += len(context) - saved
-        logits = self._kv.advance(context)
+        cache = LookupCache(self._kv, self.lookup)
+        logits = cache.advance(context, max_new_tokens)
 
         # Grammars with dead-end guards (a keyword glued to a word leads to a terminal that
         # matches nothing) look valid to the mask inside such a word: probe each chosen token
@@ -244,7 +256,7 @@ class TargetModel:
                         break
                     if len(new) >= max_new_tokens:
                         break
-                    logits = self._kv.advance(context + new)
+                    logits = cache.advance(context + new, max_new_tokens - len(new))
                     continue
             accepting = not pending and matcher.is_accepting()
             own = int(logits.argmax())
@@ -304,7 +316,7 @@ class TargetModel:
                 break
             if len(new) >= max_new_tokens:
                 break
-            logits = self._kv.advance(context + new)
+            logits = cache.advance(context + new, max_new_tokens - len(new))
 
         self.last_token_ids = tuple(kept + new)
         generated = b"".join(token_bytes[t] for t in new)

@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Iterator
 
 from grammar_guide import DraftCall, SyncDraft
-from grammar_guide._models import KVCache, LoadedModel, Sampler, healing_mask, load_model
+from grammar_guide._models import KVCache, LoadedModel, LookupCache, Sampler, TokenLookup, healing_mask, load_model
 
 if TYPE_CHECKING:
     from grammar_guide import TargetModel
@@ -31,9 +31,10 @@ class TransformersDraft(SyncDraft):
     Face causal LM by id or folder) or ``TransformersDraft.from_target(target)`` to share the
     target's loaded model. Greedy by default; ``temperature``/``top_p`` with a ``seed`` sample.
 
-    When greedy, the draft guesses up to ``lookup`` next tokens from the tokens so far and checks
-    them in one forward pass, keeping those the model agrees with: the same tokens as one-at-a-time
-    decoding, in fewer passes on repetitive text. ``lookup=0`` turns guessing off.
+    The draft guesses up to ``lookup`` next tokens from the tokens so far and runs them through
+    the model in one forward pass (``TokenLookup``); the logits of the guessed tokens it then
+    writes are already there. It writes the same tokens as one-at-a-time decoding, in fewer
+    passes on repetitive text. ``lookup=0`` turns guessing off.
     """
 
     continues_prefix = True
@@ -52,10 +53,8 @@ class TransformersDraft(SyncDraft):
         self.lm = lm
         self.name = f"transformers:{lm.name}"
         self._sampler = Sampler(temperature, top_p, seed)
-        self._lookup = _Lookup(lookup) if lookup and temperature == 0 else None
-        #: Tokens guessed by lookup and verified in one forward pass, and how many were right.
-        self.guessed_tokens = 0
-        self.guessed_right = 0
+        #: Guesses of the next tokens, checked in one forward pass (``None`` with ``lookup=0``).
+        self.lookup = TokenLookup(lookup) if lookup else None
         self._kv = KVCache(lm)
         # The prompt's ids and the answer's ids as this draft last knew them (the model's own
         # tokens, plus the accepted text's); the KV cache holds a prefix of prompt + answer.
@@ -152,13 +151,14 @@ class TransformersDraft(SyncDraft):
         sent = 0  # characters of ``text`` yielded
         finish = "length"
         at_stop_string = False
-        queue: list[int] = []  # tokens chosen by the last step, not yet taken
+        cache = LookupCache(self._kv, self.lookup)
         try:
             for left in range(request.max_new_tokens, 0, -1):
-                if not queue:
-                    with lm.lock:
-                        queue = self._step(ids, pending, left)
-                token = queue.pop(0)
+                with lm.lock:
+                    logits = cache.advance(ids, 0 if pending else left - 1)
+                    if pending:
+                        logits = logits.masked_fill(~healing_mask(lm, pending), float("-inf"))
+                    token = self._sampler.choose(logits)
                 if token in eos or not table[token]:
                     finish = "stop"
                     break
@@ -195,65 +195,6 @@ class TransformersDraft(SyncDraft):
         except GeneratorExit:
             call.finish_reason = "closed"
             raise
-
-    def _step(self, ids: list[int], pending: bytes, budget: int) -> list[int]:
-        """The next token after ``ids``; when greedy and a lookup guess is verified, several."""
-        guess = self._lookup.guess(ids, budget - 1) if self._lookup and not pending else []
-        if not guess:
-            logits = self._kv.advance(ids)
-            if pending:
-                logits = logits.masked_fill(~healing_mask(self.lm, pending), float("-inf"))
-            return [self._sampler.choose(logits)]
-        # Greedy: a guessed token is right when it is the argmax after the tokens before it.
-        chosen = self._kv.verify(ids, guess).argmax(dim=-1).tolist()
-        right = 0
-        while right < len(guess) and chosen[right] == guess[right]:
-            right += 1
-        self._kv.keep(len(ids) + right)
-        self._lookup.record(right)
-        self.guessed_tokens += len(guess)
-        self.guessed_right += right
-        return guess[:right] + [chosen[right]]
-
-
-class _Lookup:
-    """Guesses of the next tokens from the tokens so far ("prompt lookup" speculation).
-
-    The guess is what followed the latest earlier occurrence of the last 3, 2 or 1 tokens: the
-    prompt's names and the answer's own repeated structure (JSON keys, SQL column lists) come
-    back this way. One forward pass then checks the whole guess. That pass costs more than a
-    one-token step (on a 2-core CPU, SmolLM2-135M: 91 ms for 5 tokens against 59 ms for one), so
-    after two wrong guesses in a row guessing pauses, for longer each time it fails again.
-    """
-
-    def __init__(self, size: int) -> None:
-        self.size = size
-        self._misses = 0
-        self._pause = 0
-
-    def guess(self, ids: list[int], limit: int) -> list[int]:
-        size = min(self.size, limit)
-        if self._pause or size <= 0:
-            self._pause = max(self._pause - 1, 0)
-            return []
-        end = len(ids)
-        for n in (3, 2, 1):
-            if end <= n:
-                continue
-            tail = ids[end - n:]
-            last = tail[-1]
-            for i in range(end - 2, n - 2, -1):
-                if ids[i] == last and ids[i - n + 1:i + 1] == tail:
-                    return ids[i + 1:i + 1 + size]
-        return []
-
-    def record(self, right: int) -> None:
-        if right:
-            self._misses = 0
-            return
-        self._misses += 1
-        if self._misses >= 2:
-            self._pause = min(2 ** (self._misses - 2), 16)
 
 
 def _decode_whole(raw: bytearray, start: int) -> tuple[str, int]:

@@ -8,7 +8,7 @@ import asyncio
 import pytest
 
 from grammar_guide import DraftCall, DraftRequest, SyncDraft, TargetModel
-from providers.transformers import TransformersDraft, _Lookup
+from providers.transformers import TransformersDraft
 
 from conftest_models import one_torch_thread, smollm2, tiny_model
 
@@ -141,27 +141,6 @@ def test_shares_the_targets_model_and_cache():
     assert shared.text == alone.text
 
 
-def test_lookup_guesses_what_followed_the_latest_match_of_the_last_tokens():
-    lookup = _Lookup(3)
-    # The last three tokens (7, 8, 9) occurred before; the latest occurrence wins.
-    assert lookup.guess([7, 8, 9, 1, 2, 5, 7, 8, 9, 3, 4, 6, 0, 7, 8, 9], 10) == [3, 4, 6]
-    # No three-token match: two tokens, then one.
-    assert lookup.guess([1, 8, 9, 5, 2, 8, 9], 10) == [5, 2, 8]
-    assert lookup.guess([9, 4, 1, 2, 9], 10) == [4, 1, 2]
-    assert lookup.guess([9, 4, 1, 2, 9], 2) == [4, 1]  # never past the budget
-    assert lookup.guess([1, 2, 3], 10) == []  # nothing to go by
-    # Two wrong guesses in a row pause guessing for one step, then two, four...
-    lookup.record(0)
-    lookup.record(0)
-    assert lookup.guess([9, 4, 1, 2, 9], 10) == []
-    assert lookup.guess([9, 4, 1, 2, 9], 10) == [4, 1, 2]
-    lookup.record(0)
-    assert [lookup.guess([9, 4, 1, 2, 9], 10) for _ in range(3)] == [[], [], [4, 1, 2]]
-    lookup.record(1)  # a right guess ends the pauses
-    lookup.record(0)
-    assert lookup.guess([9, 4, 1, 2, 9], 10) == [4, 1, 2]
-
-
 JSON_PROMPT = "Here is a JSON object, with 12 keys, using only string values:\n\n```json\n"
 
 
@@ -174,19 +153,24 @@ def test_lookup_writes_the_same_tokens_in_fewer_forward_passes():
         call = DraftCall(DraftRequest(JSON_PROMPT, "", 60, ()))
         outputs.append(("".join(draft.stream_sync(call)), list(draft._answer_ids), call.tokens_out))
         if draft is plain:
-            assert draft._kv.forward_passes == 60 and draft.guessed_tokens == 0
+            assert draft._kv.forward_passes == 60 and draft.lookup is None
     assert outputs[0] == outputs[1]  # greedy: a guess is kept only where the model agrees
-    assert guessing.guessed_right >= 15
-    assert guessing._kv.forward_passes <= 60 - guessing.guessed_right
+    assert guessing.lookup.right >= 15
+    assert guessing._kv.forward_passes <= 60 - guessing.lookup.right
     # After a correction, guessing goes on from the accepted text, still token for token.
     accepted = outputs[0][0][:40] + '"name": "'
     again = ["".join(d.stream_sync(DraftCall(DraftRequest(JSON_PROMPT, accepted, 30, ())))) for d in (plain, guessing)]
     assert again[0] == again[1]
 
 
-def test_sampling_never_guesses():
-    draft = TransformersDraft(tiny_model(), temperature=0.8, seed=1)
-    _run(draft, "SELECT", 20)
-    assert draft.guessed_tokens == 0 and draft._kv.forward_passes == 20
+@pytest.mark.model
+def test_sampling_with_guesses_writes_what_it_writes_without():
+    lm = smollm2()
+    texts = []
+    for lookup in (0, 4):
+        draft = TransformersDraft(lm, temperature=0.7, seed=5, lookup=lookup)
+        texts.append("".join(draft.stream_sync(DraftCall(DraftRequest(JSON_PROMPT, "", 40, ())))))
+    assert texts[0] == texts[1]
+    assert draft.lookup.guessed > 0
     with pytest.raises(ValueError):
-        TransformersDraft(tiny_model(), lookup=-1)
+        TransformersDraft(lm, lookup=-1)

@@ -13,7 +13,16 @@ import torch
 
 import grammar_guide._models as models
 from grammar_guide import MissingDependencyError
-from grammar_guide._models import KVCache, LoadedModel, default_model_path, load_model, pick_device, pick_dtype
+from grammar_guide._models import (
+    KVCache,
+    LoadedModel,
+    LookupCache,
+    TokenLookup,
+    default_model_path,
+    load_model,
+    pick_device,
+    pick_dtype,
+)
 
 from conftest_models import one_torch_thread, smollm2, tiny_model
 
@@ -190,6 +199,48 @@ def test_verifying_a_guess_gives_the_logits_of_each_step_and_keep_drops_the_rest
     torch.testing.assert_close(after, fresh, atol=1e-3, rtol=1e-3)
     with pytest.raises(ValueError):
         kv.keep(len(ids) + 10)
+
+
+def test_lookup_guesses_what_followed_the_latest_match_of_the_last_tokens():
+    lookup = TokenLookup(3)
+    # The last three tokens (7, 8, 9) occurred before; the latest occurrence wins.
+    assert lookup.guess([7, 8, 9, 1, 2, 5, 7, 8, 9, 3, 4, 6, 0, 7, 8, 9], 10) == [3, 4, 6]
+    # No three-token match: two tokens, then one.
+    assert lookup.guess([1, 8, 9, 5, 2, 8, 9], 10) == [5, 2, 8]
+    assert lookup.guess([9, 4, 1, 2, 9], 10) == [4, 1, 2]
+    assert lookup.guess([9, 4, 1, 2, 9], 2) == [4, 1]  # never past the limit
+    assert lookup.guess([1, 2, 3], 10) == []  # nothing to go by
+    # Wrong guesses bring the running mean of right tokens per guess below what a guess costs:
+    # then only one step in four guesses, until guesses are right again.
+    for _ in range(3):
+        lookup.record(3, 0)
+    assert [lookup.guess([9, 4, 1, 2, 9], 10) for _ in range(5)] == [[], [], [], [4, 1, 2], []]
+    lookup.record(3, 3)
+    lookup.record(3, 3)
+    assert lookup.guess([9, 4, 1, 2, 9], 10) == [4, 1, 2]
+    assert (lookup.guessed, lookup.right) == (15, 6)
+    with pytest.raises(ValueError):
+        TokenLookup(0)
+
+
+def test_a_lookup_cache_gives_the_logits_of_plain_steps_in_fewer_passes():
+    lm = tiny_model()
+    prompt = lm.prompt_ids("Repeat: a b c a b c a b c")
+    # A text that repeats itself, then leaves the pattern: guesses are right, then wrong.
+    answer = lm.text_ids(" a b c a b c a b c a b d e f")
+    plain, guessing = KVCache(lm), KVCache(lm)
+    cache = LookupCache(guessing, TokenLookup(4))
+    for i in range(len(answer)):
+        ids = prompt + answer[:i]
+        torch.testing.assert_close(cache.advance(ids, len(answer) - i), plain.advance(ids), atol=1e-3, rtol=1e-3)
+    assert cache.lookup.right >= 6
+    assert guessing.forward_passes <= plain.forward_passes - cache.lookup.right
+    # Another user of the shared cache in between: the pending guess is dropped, not trusted.
+    cache.advance(prompt + answer[:3], 4)
+    other = prompt + lm.text_ids(" x y z")
+    guessing.advance(other)
+    torch.testing.assert_close(cache.advance(prompt + answer[:4], 4), plain.advance(prompt + answer[:4]),
+                               atol=1e-3, rtol=1e-3)
 
 
 def _without_template(tokenizer):

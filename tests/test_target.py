@@ -255,6 +255,23 @@ def test_later_calls_reuse_the_kv_cache(json_grammar):
 
 
 @pytest.mark.model
+def test_guessed_tokens_change_nothing_but_the_forward_passes():
+    lm = smollm2()
+    pairs = ' ("," STRING ":" STRING)~11'
+    grammar = Grammar.from_lark(f'start: "{{" STRING ":" STRING{pairs} "}}"\n%import common.ESCAPED_STRING -> STRING\n'
+                                "%import common.WS\n%ignore WS\n")
+    prompt = "Here is a JSON object, with 12 keys, using only string values:\n\n```json\n"
+    plain, guessing = TargetModel(lm, lookup=0), TargetModel(lm)
+    out = [t.continue_text(prompt, "", grammar, max_new_tokens=200, finish=True) for t in (plain, guessing)]
+    assert out[0].text == out[1].text and out[1].complete
+    assert out[0].sampled_tokens == out[1].sampled_tokens
+    assert plain.lookup is None and guessing.lookup.right >= 20
+    assert guessing._kv.forward_passes <= plain._kv.forward_passes - guessing.lookup.right
+    with pytest.raises(ValueError):
+        TargetModel(lm, lookup=-1)
+
+
+@pytest.mark.model
 def test_async_calls_run_one_at_a_time(json_grammar, small_sql):
     target = TargetModel.load()
 
