@@ -7,7 +7,7 @@ SmolLM2-135M-Instruct (the same weights on both sides) as draft and target:
 
 - ``ours``: ``TransformersDraft`` (KV-cache backtracking, prompt-lookup guesses checked in one
   forward pass) + ``TargetModel``, sharing one model; ``ours, lookup off``: the same with
-  ``lookup=0`` (one forward pass per token), to show what the guesses add;
+  ``lookup=0`` for both (one forward pass per token), to show what the guesses add;
 - ``gg-0.0.11 transformers`` and ``gg-0.0.11 generic``: grammar-guide 0.0.11 from PyPI in its own
   venv (``baseline_env.py``), its transformers path and its generic path with a greedy
   ``model.generate`` function as the draft; ``stop_at=["```", "}"]`` as in its own benchmark;
@@ -15,7 +15,7 @@ SmolLM2-135M-Instruct (the same weights on both sides) as draft and target:
   ``unconstrained, lookup``: the same with transformers' own prompt-lookup decoding
   (``prompt_lookup_num_tokens=4``), the fair peer of ours' guesses;
 - ``constrained``: the target alone, a grammar mask at every token (``TargetModel.continue_text``
-  with ``finish=True``; tokens the grammar forces are appended without sampling).
+  with ``finish=True``; tokens the grammar forces are appended without sampling; lookup guesses).
 
 The grammar (the same Lark text for both projects; the reference project ships none on PyPI):
 an object of exactly n pairs of JSON strings. Every method sees the same text: the prompt in the
@@ -98,18 +98,20 @@ def run_ours_side(keys: list[int], trials: int) -> tuple[dict[str, list[dict[str
     # Warm-up (first-call overheads are not generation speed).
     with torch.inference_mode():
         lm.model.generate(**lm.tokenizer("Hello", return_tensors="pt"), max_new_tokens=4, do_sample=False)
-    drafts = {"ours": draft, "ours, lookup off": TransformersDraft.from_target(target, lookup=0)}
+    plain_target = TargetModel(lm, lookup=0)
+    drafts = {"ours": (draft, target),
+              "ours, lookup off": (TransformersDraft.from_target(plain_target, lookup=0), plain_target)}
     generate_options = {"unconstrained": {}, "unconstrained, lookup": {"prompt_lookup_num_tokens": 4}}
     out: dict[str, list[dict[str, Any]]] = {name: [] for name in [*drafts, *generate_options, "constrained"]}
     for n in keys:
         grammar = gg.Grammar.from_lark(grammar_text(n), name=f"json-{n}-keys")
         prompt = PROMPT.format(n=n)
         for trial in range(trials):
-            for name, method_draft in drafts.items():
+            for name, (method_draft, method_target) in drafts.items():
                 t0 = time.perf_counter()
                 error = None
                 try:
-                    result = gg.guide(method_draft, grammar, prompt, target=target, lookahead=LOOKAHEAD,
+                    result = gg.guide(method_draft, grammar, prompt, target=method_target, lookahead=LOOKAHEAD,
                                       max_corrections=100, max_draft_calls=200, max_new_tokens=4096, stop=["```"])
                 except GuideExhausted as exc:
                     result, error = exc.result, str(exc)
