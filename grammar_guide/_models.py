@@ -446,18 +446,19 @@ class KVCache:
 class TokenLookup:
     """Guesses of the next tokens from the tokens so far ("prompt lookup" speculation).
 
-    The guess is what followed the latest earlier occurrence of the last 3, 2 or 1 tokens: the
-    prompt's names and the answer's own repeated structure (JSON keys, SQL column lists) come
-    back this way. A ``LookupCache`` runs the guess through the model in one forward pass. That
-    pass costs more than a one-token step (on a 2-core CPU, SmolLM2-135M: 91 ms for 5 tokens
-    against 59 ms for one, so a guess pays when about 0.55 of its tokens are right on average):
-    guessing is skipped while the running mean of right tokens per guess is below ``WORTH``,
-    except for one probe every ``PROBE`` steps, so that a text that turns repetitive is noticed.
+    The guess is what followed the latest earlier occurrence of the last 3, 2 or 1 tokens (the
+    longest that occurred): the prompt's names and the answer's own repeated structure (JSON
+    keys, SQL column lists) come back this way. A ``LookupCache`` runs the guess through the
+    model in one forward pass. That pass costs more than a one-token step (on a 2-core CPU,
+    SmolLM2-135M: 91 ms for 5 tokens against 59 ms for one, so a guess pays when about 0.55 of
+    its tokens are right on average). So each match length keeps a running mean of right tokens
+    per guess; while it is below ``WORTH``, guesses from matches of that length are made only
+    once in ``PROBE`` times, so that a text that turns repetitive is noticed.
     """
 
     WORTH = 0.55
     PROBE = 4
-    _RATE = 0.25  # weight of the newest guess in the running mean
+    _RATE = 0.25  # weight of the newest guess in a running mean
 
     def __init__(self, size: int = 4) -> None:
         if size < 1:
@@ -466,18 +467,15 @@ class TokenLookup:
         #: Tokens guessed, and how many of them were right (the model then wrote them).
         self.guessed = 0
         self.right = 0
-        self._mean = 1.0
-        self._skipped = 0
+        self._mean = {3: 1.0, 2: 1.0, 1: 1.0}  # per match length
+        self._skipped = {3: 0, 2: 0, 1: 0}
+        self._last = 1  # the match length of the last guess
 
     def guess(self, ids: list[int], limit: int) -> list[int]:
         """Up to ``min(size, limit)`` tokens that may follow ``ids`` (none when guessing is off)."""
         size = min(self.size, limit)
         if size <= 0:
             return []
-        if self._mean < self.WORTH and self._skipped < self.PROBE - 1:
-            self._skipped += 1
-            return []
-        self._skipped = 0
         end = len(ids)
         for n in (3, 2, 1):
             if end <= n:
@@ -486,14 +484,19 @@ class TokenLookup:
             last = tail[-1]
             for i in range(end - 2, n - 2, -1):
                 if ids[i] == last and ids[i - n + 1:i + 1] == tail:
+                    if self._mean[n] < self.WORTH and self._skipped[n] < self.PROBE - 1:
+                        self._skipped[n] += 1
+                        return []
+                    self._skipped[n] = 0
+                    self._last = n
                     return ids[i + 1:i + 1 + size]
         return []
 
     def record(self, guessed: int, right: int) -> None:
-        """How a guess of ``guessed`` tokens went: the first ``right`` were written."""
+        """How the last guess, of ``guessed`` tokens, went: the first ``right`` were written."""
         self.guessed += guessed
         self.right += right
-        self._mean += self._RATE * (right - self._mean)
+        self._mean[self._last] += self._RATE * (right - self._mean[self._last])
 
 
 class LookupCache:

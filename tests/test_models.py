@@ -210,15 +210,20 @@ def test_lookup_guesses_what_followed_the_latest_match_of_the_last_tokens():
     assert lookup.guess([9, 4, 1, 2, 9], 10) == [4, 1, 2]
     assert lookup.guess([9, 4, 1, 2, 9], 2) == [4, 1]  # never past the limit
     assert lookup.guess([1, 2, 3], 10) == []  # nothing to go by
-    # Wrong guesses bring the running mean of right tokens per guess below what a guess costs:
-    # then only one step in four guesses, until guesses are right again.
+    # Wrong guesses from one-token matches bring their running mean of right tokens per guess
+    # below what a guess costs: then only one in four such matches gives a guess, until they
+    # are right again. Longer matches keep their own record.
     for _ in range(3):
+        assert lookup.guess([9, 4, 1, 2, 9], 10) == [4, 1, 2]
         lookup.record(3, 0)
     assert [lookup.guess([9, 4, 1, 2, 9], 10) for _ in range(5)] == [[], [], [], [4, 1, 2], []]
+    assert lookup.guess([1, 8, 9, 5, 2, 8, 9], 10) == [5, 2, 8]
+    lookup.record(3, 3)
+    assert [lookup.guess([9, 4, 1, 2, 9], 10) for _ in range(3)] == [[], [], [4, 1, 2]]
     lookup.record(3, 3)
     lookup.record(3, 3)
     assert lookup.guess([9, 4, 1, 2, 9], 10) == [4, 1, 2]
-    assert (lookup.guessed, lookup.right) == (15, 6)
+    assert (lookup.guessed, lookup.right) == (18, 9)
     with pytest.raises(ValueError):
         TokenLookup(0)
 
