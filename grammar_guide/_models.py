@@ -446,30 +446,48 @@ class KVCache:
 class TokenLookup:
     """Guesses of the next tokens from the tokens so far ("prompt lookup" speculation).
 
-    The guess is what followed the latest earlier occurrence of the last 3, 2 or 1 tokens (the
-    longest that occurred): the prompt's names and the answer's own repeated structure (JSON
-    keys, SQL column lists) come back this way. A ``LookupCache`` runs the guess through the
-    model in one forward pass. That pass costs more than a one-token step (on a 2-core CPU,
-    SmolLM2-135M: 91 ms for 5 tokens against 59 ms for one, so a guess pays when about 0.55 of
-    its tokens are right on average). So each match length keeps a running mean of right tokens
-    per guess; while it is below ``WORTH``, guesses from matches of that length are made only
-    once in ``PROBE`` times, so that a text that turns repetitive is noticed.
+    Two sources of guesses, tried in this order:
+
+    - the guess before, carried on: when the model wrote some of the last guess and then a token
+      of its own, the next guess is what follows in the same place of the earlier text, one
+      token on (read as a substitution). Repeated structure with a changing part (``"key7":
+      "key7",`` after ``"key6": "key6",``, a column list after another) is then followed
+      across the change, which a fresh lookup loses;
+    - a fresh lookup: what followed the latest earlier occurrence of the last 3, 2 or 1 tokens
+      (the longest that occurred), so the prompt's names and the answer's own repetitions come
+      back.
+
+    A ``LookupCache`` runs the guess through the model in one forward pass. That pass costs more
+    than a one-token step (on a 2-core CPU, SmolLM2-135M: a 6-token pass about 1.6 one-token
+    steps), so each source keeps a running mean of right tokens per guess; while it is below
+    ``WORTH``, that source guesses only once in a while (once in ``PROBE`` times, then half as
+    often after each probe that leaves the mean below, down to once in ``MAX_WAIT``), so that a
+    text that turns repetitive is noticed while prose loses little.
     """
 
     WORTH = 0.55
     PROBE = 4
+    MAX_WAIT = 32
     _RATE = 0.25  # weight of the newest guess in a running mean
+    _CARRIED = 0  # the source key of a carried-on guess (fresh lookups use their match length)
 
-    def __init__(self, size: int = 4) -> None:
+    def __init__(self, size: int = 5) -> None:
         if size < 1:
             raise ValueError("a lookup guesses at least one token")
         self.size = size
         #: Tokens guessed, and how many of them were right (the model then wrote them).
         self.guessed = 0
         self.right = 0
-        self._mean = {3: 1.0, 2: 1.0, 1: 1.0}  # per match length
-        self._skipped = {3: 0, 2: 0, 1: 0}
-        self._last = 1  # the match length of the last guess
+        self._mean = {self._CARRIED: 1.0, 3: 1.0, 2: 1.0, 1: 1.0}  # per source
+        self._skipped = dict.fromkeys(self._mean, 0)
+        self._wait = dict.fromkeys(self._mean, self.PROBE)  # while the mean is below WORTH
+        self._source = 1  # the source of the last guess
+        self._probing = False  # whether it was made while its source's mean was below WORTH
+        self._start = 0  # where in the text the last guess was read
+        self._length = 0  # the length of the text it followed
+        # Where the next guess would carry on (an index of the text), and for a text of which
+        # length; None when the last guess was all wrong.
+        self._carry: tuple[int, int] | None = None
 
     def guess(self, ids: list[int], limit: int) -> list[int]:
         """Up to ``min(size, limit)`` tokens that may follow ``ids`` (none when guessing is off)."""
@@ -477,6 +495,9 @@ class TokenLookup:
         if size <= 0:
             return []
         end = len(ids)
+        carry, self._carry = self._carry, None
+        if carry is not None and carry[1] == end and carry[0] < end:
+            return self._take(ids, self._CARRIED, carry[0], size)
         for n in (3, 2, 1):
             if end <= n:
                 continue
@@ -484,19 +505,31 @@ class TokenLookup:
             last = tail[-1]
             for i in range(end - 2, n - 2, -1):
                 if ids[i] == last and ids[i - n + 1:i + 1] == tail:
-                    if self._mean[n] < self.WORTH and self._skipped[n] < self.PROBE - 1:
-                        self._skipped[n] += 1
-                        return []
-                    self._skipped[n] = 0
-                    self._last = n
-                    return ids[i + 1:i + 1 + size]
+                    return self._take(ids, n, i + 1, size)
         return []
 
+    def _take(self, ids: list[int], source: int, start: int, size: int) -> list[int]:
+        if self._mean[source] < self.WORTH and self._skipped[source] < self._wait[source] - 1:
+            self._skipped[source] += 1
+            return []
+        self._skipped[source] = 0
+        self._probing = self._mean[source] < self.WORTH
+        self._source, self._start, self._length = source, start, len(ids)
+        return ids[start:start + size]
+
     def record(self, guessed: int, right: int) -> None:
-        """How the last guess, of ``guessed`` tokens, went: the first ``right`` were written."""
+        """How the last guess, of ``guessed`` tokens, went: the first ``right`` were written
+        (and then one token the model chose)."""
         self.guessed += guessed
         self.right += right
-        self._mean[self._last] += self._RATE * (right - self._mean[self._last])
+        source = self._source
+        self._mean[source] += self._RATE * (right - self._mean[source])
+        if self._mean[source] >= self.WORTH:
+            self._wait[source] = self.PROBE
+        elif self._probing:
+            self._wait[source] = min(2 * self._wait[source], self.MAX_WAIT)
+        # Carry on past the token the model chose, in the text the guess was read from.
+        self._carry = (self._start + right + 1, self._length + right + 1) if right else None
 
 
 class LookupCache:

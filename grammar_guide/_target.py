@@ -89,7 +89,7 @@ class TargetModel:
         temperature: float = 0.0,
         top_p: float = 1.0,
         seed: int | None = None,
-        lookup: int = 4,
+        lookup: int = 5,
     ) -> None:
         if lookup < 0:
             raise ValueError("lookup must be >= 0")
@@ -123,7 +123,7 @@ class TargetModel:
         temperature: float = 0.0,
         top_p: float = 1.0,
         seed: int | None = None,
-        lookup: int = 4,
+        lookup: int = 5,
     ) -> TargetModel:
         """Load ``model`` (the default SmolLM2-135M-Instruct when ``None``); see ``load_model``."""
         return cls(load_model(model, device=device, dtype=dtype), temperature=temperature, top_p=top_p, seed=seed,

@@ -18,6 +18,11 @@ from typing import TYPE_CHECKING, Any, Iterator
 from grammar_guide import DraftCall, SyncDraft
 from grammar_guide._models import KVCache, LoadedModel, LookupCache, Sampler, TokenLookup, healing_mask, load_model
 
+# Guesses are not cut at a call's last token: the guide usually resumes the draft right there,
+# and the next call then reads the guess's logits (measured on json_keys, n=10: 41 -> 35 forward
+# passes). A guess at the very end of a run is wasted (about half a step).
+GUESS_PAST_END = 1 << 30
+
 if TYPE_CHECKING:
     from grammar_guide import TargetModel
 
@@ -46,7 +51,7 @@ class TransformersDraft(SyncDraft):
         temperature: float = 0.0,
         top_p: float = 1.0,
         seed: int | None = None,
-        lookup: int = 4,
+        lookup: int = 5,
     ) -> None:
         if lookup < 0:
             raise ValueError("lookup must be >= 0")
@@ -56,6 +61,9 @@ class TransformersDraft(SyncDraft):
         #: Guesses of the next tokens, checked in one forward pass (``None`` with ``lookup=0``).
         self.lookup = TokenLookup(lookup) if lookup else None
         self._kv = KVCache(lm)
+        # One for all calls: a guess made at the end of a call still serves the next one when
+        # nothing touched the cache in between (no repair, or a repair that kept to the guess).
+        self._cache = LookupCache(self._kv, self.lookup)
         # The prompt's ids and the answer's ids as this draft last knew them (the model's own
         # tokens, plus the accepted text's); the KV cache holds a prefix of prompt + answer.
         self._prompt_ids: list[int] = []
@@ -71,7 +79,7 @@ class TransformersDraft(SyncDraft):
         temperature: float = 0.0,
         top_p: float = 1.0,
         seed: int | None = None,
-        lookup: int = 4,
+        lookup: int = 5,
     ) -> TransformersDraft:
         """Load ``model`` (the default SmolLM2-135M-Instruct when ``None``)."""
         lm = load_model(model, device=device, dtype=dtype)
@@ -85,7 +93,7 @@ class TransformersDraft(SyncDraft):
         temperature: float = 0.0,
         top_p: float = 1.0,
         seed: int | None = None,
-        lookup: int = 4,
+        lookup: int = 5,
     ) -> TransformersDraft:
         """A draft over the target's loaded model: no second copy in memory, and one KV cache.
 
@@ -94,6 +102,7 @@ class TransformersDraft(SyncDraft):
         draft when it resumes after one (the cache keeps the longest common prefix)."""
         draft = cls(target.lm, temperature=temperature, top_p=top_p, seed=seed, lookup=lookup)
         draft._kv = target._kv
+        draft._cache = LookupCache(draft._kv, draft.lookup)
         return draft
 
     def __repr__(self) -> str:
@@ -151,11 +160,11 @@ class TransformersDraft(SyncDraft):
         sent = 0  # characters of ``text`` yielded
         finish = "length"
         at_stop_string = False
-        cache = LookupCache(self._kv, self.lookup)
+        cache = self._cache
         try:
             for left in range(request.max_new_tokens, 0, -1):
                 with lm.lock:
-                    logits = cache.advance(ids, 0 if pending else left - 1)
+                    logits = cache.advance(ids, 0 if pending else GUESS_PAST_END)
                     if pending:
                         logits = logits.masked_fill(~healing_mask(lm, pending), float("-inf"))
                     token = self._sampler.choose(logits)

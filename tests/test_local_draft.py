@@ -164,6 +164,20 @@ def test_lookup_writes_the_same_tokens_in_fewer_forward_passes():
 
 
 @pytest.mark.model
+def test_a_guess_made_at_the_end_of_a_call_serves_the_next_call():
+    lm = smollm2()
+    whole = TransformersDraft(lm)
+    text = "".join(whole.stream_sync(DraftCall(DraftRequest(JSON_PROMPT, "", 60, ()))))
+    resumed = TransformersDraft(lm)
+    accepted = ""
+    for _ in range(4):  # as the guide resumes a draft that stopped at its lookahead
+        accepted += "".join(resumed.stream_sync(DraftCall(DraftRequest(JSON_PROMPT, accepted, 15, ()))))
+    assert accepted == text
+    assert resumed.lookup.right == whole.lookup.right > 0
+    assert resumed._kv.forward_passes == whole._kv.forward_passes
+
+
+@pytest.mark.model
 def test_sampling_with_guesses_writes_what_it_writes_without():
     lm = smollm2()
     texts = []

@@ -228,6 +228,43 @@ def test_lookup_guesses_what_followed_the_latest_match_of_the_last_tokens():
         TokenLookup(0)
 
 
+def test_lookup_probes_less_and_less_often_while_its_guesses_stay_wrong():
+    lookup = TokenLookup(3)
+    text = [9, 4, 1, 2, 9]  # a one-token match, guessing 4, 1, 2
+    asked = []
+    for step in range(200):
+        if lookup.guess(text, 10):
+            asked.append(step)
+            lookup.record(3, 0)
+    gaps = [b - a for a, b in zip(asked, asked[1:])]
+    assert gaps[:8] == [1, 1, 4, 8, 16, 32, 32, 32]
+    # Right again: the mean recovers and the source guesses every time.
+    while not lookup.guess(text, 10):
+        pass
+    lookup.record(3, 3)
+    assert all(lookup.guess(text, 10) for _ in range(3))
+
+
+def test_lookup_carries_a_guess_on_past_a_token_the_model_changed():
+    lookup = TokenLookup(4)
+    text = [5, 1, 2, 3, 4, 6, 7, 8, 5, 1, 2]
+    assert lookup.guess(text, 10) == [3, 4, 6, 7]  # after the earlier 5, 1, 2
+    # The model writes 3, then 9 where the guess had 4: the next guess reads on after the 4,
+    # where a fresh lookup (of 2, 3, 9; 3, 9; 9) finds nothing.
+    lookup.record(4, 1)
+    assert lookup.guess([*text, 3, 9], 10) == [6, 7, 8, 5]
+    lookup.record(4, 2)  # 6, 7, then the model's 0
+    assert lookup.guess([*text, 3, 9, 6, 7, 0], 10) == [5, 1, 2, 3]
+    # A guess all wrong carries nothing on: a fresh lookup follows (after the latest 1).
+    lookup.record(4, 0)
+    assert lookup.guess([*text, 3, 9, 6, 7, 0, 1], 10) == [2, 3, 9, 6]
+    # A carried guess fits only the text it was made for (one token past the right ones, here
+    # 19 tokens long); another text gets a fresh lookup (after the latest 1, 2).
+    lookup.record(4, 1)
+    assert lookup.guess([*text, 3, 9, 6, 7, 0, 1, 2], 10) == [3, 9, 6, 7]
+    assert (lookup.guessed, lookup.right) == (16, 4)
+
+
 def test_a_lookup_cache_gives_the_logits_of_plain_steps_in_fewer_passes():
     lm = tiny_model()
     prompt = lm.prompt_ids("Repeat: a b c a b c a b c")
