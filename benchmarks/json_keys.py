@@ -5,15 +5,15 @@ string keys, prompt "Here is a JSON object, with {n} keys, using only string val
 a SmolLM model, token lookahead 20, greedy, 3 trials. Here, in one run and on one machine, with
 SmolLM2-135M-Instruct (the same weights on both sides) as draft and target:
 
-- ``ours``: ``TransformersDraft`` (KV-cache backtracking, prompt-lookup guesses checked in one
-  forward pass) + ``TargetModel``, sharing one model; ``ours, lookup off``: the same with
+- ``ours``: ``TransformersDraft`` (KV-cache backtracking, lookup guesses of 5 tokens checked in
+  one forward pass) + ``TargetModel``, sharing one model; ``ours, lookup off``: the same with
   ``lookup=0`` for both (one forward pass per token), to show what the guesses add;
 - ``gg-0.0.11 transformers`` and ``gg-0.0.11 generic``: grammar-guide 0.0.11 from PyPI in its own
   venv (``baseline_env.py``), its transformers path and its generic path with a greedy
   ``model.generate`` function as the draft; ``stop_at=["```", "}"]`` as in its own benchmark;
 - ``unconstrained``: ``model.generate`` with the same model and prompt (greedy, stops at ```);
   ``unconstrained, lookup``: the same with transformers' own prompt-lookup decoding
-  (``prompt_lookup_num_tokens=4``), the fair peer of ours' guesses;
+  (``prompt_lookup_num_tokens=5``, the same guess length), the nearest peer of ours' guesses;
 - ``constrained``: the target alone, a grammar mask at every token (``TargetModel.continue_text``
   with ``finish=True``; tokens the grammar forces are appended without sampling; lookup guesses).
 
@@ -101,7 +101,7 @@ def run_ours_side(keys: list[int], trials: int) -> tuple[dict[str, list[dict[str
     plain_target = TargetModel(lm, lookup=0)
     drafts = {"ours": (draft, target),
               "ours, lookup off": (TransformersDraft.from_target(plain_target, lookup=0), plain_target)}
-    generate_options = {"unconstrained": {}, "unconstrained, lookup": {"prompt_lookup_num_tokens": 4}}
+    generate_options = {"unconstrained": {}, "unconstrained, lookup": {"prompt_lookup_num_tokens": 5}}
     out: dict[str, list[dict[str, Any]]] = {name: [] for name in [*drafts, *generate_options, "constrained"]}
     for n in keys:
         grammar = gg.Grammar.from_lark(grammar_text(n), name=f"json-{n}-keys")
