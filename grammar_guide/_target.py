@@ -109,6 +109,10 @@ class TargetModel:
         self.prefill_tokens_saved = 0
         #: Prompt-and-text tokens that calls fed to the model before generating.
         self.prefill_tokens = 0
+        #: Steps that computed the full token mask (the others took the model's own choice).
+        self.full_masks = 0
+        #: Steps that chose a token (sampled or healed; forced tokens need no choice).
+        self.choices = 0
         #: The answer's token ids after the last call: the kept tokens of the text, then the
         #: generated ones (for inspection; the prompt's tokens are not included).
         self.last_token_ids: tuple[int, ...] = ()
@@ -240,6 +244,9 @@ class TargetModel:
         alternatives: tuple[Alternative, ...] = ()
         stop_reason = "max_new_tokens"
         greedy = self._sampler.temperature == 0
+        # Without top-p, the model's own choice (argmax, or a draw from its whole distribution)
+        # can be tried before the mask (`_own_choice`).
+        own_first = self._sampler.top_p == 1
         chosen_once = False
         while len(new) < max_new_tokens:
             if not pending:
@@ -260,11 +267,11 @@ class TargetModel:
                     continue
             accepting = not pending and matcher.is_accepting()
             own = int(logits.argmax())
-            if greedy and chosen_once and not pending and matcher.validate_tokens([own]) == 1:
-                # Opportunistic masking: greedy picks the model's own token whenever the grammar
-                # allows it, so the full mask is only needed when it does not.
-                token = own
-            else:
+            token = -1
+            if own_first and chosen_once and not pending:
+                token = self._own_choice(logits, own, matcher, accepting)
+            if token < 0:
+                self.full_masks += 1
                 allowed = self._mask(matcher)
                 if pending:
                     allowed &= healing_mask(lm, pending, allowed)
@@ -281,6 +288,7 @@ class TargetModel:
                 if not chosen_once:
                     alternatives = alts
                     chosen_once = True
+            self.choices += 1
             if probe is not None and not pending and token not in eos and probe.leads_nowhere(token_bytes[token]):
                 # The best allowed tokens in the model's order, the first that leads somewhere.
                 import torch
@@ -366,6 +374,22 @@ class TargetModel:
             if self.lm.token_bytes[last] and ll.tokenize_bytes(joined) != [last] + ff:
                 return []
         return ff
+
+    def _own_choice(self, logits: torch.Tensor, own: int, matcher: llg.LLMatcher, accepting: bool) -> int:
+        """The model's own choice if the grammar allows it, else -1 (then the full mask is needed).
+
+        Opportunistic masking: greedy, the own choice is the argmax ``own``. Sampling (without
+        top-p), it is a draw from the whole distribution; keeping an allowed draw and otherwise
+        drawing within the mask gives the distribution of a draw within the mask (rejection
+        sampling: p(x) + (1 - p(A)) p(x) / p(A) = p(x) / p(A)). When the text is complete and
+        ``own`` leaves the grammar, -1 too: the full-mask step then ends the text.
+        """
+        candidate = own if self._sampler.temperature == 0 else self._sampler.choose(logits)
+        if matcher.validate_tokens([candidate]) != 1:
+            return -1
+        if candidate != own and accepting and matcher.validate_tokens([own]) != 1:
+            return -1
+        return candidate
 
     def _mask(self, matcher: llg.LLMatcher) -> torch.Tensor:
         return bitmask_to_bool(matcher.compute_bitmask(), self.lm.n_vocab, self.lm.device)

@@ -91,6 +91,59 @@ def test_sampled_continuations_of_smollm2_stay_in_the_grammar(which, json_gramma
         _assert_valid(grammar, text, c, 10)
 
 
+class _AllowedSet:
+    """A matcher stand-in for ``_own_choice``: the grammar allows exactly these tokens."""
+
+    def __init__(self, allowed: set[int]) -> None:
+        self.allowed = allowed
+
+    def validate_tokens(self, tokens: list[int]) -> int:
+        return int(tokens[0] in self.allowed)
+
+
+def test_sampling_the_own_choice_first_draws_from_the_masked_distribution():
+    """Rejection sampling: keep an allowed draw from the whole distribution, else draw within the
+    mask; the result must have the masked distribution, with the mask needed 1 - p(A) of the time."""
+    import torch
+
+    target = TargetModel(tiny_model(), temperature=1.0, seed=123)
+    logits = torch.tensor([2.0, 1.0, 0.5, 0.0, -1.0, 1.5])
+    allowed = torch.tensor([False, True, True, False, True, False])
+    matcher = _AllowedSet({1, 2, 4})
+    draws, masked = 20000, 0
+    counts = [0] * len(logits)
+    for _ in range(draws):
+        token = target._own_choice(logits, 0, matcher, accepting=False)
+        if token < 0:
+            masked += 1
+            token, _ = target._choose(logits, allowed, b"", want_alternatives=False)
+        counts[token] += 1
+    p = torch.softmax(logits, dim=-1)
+    expected = (p * allowed) / (p * allowed).sum()
+    for token, count in enumerate(counts):
+        assert abs(count / draws - float(expected[token])) < 0.012, (token, count / draws, float(expected[token]))
+    assert abs(masked / draws - (1 - float((p * allowed).sum()))) < 0.012
+    # Complete text whose argmax leaves the grammar: never the own choice (the text ends there).
+    assert all(target._own_choice(logits, 0, matcher, accepting=True) == -1 for _ in range(50))
+
+
+@pytest.mark.model
+def test_sampling_smollm2_needs_the_full_mask_only_where_its_own_draw_is_refused(json_grammar):
+    target = TargetModel(smollm2(), temperature=0.8, seed=4)
+    texts = []
+    for text in ('{"name": "Ada", ', '{"name": "Ada", "born": 18', '{"tags": ["math", '):
+        c = target.continue_text(PERSON_PROMPT, text, json_grammar, max_new_tokens=24, finish=True)
+        _assert_valid(json_grammar, text, c, 24)
+        texts.append(c.text)
+    # The first choice of a call computes its mask (it reports alternatives); after that, only
+    # refused draws do: a model that writes JSON well needs few.
+    assert target.choices >= 30
+    assert target.full_masks <= 3 + target.choices // 4
+    again = TargetModel(smollm2(), temperature=0.8, seed=4)
+    assert [again.continue_text(PERSON_PROMPT, t, json_grammar, max_new_tokens=24, finish=True).text
+            for t in ('{"name": "Ada", ', '{"name": "Ada", "born": 18', '{"tags": ["math", ')] == texts
+
+
 def test_seeded_sampling_is_reproducible(json_grammar):
     def run(seed):
         target = TargetModel(tiny_model(), temperature=1.0, seed=seed)
