@@ -12,6 +12,7 @@ inside the functions of this module.
 
 from __future__ import annotations
 
+import array
 import functools
 import importlib
 import importlib.util
@@ -498,14 +499,19 @@ class TokenLookup:
         carry, self._carry = self._carry, None
         if carry is not None and carry[1] == end and carry[0] < end:
             return self._take(ids, self._CARRIED, carry[0], size)
+        # The search runs on the ids as 4-byte words (bytes.rfind, in C): a Python loop over a
+        # long text cost 0.8 ms a step at 8,000 tokens, a tenth of a small model's step on a GPU.
+        text = array.array("I", ids).tobytes()
         for n in (3, 2, 1):
             if end <= n:
                 continue
-            tail = ids[end - n:]
-            last = tail[-1]
-            for i in range(end - 2, n - 2, -1):
-                if ids[i] == last and ids[i - n + 1:i + 1] == tail:
-                    return self._take(ids, n, i + 1, size)
+            tail = text[4 * (end - n):]
+            stop = 4 * (end - 1)  # an occurrence ends before the last token
+            at = text.rfind(tail, 0, stop)
+            while at > 0 and at % 4:  # across word boundaries: not a token match
+                at = text.rfind(tail, 0, at + len(tail) - 1)
+            if at >= 0 and at % 4 == 0:
+                return self._take(ids, n, at // 4 + n, size)
         return []
 
     def _take(self, ids: list[int], source: int, start: int, size: int) -> list[int]:

@@ -4,6 +4,7 @@ prompt format, missing-dependency messages, and the KV cache's crop-and-continue
 from __future__ import annotations
 
 import os
+import random
 import subprocess
 import sys
 from pathlib import Path
@@ -226,6 +227,24 @@ def test_lookup_guesses_what_followed_the_latest_match_of_the_last_tokens():
     assert (lookup.guessed, lookup.right) == (18, 9)
     with pytest.raises(ValueError):
         TokenLookup(0)
+
+
+def test_lookup_finds_the_latest_match_whatever_the_token_values():
+    """The search runs on the ids as bytes: a match across token boundaries must not count
+    (small ids are mostly zero bytes, so such matches are everywhere)."""
+    def latest(ids, n):
+        for i in range(len(ids) - 2, n - 2, -1):
+            if ids[i - n + 1:i + 1] == ids[len(ids) - n:]:
+                return i + 1
+        return None
+
+    rng = random.Random(3)
+    for _ in range(3000):
+        alphabet = rng.choice([2, 3, 256, 257, 70000])
+        ids = [rng.randrange(alphabet) for _ in range(rng.randrange(1, 30))]
+        starts = [latest(ids, n) for n in (3, 2, 1) if len(ids) > n]
+        start = next((at for at in starts if at is not None), None)
+        assert TokenLookup(4).guess(ids, 10) == ([] if start is None else ids[start:start + 4]), ids
 
 
 def test_lookup_probes_less_and_less_often_while_its_guesses_stay_wrong():
