@@ -613,10 +613,7 @@ class Sampler:
             return int(torch.argmax(scores))
         probs = torch.softmax(scores.float() / self.temperature, dim=-1).cpu()
         if self.top_p < 1:
-            sorted_probs, order = torch.sort(probs, descending=True)
-            before = torch.cumsum(sorted_probs, dim=-1) - sorted_probs
-            sorted_probs[before >= self.top_p] = 0
-            probs = torch.zeros_like(probs).scatter_(0, order, sorted_probs)
+            probs = nucleus(probs, self.top_p)
         if self._generator is None:
             self._generator = torch.Generator()
             if self.seed is not None:
@@ -630,6 +627,28 @@ class Sampler:
         while probs[min(token, len(probs) - 1)] == 0 and token > 0:
             token -= 1  # rounding at the top end; step back to a token that may be drawn
         return min(token, len(probs) - 1)
+
+
+def nucleus(probs: torch.Tensor, top_p: float) -> torch.Tensor:
+    """``probs`` with every token outside the top-p nucleus set to 0: in order of probability, a
+    token is kept while the mass before it is below ``top_p``.
+
+    Sorting all 49k probabilities took 4 ms on a CPU, a tenth of a model step; the nucleus is
+    almost always among the few most likely tokens, so the top 64 are sorted first, then 4 times
+    as many, until their mass reaches ``top_p`` (every token after them is then outside).
+    """
+    import torch
+
+    n = probs.numel()
+    k = min(64, n)
+    while True:
+        top, order = torch.topk(probs, k)
+        cumulative = torch.cumsum(top, dim=-1)
+        if k == n or float(cumulative[-1]) >= top_p:
+            break
+        k = min(4 * k, n)
+    top[cumulative - top >= top_p] = 0
+    return torch.zeros_like(probs).scatter_(0, order, top)
 
 
 class _TokenIndex:

@@ -21,6 +21,7 @@ from grammar_guide._models import (
     TokenLookup,
     default_model_path,
     load_model,
+    nucleus,
     pick_device,
     pick_dtype,
 )
@@ -302,6 +303,35 @@ def test_a_lookup_cache_gives_the_logits_of_plain_steps_in_fewer_passes():
     guessing.advance(other)
     torch.testing.assert_close(cache.advance(prompt + answer[:4], 4), plain.advance(prompt + answer[:4]),
                                atol=1e-3, rtol=1e-3)
+
+
+def _nucleus_by_full_sort(probs: torch.Tensor, top_p: float) -> torch.Tensor:
+    ordered, order = torch.sort(probs, descending=True)
+    ordered = ordered.clone()
+    ordered[torch.cumsum(ordered, dim=-1) - ordered >= top_p] = 0
+    return torch.zeros_like(probs).scatter_(0, order, ordered)
+
+
+@pytest.mark.parametrize("top_p", [0.5, 0.9, 0.95, 0.999])
+def test_the_nucleus_is_the_one_a_full_sort_gives(top_p):
+    """Sorting only the most likely tokens first keeps the same tokens as sorting all 49k: on
+    peaked and flat distributions, masked ones (zeros), and one where the nucleus needs them all."""
+    gen = torch.Generator().manual_seed(7)
+    cases = []
+    for scale in (0.1, 1.0, 3.0, 8.0):
+        cases.append(torch.softmax(torch.randn(49_152, generator=gen) * scale, dim=-1))
+    masked = torch.randn(49_152, generator=gen) * 2
+    masked[torch.rand(49_152, generator=gen) < 0.97] = float("-inf")
+    cases.append(torch.softmax(masked, dim=-1))
+    for probs in cases:
+        kept = nucleus(probs, top_p)
+        reference = _nucleus_by_full_sort(probs, top_p)
+        assert torch.equal(kept > 0, reference > 0)
+        torch.testing.assert_close(kept, reference)
+        assert float(kept.sum()) >= min(top_p, float(probs.sum())) - 1e-5
+    # All tokens tied: which of them make the nucleus is arbitrary, how many is not.
+    uniform = torch.full((1000,), 1 / 1000)
+    assert int((nucleus(uniform, top_p) > 0).sum()) == int((_nucleus_by_full_sort(uniform, top_p) > 0).sum())
 
 
 def _without_template(tokenizer):
