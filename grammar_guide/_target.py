@@ -244,9 +244,9 @@ class TargetModel:
         alternatives: tuple[Alternative, ...] = ()
         stop_reason = "max_new_tokens"
         greedy = self._sampler.temperature == 0
-        # Without top-p, the model's own choice (argmax, or a draw from its whole distribution)
-        # can be tried before the mask (`_own_choice`).
-        own_first = self._sampler.top_p == 1
+        # The model's own choice (argmax, or without top-p a draw from its whole distribution)
+        # can be tried before the mask (`_own_choice`); greedy choice ignores top-p.
+        own_first = greedy or self._sampler.top_p == 1
         chosen_once = False
         while len(new) < max_new_tokens:
             if not pending:

@@ -60,10 +60,9 @@ class TransformersDraft(SyncDraft):
         self._sampler = Sampler(temperature, top_p, seed)
         #: Guesses of the next tokens, checked in one forward pass (``None`` with ``lookup=0``).
         self.lookup = TokenLookup(lookup) if lookup else None
-        self._kv = KVCache(lm)
         # One for all calls: a guess made at the end of a call still serves the next one when
         # nothing touched the cache in between (no repair, or a repair that kept to the guess).
-        self._cache = LookupCache(self._kv, self.lookup)
+        self._cache = LookupCache(KVCache(lm), self.lookup)
         # The prompt's ids and the answer's ids as this draft last knew them (the model's own
         # tokens, plus the accepted text's); the KV cache holds a prefix of prompt + answer.
         self._prompt_ids: list[int] = []
@@ -101,9 +100,12 @@ class TransformersDraft(SyncDraft):
         other computed: a repair does not prefill the whole text again, and neither does the
         draft when it resumes after one (the cache keeps the longest common prefix)."""
         draft = cls(target.lm, temperature=temperature, top_p=top_p, seed=seed, lookup=lookup)
-        draft._kv = target._kv
-        draft._cache = LookupCache(draft._kv, draft.lookup)
+        draft._cache = LookupCache(target._kv, draft.lookup)
         return draft
+
+    @property
+    def _kv(self) -> KVCache:
+        return self._cache.kv
 
     def __repr__(self) -> str:
         return f"<TransformersDraft {self.lm.name} on {self.lm.device}>"

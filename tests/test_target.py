@@ -144,6 +144,18 @@ def test_sampling_smollm2_needs_the_full_mask_only_where_its_own_draw_is_refused
             for t in ('{"name": "Ada", ', '{"name": "Ada", "born": 18', '{"tags": ["math", ')] == texts
 
 
+@pytest.mark.model
+def test_greedy_choice_tries_the_own_token_first_whatever_top_p(json_grammar):
+    """Greedy decoding ignores top-p, so setting it must not cost a full mask at every token."""
+    runs = []
+    for top_p in (1.0, 0.9):
+        target = TargetModel(smollm2(), top_p=top_p)
+        c = target.continue_text(PERSON_PROMPT, '{"name": "Ada", ', json_grammar, max_new_tokens=20, finish=True)
+        runs.append((c.text, target.choices, target.full_masks))
+    assert runs[0] == runs[1]
+    assert runs[0][2] < runs[0][1]
+
+
 def test_seeded_sampling_is_reproducible(json_grammar):
     def run(seed):
         target = TargetModel(tiny_model(), temperature=1.0, seed=seed)
