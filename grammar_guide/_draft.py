@@ -42,14 +42,26 @@ class DraftCall:
     """One call of a draft: its request, and what the draft reports while streaming.
 
     Providers fill ``tokens_in``/``tokens_out`` as the API reports usage (``None`` when it does
-    not), ``finish_reason`` ("stop", "length", "closed", ...) and any provider-specific numbers in
-    ``extra`` (for example ``prefill_tokens_saved`` for a local draft).
+    not) and ``finish_reason`` ("stop", "length", "closed", ...). The loop also reads:
+
+    - ``continued_prefix``: the mode this call actually used, set before the first chunk (a
+      provider that falls back from prefill for one call sets False); ``None`` means the draft's
+      ``continues_prefix``;
+    - ``whole_answer``: the draft gave its whole answer at once (a function returning a string):
+      nothing follows the text streamed so far;
+    - ``prefill_tokens_saved``: prompt tokens a local draft reused from its cache.
+
+    ``extra`` holds provider-specific numbers for the curious (``attempts``); the loop never
+    reads it.
     """
 
     request: DraftRequest
     tokens_in: int | None = None
     tokens_out: int | None = None
     finish_reason: str | None = None
+    continued_prefix: bool | None = None
+    whole_answer: bool = False
+    prefill_tokens_saved: int = 0
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -60,7 +72,7 @@ class Draft(abc.ABC):
     ``continues_prefix`` is True when the draft truly continues ``accepted_text`` (a completion
     endpoint, assistant prefill, a local model), False when it may restate the answer from the
     start (a chat API without prefill, most plain functions). A provider that falls back to
-    another mode for one call (a model that rejects prefill) sets ``call.extra["continued_prefix"]``
+    another mode for one call (a model that rejects prefill) sets ``call.continued_prefix``
     before yielding its first chunk; the loop reads it there.
     """
 
@@ -194,7 +206,7 @@ class FunctionDraft(Draft):
         if inspect.isawaitable(out):
             out = await out
         if isinstance(out, str):
-            call.extra["whole_answer"] = True  # nothing follows this chunk
+            call.whole_answer = True  # nothing follows this chunk
             if out:
                 yield out
             return

@@ -289,7 +289,7 @@ class _Run:
                             # A provider may fall back to another mode for this call (a model
                             # that rejects assistant prefill): it says which in call.extra.
                             mode_known = True
-                            if not call.extra.get("continued_prefix", self.draft.continues_prefix):
+                            if not (self.draft.continues_prefix if call.continued_prefix is None else call.continued_prefix):
                                 aligner = Aligner(text, tuple(self._earlier_answers))
                         chunk, stopped = self._apply_stop(rnd, chunk)
                     if aligner is not None:
@@ -303,7 +303,7 @@ class _Run:
                             continue
                         preamble, chunk = None, answer
                     if self._feed(rnd, chunk):
-                        if call.extra.get("whole_answer"):
+                        if call.whole_answer:
                             rnd.ended = True
                         if not (preamble_allowed and _looks_like_prose(rnd.kept, rnd.evidence or "")):
                             break
@@ -352,7 +352,7 @@ class _Run:
         finally:
             self.stats.draft_seconds += time.perf_counter() - started
             self.stats.add_draft_usage(call.tokens_in, call.tokens_out)
-            self.stats.prefill_tokens_saved += int(call.extra.get("prefill_tokens_saved", 0) or 0)
+            self.stats.prefill_tokens_saved += call.prefill_tokens_saved
         if rnd.raw.strip():
             self._earlier_answers = (self._earlier_answers + [rnd.raw])[-3:]
         if aligner is not None and aligner.dropped:

@@ -9,7 +9,7 @@ Some models reject prefill altogether (a 400 that says so). The draft then falls
 rest of its life, to showing the accepted text as an unfinished answer and asking the model to
 continue it (with a larger token budget, see ``restatement_allowance``); ``continues_prefix``
 becomes False and the guide loop aligns restatements. Each
-call records the mode it actually used in ``call.extra["continued_prefix"]``.
+call records the mode it actually used in ``call.continued_prefix``.
 """
 
 from __future__ import annotations
@@ -122,7 +122,7 @@ class AnthropicDraft(Draft):
 
     async def stream(self, call: DraftCall) -> AsyncIterator[str]:  # type: ignore[override]
         use_prefill = self.continues_prefix
-        call.extra["continued_prefix"] = use_prefill
+        call.continued_prefix = use_prefill
         inner = self._stream(call, use_prefill)
         try:
             try:
@@ -134,7 +134,7 @@ class AnthropicDraft(Draft):
                     raise
                 logger.info("%s: %s rejects prefill (%s); continuing without it", self.name, self.model, error)
                 self.continues_prefix = False
-                call.extra["continued_prefix"] = False
+                call.continued_prefix = False
                 call.extra["prefill_rejected"] = error.message
                 await inner.aclose()
                 inner = self._stream(call, False)

@@ -115,7 +115,7 @@ class OpenAIDraft(Draft):
         return f"OpenAIDraft(model={self.model!r}, endpoint={self.endpoint!r})"
 
     def stream(self, call: DraftCall) -> AsyncIterator[str]:
-        call.extra["continued_prefix"] = self.continues_prefix
+        call.continued_prefix = self.continues_prefix
         return stream_with_retries(call, lambda: self._attempt(call), provider=self.name, policy=self.retry)
 
     async def aclose(self) -> None:

@@ -4,7 +4,7 @@ Install with ``pip install 'grammar-guide[local]'``. The draft writes freely (no
 KV cache between calls: when the guide loop cuts the text at an invalid byte and corrects it, the
 next call keeps the cached tokens that still lie inside the new accepted text, re-tokenizes only
 the bytes after that boundary (canonically, healing the last token so the model can re-choose
-it), and continues. ``call.extra["prefill_tokens_saved"]`` says how many tokens were reused.
+it), and continues. ``call.prefill_tokens_saved`` says how many tokens were reused.
 
 The loading code and the prompt format are those of ``grammar_guide.TargetModel``; a draft and a
 target can share one loaded model (``TransformersDraft.from_target(target)``), each with its own
@@ -143,7 +143,7 @@ class TransformersDraft(SyncDraft):
         Yields text as whole characters; stops at EOS, a stop string (which is not yielded), the
         token budget, or when the generator is closed. Fills ``call.tokens_in`` (tokens fed
         before generating), ``call.tokens_out``, ``call.finish_reason`` and
-        ``call.extra["prefill_tokens_saved"]``.
+        ``call.prefill_tokens_saved``.
         """
         request = call.request
         lm = self.lm
@@ -154,7 +154,7 @@ class TransformersDraft(SyncDraft):
             ids, pending = self._context(request.prompt, request.accepted_text.encode("utf-8"))
             saved = min(self._kv.common_prefix(ids), len(ids) - 1)
             call.tokens_in = len(ids) - saved
-            call.extra["prefill_tokens_saved"] = saved
+            call.prefill_tokens_saved = saved
             call.tokens_out = 0
         raw = bytearray()  # bytes generated after the accepted text
         decoded = 0  # how many of ``raw`` are decoded into ``text``

@@ -41,7 +41,7 @@ def test_streams_token_by_token_within_the_budget():
     assert len(chunks) >= 4 and all(chunks)
     assert call.tokens_out == 12 and call.finish_reason == "length"
     assert call.tokens_in == len(smollm2().prompt_ids(PROMPT))
-    assert call.extra["prefill_tokens_saved"] == 0
+    assert call.prefill_tokens_saved == 0
 
 
 @pytest.mark.model
@@ -53,12 +53,12 @@ def test_after_a_correction_only_the_new_bytes_are_fed_and_the_output_matches_a_
     accepted = first[: len(first) // 2] + " age"
     chunks, call = _run(draft, accepted, 10)
     n_prompt = len(lm.prompt_ids(PROMPT))
-    assert call.extra["prefill_tokens_saved"] >= n_prompt
+    assert call.prefill_tokens_saved >= n_prompt
     assert call.tokens_in <= len(lm.text_ids(" age")) + 2  # the boundary token and the new bytes
-    assert call.tokens_in + call.extra["prefill_tokens_saved"] >= n_prompt + len(lm.partial_ids(accepted.encode())[0])
+    assert call.tokens_in + call.prefill_tokens_saved >= n_prompt + len(lm.partial_ids(accepted.encode())[0])
     fresh_chunks, fresh_call = _run(TransformersDraft(lm), accepted, 10)
     assert "".join(chunks) == "".join(fresh_chunks)  # reusing the cache changes nothing
-    assert fresh_call.extra["prefill_tokens_saved"] == 0
+    assert fresh_call.prefill_tokens_saved == 0
 
 
 def test_continuing_the_drafts_own_text_feeds_nothing_again():
@@ -67,7 +67,7 @@ def test_continuing_the_drafts_own_text_feeds_nothing_again():
     first, _ = _run(draft, "SELECT", 6)
     second, call = _run(draft, "SELECT" + "".join(first), 6)
     assert call.tokens_in == 1  # only the last generated token, never fed before
-    assert call.extra["prefill_tokens_saved"] == len(lm.prompt_ids(PROMPT)) + len(draft._answer_ids) - 6 - 1
+    assert call.prefill_tokens_saved == len(lm.prompt_ids(PROMPT)) + len(draft._answer_ids) - 6 - 1
     assert second and call.tokens_out == 6
 
 

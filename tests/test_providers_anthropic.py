@@ -35,7 +35,7 @@ def test_prefill_continues_the_accepted_text(server):
     record = server.records[-1]
     assert record.body["messages"][-1] == {"role": "assistant", "content": "SELECT name FROM"}
     assert record.prompt_text.endswith("<|im_start|>assistant\nSELECT name FROM")
-    assert got.call.extra["continued_prefix"] is True
+    assert got.call.continued_prefix is True
 
 
 def test_trailing_whitespace_is_held_back_from_the_prefill(server):
@@ -65,7 +65,7 @@ def test_a_model_that_rejects_prefill_falls_back_for_good(server):
     ]
     assert second.body["max_tokens"] == 4 + 4  # room to restate "SELECT name"
     assert first.body["max_tokens"] == 4
-    assert got.call.extra["continued_prefix"] is False
+    assert got.call.continued_prefix is False
     assert "prefill" in got.call.extra["prefill_rejected"]
     assert draft.continues_prefix is False
     # The next call goes straight to the fallback: one request.
@@ -73,7 +73,7 @@ def test_a_model_that_rejects_prefill_falls_back_for_good(server):
     again = collect(draft, DraftRequest(PROMPT, accepted_text="SELECT name FROM", max_new_tokens=2))
     assert again.error is None
     assert len(server.records) - before == 1
-    assert again.call.extra["continued_prefix"] is False
+    assert again.call.continued_prefix is False
 
 
 def test_whitespace_only_stop_sequences_are_not_sent(server):

@@ -32,7 +32,7 @@ def test_chat_without_prefill_shows_the_answer_so_far_and_asks_to_continue(serve
     assert draft.continues_prefix is False
     got = collect(draft, DraftRequest(PROMPT, accepted_text="SELECT name", max_new_tokens=4))
     assert got.error is None and got.text
-    assert got.call.extra["continued_prefix"] is False
+    assert got.call.continued_prefix is False
     assert server.records[-1].body["messages"] == [
         {"role": "user", "content": PROMPT},
         {"role": "assistant", "content": "SELECT name"},
@@ -62,7 +62,7 @@ def test_chat_prefill_with_continue_final_message_continues_the_text(server):
     assert record.body["max_tokens"] == 4  # a true continuation restates nothing
     # The model saw its own unfinished answer as the end of the prompt: a true continuation.
     assert record.prompt_text.endswith("<|im_start|>assistant\nSELECT name FROM")
-    assert got.call.extra["continued_prefix"] is True
+    assert got.call.continued_prefix is True
 
 
 def test_completions_sends_prompt_and_accepted_text_as_one_prompt(server):
