@@ -312,6 +312,21 @@ class Grammar:
             return False
         return _regex_is_void(terminal.regex or "")
 
+    def to_plain_lark(self) -> str:
+        """This grammar as plain Lark: the subset OpenAI's custom grammar tools and llguidance
+        accept (templates expanded, imports inlined, priorities dropped; start rule ``start``).
+        Raises ``GrammarError`` with the construct's line and column for what it cannot say."""
+        from ._export import to_plain_lark
+
+        return to_plain_lark(self)
+
+    def to_gbnf(self) -> str:
+        """This grammar as GBNF, for llama.cpp's server, Fireworks and xgrammar. Raises
+        ``GrammarError`` with the construct's line and column for what GBNF cannot say."""
+        from ._export import to_gbnf
+
+        return to_gbnf(self)
+
     @property
     def lark_parser(self) -> lark.Lark | None:
         """The ``lark.Lark`` reference parser, for grammars loaded from Lark text."""

@@ -1,0 +1,556 @@
+"""Writing a grammar out for other engines: plain Lark and GBNF.
+
+Servers with their own grammar engine take a grammar in their own text format:
+
+- ``to_plain_lark``: the Lark subset that OpenAI's custom grammar tools and llguidance's Lark
+  reader accept, and that the ``lark`` package reads too. Templates are expanded, ``?``/``!``
+  rules, aliases and terminal priorities (which change parse trees, not the language) are
+  dropped, ``%import`` (``common`` or any file) is inlined, ``%ignore`` is kept, and the text
+  ignored before the first and after the last token is spelt out (llguidance skips ignored text
+  only between tokens; Lark also at both ends). The start rule is ``start``.
+- ``to_gbnf``: llama.cpp's GBNF (also read by Fireworks and xgrammar). GBNF has no lexer: each
+  terminal becomes a rule of characters (regexes translated item by item, ``\\d``/``\\w``/``\\s``
+  as their exact Unicode classes) and the ignored terminals are written after every terminal.
+
+Both are written from the rules and terminals lark resolved, so they mean what the grammar
+means. What neither format can say raises ``GrammarError`` with the line and column of the
+construct: a lazy quantifier (``*?``) is one (its shortest-match meaning needs intersection, which
+only llguidance's own dialect has).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import re
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Callable, Iterable
+
+from lark.grammar import NonTerminal
+from lark.lexer import PatternStr
+
+from ._errors import GrammarError
+
+if TYPE_CHECKING:
+    from ._grammar import Grammar, Terminal
+
+__all__ = ["to_gbnf", "to_plain_lark"]
+
+_UNICODE_MAX = 0x10FFFF
+_SURROGATES = (0xD800, 0xDFFF)
+
+
+# -- the resolved grammar, with names both formats accept ----------------------------------------
+
+
+@dataclass
+class _Resolved:
+    """Lark's resolved grammar: rules as alternatives of symbol lists, terminals by name."""
+
+    start: str
+    rules: dict[str, list[list[tuple[bool, str]]]]  # name -> alternatives of (is_terminal, name)
+    terminals: dict[str, Terminal]
+    ignore: list[str]
+    source_text: str
+    source: str | None
+    #: lark's own pattern text of each regex terminal (to point at it in errors).
+    lark_patterns: dict[str, str] = field(default_factory=dict)
+
+
+def _resolve(grammar: Grammar, what: str) -> _Resolved:
+    parser = grammar.lark_parser
+    if parser is None:
+        if set(grammar.terminals) == {"REGEX"}:  # Grammar.from_regex
+            return _Resolved("start", {"start": [[(True, "REGEX")]]}, dict(grammar.terminals), [], "", None)
+        raise GrammarError(
+            f"{grammar.name} was not loaded from Lark (a JSON schema?): it has no {what} form; "
+            "send the schema to the server as a JSON schema instead",
+            construct=grammar.name,
+        )
+    rules: dict[str, list[list[tuple[bool, str]]]] = {}
+    for rule in parser.rules:
+        symbols = [(not isinstance(s, NonTerminal), s.name) for s in rule.expansion]
+        rules.setdefault(str(rule.origin.name), []).append(symbols)
+    start = parser.options.start[0]
+    if what == "GBNF":
+        _prune_void(rules, {n for n, t in grammar.terminals.items() if grammar.is_void(t)}, start)
+    # The start rule first, then the rest in the grammar's order.
+    ordered = {start: rules.pop(start, [])}
+    ordered.update(rules)
+    return _Resolved(
+        start,
+        ordered,
+        {n: t for n, t in grammar.terminals.items() if any(s == (True, n) for alts in ordered.values() for alt in alts for s in alt) or n in parser.ignore_tokens},
+        list(parser.ignore_tokens),
+        grammar.lark_source or "",
+        getattr(parser, "source_path", None),
+        {t.name: t.pattern.value for t in parser.terminals},
+    )
+
+
+def _prune_void(rules: dict[str, list[list[tuple[bool, str]]]], void: set[str], start: str) -> None:
+    """Drop the alternatives that can match no text (a dead-end guard such as ``_WORD _NEVER``
+    with ``_NEVER: /[^\\s\\S]/``), and the rules left without any: GBNF has no empty class."""
+    while void:
+        dead: set[str] = set()
+        for name, alternatives in rules.items():
+            alternatives[:] = [alt for alt in alternatives if not any(sym in void for _, sym in alt)]
+            if not alternatives and name != start:
+                dead.add(name)
+        for name in dead:
+            del rules[name]
+        void = dead
+
+
+def _allocate(names: Iterable[str], *, upper: bool, taken: set[str], reserved: dict[str, str]) -> dict[str, str]:
+    """Lark-valid, unique names (``rule_name`` / ``TERM_NAME``) for lark's internal ones
+    (``__object_star_0``, ``_sep{item,COMMA}``, ``__ANON_0``)."""
+    out = dict(reserved)
+    for name in names:
+        if name in out:
+            continue
+        base = re.sub(r"[^A-Za-z0-9_]+", "_", name).strip("_")
+        base = base.upper() if upper else base.lower()
+        if not base or not base[0].isalpha():
+            base = ("T" if upper else "r") + ("_" + base if base else "")
+        candidate, n = base, 1
+        while candidate in taken:
+            n += 1
+            candidate = f"{base}_{n}"
+        taken.add(candidate)
+        out[name] = candidate
+    return out
+
+
+def _lazy_error(name: str, terminal: Terminal, resolved: _Resolved, target: str) -> GrammarError:
+    from ._grammar import _position, _position_of_terminal
+
+    where = _position_of_terminal(name, resolved.lark_patterns.get(name, terminal.regex or ""), resolved.source_text)
+    if where["line"] is None:  # imported: point at the %import that names it
+        found = re.search(rf"(?m)^[ \t]*%import\b[^\n]*?\b({re.escape(name)})\b", resolved.source_text)
+        where = _position(found.start(1) if found else None, resolved.source_text)
+    return GrammarError(
+        f"terminal {name} uses a lazy quantifier (*?, +?, ??): {target} has no way to say "
+        "'the shortest match'; rewrite it without one (a comment /\\/\\*(.|\\n)*?\\*\\// is "
+        "/\\/\\*([^*]|\\*+[^*\\/])*\\*+\\//)",
+        construct=f"/{terminal.regex}/",
+        **where,
+        source=resolved.source,
+    )
+
+
+def _is_lazy(terminal: Terminal) -> bool:
+    from ._grammar import _regex_features
+
+    return terminal.regex is not None and _regex_features(terminal.regex)[1]
+
+
+# -- plain Lark ----------------------------------------------------------------------------------
+
+
+def to_plain_lark(grammar: Grammar) -> str:
+    """The grammar in the plain Lark subset (see the module docstring)."""
+    from ._grammar import _lark_regex
+
+    g = _resolve(grammar, "Lark")
+    taken = {"start"}
+    rule_names = _allocate(g.rules, upper=False, taken=taken, reserved={g.start: "start"})
+    if g.ignore:
+        # start wraps the user's start rule between the ignored text at either end.
+        body = rule_names[g.start] = _allocate(["start_body"], upper=False, taken=taken, reserved={})["start_body"]
+    # Literal terminals are written in place ("select"i); named ones are kept for regexes and
+    # for what %ignore names.
+    inline = {name for name, t in g.terminals.items() if t.literal is not None and name not in g.ignore}
+    term_names = _allocate(
+        [n for n in g.terminals if n not in inline], upper=True, taken={"EDGE"}, reserved={}
+    )
+    lines: list[str] = []
+    if g.ignore:
+        edges = [_allocate([f"{name}_EDGE"], upper=True, taken=set(term_names.values()), reserved={})[f"{name}_EDGE"]
+                 for name in g.ignore]
+        term_names.update({f"{name} edge": edge for name, edge in zip(g.ignore, edges)})
+        skip = _allocate(["ignored"], upper=False, taken=taken, reserved={})["ignored"]
+        lines.append(f"start: {skip} {body} {skip}")
+        lines.append(f"{skip}: ({' | '.join(edges)})*")
+
+    def symbol(is_terminal: bool, name: str) -> str:
+        if not is_terminal:
+            return rule_names[name]
+        if name in inline:
+            t = g.terminals[name]
+            return _lark_string(t.literal or "") + ("i" if t.case_insensitive else "")
+        return term_names[name]
+
+    for origin, alternatives in g.rules.items():
+        written = [" ".join(symbol(*s) for s in alt) for alt in alternatives]
+        lines.append(f"{rule_names[origin]}: {' | '.join(written)}".rstrip())
+    lines.append("")
+    for name, terminal in g.terminals.items():
+        if name in inline:
+            continue
+        if _is_lazy(terminal):
+            raise _lazy_error(name, terminal, g, "plain Lark")
+        expression = _lark_regex(terminal.pattern)
+        lines.append(f"{term_names[name]}: {expression}")
+        if name in g.ignore:
+            lines.append(f"{term_names[name + ' edge']}: {expression}")
+    for name in g.ignore:
+        lines.append(f"%ignore {term_names[name]}")
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def _lark_string(value: str) -> str:
+    """A Lark string literal that lark and llguidance both read as ``value``."""
+    return _quoted(value, lambda cp: f"\\u{cp:04x}" if cp < 0x10000 else json.dumps(chr(cp))[1:-1])
+
+
+def _quoted(value: str, escape: Callable[[int], str]) -> str:
+    """``value`` in double quotes: quote, backslash and \\n \\t \\r escaped, other characters that
+    are not printable (or separate lines) written by ``escape``."""
+    out = []
+    for ch in value:
+        if ch in '"\\':
+            out.append("\\" + ch)
+        elif ch in _SHORT_ESCAPES:
+            out.append(_SHORT_ESCAPES[ch])
+        elif not ch.isprintable() or ch in "\u2028\u2029":
+            out.append(escape(ord(ch)))
+        else:
+            out.append(ch)
+    return '"' + "".join(out) + '"'
+
+
+_SHORT_ESCAPES = {"\n": "\\n", "\t": "\\t", "\r": "\\r"}
+
+
+# -- GBNF ------------------------------------------------------------------------------------------
+
+
+def to_gbnf(grammar: Grammar) -> str:
+    """The grammar in llama.cpp's GBNF (see the module docstring)."""
+    g = _resolve(grammar, "GBNF")
+
+    def gbnf_name(name: str) -> str:
+        return name.replace("_", "-")
+
+    # (llguidance's reader takes a text with a "start:" or "start ::=" line for Lark.)
+    taken = {"root", "ignored", "start", "root_text"}
+    reserved = {g.start: "root_text"} if g.ignore else {g.start: "root"}
+    rule_names = {k: gbnf_name(v) for k, v in _allocate(g.rules, upper=False, taken=taken, reserved=reserved).items()}
+    # Names differ whatever the case: llguidance's reader renames a rule of characters to capitals.
+    upper_taken = {n.upper().replace("-", "_") for n in taken | set(rule_names.values())}
+    term_names = {k: gbnf_name(v) for k, v in _allocate(g.terminals, upper=True, taken=upper_taken, reserved={}).items()}
+    for name, terminal in g.terminals.items():
+        if _is_lazy(terminal):
+            raise _lazy_error(name, terminal, g, "GBNF")
+    skip = " ignored" if g.ignore else ""
+    inline = {name for name, t in g.terminals.items() if t.literal is not None and not t.case_insensitive}
+
+    def symbol(is_terminal: bool, name: str) -> str:
+        if not is_terminal:
+            return rule_names[name]
+        if name in inline:
+            return _gbnf_string(g.terminals[name].literal or "") + skip
+        return term_names[name] + skip
+
+    lines = [f"root ::= ignored {rule_names[g.start]}"] if g.ignore else []
+    for origin, alternatives in g.rules.items():
+        written = [" ".join(symbol(*s) for s in alt) or '""' for alt in alternatives]
+        lines.append(f"{rule_names[origin]} ::= {' | '.join(written)}")
+    if g.ignore:
+        pieces = [_ignored_piece(g.terminals[n].pattern) for n in g.ignore]
+        lines.append(f"ignored ::= ({' | '.join(pieces)})*")
+    for name, terminal in g.terminals.items():
+        if name in inline:
+            continue
+        lines.append(f"{term_names[name]} ::= {_gbnf_regex(terminal.pattern)}")
+    return "\n".join(lines) + "\n"
+
+
+def _ignored_piece(regex: str) -> str:
+    """An ignored terminal as one repetition inside ``ignored ::= (...)*``: ``X+`` for a
+    single-character X becomes ``X`` (the same language there), which spares llama.cpp's engine
+    an exponentially ambiguous rule."""
+    parsed = _sre_parse.parse(regex, 0)
+    items = list(parsed)
+    if len(items) == 1 and items[0][0] is _c.MAX_REPEAT:
+        low, high, body = items[0][1]
+        chars = _char_set(list(body), parsed.state.flags)
+        if low == 1 and high == _c.MAXREPEAT and chars is not None:
+            return _gbnf_class(chars)
+    return _gbnf_regex(regex)
+
+
+def _gbnf_string(value: str) -> str:
+    return _quoted(value, _gbnf_escape)
+
+
+def _gbnf_escape(cp: int) -> str:
+    """One code point in a GBNF character class: ASCII letters and digits as themselves, other
+    ASCII and C1 controls as ``\\xNN``, the rest as the raw character (GBNF is UTF-8, and
+    llguidance's GBNF reader copies ``\\u`` escapes into regexes in a form its engine misreads)."""
+    if cp < 0x80 and chr(cp).isalnum():
+        return chr(cp)
+    if cp < 0xA0:
+        return f"\\x{cp:02X}"
+    return chr(cp)
+
+
+try:  # Python >= 3.11
+    from re import _constants as _c, _parser as _sre_parse  # type: ignore[attr-defined]
+except ImportError:  # pragma: no cover - Python 3.10
+    import sre_constants as _c  # type: ignore[no-redef]
+    import sre_parse as _sre_parse  # type: ignore[no-redef]
+
+Ranges = list[tuple[int, int]]
+
+
+def _gbnf_regex(regex: str) -> str:
+    """A Python regex (one that the grammar loader accepted) as a GBNF expression."""
+    parsed = _sre_parse.parse(regex, 0)
+    return _sequence(list(parsed), parsed.state.flags) or '""'
+
+
+def _sequence(items: list[Any], flags: int) -> str:
+    out: list[str] = []
+    literal = ""
+    for op, av in items:
+        if op is _c.LITERAL and not flags & _c.SRE_FLAG_IGNORECASE:
+            literal += chr(av)
+            continue
+        if literal:
+            out.append(_gbnf_string(literal))
+            literal = ""
+        out.append(_item(op, av, flags))
+    if literal:
+        out.append(_gbnf_string(literal))
+    return " ".join(out)
+
+
+_STARRED = {(0, 1), (0, _c.MAXREPEAT), (1, _c.MAXREPEAT)}  # ?, *, +: any two of them make a *
+
+
+def _item(op: Any, av: Any, flags: int) -> str:
+    chars = _char_set([(op, av)], flags)
+    if chars is not None:
+        return _gbnf_class(chars)
+    if op is _c.SUBPATTERN:
+        _group, add, remove, body = av
+        return f"({_sequence(list(body), (flags | add) & ~remove) or chr(34) * 2})"
+    if op is _c.BRANCH:
+        return "(" + " | ".join(_sequence(list(alt), flags) or '""' for alt in av[1]) + ")"
+    if op is _c.MAX_REPEAT:
+        low, high, body = av
+        inner_items = list(body)
+        if len(inner_items) == 1 and inner_items[0][0] is _c.MAX_REPEAT and (low, high) in _STARRED:
+            # (X+)? and the like are X*: spelt so, since readers drop the parentheses of a
+            # one-item group and then meet two quantifiers in a row.
+            inner_low, inner_high, _ = inner_items[0][1]
+            if (inner_low, inner_high) in _STARRED:
+                return _item(_c.MAX_REPEAT, (0, _c.MAXREPEAT, inner_items[0][1][2]), flags)
+        inner = _sequence(list(body), flags)
+        if not _is_atom(inner):
+            inner = f"({inner})"
+        if high == _c.MAXREPEAT:
+            suffix = {0: "*", 1: "+"}.get(low, f"{{{low},}}")
+        elif (low, high) == (0, 1):
+            suffix = "?"
+        else:
+            suffix = f"{{{low}}}" if low == high else f"{{{low},{high}}}"
+        return inner + suffix
+    raise GrammarError(f"GBNF: no translation for the regex construct {op}")  # pragma: no cover
+
+
+_ATOM = re.compile(r'\[(?:\\.|[^\]\\])*\]|"(?:\\.|[^"\\])*"')
+
+
+def _is_atom(text: str) -> bool:
+    """Whether a GBNF expression is one class, one string or one group (a quantifier can follow)."""
+    if _ATOM.fullmatch(text):
+        return True
+    return text.startswith("(") and text.endswith(")") and _balanced(text[1:-1])
+
+
+def _balanced(text: str) -> bool:
+    depth = 0
+    in_string = in_class = False
+    escaped = False
+    for ch in text:
+        if escaped:
+            escaped = False
+        elif ch == "\\":
+            escaped = True
+        elif in_string:
+            in_string = ch != '"'
+        elif in_class:
+            in_class = ch != "]"
+        elif ch == '"':
+            in_string = True
+        elif ch == "[":
+            in_class = True
+        elif ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+            if depth < 0:
+                return False
+    return depth == 0
+
+
+def _char_set(items: list[Any], flags: int) -> Ranges | None:
+    """The code points a one-character regex item matches, or None if it is not one."""
+    if len(items) != 1:
+        return None
+    op, av = items[0]
+    ignorecase = bool(flags & _c.SRE_FLAG_IGNORECASE)
+    if op is _c.LITERAL:
+        return _case_closed([(av, av)]) if ignorecase else [(av, av)]
+    if op is _c.NOT_LITERAL:
+        base = _case_closed([(av, av)]) if ignorecase else [(av, av)]
+        return _complement(base)
+    if op is _c.ANY:
+        return [(0, _UNICODE_MAX)] if flags & _c.SRE_FLAG_DOTALL else _complement([(10, 10)])
+    if op is _c.IN:
+        negate = bool(av) and av[0][0] is _c.NEGATE
+        ranges: Ranges = []
+        for iop, iav in av[1:] if negate else av:
+            if iop is _c.LITERAL:
+                ranges.append((iav, iav))
+            elif iop is _c.RANGE:
+                ranges.append(iav)
+            elif iop is _c.CATEGORY:
+                ranges.extend(_category(iav))
+            else:  # pragma: no cover - sre has no other class items
+                return None
+        ranges = _normalise(ranges)
+        if ignorecase:
+            ranges = _case_closed(ranges)
+        return _complement(ranges) if negate else ranges
+    if op is _c.SUBPATTERN and not av[1] and not av[2]:
+        return _char_set(list(av[3]), flags)
+    return None
+
+
+def _normalise(ranges: Ranges) -> Ranges:
+    out: Ranges = []
+    for lo, hi in sorted(ranges):
+        if out and lo <= out[-1][1] + 1:
+            out[-1] = (out[-1][0], max(out[-1][1], hi))
+        else:
+            out.append((lo, hi))
+    return out
+
+
+def _complement(ranges: Ranges) -> Ranges:
+    out: Ranges = []
+    at = 0
+    for lo, hi in _normalise(ranges):
+        if lo > at:
+            out.append((at, lo - 1))
+        at = hi + 1
+    if at <= _UNICODE_MAX:
+        out.append((at, _UNICODE_MAX))
+    return out
+
+
+@functools.lru_cache(maxsize=None)
+def _all_chars() -> str:
+    return "".join(chr(c) for c in range(_UNICODE_MAX + 1) if not _SURROGATES[0] <= c <= _SURROGATES[1])
+
+
+@functools.lru_cache(maxsize=None)
+def _category(code: Any) -> Ranges:
+    """The code points of ``\\d``, ``\\w``, ``\\s`` (or their negations) as Python's ``re`` has
+    them for str patterns (Unicode)."""
+    names = {
+        _c.CATEGORY_DIGIT: r"\d", _c.CATEGORY_NOT_DIGIT: r"\D",
+        _c.CATEGORY_WORD: r"\w", _c.CATEGORY_NOT_WORD: r"\W",
+        _c.CATEGORY_SPACE: r"\s", _c.CATEGORY_NOT_SPACE: r"\S",
+    }
+    out: Ranges = []
+    text = _all_chars()
+    for m in re.finditer(names[code] + "+", text):
+        lo, hi = ord(text[m.start()]), ord(text[m.end() - 1])
+        if lo < _SURROGATES[0] and hi > _SURROGATES[1]:  # the run jumps over the surrogates
+            out += [(lo, _SURROGATES[0] - 1), (_SURROGATES[1] + 1, hi)]
+        else:
+            out.append((lo, hi))
+    return _normalise(out)
+
+
+@functools.lru_cache(maxsize=None)
+def _case_groups() -> dict[int, tuple[int, ...]]:
+    """For each code point with other case forms, the code points that Python's ``re`` matches
+    against it under IGNORECASE (candidates share a ``lower()`` or an ``upper()``; each is then
+    checked with ``re`` itself, which also folds ``ſ`` with ``s`` and ``ı`` with ``i``)."""
+    by_key: dict[str, set[str]] = {}
+    for ch in _all_chars():
+        lower, upper = ch.lower(), ch.upper()
+        if lower != ch or upper != ch:
+            for key in (lower, upper, ch):
+                by_key.setdefault(key, set()).add(ch)
+    groups: dict[int, tuple[int, ...]] = {}
+    for members in by_key.values():
+        for ch in members:
+            pattern = re.compile("(?i)" + re.escape(ch))
+            partners = {ord(d) for d in members if d != ch and pattern.fullmatch(d)}
+            if partners:
+                groups[ord(ch)] = tuple(sorted(set(groups.get(ord(ch), ())) | partners))
+    return groups
+
+
+def _case_closed(ranges: Ranges) -> Ranges:
+    groups = _case_groups()
+    extra: Ranges = []
+    for lo, hi in ranges:
+        if hi - lo > 0x3000:
+            # A wide range: its case partners are (nearly) all inside it already; check the
+            # cased code points only.
+            points: Iterable[int] = (cp for cp in groups if lo <= cp <= hi)
+        else:
+            points = range(lo, hi + 1)
+        for cp in points:
+            for other in groups.get(cp, ()):
+                if not lo <= other <= hi:
+                    extra.append((other, other))
+    return _normalise(ranges + extra)
+
+
+def _gbnf_class(ranges: Ranges) -> str:
+    """A GBNF character class for these code points: the shorter of ``[...]`` and ``[^...]``."""
+    ranges = _normalise(ranges)
+    if ranges == [(0, _UNICODE_MAX)]:
+        return "[\\x00-\U0010ffff]"
+    # Surrogates never occur in text: count them on whichever side makes the class shorter.
+    with_gap = _normalise(ranges + [_SURROGATES])
+    negated = _complement(with_gap)
+    positive = _write_ranges(_subtract_surrogates(ranges))
+    if negated and len(negated) < len(_subtract_surrogates(ranges)):
+        return "[^" + _write_ranges(negated) + "]"
+    return "[" + positive + "]"
+
+
+def _subtract_surrogates(ranges: Ranges) -> Ranges:
+    out: Ranges = []
+    lo_s, hi_s = _SURROGATES
+    for lo, hi in ranges:
+        if hi < lo_s or lo > hi_s:
+            out.append((lo, hi))
+            continue
+        if lo < lo_s:
+            out.append((lo, lo_s - 1))
+        if hi > hi_s:
+            out.append((hi_s + 1, hi))
+    return out
+
+
+def _write_ranges(ranges: Ranges) -> str:
+    out = []
+    for lo, hi in ranges:
+        if lo == hi:
+            out.append(_gbnf_escape(lo))
+        elif hi == lo + 1:
+            out.append(_gbnf_escape(lo) + _gbnf_escape(hi))
+        else:
+            out.append(f"{_gbnf_escape(lo)}-{_gbnf_escape(hi)}")
+    return "".join(out)
