@@ -93,7 +93,8 @@ _KEYWORD_LISTS = {"fallback_kw", "alias_kw", "window_nm_kw", "reserved_kw", "win
 # * function_call: "DISTINCT is not supported for window functions".
 # * column_ref/func_name: CAST and RAISE are never identifiers in an expression, and CURRENT_DATE,
 #   CURRENT_TIME, CURRENT_TIMESTAMP are never function names (SQLite's parser has an action for
-#   them there, so they do not fall back to ID).
+#   them there, so they do not fall back to ID). This holds for the first name of a qualified
+#   column too (`cast.x`, `raise.x` are syntax errors; after the dot, `t.cast`, they are names).
 # * INTEGER: a hex literal of more than 16 significant digits ("hex literal too big"; such a
 #   literal is a _NUMWORD dead end), and not HEX_MIN (0x8000000000000000, too big under a minus).
 # Fifteen hex digits that are not all zeros (so that 0x8... is not 0x8000000000000000, HEX_MIN).
@@ -108,7 +109,8 @@ jt_y: "natural"i | "outer"i | jt_x
 jt_z: "natural"i | "inner"i | "cross"i""",
     "function_call": """function_call: func_name "(" ("all"i? exprlist? | "*") ")" filter_over?
              | func_name "(" "distinct"i exprlist? ")" filter_clause?""",
-    "column_ref": """column_ref: expr_id | join_kw | nm "." nm | nm "." nm "." nm""",
+    "column_ref": """column_ref: expr_id | join_kw | expr_nm "." nm | expr_nm "." nm "." nm
+expr_nm: expr_id | STRING | join_kw""",
     "func_name": """func_name: expr_id
 expr_id: IDENT | QUOTED_ID | BRACKET_ID | BACKTICK_ID | "indexed"i | window_kw | EXPR_KW_WORDS""",
     "INTEGER": f"""INTEGER: /0[xX]0*(?:[0-9a-fA-F]{{1,15}}|[0-79a-fA-F][0-9a-fA-F]{{15}}|8(?:{_NOT_ZEROS_15}))|[0-9]+/""",

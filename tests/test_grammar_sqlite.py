@@ -73,6 +73,36 @@ def test_rejects_what_sqlite_rejects(grammar: Grammar, sql: str) -> None:
     assert not grammar.is_complete(sql)
 
 
+# Two gaps seen in real model answers, each checked against SQLite itself.
+@pytest.mark.parametrize(
+    ("sql", "valid"),
+    [
+        # Inside an expression CAST, RAISE and CURRENT_DATE are never names, qualified or not ...
+        ("SELECT cast.aid FROM cast", False),
+        ("SELECT raise.x FROM t", False),
+        ("SELECT current_date.x FROM t", False),
+        ("SELECT x FROM t AS cast WHERE cast.x = 1", False),
+        # ... but after a dot, after FROM and quoted they are.
+        ("SELECT t.cast, main.cast.aid, \"cast\".aid, 'cast'.aid FROM cast", True),
+        # A finished IN or null test is the left operand of any operator, tighter ones included.
+        ("SELECT 1 IN (1, 2) * 10", True),
+        ("SELECT 2 NOTNULL + 1", True),
+        ("SELECT 1 IN (1) || 'a'", True),
+        ("SELECT a IN t * 2, a ISNULL * 2, a NOT NULL + 1, a NOT IN t.u | 2 FROM t", True),
+        ("SELECT a IN (SELECT 1) < 2 & 3, a IN (1) COLLATE nocase, a IN (1) ->> 'x' FROM t", True),
+        ("SELECT 1 + 1 IN (1) * 2 + 3, 1 BETWEEN 1 AND 2 IN (1) + 1, NOT 1 IN (1) + 1, - 1 ISNULL", True),
+        ("CREATE TABLE t(a DEFAULT (1 IN (1) * 2))", True),
+        ("SELECT 1 IN (1) *", False),
+        ("CREATE TABLE t(a DEFAULT (1 IN t * 2))", False),
+        ("SELECT sum(x) OVER (ROWS UNBOUNDED IN (1) + 1 PRECEDING) FROM t", False),
+        ("SELECT -0x8000000000000000 IN (1) * 2", False),
+    ],
+)
+def test_qualified_keywords_and_finished_postfix_operands(grammar: Grammar, sql: str, valid: bool) -> None:
+    assert (sqlite_oracle.check_script(sql).label is not sqlite_oracle.Label.INVALID) is valid
+    assert grammar.is_complete(sql) is valid
+
+
 def test_oracle_sees_past_semantic_errors() -> None:
     # The trigger's table does not exist: SQLite stops at "no such table" before the missing ';'.
     assert sqlite_oracle.check("CREATE TRIGGER tr AFTER INSERT ON t BEGIN SELECT 1 END").label is sqlite_oracle.Label.INVALID
