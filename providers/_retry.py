@@ -46,6 +46,7 @@ __all__ = [
     "sdk_error",
     "status_for_error_body",
     "stream_with_retries",
+    "unfinished_stream",
 ]
 
 logger = logging.getLogger("grammar_guide.providers")
@@ -174,6 +175,16 @@ def connection_error(provider: str, exc: BaseException, *, received: str = "") -
     if received:
         message += f" (after {len(received)} characters of text were received)"
     return ProviderConnectionError(scrub(message), provider=provider)
+
+
+def unfinished_stream(provider: str, end: str, *, received: str = "") -> ProviderConnectionError:
+    """A ``ProviderConnectionError`` for a stream that stopped without the protocol's end (``end``
+    names what was missing): the server or a proxy closed it early, so the text may be cut short.
+    Like a dropped connection it is retried before the first chunk, and ends the call after it."""
+    message = f"the stream ended without {end}"
+    if received:
+        message += f" (after {len(received)} characters of text were received)"
+    return ProviderConnectionError(message, provider=provider)
 
 
 def response_error(provider: str, what: str) -> ProviderResponseError:

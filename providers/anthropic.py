@@ -22,7 +22,7 @@ from typing import Any, AsyncGenerator, AsyncIterator
 from grammar_guide import AuthenticationError, BadRequestError, Draft, DraftCall, MissingDependencyError
 
 from ._openai_format import CONTINUE_INSTRUCTION, restatement_allowance
-from ._retry import OwnedClient, RetryPolicy, sdk_error, stream_with_retries
+from ._retry import OwnedClient, RetryPolicy, sdk_error, stream_with_retries, unfinished_stream
 
 try:
     import anthropic
@@ -184,6 +184,7 @@ class AnthropicDraft(Draft):
         kwargs.update(self.request_options)
         skip_space = bool(held_back)
         received = ""
+        stopped = False  # a stop_reason or message_stop was read: the message is whole
         try:
             stream = await client.messages.create(stream=True, **kwargs)
         except Exception as exc:
@@ -214,13 +215,18 @@ class AnthropicDraft(Draft):
                         call.tokens_out = int(usage["output_tokens"])
                     reason = (data.get("delta") or {}).get("stop_reason")
                     if reason:
+                        stopped = True
                         call.finish_reason = {"end_turn": "stop", "stop_sequence": "stop", "max_tokens": "length"}.get(
                             reason, reason
                         )
+                elif kind == "message_stop":
+                    stopped = True
         except Exception as exc:
             raise self._error(exc, received) from None
         finally:
             await stream.close()
+        if not stopped:
+            raise unfinished_stream(self.name, "a stop_reason or message_stop", received=received)
 
     def _error(self, exc: Exception, received: str) -> Exception:
         error = sdk_error(

@@ -24,6 +24,7 @@ from ._retry import (
     parse_retry_after,
     response_error,
     stream_with_retries,
+    unfinished_stream,
 )
 from ._sse import aiter_sse
 
@@ -123,6 +124,7 @@ class HTTPDraft(Draft):
             options=self.request_options,
         )
         received = ""
+        call.finish_reason = None  # this attempt's own, read from the stream
         try:
             async with client.stream("POST", self._url, json={**standard, **extra}, headers=self._headers) as response:
                 if response.status_code >= 400:
@@ -150,6 +152,9 @@ class HTTPDraft(Draft):
                     if text:
                         received += text
                         yield text
+                if call.finish_reason is None:
+                    # Neither "[DONE]" nor a finish reason: the server or a proxy closed early.
+                    raise unfinished_stream(self.name, "[DONE] or a finish_reason", received=received)
         except httpx.TransportError as exc:
             raise connection_error(self.name, exc, received=received) from exc
 

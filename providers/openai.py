@@ -22,7 +22,7 @@ from typing import Any, AsyncGenerator, AsyncIterator
 from grammar_guide import AuthenticationError, Draft, DraftCall, MissingDependencyError
 
 from ._openai_format import CONTINUE_INSTRUCTION, PREFILL_MODES, Endpoint, Prefill, build_request, read_chunk
-from ._retry import OwnedClient, RetryPolicy, sdk_error, stream_with_retries
+from ._retry import OwnedClient, RetryPolicy, sdk_error, stream_with_retries, unfinished_stream
 
 try:
     import openai
@@ -136,6 +136,7 @@ class OpenAIDraft(Draft):
             standard["extra_body"] = extra
         api = client.completions if self.endpoint == "completions" else client.chat.completions
         received = ""
+        call.finish_reason = None  # this attempt's own, read from the stream
         try:
             stream = await api.create(**standard)
         except Exception as exc:
@@ -150,6 +151,10 @@ class OpenAIDraft(Draft):
             raise self._error(exc, received) from None
         finally:
             await stream.close()
+        if call.finish_reason is None:
+            # The SDK ends quietly when the connection closes cleanly before "[DONE]"; without
+            # a finish reason the text may be cut short.
+            raise unfinished_stream(self.name, "a finish_reason", received=received)
 
     def _error(self, exc: Exception, received: str) -> Exception:
         error = sdk_error(

@@ -11,7 +11,9 @@ record of the request counts the tokens generated after the server saw the disco
 
 Faults are scripted per test: ``server.script(name, [Fault(...), ...])`` and requests carrying
 the header ``x-test-script: name`` take the script's steps one per request (then behave
-normally). The model ``smollm2-no-prefill`` rejects Anthropic prefill with a 400, as some
+normally). A script may carry a canned ``answer``: its requests then stream that text (from where
+the text the client sent leaves off) token by token instead of running the model, which keeps
+long fault runs fast. The model ``smollm2-no-prefill`` rejects Anthropic prefill with a 400, as some
 Claude models do.
 """
 
@@ -52,7 +54,9 @@ class Fault:
     ``Retry-After``), ``"delay"`` (wait ``seconds`` before answering), ``"drop"`` (close the
     connection after ``after_tokens`` streamed tokens), ``"stall"`` (stop sending for ``seconds``
     after ``after_tokens`` tokens), ``"malformed"`` (a stream event that is not JSON, after
-    ``after_tokens`` tokens), ``"empty"`` (a completion with no text), ``"ok"`` (no fault).
+    ``after_tokens`` tokens), ``"truncate"`` (end the response cleanly after ``after_tokens``
+    tokens, without the protocol's end: no ``finish_reason``/``[DONE]``, no ``message_delta``/
+    ``message_stop``), ``"empty"`` (a completion with no text), ``"ok"`` (no fault).
     """
 
     kind: str
@@ -77,6 +81,8 @@ class RequestRecord:
     tokens_generated: int = 0
     tokens_at_disconnect: int | None = None
     text: str = ""
+    #: The canned answer's token ids this request streams instead of the model's (see ``script``).
+    canned: list[int] | None = None
     #: Set once both the generation and the response that streamed it have ended (so the
     #: disconnect, if any, is recorded before a test reads it).
     finished: threading.Event = field(default_factory=threading.Event)
@@ -105,6 +111,8 @@ class _Drop(Exception):
 
 
 _DONE = object()
+# Yielded by ``LLMServer._faulty`` for a "truncate" fault: the response ends here, cleanly.
+_TRUNCATED = object()
 
 
 def load_model() -> tuple[Any, Any, threading.RLock | None]:
@@ -158,6 +166,7 @@ class LLMServer:
         self.api_key = api_key
         self.records: list[RequestRecord] = []
         self._scripts: dict[str, list[Fault]] = {}
+        self._answers: dict[str, str] = {}
         self._lock = lock or threading.RLock()  # one forward pass at a time
         self._server: uvicorn.Server | None = None
         self._thread: threading.Thread | None = None
@@ -206,11 +215,26 @@ class LLMServer:
 
     # -- scripting -----------------------------------------------------------------------
 
-    def script(self, steps: list[Fault]) -> str:
-        """Register fault steps under a new name; send it in the ``x-test-script`` header."""
+    def script(self, steps: list[Fault], *, answer: str | None = None) -> str:
+        """Register fault steps under a new name; send it in the ``x-test-script`` header.
+
+        With ``answer``, every request of the script streams that text (greedy and instant)
+        instead of the model's: from the start, or after the longest beginning of it that the
+        text being continued (a completion prompt, a prefilled assistant message) ends with.
+        """
         name = uuid.uuid4().hex
         self._scripts[name] = list(steps)
+        if answer is not None:
+            self._answers[name] = answer
         return name
+
+    def _use_answer(self, record: RequestRecord, written: str) -> None:
+        """Give ``record`` the rest of its script's canned answer after ``written``, if it has one."""
+        answer = self._answers.get(record.script or "")
+        if answer is None:
+            return
+        start = next((k for k in range(min(len(answer), len(written)), 0, -1) if written.endswith(answer[:k])), 0)
+        record.canned = list(self.tokenizer(answer[start:], add_special_tokens=False).input_ids)
 
     def records_for(self, name: str) -> list[RequestRecord]:
         return [r for r in self.records if r.script == name]
@@ -231,14 +255,18 @@ class LLMServer:
             eos = self.tokenizer.eos_token_id
             ids = torch.tensor([prompt_ids])
             past = None
+            canned = record.canned
             with torch.inference_mode():
-                for _ in range(max_tokens):
+                for i in range(max_tokens):
                     if stop.is_set():
                         break
-                    with self._lock:
-                        out = self.model(input_ids=ids, past_key_values=past, use_cache=True)
-                    past = out.past_key_values
-                    token = int(out.logits[0, -1].argmax())
+                    if canned is not None:
+                        token = canned[i] if i < len(canned) else eos
+                    else:
+                        with self._lock:
+                            out = self.model(input_ids=ids, past_key_values=past, use_cache=True)
+                        past = out.past_key_values
+                        token = int(out.logits[0, -1].argmax())
                     record.tokens_generated += 1
                     if token == eos:
                         break
@@ -409,6 +437,9 @@ class LLMServer:
                     if fault.kind == "malformed":
                         yield malformed
                         return
+                    if fault.kind == "truncate":
+                        yield _TRUNCATED
+                        return
                 yield piece
                 count += 1
         finally:
@@ -438,10 +469,12 @@ class LLMServer:
                 add_generation_prompt=bool(body.get("add_generation_prompt", True)) and not continue_final,
                 continue_final_message=continue_final,
             )
+            self._use_answer(record, messages[-1]["content"] if continue_final else "")
         else:
             prompt_text = body.get("prompt", "")
             if isinstance(prompt_text, list):
                 prompt_text = "".join(prompt_text)
+            self._use_answer(record, prompt_text)
         stops = body.get("stop") or []
         stops = [stops] if isinstance(stops, str) else list(stops)
         max_tokens = int(body.get("max_tokens") or body.get("max_completion_tokens") or 16)
@@ -495,6 +528,8 @@ class LLMServer:
                 yield chunk("", role=True)
             pieces = self._texts(prompt_ids, max_tokens, stops, record, result, request)
             async for piece in self._faulty(pieces, fault, malformed):
+                if piece is _TRUNCATED:
+                    return
                 if isinstance(piece, bytes):
                     yield piece
                     return
@@ -543,6 +578,7 @@ class LLMServer:
         prompt_text = self.tokenizer.apply_chat_template(
             messages, tokenize=False, add_generation_prompt=not prefill, continue_final_message=prefill
         )
+        self._use_answer(record, messages[-1]["content"] if prefill else "")
         stops = list(body.get("stop_sequences") or [])
         max_tokens = int(body["max_tokens"])
         record.max_tokens = max_tokens
@@ -572,6 +608,8 @@ class LLMServer:
             yield _sse({"type": "ping"}, "ping")
             pieces = self._texts(prompt_ids, max_tokens, stops, record, result, request)
             async for piece in self._faulty(pieces, fault, malformed):
+                if piece is _TRUNCATED:
+                    return
                 if isinstance(piece, bytes):
                     yield piece
                     return

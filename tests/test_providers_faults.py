@@ -211,3 +211,39 @@ def test_unknown_model_is_a_bad_request_and_not_retried(server):
     assert got.error.status_code == 404
     assert "does not exist" in str(got.error)
     assert got.call.extra["attempts"] == 1
+
+
+# A canned answer streamed by the server instead of the model's (instant, and known in advance).
+ANSWER = "SELECT name FROM users WHERE age > 30"
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_stream_closed_without_its_end_after_text_is_a_connection_error(server, kind):
+    # The response ends cleanly (no transport error) but without "[DONE]" / a finish_reason /
+    # message_stop: the text may be cut short, so it is not a finished answer.
+    script = server.script([Fault("truncate", after_tokens=3)], answer=ANSWER)
+    got = collect(make_draft(kind, server, script=script), DraftRequest(prompt=PROMPT, max_new_tokens=20))
+    assert isinstance(got.error, ProviderConnectionError)
+    assert got.error.retryable
+    assert "ended without" in str(got.error)
+    assert len(got.chunks) == 3 and ANSWER.startswith(got.text.lstrip())
+    assert len(server.records_for(script)) == 1  # text was streamed: not retried here
+    assert got.call.finish_reason == "error"
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_stream_closed_without_its_end_before_any_text_is_retried(server, kind):
+    script = server.script([Fault("truncate", after_tokens=0)], answer=ANSWER)
+    got = collect(make_draft(kind, server, script=script), DraftRequest(prompt=PROMPT, max_new_tokens=20))
+    assert got.error is None
+    assert got.text.lstrip() == ANSWER
+    assert len(server.records_for(script)) == 2
+    assert got.call.finish_reason == "stop"
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_complete_answer_streams_without_error(server, kind):
+    script = server.script([], answer=ANSWER)
+    got = collect(make_draft(kind, server, script=script), DraftRequest(prompt=PROMPT, max_new_tokens=20))
+    assert got.error is None and got.text.lstrip() == ANSWER
+    assert got.call.finish_reason == "stop"

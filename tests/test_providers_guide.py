@@ -97,3 +97,31 @@ def test_guided_generation_with_a_bad_key_is_a_clear_error(server, small_sql):
     with pytest.raises(gg.AuthenticationError, match="Incorrect API key") as caught:
         gg.guide(draft, small_sql, CHAT_PROMPT, **BUDGET)
     assert "000000000000" not in str(caught.value)
+
+
+ANSWER = "SELECT name FROM users WHERE age > 30"
+
+
+@pytest.mark.parametrize("fault", ["truncate", "drop"])
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_stream_cut_where_the_text_is_complete_is_resumed_not_returned(server, kind, fault, small_sql):
+    # The first stream stops after "SELECT name FROM users", a complete query: a broken stream
+    # is not a finished answer, so the loop asks again and gets the rest.
+    script = server.script([Fault(fault, after_tokens=4)], answer=ANSWER)
+    result = gg.guide(make_draft(kind, server, script=script), small_sql, CHAT_PROMPT, target=False, lookahead=40)
+    first = server.records_for(script)[0]
+    assert first.text.strip() == "SELECT name FROM users" and small_sql.is_complete(first.text)  # the premise
+    assert result.text.strip() == ANSWER and result.complete
+    assert len(server.records_for(script)) == 2
+
+
+@pytest.mark.parametrize("kind", ["openai-chat", "anthropic", "http-chat"])
+def test_a_stream_that_keeps_breaking_is_a_connection_error_with_the_partial_result(server, kind, small_sql):
+    script = server.script([Fault("truncate", after_tokens=2)] * 10, answer=ANSWER)
+    with pytest.raises(gg.ProviderConnectionError, match="ended without") as caught:
+        gg.guide(make_draft(kind, server, script=script), small_sql, CHAT_PROMPT, target=False, lookahead=40)
+    partial = caught.value.result
+    assert partial is not None and not partial.complete
+    # What the broken streams wrote (a prefilled draft continues, a restating one starts over).
+    assert partial.text.strip() and ANSWER.startswith(partial.text.strip()) and partial.text.strip() != ANSWER
+    assert small_sql.valid_prefix(partial.text) == len(partial.text)
