@@ -15,9 +15,10 @@ from __future__ import annotations
 import abc
 import asyncio
 import concurrent.futures
+import contextlib
 import inspect
 from dataclasses import dataclass, field
-from typing import Any, AsyncIterator, Callable, Iterator
+from typing import Any, AsyncIterator, Callable, Iterator, Mapping
 
 __all__ = ["Draft", "DraftCall", "DraftRequest", "FunctionDraft", "SyncDraft", "as_draft"]
 
@@ -99,12 +100,16 @@ class SyncDraft(Draft):
         """Yield text chunks; closing the generator must stop generation."""
 
     async def stream(self, call: DraftCall) -> AsyncIterator[str]:
-        async for chunk in iterate_in_thread(self.stream_sync(call)):
-            yield chunk
+        async with contextlib.aclosing(iterate_in_thread(self.stream_sync(call))) as chunks:
+            async for chunk in chunks:
+                if chunk:
+                    yield chunk
 
 
-async def iterate_in_thread(iterator: Iterator[str]) -> AsyncIterator[str]:
+async def iterate_in_thread(iterator: Iterator[Any]) -> AsyncIterator[Any]:
     """Drive a blocking iterator from async code, one ``next`` at a time in a worker thread.
+
+    Every item is passed on as it is (empty ones too): the caller judges them.
 
     When the consumer stops early (closes this generator, or is cancelled), the iterator is closed
     at once, or right after the step in flight ends: no thread is left generating.
@@ -121,8 +126,7 @@ async def iterate_in_thread(iterator: Iterator[str]) -> AsyncIterator[str]:
             chunk = await asyncio.wrap_future(step)
             if chunk is done:
                 return
-            if chunk:
-                yield chunk
+            yield chunk
     finally:
         close = getattr(iterator, "close", None)
         if close is not None:
@@ -151,6 +155,9 @@ class FunctionDraft(Draft):
     A function with a parameter named ``call`` receives the ``DraftCall`` and may fill in its
     usage (``tokens_in``, ``tokens_out``); otherwise its tokens are reported as unknown.
     ``continues_prefix`` defaults to False: the loop then aligns answers that restate the text.
+
+    Anything else it returns or yields (``None``, a dict, bytes, a number) is a ``TypeError`` at
+    the first call, naming the function and what it gave.
     """
 
     def __init__(
@@ -167,14 +174,20 @@ class FunctionDraft(Draft):
         self.continues_prefix = continues_prefix
         try:
             params = inspect.signature(fn).parameters
+            known = True
         except (TypeError, ValueError):  # builtins without signatures
-            params = {}  # type: ignore[assignment]
+            params, known = {}, False  # type: ignore[assignment]
         positional = [
             p
             for p in params.values()
             if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and p.name not in ("max_new_tokens", "call")
         ]
         has_var = any(p.kind == p.VAR_KEYWORD for p in params.values())
+        if known and not positional and not any(p.kind == p.VAR_POSITIONAL for p in params.values()):
+            raise TypeError(
+                f"draft function {self.name} takes no positional argument: it must take the prompt, "
+                "as generate(prompt) or generate(prompt, prefix)"
+            )
         required = [p for p in positional if p.default is p.empty]
         named_prefix = len(positional) >= 2 and positional[1].name in _PREFIX_NAMES
         self._takes_prefix = len(required) >= 2 or named_prefix
@@ -210,20 +223,38 @@ class FunctionDraft(Draft):
             if out:
                 yield out
             return
-        if out is None:
-            return
         if hasattr(out, "__aiter__"):
             try:
                 async for chunk in out:
-                    if chunk:
+                    if self._checked(chunk):
                         yield chunk
             finally:
                 aclose = getattr(out, "aclose", None)
                 if aclose is not None:
                     await aclose()
             return
-        async for chunk in iterate_in_thread(iter(out)):
-            yield chunk
+        if out is None or isinstance(out, (bytes, bytearray, memoryview, Mapping)) or not hasattr(out, "__iter__"):
+            raise TypeError(
+                f"draft function {self.name} must return str or yield str, but it returned {_describe(out)}"
+            )
+        async with contextlib.aclosing(iterate_in_thread(iter(out))) as chunks:
+            async for chunk in chunks:
+                if self._checked(chunk):
+                    yield chunk
+
+    def _checked(self, chunk: object) -> bool:
+        """Whether ``chunk`` is text to pass on (not empty); a ``TypeError`` when it is not a str."""
+        if not isinstance(chunk, str):
+            raise TypeError(f"draft function {self.name} must yield str chunks, but it yielded {_describe(chunk)}")
+        return bool(chunk)
+
+
+def _describe(value: object) -> str:
+    """A short description of a wrong value: its type and the start of its repr."""
+    if value is None:
+        return "None"
+    text = repr(value)
+    return f"{type(value).__name__} {text[:40]}{'...' if len(text) > 40 else ''}"
 
 
 def as_draft(draft: Draft | Callable[..., Any]) -> Draft:
