@@ -149,28 +149,71 @@ def _check_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _read_input(name: str) -> str:
+def _read_input(name: str) -> bytes:
     if name == "-":
-        data = sys.stdin.buffer.read()
-    else:
-        path = Path(name)
-        if not path.is_file():
-            raise UsageError(f"no such file: {name}" if not path.exists() else f"not a file: {name}")
-        data = path.read_bytes()
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise UsageError(f"{name} is not UTF-8 text (byte {exc.start})") from None
+        return sys.stdin.buffer.read()
+    path = Path(name)
+    if not path.is_file():
+        raise UsageError(f"no such file: {name}" if not path.exists() else f"not a file: {name}")
+    return path.read_bytes()
+
+
+_TOKEN = re.compile(r"\w+|[^\S\n]+|\r?\n|.", re.DOTALL)
+
+
+def offending_token(text: str, offset: int, limit: int = 40) -> str:
+    """The token the character at ``offset`` belongs to: its whole word (``FORM`` for the ``O``
+    a ``FROM`` could not take), a run of blanks, a line break, or the one character."""
+    start = offset
+    if offset < len(text) and (text[offset].isalnum() or text[offset] == "_"):
+        while start > 0 and (text[start - 1].isalnum() or text[start - 1] == "_"):
+            start -= 1
+    match = _TOKEN.match(text, start)
+    token = match.group() if match else text[offset : offset + 1]
+    return token[:limit] + ("…" if len(token) > limit else "")
+
+
+def shown(text: str) -> str:
+    """``text`` in quotes with one layer of escapes, as Python writes a string (``"\\x1b[31m"``,
+    ``'"'``): what a terminal would obey or hide is shown, and nothing is escaped twice."""
+    quote = "'" if '"' in text and "'" not in text else '"'
+    out = []
+    for ch in text:
+        if ch in ("\\", quote):
+            out.append("\\" + ch)
+        elif ch in _SIMPLE_ESCAPES:
+            out.append(_SIMPLE_ESCAPES[ch])
+        elif not ch.isprintable():
+            code = ord(ch)
+            out.append(f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}")
+        else:
+            out.append(ch)
+    return quote + "".join(out) + quote
+
+
+_SIMPLE_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def _position(text: str, offset: int) -> tuple[int, int]:
+    """1-based line and column of character ``offset``."""
+    before = text[:offset]
+    return before.count("\n") + 1, offset - (before.rfind("\n") + 1) + 1
 
 
 def run_check(args: argparse.Namespace) -> int:
     grammar = load_grammar(args.grammar)
-    text = _read_input(args.file)
+    data = _read_input(args.file)
     label = "<stdin>" if args.file == "-" else args.file
+    try:
+        text, bad_byte = data.decode("utf-8"), None
+    except UnicodeDecodeError as exc:
+        # Binary (or not UTF-8) input is invalid input, not a usage error: it is checked up to
+        # the first byte that is not UTF-8, which is reported unless the grammar failed before.
+        text, bad_byte = data[: exc.start].decode("utf-8"), exc.start
     checker = grammar.checker()
     checker.feed(text)
     violation = checker.violation
-    complete = violation is None and checker.is_complete
+    complete = violation is None and bad_byte is None and checker.is_complete
     report: dict[str, Any] = {"file": label, "grammar": grammar.name, "valid": complete}
     if complete:
         if args.json:
@@ -179,19 +222,25 @@ def run_check(args: argparse.Namespace) -> int:
             print(f"{label}: valid ({grammar.name})")
         return EXIT_OK
     expected = sorted({describe_terminal(t) for t in checker.expected()})
+    found: str | None
     if violation is not None:
         offset, line, column = violation.offset, violation.line, violation.column
-        problem, found = f"unexpected {quoted(violation.found, 24)}", violation.found
+        found = offending_token(text, offset)
+        problem = f"unexpected {shown(found)}"
+    elif bad_byte is not None:
+        offset = len(text)
+        line, column = _position(text, offset)
+        found = None
+        problem = f"not UTF-8 text: byte 0x{data[bad_byte]:02x} at byte offset {bad_byte} (a binary file?)"
     else:
         offset = len(text)
-        before = text
-        line = before.count("\n") + 1
-        column = len(before) - (before.rfind("\n") + 1) + 1
+        line, column = _position(text, offset)
         problem, found = "the text ends before it is complete", None
     report.update(
         {
             "complete": False,
             "offset": offset,
+            "byte_offset": len(text[:offset].encode("utf-8")),
             "line": line,
             "column": column,
             "found": found,
@@ -205,8 +254,9 @@ def run_check(args: argparse.Namespace) -> int:
     print(f"{label}:{line}:{column}: invalid: {problem}")
     if expected:
         print(f"  expected: {', '.join(printable(e) for e in expected)}")
-    for row in _pointer(text, line, column):
-        print(f"  {row}")
+    source, caret = _pointer(text, line, column)
+    if source:
+        print(f"  {source}\n  {caret}")
     return EXIT_INVALID
 
 

@@ -31,15 +31,19 @@ def env(**extra: str) -> dict[str, str]:
     return environ
 
 
-def cli(*args: str, stdin: str | None = None, timeout: float = 120, **extra_env: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
+def cli(
+    *args: str, stdin: str | None = None, stdin_bytes: bytes | None = None, timeout: float = 120, **extra_env: str
+) -> subprocess.CompletedProcess[str]:
+    done = subprocess.run(
         [*COMMAND, *args],
-        input=stdin,
+        input=stdin.encode() if stdin is not None else stdin_bytes,
         capture_output=True,
-        text=True,
         timeout=timeout,
         env=env(**extra_env),
         cwd=TESTS.parent,
+    )
+    return subprocess.CompletedProcess(
+        done.args, done.returncode, done.stdout.decode("utf-8"), done.stderr.decode("utf-8")
     )
 
 
@@ -67,7 +71,7 @@ def test_check_invalid_file_reports_position_and_expected(tmp_path: Path) -> Non
     done = cli("check", "-g", "json", str(path))
     assert done.returncode == 1
     lines = done.stdout.splitlines()
-    assert lines[0] == f'{path}:2:13: invalid: unexpected "}},"'
+    assert lines[0] == f'{path}:2:13: invalid: unexpected "}}"'
     assert lines[1] == '  expected: ",", "]", NUMBER'
     assert lines[2:] == ['    "a": [1, 2},', "              ^"]
 
@@ -78,7 +82,7 @@ def test_check_sql_file_with_a_path_grammar(tmp_path: Path, sql_grammar: Path) -
     done = cli("check", "--grammar", str(sql_grammar), str(query))
     assert done.returncode == 1
     assert done.stdout.splitlines() == [
-        f'{query}:1:14: invalid: unexpected "ORM users;"',
+        f'{query}:1:14: invalid: unexpected "FORM"',
         '  expected: "FROM"',
         "  SELECT name FORM users;",
         "               ^",
@@ -99,6 +103,58 @@ def test_check_points_into_a_long_line(tmp_path: Path) -> None:
     assert source.startswith("  …") and source.endswith("…") and len(source) < 110
     # The caret stands under the offending character.
     assert source[caret.index("^")] == "x"
+
+
+def test_check_shows_the_offending_token_escaped_once(tmp_path: Path) -> None:
+    path = tmp_path / "bad.json"
+    # An escape sequence a terminal would obey, then the rest of a long line.
+    path.write_text('{"a": 1,\t\x1b[31m "b": "' + "x" * 200 + '"}\n', encoding="utf-8")
+    done = cli("check", "-g", "json", str(path))
+    assert done.returncode == 1
+    header = done.stdout.splitlines()[0]
+    assert header == f'{path}:1:10: invalid: unexpected "\\x1b"'  # the token, not the rest of the line
+    assert "\x1b" not in done.stdout
+    path.write_text(r'{"a": "x\\y", ' + "'b': 1}", encoding="utf-8")  # an escaped backslash, then a bad quote
+    header = cli("check", "-g", "json", str(path)).stdout.splitlines()[0]
+    assert header.endswith("invalid: unexpected \"'\"")
+    path.write_text('{"a": tru"e"}', encoding="utf-8")
+    header = cli("check", "-g", "json", str(path)).stdout.splitlines()[0]
+    assert header.endswith("invalid: unexpected '\"'")  # a quote is quoted with the other quote
+
+
+def test_check_reports_the_offending_token_in_json(tmp_path: Path) -> None:
+    path = tmp_path / "bad.json"
+    path.write_text('{"a": nulx, "b": 2}', encoding="utf-8")
+    report = json.loads(cli("check", "-g", "json", "--json", str(path)).stdout)
+    assert (report["found"], report["offset"], report["byte_offset"]) == ("nulx", 9, 9)  # the word the bad character is in
+
+
+@pytest.mark.parametrize(
+    "data, offset, shown",
+    [
+        (b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR", 0, "0x89"),
+        ('{"caf\u00e9": [1, 2, '.encode() + b"\xff\xfe]}", 17, "0xff"),  # é is two bytes
+    ],
+    ids=["png", "stray-byte"],
+)
+def test_check_binary_input_is_invalid_with_its_byte_offset(tmp_path: Path, data: bytes, offset: int, shown: str) -> None:
+    path = tmp_path / "data.bin"
+    path.write_bytes(data)
+    done = cli("check", "-g", "json", str(path))
+    assert done.returncode == 1, done.stderr  # invalid input, not a usage error (2)
+    assert f"invalid: not UTF-8 text: byte {shown} at byte offset {offset}" in done.stdout
+    assert done.stderr == ""
+    report = json.loads(cli("check", "-g", "json", "--json", "-", stdin_bytes=data).stdout)
+    assert report["valid"] is False and report["byte_offset"] == offset
+    assert report["offset"] == len(data[:offset].decode())
+
+
+def test_check_binary_input_after_a_grammar_error_reports_the_grammar_error(tmp_path: Path) -> None:
+    path = tmp_path / "data.bin"
+    path.write_bytes(b'{"a" 1}\xff')
+    done = cli("check", "-g", "json", str(path))
+    assert done.returncode == 1
+    assert done.stdout.splitlines()[0] == f'{path}:1:6: invalid: unexpected "1"'
 
 
 def test_check_incomplete_text_from_stdin_as_json() -> None:
@@ -440,7 +496,7 @@ def test_check_sql_with_the_builtin_sqlite_grammar(tmp_path: Path, capsys: pytes
     query.write_text("SELECT name, age\nFROM users\nWHERE age > 30\nORDER BY age DESK;\n", encoding="utf-8")
     assert main(["check", "--grammar", "sqlite", str(query)]) == 1
     out = capsys.readouterr().out.splitlines()
-    assert out[0] == f'{query}:4:17: invalid: unexpected "K;"'
+    assert out[0] == f'{query}:4:17: invalid: unexpected "DESK"'
     assert out[1] == '  expected: "DESC"'  # keyword terminals are named by their keyword
     assert out[2:] == ["  ORDER BY age DESK;", "                  ^"]
     query.write_text("SELECT name, age FROM users WHERE age > 30 ORDER BY age DESC;\n", encoding="utf-8")
