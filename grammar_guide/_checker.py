@@ -9,54 +9,21 @@ proportion to its chunk; ``rollback`` undoes bytes without re-reading the text.
 
 from __future__ import annotations
 
-import functools
 import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import lark
 import lark.exceptions
-import llguidance as llg
 
-from ._errors import GrammarError
+from ._matcher import regex_accepts_prefix
+from ._text import line_column
 
 if TYPE_CHECKING:
-    from ._grammar import Grammar, Terminal
+    from ._compile import Terminal
+    from ._grammar import Grammar
 
 __all__ = ["Checker", "CheckerState", "Violation"]
-
-_EOS = 256
-
-
-class _ByteTokenizer:
-    """The 256 bytes as a vocabulary, in the shape ``llguidance.TokenizerWrapper`` reads."""
-
-    eos_token_id = _EOS
-    bos_token_id = None
-    tokens = [bytes([i]) for i in range(256)] + [b"<|end|>"]
-    special_token_ids = [_EOS]
-
-    def __call__(self, text: str | bytes) -> list[int]:
-        return list(text.encode("utf-8") if isinstance(text, str) else text)
-
-
-@functools.lru_cache(maxsize=1)
-def byte_tokenizer() -> llg.LLTokenizer:
-    """The shared llguidance tokenizer whose tokens are single bytes."""
-    return llg.LLTokenizer(llg.TokenizerWrapper(_ByteTokenizer()), slices=[])
-
-
-class _ByteMatcherFactory:
-    """Makes byte-level matchers for one compiled grammar (the grammar is compiled once)."""
-
-    def __init__(self, llguidance_grammar: str, name: str) -> None:
-        self._proto = llg.LLMatcher(byte_tokenizer(), llguidance_grammar, log_level=0)
-        if self._proto.is_error():
-            raise GrammarError(f"the matcher rejected grammar {name}: {self._proto.get_error()}")
-
-    def new(self) -> llg.LLMatcher:
-        return self._proto.deep_copy()
-
 
 @dataclass(frozen=True)
 class CheckerState:
@@ -96,7 +63,7 @@ class Checker:
 
     def __init__(self, grammar: Grammar) -> None:
         self.grammar = grammar
-        self._matcher = grammar._factory.new()
+        self._matcher = grammar.new_matcher()
         self._bytes = bytearray()
         self._text_cache: str | None = ""
         self._violation: Violation | None = None
@@ -131,8 +98,7 @@ class Checker:
     def _make_violation(self, rest: bytes) -> Violation:
         text = self.text
         found = rest.decode("utf-8", errors="replace").split("\n", 1)[0][:40] or "\\n"
-        line = text.count("\n") + 1
-        column = len(text) - (text.rfind("\n") + 1) + 1
+        line, column = line_column(text, len(text))
         return Violation(offset=len(text), line=line, column=column, found=found)
 
     # -- state ------------------------------------------------------------------------------
@@ -293,22 +259,10 @@ def _lark_expected(parser: lark.Lark, text: str) -> set[str]:
     return set()
 
 
-@functools.lru_cache(maxsize=4096)
-def _terminal_prefix_grammar(pattern: str) -> object:
-    from ._grammar import Grammar
-
-    return Grammar.from_regex(pattern)
-
-
 def _terminal_accepts_prefix(terminal: Terminal, rest: str) -> bool:
     if terminal.literal is not None:
         lit, r = terminal.literal, rest
         if terminal.case_insensitive:
             lit, r = lit.lower(), r.lower()
         return lit.startswith(r)
-    try:
-        grammar = _terminal_prefix_grammar(terminal.pattern)
-    except GrammarError:
-        return True
-    checker = grammar.checker()  # type: ignore[attr-defined]
-    return checker.feed(rest) == len(rest)
+    return regex_accepts_prefix(terminal.pattern, rest)

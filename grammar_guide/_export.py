@@ -29,10 +29,14 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable
 from lark.grammar import NonTerminal
 from lark.lexer import PatternStr
 
+from ._compile import lark_regex
 from ._errors import GrammarError
+from ._lark_load import position, position_of_terminal
+from ._regex import regex_features
 
 if TYPE_CHECKING:
-    from ._grammar import Grammar, Terminal
+    from ._compile import Terminal
+    from ._grammar import Grammar
 
 __all__ = ["to_gbnf", "to_plain_lark"]
 
@@ -123,12 +127,10 @@ def _allocate(names: Iterable[str], *, upper: bool, taken: set[str], reserved: d
 
 
 def _lazy_error(name: str, terminal: Terminal, resolved: _Resolved, target: str) -> GrammarError:
-    from ._grammar import _position, _position_of_terminal
-
-    where = _position_of_terminal(name, resolved.lark_patterns.get(name, terminal.regex or ""), resolved.source_text)
+    where = position_of_terminal(name, resolved.lark_patterns.get(name, terminal.regex or ""), resolved.source_text)
     if where["line"] is None:  # imported: point at the %import that names it
         found = re.search(rf"(?m)^[ \t]*%import\b[^\n]*?\b({re.escape(name)})\b", resolved.source_text)
-        where = _position(found.start(1) if found else None, resolved.source_text)
+        where = position(found.start(1) if found else None, resolved.source_text)
     return GrammarError(
         f"terminal {name} uses a lazy quantifier (*?, +?, ??): {target} has no way to say "
         "'the shortest match'; rewrite it without one (a comment /\\/\\*(.|\\n)*?\\*\\// is "
@@ -140,9 +142,7 @@ def _lazy_error(name: str, terminal: Terminal, resolved: _Resolved, target: str)
 
 
 def _is_lazy(terminal: Terminal) -> bool:
-    from ._grammar import _regex_features
-
-    return terminal.regex is not None and _regex_features(terminal.regex)[1]
+    return terminal.regex is not None and regex_features(terminal.regex)[1]
 
 
 # -- plain Lark ----------------------------------------------------------------------------------
@@ -150,8 +150,6 @@ def _is_lazy(terminal: Terminal) -> bool:
 
 def to_plain_lark(grammar: Grammar) -> str:
     """The grammar in the plain Lark subset (see the module docstring)."""
-    from ._grammar import _lark_regex
-
     g = _resolve(grammar, "Lark")
     taken = {"start"}
     rule_names = _allocate(g.rules, upper=False, taken=taken, reserved={g.start: "start"})
@@ -190,7 +188,7 @@ def to_plain_lark(grammar: Grammar) -> str:
             continue
         if _is_lazy(terminal):
             raise _lazy_error(name, terminal, g, "plain Lark")
-        expression = _lark_regex(terminal.pattern)
+        expression = lark_regex(terminal.pattern)
         lines.append(f"{term_names[name]}: {expression}")
         if name in g.ignore:
             lines.append(f"{term_names[name + ' edge']}: {expression}")

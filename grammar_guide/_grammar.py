@@ -1,10 +1,14 @@
-"""Grammars: load a Lark grammar with lark's own loader and compile it for llguidance.
+"""The ``Grammar`` facade: load a Lark grammar with lark's own loader and compile it for llguidance.
 
 A grammar written for the ``lark`` package means what Lark says it means: the text is loaded by
 ``lark.Lark`` (so ``%import``, templates, priorities, aliases, ``?``/``!``/``_`` rules, ``"kw"i``,
 regex flags and ``%ignore`` all behave as in Lark), and the resolved rules and terminals are then
 written out in llguidance's Lark dialect, which runs the incremental Earley matcher. Anything the
 matcher cannot honour exactly raises ``GrammarError`` naming the construct and its position.
+
+The layers below: ``_lark_load`` (lark's loader, error positions), ``_compile`` (the compiler to
+llguidance's dialect), ``_regex`` (which regexes the matcher honours), ``_matcher`` (byte-level
+matchers, shared with ``_checker``).
 """
 
 from __future__ import annotations
@@ -18,12 +22,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
 import lark
-import lark.exceptions
 import llguidance as llg
-from lark.grammar import NonTerminal, Terminal as LarkTerminal
-from lark.lexer import PatternRE, PatternStr
+from lark.grammar import Terminal as LarkTerminal
 
+from ._compile import Terminal, compile_lark, validate
 from ._errors import GrammarError
+from ._lark_load import load_lark
+from ._matcher import ByteMatcherFactory, regex_is_void, regex_start_bytes
 
 if TYPE_CHECKING:
     from ._checker import Checker
@@ -32,40 +37,6 @@ __all__ = ["Grammar", "Rewrite", "Terminal"]
 
 _BUILTIN_PACKAGE = "grammar_guide.grammars"
 _BUILTIN_DIR = Path(__file__).resolve().parent.parent / "grammars"
-
-
-@dataclass(frozen=True)
-class Terminal:
-    """A grammar terminal: its Lark ``name``, and its ``literal`` or its ``regex`` (exactly one set)."""
-
-    name: str
-    literal: str | None = None
-    regex: str | None = None
-    case_insensitive: bool = False
-
-    @property
-    def pattern(self) -> str:
-        """The terminal as a regular expression (a literal is escaped)."""
-        if self.regex is not None:
-            return self.regex
-        escaped = re.escape(self.literal or "")
-        return f"(?i:{escaped})" if self.case_insensitive else escaped
-
-    @property
-    def display(self) -> str:
-        """How to name the terminal to a person: a literal quoted (a case-insensitive keyword in
-        capitals), a pattern by its name."""
-        if self.literal is not None:
-            literal = self.literal.upper() if self.case_insensitive else self.literal
-            return json.dumps(literal, ensure_ascii=False)
-        if self.name.startswith("__"):  # lark's name for an anonymous pattern says nothing
-            return f"/{self.regex}/"
-        return self.name
-
-    def __str__(self) -> str:
-        if self.literal is not None:
-            return json.dumps(self.literal) + ("i" if self.case_insensitive else "")
-        return f"/{self.regex}/"
 
 
 @dataclass(frozen=True)
@@ -137,9 +108,7 @@ class Grammar:
         self.lark_source = lark_source
         self.terminals: Mapping[str, Terminal] = dict(terminals or {})
         self._lark = lark_parser
-        from ._checker import _ByteMatcherFactory
-
-        self._factory = _ByteMatcherFactory(llguidance_grammar, name)
+        self._matchers = ByteMatcherFactory(llguidance_grammar, name)
 
     def __repr__(self) -> str:
         return f"Grammar({self.name!r})"
@@ -163,42 +132,9 @@ class Grammar:
         repairs for slips drafts often make in this language (see ``Rewrite``). Raises
         ``GrammarError`` for syntax errors and for constructs the matcher cannot honour.
         """
-        try:
-            parser = lark.Lark(
-                text,
-                start=start,
-                parser="earley",
-                lexer="dynamic",
-                import_paths=[str(p) for p in import_paths],
-                source_path=source,
-            )
-        except lark.exceptions.UnexpectedInput as exc:
-            expected = tuple(sorted(getattr(exc, "expected", None) or getattr(exc, "allowed", None) or ()))
-            raise GrammarError(
-                f"syntax error in grammar: unexpected {_describe_unexpected(exc)}",
-                line=exc.line if exc.line != -1 else None,
-                column=exc.column if exc.column != -1 else None,
-                offset=exc.pos_in_stream,
-                expected=expected,
-                source=source,
-            ) from None
-        except lark.exceptions.GrammarError as exc:
-            raise _lark_grammar_error(exc, text, source) from None
-        except lark.exceptions.LarkError as exc:
-            raise GrammarError(f"invalid grammar: {exc}", source=source) from None
-        except FileNotFoundError as exc:
-            raise GrammarError(
-                f"%import: grammar file {Path(exc.filename or '?').name!r} not found "
-                f"(searched the import paths {[str(p) for p in import_paths]})",
-                construct="%import",
-                source=source,
-            ) from None
-        except Exception as exc:
-            if not _is_regex_error(exc):
-                raise
-            raise _bad_regex_error(exc, text, source) from None
-        llg_text, captured, terminals = _compile_lark(parser, text, source)
-        _validate(llg_text, source, text)
+        parser = load_lark(text, start, import_paths=import_paths, source=source)
+        llg_text, captured, terminals = compile_lark(parser, text, source)
+        validate(llg_text, source, text)
         return cls(
             llg_text,
             captured_grammar=captured,
@@ -235,7 +171,7 @@ class Grammar:
     def from_regex(cls, pattern: str) -> Grammar:
         """A grammar whose language is the full matches of a regular expression."""
         grammar = llg.LLMatcher.grammar_from_regex(pattern)
-        _validate(grammar, None, None)
+        validate(grammar, None, None)
         return cls(grammar, name=f"regex {pattern!r}", terminals={"REGEX": Terminal("REGEX", regex=pattern)})
 
     @classmethod
@@ -249,7 +185,7 @@ class Grammar:
             )
         except ValueError as exc:
             raise GrammarError(f"invalid JSON schema: {exc}") from None
-        _validate(grammar, None, None)
+        validate(grammar, None, None)
         return cls(grammar, name="json-schema")
 
     # -- use --------------------------------------------------------------------------------
@@ -285,7 +221,7 @@ class Grammar:
         for name in self._lark.ignore_tokens:
             terminal = self.terminals.get(name)
             if terminal is not None:
-                starts |= Grammar.from_regex(terminal.pattern).checker().allowed_bytes()
+                starts |= regex_start_bytes(terminal.pattern)
         return frozenset(starts)
 
     @functools.cached_property
@@ -310,7 +246,12 @@ class Grammar:
         """Whether ``terminal`` matches no text at all (a dead-end guard such as ``/[^\\s\\S]/``)."""
         if terminal.literal is not None:
             return False
-        return _regex_is_void(terminal.regex or "")
+        return regex_is_void(terminal.regex or "")
+
+    def new_matcher(self) -> llg.LLMatcher:
+        """A fresh byte-level llguidance matcher for this grammar, at the start of the text (see
+        ``Checker`` for the friendly face)."""
+        return self._matchers.new()
 
     def to_plain_lark(self) -> str:
         """This grammar as plain Lark: the subset OpenAI's custom grammar tools and llguidance
@@ -332,495 +273,6 @@ class Grammar:
         """The ``lark.Lark`` reference parser, for grammars loaded from Lark text."""
         return self._lark
 
-
-# -- compiling Lark's resolved grammar into llguidance's dialect -------------------------------
-
-
-def _compile_lark(parser: lark.Lark, text: str, source: str | None) -> tuple[str, str, dict[str, Terminal]]:
-    """Write Lark's resolved grammar in llguidance's dialect.
-
-    Returns the grammar, the same grammar with every terminal occurrence captured under its Lark
-    name (so a matcher reports each terminal as it completes), and the terminals by Lark name.
-    """
-    rule_names: dict[str, str] = {}
-    term_names: dict[str, str] = {}
-
-    def rule_name(name: str) -> str:
-        if name not in rule_names:
-            base = re.sub(r"[^a-z0-9_]", "_", name.lower()).strip("_") or "r"
-            rule_names[name] = f"r{len(rule_names)}_{base}"
-        return rule_names[name]
-
-    def term_name(name: str) -> str:
-        if name not in term_names:
-            base = re.sub(r"[^A-Z0-9_]", "_", name.upper()).strip("_") or "T"
-            term_names[name] = f"T{len(term_names)}_{base}"
-        return term_names[name]
-
-    terminals: dict[str, Terminal] = {}
-    lines: list[str] = []
-    compiled_terms: dict[str, str] = {}
-    for tdef in parser.terminals:
-        terminal, expression = _terminal(tdef, text, source)
-        terminals[tdef.name] = terminal
-        compiled_terms[tdef.name] = expression
-        lines.append(f"{term_name(tdef.name)}: {expression}")
-
-    start = parser.options.start[0]
-    by_origin: dict[str, list[str]] = {}
-    for rule in parser.rules:
-        symbols = []
-        for sym in rule.expansion:
-            if isinstance(sym, LarkTerminal):
-                if sym.name not in terminals:
-                    declared = re.search(rf"(?m)^[ \t]*%declare\b[^\n]*?\b({re.escape(sym.name)})\b", text)
-                    if declared:
-                        raise GrammarError(
-                            f"terminal {sym.name} is %declare'd: it is produced by a post-lexer or "
-                            "lexer callback, which the incremental matcher cannot run",
-                            construct=f"%declare {sym.name}",
-                            **_position(declared.start(1), text),
-                            source=source,
-                        )
-                    raise GrammarError(
-                        f"terminal {sym.name} has no definition",
-                        construct=sym.name,
-                        **_position_of_use(sym.name, text),
-                        source=source,
-                    )
-                symbols.append(term_name(sym.name))
-            else:
-                assert isinstance(sym, NonTerminal)
-                symbols.append(rule_name(sym.name))
-        by_origin.setdefault(rule.origin.name, []).append(" ".join(symbols) or '""')
-    if start not in by_origin:
-        raise GrammarError(f"start rule {start!r} is not defined", source=source)
-
-    ignore = list(parser.ignore_tokens)
-    header = []
-    if ignore:
-        # Lark skips ignored text before the first and after the last token too.
-        header.append('%llguidance {"allow_initial_skip": true}')
-    body = [f"{rule_name(origin)}: {' | '.join(alts)}" for origin, alts in by_origin.items()]
-    captured_body = [
-        f"{rule_name(origin)}: {' | '.join(_capture_refs(alt, term_names) for alt in alts)}"
-        for origin, alts in by_origin.items()
-    ]
-    captured_body += [
-        f'gg_cap_{compiled.lower()}[capture="{lark_name}"]: {compiled}' for lark_name, compiled in term_names.items()
-    ]
-    trailing = []
-    for i, name in enumerate(ignore):
-        if name not in terminals:
-            raise GrammarError(f"%ignore names an undefined terminal {name}", source=source)
-        body.append(f"%ignore {term_name(name)}")
-        # The matcher stops skipping once no token can follow; Lark still skips ignored text
-        # after the last token, so spell that trailing text out as its own tokens.
-        trailing.append(f"{term_name(name)}_TRAILING")
-        lines.append(f"{trailing[-1]}: {compiled_terms[name]}")
-    if trailing:
-        header.append(f"start: {rule_name(start)} gg_trailing")
-        body.append("gg_trailing: \"\" | " + " | ".join(f"gg_trailing {t}" for t in trailing))
-    else:
-        header.append(f"start: {rule_name(start)}")
-    tail = body[len(by_origin):]
-    plain = "\n".join(header + body + lines) + "\n"
-    captured = "\n".join(header + captured_body + tail + lines) + "\n"
-    return plain, captured, terminals
-
-
-def _capture_refs(alternative: str, term_names: Mapping[str, str]) -> str:
-    compiled = set(term_names.values())
-    return " ".join(f"gg_cap_{sym.lower()}" if sym in compiled else sym for sym in alternative.split())
-
-
-def _tdef(parser: lark.Lark, name: str) -> Any:
-    return next(t for t in parser.terminals if t.name == name)
-
-
-def _terminal(tdef: Any, text: str, source: str | None) -> tuple[Terminal, str]:
-    """The terminal, and its definition in llguidance's dialect (the text after ``NAME:``)."""
-    pattern = tdef.pattern
-    if isinstance(pattern, PatternStr):
-        flags = set(pattern.flags)
-        ci = "i" in flags
-        escaped = _escape_literal(pattern.value)
-        regex = f"(?i:{escaped})" if ci else escaped
-        return Terminal(tdef.name, literal=pattern.value, case_insensitive=ci), _lark_regex(regex)
-    if isinstance(pattern, PatternRE):
-        value = pattern.value
-        flags = set(pattern.flags)
-        if "x" in flags:
-            # Newlines reach the matcher as \\x0a escapes, which end no verbose-mode comment:
-            # remove comments and insignificant whitespace here.
-            value = _strip_verbose(value)
-            flags.discard("x")
-        value = _KNOWN_EQUIVALENTS.get(value, value)
-        regex = f"(?{''.join(sorted(flags))}:{value})" if flags else value
-        try:
-            problem, lazy = _regex_features(regex)
-        except Exception as exc:  # the regex does not compile: lark would have failed first
-            if not _is_regex_error(exc):
-                raise
-            problem, lazy = f"an invalid regex ({exc})", False
-        if problem:
-            raise GrammarError(
-                f"terminal {tdef.name} uses {problem}, which the incremental matcher cannot honour "
-                "exactly",
-                construct=f"/{pattern.value}/",
-                **_position_of_terminal(tdef.name, pattern.value, text),
-                source=source,
-            )
-        expression = _lark_regex(regex)
-        if lazy:
-            # Python's re returns the shortest match of this pattern (see _regex_features): the
-            # strings of the language none of whose proper prefixes is in the language.
-            expression = f"{expression} & ~{_lark_regex(f'(?:{regex})(?s:.)+')}"
-        return Terminal(tdef.name, regex=regex), expression
-    raise GrammarError(  # pragma: no cover - lark has only these two
-        f"terminal {tdef.name} has an unknown pattern type", construct=tdef.name, source=source
-    )
-
-
-# Terminals of lark's own grammars/common.lark that use constructs the matcher lacks, with an
-# exactly equivalent regular expression. ESCAPED_STRING is ``".*?(?<!\\)(\\\\)*?"``: under
-# re.match it ends at the first quote preceded by an even run of backslashes, on one line.
-_KNOWN_EQUIVALENTS = {
-    r'".*?(?<!\\)(\\\\)*?"': r'"(?:\\[^\n]|[^"\\\n])*"',
-}
-
-
-def _strip_verbose(value: str) -> str:
-    """Rewrite a verbose-mode (``x`` flag) regex without insignificant whitespace and comments."""
-    out: list[str] = []
-    i, n, in_class = 0, len(value), False
-    while i < n:
-        ch = value[i]
-        if ch == "\\" and i + 1 < n:
-            out.append(value[i : i + 2])
-            i += 2
-            continue
-        if in_class:
-            if ch == "]" and not (out and out[-1] in ("[", "[^")):
-                in_class = False
-            out.append(ch)
-        elif ch == "[":
-            in_class = True
-            if value.startswith("[^", i):
-                out.append("[^")
-                i += 2
-                continue
-            out.append(ch)
-        elif ch in " \t\n\r\v\f":
-            pass
-        elif ch == "#":
-            while i < n and value[i] != "\n":
-                i += 1
-        else:
-            out.append(ch)
-        i += 1
-    return "".join(out)
-
-
-def _is_regex_error(exc: BaseException) -> bool:
-    return isinstance(exc, re.error) or (
-        type(exc).__name__ == "error" and type(exc).__module__.startswith("regex")
-    )
-
-
-def _bad_regex_error(exc: BaseException, text: str, source: str | None) -> GrammarError:
-    # lark does not say which regex failed: find the first one Python cannot compile.
-    for match in re.finditer(r"/((?:\\.|[^/\\\n])+)/[imslux]*", text):
-        try:
-            re.compile(match.group(1))
-        except re.error:
-            return GrammarError(
-                f"invalid regex: {exc}",
-                construct=match.group(0),
-                **_position(match.start(), text),
-                source=source,
-            )
-    return GrammarError(f"invalid regex: {exc}", source=source)
-
-
-try:  # Python >= 3.11
-    from re import _constants as _sre_c, _parser as _sre_parse  # type: ignore[attr-defined]
-except ImportError:  # pragma: no cover - Python 3.10
-    import sre_constants as _sre_c  # type: ignore[no-redef]
-    import sre_parse as _sre_parse  # type: ignore[no-redef]
-
-_SINGLE_CHAR_OPS = {_sre_c.LITERAL, _sre_c.NOT_LITERAL, _sre_c.IN, _sre_c.ANY}
-
-
-def _regex_features(regex: str) -> tuple[str | None, bool]:
-    r"""(a construct the matcher cannot honour exactly, or None; whether the regex is lazy).
-
-    A lazy quantifier is honoured in one shape: fixed single characters, one lazily repeated
-    single character, fixed single characters (``/\/\*(.|\n)*?\*\//``). There ``re.match``
-    returns the shortest match, which the compiler expresses as an intersection.
-    """
-    parsed = _sre_parse.parse(regex, 0)
-    problem = _first_unsupported(parsed) or _shadowed_alternative(parsed)
-    if problem:
-        return problem, False
-    lazy = _count_ops(parsed, _sre_c.MIN_REPEAT)
-    if not lazy:
-        return None, False
-    items = _flatten(parsed)
-    if lazy == 1 and items is not None:
-        lazy_items = [i for i, (op, _) in enumerate(items) if op is _sre_c.MIN_REPEAT]
-        others_fixed = all(op in _SINGLE_CHAR_OPS for op, _ in items if op is not _sre_c.MIN_REPEAT)
-        if len(lazy_items) == 1 and others_fixed:
-            body = items[lazy_items[0]][1][2]
-            if _is_single_char(body):
-                return None, True
-    return (
-        "a lazy quantifier (*?, +?, ??) in a shape where Python's first match is not the "
-        "shortest match",
-        False,
-    )
-
-
-def _shadowed_alternative(parsed: Any) -> str | None:
-    """A final alternation whose earlier literal alternative is a prefix of a later one.
-
-    ``re.match`` takes the first alternative that matches, so in ``/a|ab/`` the later ``ab`` is
-    never a whole lexeme, while the matcher's automaton takes the longest. (lark itself sorts
-    the alternatives of ``"<" | "<="`` longest first, so only hand-written regexes hit this.)
-    """
-    items = list(parsed)
-    while items:
-        op, av = items[-1]
-        if op is _sre_c.SUBPATTERN:
-            items = list(av[-1])
-            continue
-        if op is not _sre_c.BRANCH:
-            return None
-        words = []
-        for alt in av[1]:
-            if not all(o is _sre_c.LITERAL for o, _ in alt):
-                words.append(None)
-                continue
-            words.append("".join(chr(v) for _, v in alt))
-        for i, first in enumerate(words):
-            for later in words[i + 1 :]:
-                if first is not None and later is not None and len(later) > len(first) and later.startswith(first):
-                    return (
-                        "an alternation whose earlier alternative is a prefix of a later one "
-                        "(Python's re takes the first that matches, the matcher the longest; "
-                        "put the longer alternative first)"
-                    )
-        return None
-    return None
-
-
-def _first_unsupported(parsed: Any) -> str | None:
-    c = _sre_c
-    for op, av in parsed:
-        if op in (c.ASSERT, c.ASSERT_NOT):
-            return "a look-around assertion"
-        if op is c.GROUPREF:
-            return "a back-reference"
-        if op is c.GROUPREF_EXISTS:
-            return "a conditional group"
-        if op is c.AT:
-            return {
-                c.AT_BOUNDARY: "a word boundary (\\b)",
-                c.AT_NON_BOUNDARY: "a non-boundary (\\B)",
-            }.get(av, "an anchor (^, $, \\A, \\Z)")
-        if getattr(c, "ATOMIC_GROUP", None) is not None and op is c.ATOMIC_GROUP:
-            return "an atomic group"
-        if getattr(c, "POSSESSIVE_REPEAT", None) is not None and op is c.POSSESSIVE_REPEAT:
-            return "a possessive quantifier"
-        for sub in _children(op, av):
-            problem = _first_unsupported(sub)
-            if problem:
-                return problem
-    return None
-
-
-def _children(op: Any, av: Any) -> list[Any]:
-    c = _sre_c
-    if op is c.BRANCH:
-        return list(av[1])
-    if op is c.SUBPATTERN:
-        return [av[-1]]
-    if op in (c.MAX_REPEAT, c.MIN_REPEAT) or op is getattr(c, "POSSESSIVE_REPEAT", None):
-        return [av[2]]
-    if op in (c.ASSERT, c.ASSERT_NOT):
-        return [av[1]]
-    if op is getattr(c, "ATOMIC_GROUP", None):
-        return [av]
-    if op is c.GROUPREF_EXISTS:
-        return [x for x in av[1:] if x is not None]
-    return []
-
-
-def _count_ops(parsed: Any, wanted: Any) -> int:
-    return sum((op is wanted) + sum(_count_ops(s, wanted) for s in _children(op, av)) for op, av in parsed)
-
-
-def _flatten(parsed: Any) -> list[tuple[Any, Any]] | None:
-    """The top-level items with plain groups opened; ``None`` if there is a top-level branch."""
-    out: list[tuple[Any, Any]] = []
-    for op, av in parsed:
-        if op is _sre_c.SUBPATTERN:
-            inner = _flatten(av[-1])
-            if inner is None:
-                if not _is_single_char(av[-1]):
-                    return None
-                out.append((_sre_c.ANY, None))
-                continue
-            out.extend(inner)
-        elif op is _sre_c.BRANCH:
-            if not _is_single_char([(op, av)]):
-                return None
-            out.append((_sre_c.ANY, None))
-        else:
-            out.append((op, av))
-    return out
-
-
-def _is_single_char(parsed: Any) -> bool:
-    """Whether every string the sub-pattern matches is exactly one character."""
-    items = list(parsed)
-    if len(items) != 1:
-        return False
-    op, av = items[0]
-    if op in _SINGLE_CHAR_OPS:
-        return True
-    if op is _sre_c.SUBPATTERN:
-        return _is_single_char(av[-1])
-    if op is _sre_c.BRANCH:
-        return all(_is_single_char(alt) for alt in av[1])
-    return False
-
-
-_REGEX_META = set("\\.^$|?*+()[]{}")
-
-
-def _escape_literal(value: str) -> str:
-    out = []
-    for ch in value:
-        if ch in _REGEX_META:
-            out.append("\\" + ch)
-        elif ch.isprintable() and ch != " ":
-            out.append(ch)
-        elif ord(ch) < 0x80:
-            out.append(f"\\x{ord(ch):02x}")
-        else:
-            out.append(f"\\u{{{ord(ch):x}}}")
-    return "".join(out)
-
-
-def _lark_regex(regex: str) -> str:
-    # Python's str regexes are Unicode-aware (\d, \w, \s), like the matcher's by default.
-    # lark has already turned escapes such as \x00 into the characters themselves: spell
-    # control characters out again so the grammar text stays plain.
-    regex = re.sub(r"[\x00-\x1f\x7f]", lambda m: f"\\x{ord(m.group()):02x}", regex)
-    return "/" + llg.regex_to_lark(regex, "") + "/"
-
-
-def _position_of_definition(name: str, text: str, last: bool) -> dict[str, int | None]:
-    """Where ``name`` is defined (its last definition when ``last``)."""
-    found = list(re.finditer(rf"(?m)^[ \t]*[?!]?({re.escape(name)})\b(?:\{{[^}}]*\}})?(?:\.-?\d+)?[ \t]*:", text))
-    if not found:
-        return _position_of_name(name, text)
-    return _position((found[-1] if last else found[0]).start(1), text)
-
-
-def _position_of_name(name: str, text: str) -> dict[str, int | None]:
-    match = re.search(rf"(?m)^[ \t]*{re.escape(name)}\b", text)
-    return _position(match.start() + len(match.group()) - len(name) if match else None, text)
-
-
-def _position_of_use(name: str, text: str) -> dict[str, int | None]:
-    """Where ``name`` is first used in a rule body (after a colon on its line, or a ``|``)."""
-    for match in re.finditer(rf"(?<![\w\"'/.]){re.escape(name)}\b", text):
-        line_start = text.rfind("\n", 0, match.start()) + 1
-        before = text[line_start : match.start()]
-        if ":" in before or before.strip().startswith("|"):
-            return _position(match.start(), text)
-    return _position_of_name(name, text)
-
-
-def _position_of_terminal(name: str, regex_value: str, text: str) -> dict[str, int | None]:
-    index = text.find("/" + regex_value + "/")
-    if index < 0:
-        index = text.find(regex_value)
-    if index >= 0:
-        return _position(index, text)
-    return _position_of_name(name, text)
-
-
-def _position(offset: int | None, text: str) -> dict[str, int | None]:
-    if offset is None:
-        return {"line": None, "column": None, "offset": None}
-    line = text.count("\n", 0, offset) + 1
-    column = offset - (text.rfind("\n", 0, offset) + 1) + 1
-    return {"line": line, "column": column, "offset": offset}
-
-
-def _describe_unexpected(exc: lark.exceptions.UnexpectedInput) -> str:
-    token = getattr(exc, "token", None)
-    if token is not None:
-        return f"{token!r}" if str(token) else "end of grammar"
-    char = getattr(exc, "char", None)
-    if char is not None:
-        return f"character {char!r}"
-    return "end of grammar"
-
-
-def _lark_grammar_error(exc: Exception, text: str, source: str | None) -> GrammarError:
-    message = str(exc)
-    # lark reports most grammar errors as text; recover a position where it names one.
-    match = re.search(r"[Ll]ine (\d+),? col(?:umn)? (\d+)", message)
-    if match:
-        line, column = int(match.group(1)), int(match.group(2))
-        lines = text.split("\n")
-        offset = sum(len(x) + 1 for x in lines[: line - 1]) + column - 1
-        head = message.splitlines()[0]
-        head = re.sub(r",? at line \d+,? col(?:umn)? \d+.*$", "", head)
-        head = re.sub(r" at line \d+ column \d+ in \S+: *$", "", head)
-        found = text[offset : offset + 1]
-        construct = repr(found) if found and found != "\n" else "end of line"
-        return GrammarError(
-            f"syntax error in grammar: {head} (at {construct})",
-            line=line,
-            column=column,
-            offset=offset,
-            construct=construct,
-            source=source,
-        )
-    name = re.search(r"(?:Terminal|Rule|Template|terminal|rule)s? '?([A-Za-z_][\w]*)'?", message)
-    if name and "used but not defined" in message:
-        where = _position_of_use(name.group(1), text)
-    elif name:
-        where = _position_of_definition(name.group(1), text, "more than once" in message)
-    else:
-        where = _position(None, text)
-    construct = name.group(1) if name else None
-    if "%declare" in message or "declared" in message:
-        construct = construct or "%declare"
-    return GrammarError(message.splitlines()[0], construct=construct, source=source, **where)
-
-
-def _validate(grammar: str, source: str | None, lark_text: str | None) -> None:
-    is_error, messages = llg.LLMatcher.validate_grammar_with_warnings(grammar)
-    if is_error:
-        raise GrammarError(
-            f"the matcher rejected the grammar: {messages[0].strip()}",
-            source=source,
-        )
-
-
-@functools.lru_cache(maxsize=1024)
-def _regex_is_void(regex: str) -> bool:
-    try:
-        checker = Grammar.from_regex(regex).checker()
-    except GrammarError:
-        return False
-    return not checker.is_complete and not checker.allowed_bytes()
 
 
 # -- builtins -----------------------------------------------------------------------------------

@@ -24,7 +24,7 @@ from hypothesis.extra.lark import from_lark
 from llguidance.gbnf_to_lark import any_to_lark
 
 from grammar_guide import Grammar, GrammarError
-from grammar_guide._checker import byte_tokenizer
+from grammar_guide._matcher import byte_tokenizer
 from test_differential import ALPHABET, FIXTURES, checker_verdict as verdict, mutations
 
 COMMON = textwrap.dedent(

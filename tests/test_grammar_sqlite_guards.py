@@ -1,6 +1,6 @@
 """The lean SQLite grammar (grammars/sqlite.lark), checked against SQLite's own parser.
 
-Same language as grammars/sqlite.lark, built from the same source by tests/sqlite_grammar_build.py:
+Same language as grammars/sqlite.lark, built from the same source by tools/build_sqlite_grammar.py:
 keywords are plain literals with ignored whitespace, and word boundaries are enforced by guards
 that the matcher's greedy lexer honours (see the build's docstring).
 """
@@ -18,7 +18,7 @@ from hypothesis.extra.lark import from_lark
 from grammar_guide import Grammar
 from tests import sqlite_oracle
 from tests.sql_corpus import CorpusStatement, load_corpus
-from tests.sqlite_grammar_build import TARGET, build
+from tools.build_sqlite_grammar import TARGET, build
 
 SAMPLE = 300  # statements per class; benchmarks/sqlite_grammar_compare.py runs the whole corpus
 SEED = 8

@@ -1,0 +1,165 @@
+"""Loading Lark text with lark's own loader, and positions for grammar errors.
+
+lark reports many grammar errors as text; this module turns them into ``GrammarError`` with a
+``line``, ``column`` and ``offset`` recovered from the message or from the grammar text.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Sequence
+
+import lark
+import lark.exceptions
+
+from ._errors import GrammarError
+from ._regex import is_regex_error
+from ._text import line_column, offset_of
+
+__all__ = [
+    "bad_regex_error",
+    "load_lark",
+    "position",
+    "position_of_definition",
+    "position_of_terminal",
+    "position_of_use",
+]
+
+
+def load_lark(
+    text: str, start: str, *, import_paths: Sequence[str | Path] = (), source: str | None = None
+) -> lark.Lark:
+    """``lark.Lark(text, parser="earley", lexer="dynamic")``, lark's errors as ``GrammarError``."""
+    try:
+        return lark.Lark(
+            text,
+            start=start,
+            parser="earley",
+            lexer="dynamic",
+            import_paths=[str(p) for p in import_paths],
+            source_path=source,
+        )
+    except lark.exceptions.UnexpectedInput as exc:
+        expected = tuple(sorted(getattr(exc, "expected", None) or getattr(exc, "allowed", None) or ()))
+        raise GrammarError(
+            f"syntax error in grammar: unexpected {_describe_unexpected(exc)}",
+            line=exc.line if exc.line != -1 else None,
+            column=exc.column if exc.column != -1 else None,
+            offset=exc.pos_in_stream,
+            expected=expected,
+            source=source,
+        ) from None
+    except lark.exceptions.GrammarError as exc:
+        raise _lark_grammar_error(exc, text, source) from None
+    except lark.exceptions.LarkError as exc:
+        raise GrammarError(f"invalid grammar: {exc}", source=source) from None
+    except FileNotFoundError as exc:
+        raise GrammarError(
+            f"%import: grammar file {Path(exc.filename or '?').name!r} not found "
+            f"(searched the import paths {[str(p) for p in import_paths]})",
+            construct="%import",
+            source=source,
+        ) from None
+    except Exception as exc:
+        if not is_regex_error(exc):
+            raise
+        raise bad_regex_error(exc, text, source) from None
+
+
+def bad_regex_error(exc: BaseException, text: str, source: str | None) -> GrammarError:
+    # lark does not say which regex failed: find the first one Python cannot compile.
+    for match in re.finditer(r"/((?:\\.|[^/\\\n])+)/[imslux]*", text):
+        try:
+            re.compile(match.group(1))
+        except re.error:
+            return GrammarError(
+                f"invalid regex: {exc}",
+                construct=match.group(0),
+                **position(match.start(), text),
+                source=source,
+            )
+    return GrammarError(f"invalid regex: {exc}", source=source)
+
+
+def position_of_definition(name: str, text: str, last: bool) -> dict[str, int | None]:
+    """Where ``name`` is defined (its last definition when ``last``)."""
+    found = list(re.finditer(rf"(?m)^[ \t]*[?!]?({re.escape(name)})\b(?:\{{[^}}]*\}})?(?:\.-?\d+)?[ \t]*:", text))
+    if not found:
+        return _position_of_name(name, text)
+    return position((found[-1] if last else found[0]).start(1), text)
+
+
+def _position_of_name(name: str, text: str) -> dict[str, int | None]:
+    match = re.search(rf"(?m)^[ \t]*{re.escape(name)}\b", text)
+    return position(match.start() + len(match.group()) - len(name) if match else None, text)
+
+
+def position_of_use(name: str, text: str) -> dict[str, int | None]:
+    """Where ``name`` is first used in a rule body (after a colon on its line, or a ``|``)."""
+    for match in re.finditer(rf"(?<![\w\"'/.]){re.escape(name)}\b", text):
+        line_start = text.rfind("\n", 0, match.start()) + 1
+        before = text[line_start : match.start()]
+        if ":" in before or before.strip().startswith("|"):
+            return position(match.start(), text)
+    return _position_of_name(name, text)
+
+
+def position_of_terminal(name: str, regex_value: str, text: str) -> dict[str, int | None]:
+    index = text.find("/" + regex_value + "/")
+    if index < 0:
+        index = text.find(regex_value)
+    if index >= 0:
+        return position(index, text)
+    return _position_of_name(name, text)
+
+
+def position(offset: int | None, text: str) -> dict[str, int | None]:
+    if offset is None:
+        return {"line": None, "column": None, "offset": None}
+    line, column = line_column(text, offset)
+    return {"line": line, "column": column, "offset": offset}
+
+
+def _describe_unexpected(exc: lark.exceptions.UnexpectedInput) -> str:
+    token = getattr(exc, "token", None)
+    if token is not None:
+        return f"{token!r}" if str(token) else "end of grammar"
+    char = getattr(exc, "char", None)
+    if char is not None:
+        return f"character {char!r}"
+    return "end of grammar"
+
+
+def _lark_grammar_error(exc: Exception, text: str, source: str | None) -> GrammarError:
+    message = str(exc)
+    # lark reports most grammar errors as text; recover a position where it names one.
+    match = re.search(r"[Ll]ine (\d+),? col(?:umn)? (\d+)", message)
+    if match:
+        line, column = int(match.group(1)), int(match.group(2))
+        offset = offset_of(text, line, column)
+        head = message.splitlines()[0]
+        head = re.sub(r",? at line \d+,? col(?:umn)? \d+.*$", "", head)
+        head = re.sub(r" at line \d+ column \d+ in \S+: *$", "", head)
+        found = text[offset : offset + 1]
+        construct = repr(found) if found and found != "\n" else "end of line"
+        return GrammarError(
+            f"syntax error in grammar: {head} (at {construct})",
+            line=line,
+            column=column,
+            offset=offset,
+            construct=construct,
+            source=source,
+        )
+    name = re.search(r"(?:Terminal|Rule|Template|terminal|rule)s? '?([A-Za-z_][\w]*)'?", message)
+    if name and "used but not defined" in message:
+        where = position_of_use(name.group(1), text)
+    elif name:
+        where = position_of_definition(name.group(1), text, "more than once" in message)
+    else:
+        where = position(None, text)
+    construct = name.group(1) if name else None
+    if "%declare" in message or "declared" in message:
+        construct = construct or "%declare"
+    return GrammarError(message.splitlines()[0], construct=construct, source=source, **where)
+

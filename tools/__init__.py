@@ -1,0 +1,1 @@
+"""Developer tools that build files the package ships (not shipped themselves)."""
