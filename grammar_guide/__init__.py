@@ -27,16 +27,18 @@ from ._errors import (
     ServerError,
 )
 from ._grammar import Grammar, Rewrite, Terminal
-from ._trace import (
+from ._events import (
     Alternative,
     Correction,
+    CorrectionReason,
     Cut,
+    CutReason,
     DraftSpan,
     Event,
     GrammarViolation,
-    GuideResult,
     GuideStats,
 )
+from ._trace import GuideResult
 
 if TYPE_CHECKING:
     from ._guide import GuideLimits, aguide, guide
@@ -52,7 +54,9 @@ __all__ = [
     "CheckerState",
     "Continuation",
     "Correction",
+    "CorrectionReason",
     "Cut",
+    "CutReason",
     "Draft",
     "DraftCall",
     "DraftRequest",

@@ -22,14 +22,24 @@ from __future__ import annotations
 import hashlib
 import html
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import Any, Protocol, Sequence
 
-from ._trace import Correction, Cut, DraftSpan, GrammarViolation
-
-if TYPE_CHECKING:
-    from ._trace import Event, GuideResult, GuideStats
+from ._events import Correction, CorrectionReason, Cut, CutReason, DraftSpan, Event, GrammarViolation, GuideStats
 
 __all__ = ["render_fragment", "render_html"]
+
+
+class GuideResult(Protocol):
+    """What a page is rendered from (``grammar_guide.GuideResult`` has it)."""
+
+    text: str
+    prompt: str
+    grammar_name: str
+    events: Sequence[Event]
+    stats: GuideStats
+    complete: bool
+
+    def to_json(self, **kwargs: Any) -> str: ...
 
 
 def _e(value: object) -> str:
@@ -72,24 +82,50 @@ _LEGEND_NOTES = {
     "cut": "drafted text that could not extend a complete text, or a repetition",
 }
 
-_REASONS = {
+_REASONS: dict[CorrectionReason, str] = {
     "violation": "the draft broke the grammar here",
-    "finish": "finishing the text",
+    "forced": "the grammar allows only this text here",
+    "finish": "a budget ran out, so the text was completed",
     "stalled": "the draft added nothing the grammar allows",
 }
 
-
-_CUT_REASONS = {
+_CUT_REASONS: dict[CutReason, str] = {
     "preamble": "prose before the answer",
     "after complete text": "text after a complete answer",
     "restated": "the draft restated text already accepted",
+    "stop": "from a stop string on",
+    "dead end": "a word the text could never be completed after",
 }
 
 
-def _reason(reason: str) -> str:
-    head, _, rest = reason.partition(":")
-    text = _REASONS.get(head.strip(), head.strip())
-    return f"{text} ({rest.strip()})" if rest.strip() else text
+def _change(event: Correction) -> str:
+    """What a correction changed, in words."""
+    text = repr(_shorten(_visible(event.text), 30))
+    if event.source == "repair":
+        return event.detail or f"wrote {text}"
+    if event.source == "healed":
+        return f"re-chose {text} at a token boundary"
+    if event.source == "forced":
+        return f"inserted {text}"
+    return f"the target wrote {text}"
+
+
+def _why(event: Correction, violation: GrammarViolation | None) -> str:
+    """Why a correction was needed, in words."""
+    if event.reason == "violation" and violation is not None:
+        why = f"the draft wrote {_shorten(_visible(violation.rejected), 24)!r} where the grammar does not allow it"
+        if violation.expected:
+            why += " (expected " + ", ".join(sorted(violation.expected)[:4]) + (" …" if len(violation.expected) > 4 else "") + ")"
+        return why
+    why = _REASONS.get(event.reason, event.reason)
+    if event.source != "repair" and event.detail:
+        why += f" ({event.detail})"
+    return why
+
+
+def _cut_why(event: Cut) -> str:
+    why = _CUT_REASONS.get(event.reason, event.reason)
+    return f"{why} ({event.detail})" if event.detail else why
 
 
 @dataclass
@@ -349,14 +385,17 @@ def _tooltip(event: Event, context: _Context) -> str:
     where = f"line {context.line}, column {context.column}"
     if isinstance(event, Correction):
         title = _LABELS[event.source if event.source in _LABELS else "target"]
-        rows = [("Text", _code(event.text)), ("At", _e(where)), ("Why", _e(_reason(event.reason)))]
+        rows = [
+            ("Text", _code(event.text)),
+            ("At", _e(where)),
+            ("Change", _e(_change(event))),
+            ("Why", _e(_why(event, context.violation))),
+        ]
         if context.violation is not None:
             rows.append(("Rejected", _code(context.violation.rejected, 40)))
             rows.append(("Expected", _expected_html(context.violation.expected)))
         elif event.reason == "violation":
             rows.append(("Expected", _expected_html(())))
-        if event.detail:
-            rows.append(("Detail", _e(event.detail)))
         timing = _seconds(event.seconds)
         if event.tokens:
             timing += f" · {event.tokens} token{'s' if event.tokens != 1 else ''}"
@@ -378,8 +417,7 @@ def _tooltip(event: Event, context: _Context) -> str:
         body = _tip_rows(rows)
     elif isinstance(event, Cut):
         title = _LABELS["cut"]
-        why = _CUT_REASONS.get(event.reason, event.reason)
-        rows = [("Text", _code(event.text, 80)), ("At", _e(where)), ("Why", _e(why)), ("Draft call", _e(event.call))]
+        rows = [("Text", _code(event.text, 80)), ("At", _e(where)), ("Why", _e(_cut_why(event))), ("Draft call", _e(event.call))]
         body = _tip_rows(rows)
     else:
         title = _LABELS["draft"]
@@ -505,11 +543,11 @@ def _timeline_html(result: GuideResult, rebuilt: _Rebuilt, prefix: str) -> str:
             note = "expected " + ", ".join(sorted(event.expected)[:6]) + (" …" if len(event.expected) > 6 else "") if event.expected else ""
         elif isinstance(event, Correction):
             kind, text = event.source if event.source in _LABELS else "target", event.text
-            note = _reason(event.reason)
+            note = f"{_change(event)}: {_why(event, ctx.violation if ctx else None)}"
             if event.seconds:
                 note += f" · {_seconds(event.seconds)}"
         else:
-            kind, text, note = "cut", event.text, _CUT_REASONS.get(event.reason, event.reason)
+            kind, text, note = "cut", event.text, _cut_why(event)
         label = _e(_SHORT[kind])
         if i in anchored and rebuilt.exact:
             label = f'<a href="#{prefix}-ev{i}">{label}</a>'

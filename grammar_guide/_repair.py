@@ -1,4 +1,7 @@
-"""Repairs derived from the draft's own evidence: the text it wrote after the violation point.
+"""What to do at a violation, decided from the draft's own evidence (the text it wrote after the
+violation point) and returned as data: ``Edit`` (a small edit the evidence supports), ``Cut``
+(the rest is not part of the answer) or ``NeedTarget`` (let the target model choose). ``decide``
+emits nothing and leaves the checker as it was; the loop acts on its answer.
 
 A draft that writes ``ILIKE`` in SQLite SQL, a misspelt keyword, or one ``)`` too many meant
 something close to a valid text. Before asking the target model, the loop tries small edits at the
@@ -12,10 +15,13 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Union
 
 from ._checker import Checker, expected_terminals
+from ._events import CutReason
+from ._reader import looks_like_aside, prose_after_answer, trailing_word
 
-__all__ = ["Edit", "propose_edit"]
+__all__ = ["Cut", "Decision", "Edit", "NeedTarget", "decide", "propose_edit", "signature"]
 
 _WORD_TAIL = re.compile(r"\w+$")
 _WORD_HEAD = re.compile(r"^\w+")
@@ -41,6 +47,116 @@ class Edit:
     removed: str
     description: str
     unread: str = ""
+    at: int = -1  # where the rejected text begins (set by ``decide``)
+
+
+@dataclass(frozen=True)
+class Cut:
+    """Leave the text from ``start`` on, with the rejected text, out of the answer."""
+
+    start: int
+    reason: CutReason
+    at: int
+
+
+@dataclass(frozen=True)
+class NeedTarget:
+    """No edit the evidence supports: take the text back to ``start`` (the start of the word the
+    violation is in) and let the target model choose."""
+
+    start: int
+    at: int
+
+
+Decision = Union[Edit, Cut, NeedTarget]
+"""Every decision takes the accepted text back to ``start``; the rejected text is the accepted
+text from ``at`` on followed by the evidence (``at`` lies before the violation when the accepted
+text ends in a word that leads nowhere)."""
+
+
+def signature(text: str, evidence: str, at: int) -> tuple[int, str]:
+    """What makes a violation the same as the last one (then no edit is tried again)."""
+    return at, (text[at:] + evidence)[:16]
+
+
+def decide(
+    checker: Checker, evidence: str, *, final: bool, floor: int, last: tuple[int, str] | None = None
+) -> Decision:
+    """What to do about the violation at the end of ``checker``'s text (not modified).
+
+    ``evidence`` is the rejected draft text; ``final``: the draft wrote nothing after it; no
+    decision takes back text before ``floor``; ``last`` is the signature of the previous
+    violation (an edit is not tried twice at the same place).
+    """
+    prose = prose_cut(checker, evidence, floor)
+    if prose is not None:
+        return prose
+    text = checker.text
+    at = _rejected_start(checker, evidence, floor)
+    trial = checker.copy_clear()
+    trial.rollback_chars(at)
+    moved = text[at:] + evidence
+    edit = propose_edit(trial, moved, final=final, floor=floor)
+    if edit is not None and signature(text, evidence, at) != last:
+        return Edit(edit.start, edit.text, edit.kept, edit.removed, edit.description, edit.unread, at)
+    if trial.is_complete and looks_like_aside(trial.text, moved, final):
+        # A complete text followed by something that cannot extend it: a closing fence, an
+        # explanation. Cut it, with the white space before it, and stop.
+        return Cut(at - len(_trailing_space(trial, floor)), "after complete text", at)
+    start = at
+    word = trailing_word(trial.text)
+    if word and moved[:1].isalnum() and start - len(word) >= floor:
+        start -= len(word)
+    return NeedTarget(start, at)
+
+
+def prose_cut(checker: Checker, evidence: str, floor: int) -> Cut | None:
+    """"…FROM road)\n\nThis query returns…": the first word of an explanation after the answer
+    was read as an alias and the violation is in the explanation: cut at the end of the answer."""
+
+    def complete_at(end: int) -> bool:
+        trial = checker.copy_clear()
+        trial.rollback_chars(end)
+        return trial.is_complete
+
+    end = prose_after_answer(checker.text, evidence, floor, complete_at)
+    return None if end is None else Cut(end, "after complete text", end)
+
+
+def _rejected_start(checker: Checker, evidence: str, floor: int) -> int:
+    """Where the rejected text begins: the violation, or the start of a trailing word that leads
+    nowhere (a grammar's dead-end guard: a misspelt keyword) or could not end there (``FROM``
+    read as the start of a longer name)."""
+    text = checker.text
+    dead = dead_end(checker, floor)
+    if dead is not None:
+        return dead
+    word = trailing_word(text)
+    if word and evidence[:1] and not (evidence[0].isalnum() or evidence[0] == "_") and not checker.is_complete:
+        if len(text) - len(word) >= floor:
+            return len(text) - len(word)
+    return len(text)
+
+
+def dead_end(checker: Checker, floor: int) -> int | None:
+    """Where the trailing dead-end word starts, if the accepted text can never be completed
+    because every terminal that may follow matches nothing; ``None`` otherwise."""
+    text = checker.text
+    if not checker.copy_clear().is_dead_end():
+        return None
+    start = len(text.rstrip()) - len(trailing_word(text.rstrip()))
+    return start if floor <= start < len(text) else None
+
+
+def _trailing_space(checker: Checker, floor: int) -> str:
+    """White space at the end of a complete text that it is still complete without."""
+    text = checker.text
+    stripped = text.rstrip()
+    if stripped == text or len(stripped) < floor:
+        return ""
+    trial = checker.copy_clear()
+    trial.rollback_chars(len(stripped))
+    return text[len(stripped) :] if trial.is_complete else ""
 
 
 def levenshtein(a: str, b: str, *, transpositions: bool = False) -> int:

@@ -32,7 +32,8 @@ from ._grammar import Grammar, Terminal
 
 if TYPE_CHECKING:
     from ._draft import Draft
-    from ._trace import Event, GuideResult
+    from ._events import Event
+    from ._trace import GuideResult
 
 __all__ = ["main"]
 
@@ -488,7 +489,7 @@ class Progress:
         self._write(self.style.dim(printable(chunk)))
 
     def event(self, event: Event) -> None:
-        from ._trace import Correction, Cut, GrammarViolation
+        from ._events import Correction, Cut, GrammarViolation
 
         s = self.style
         if isinstance(event, GrammarViolation):

@@ -54,8 +54,8 @@ class Story:
         assert self.text.endswith(text)
         self.events.append(Correction(len(self.text) - len(text), text, "healed", **kw))
 
-    def cut(self, text: str, reason: str, call: int) -> None:
-        self.events.append(Cut(len(self.text), text, reason, call))
+    def cut(self, text: str, reason: str, call: int, detail: str = "") -> None:
+        self.events.append(Cut(len(self.text), text, reason, call, detail))  # type: ignore[arg-type]
 
 
 JSON_PROMPT = "Describe Ada Lovelace as a JSON object"
@@ -70,7 +70,7 @@ def json_result() -> GuideResult:
         ['"false"', '"true"', '"null"', "NUMBER", "STRING", '"{"', '"["'],
         0,
     )
-    s.correct("false", "repair", detail="nearest keyword to the draft's \"False\"")
+    s.correct("false", "repair", detail="replaced 'False' with 'false' (nearest keyword)")
     s.draft(", ", 1)
     s.violate("'languages': ['English', 'French']}", ["STRING"], 1)
     s.heal(", ", tokens=1, seconds=0.021)
@@ -88,7 +88,7 @@ def json_result() -> GuideResult:
         ),
     )
     s.draft('"English", "French"], "field": "mathematics"}', 2)
-    s.cut("\n\nHope this helps! <b>Let me know</b>", "text after a complete JSON value", 2)
+    s.cut("\n\nHope this helps! <b>Let me know</b>", "after complete text", 2, detail="an explanation")
     stats = GuideStats(
         draft_calls=3,
         draft_tokens_in=412,
@@ -291,6 +291,24 @@ def test_browser_hover_and_focus_show_correction_details(page, tmp_path: Path) -
     repair_tip = page.locator(".gg-text .gg-repair .gg-tip")
     assert repair_tip.is_visible() and "nearest keyword" in repair_tip.inner_text()
     assert not violation_tip.is_visible()
+
+
+def test_browser_timeline_says_what_each_correction_changed_and_why(page, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    open_result(page, json_result(), tmp_path)
+    page.locator(".gg-timeline summary").click()
+    notes = page.locator(".gg-timeline .gg-ev .gg-ev-note").all_inner_texts()
+    kinds = page.locator(".gg-timeline .gg-ev").evaluate_all("els => els.map(e => e.dataset.kind)")
+    by_kind = {}
+    for kind, note in zip(kinds, notes):
+        by_kind.setdefault(kind, note)
+    # The repair's row names the edit and the rejected text it answered, not a generic phrase.
+    assert by_kind["repair"].startswith("replaced 'False' with 'false'")
+    assert "the draft wrote \"False, 'languages'" in by_kind["repair"] and "expected" in by_kind["repair"]
+    assert by_kind["target"].startswith("the target wrote 'languages\": ['")
+    assert by_kind["forced"].startswith("inserted '\"'")
+    assert by_kind["healed"].startswith("re-chose ', '")
+    assert by_kind["cut"] == "text after a complete answer (an explanation)"
+    assert not any(note.strip() == "the draft broke the grammar here" for note in notes)
 
 
 def test_browser_timeline_links_to_segments(page, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]

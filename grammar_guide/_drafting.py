@@ -1,0 +1,252 @@
+"""One draft call, read into the checker: the "draft" and "check" steps of the guide loop.
+
+The draft's stream goes through an ``AnswerReader`` (stop strings, closing fences, restatement
+alignment), past prose before the answer, and into the checker until the first invalid byte.
+After a violation a few more chunks are read as evidence for the repair, then the stream is
+closed. What the call produced is a ``Round``; the loop decides what to do with it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import re
+import time
+from dataclasses import dataclass, field
+from typing import AsyncIterator, Callable
+
+from ._align import Aligner
+from ._checker import Checker
+from ._draft import Draft, DraftCall, DraftRequest
+from ._errors import ProviderError
+from ._events import Cut, DraftSpan, Event, GuideStats
+from ._reader import PREAMBLE_LIMIT, AnswerReader, answer_start, looks_like_aside, looks_like_prose
+
+__all__ = ["Drafting", "Round"]
+
+# After a violation the draft is read on for up to this many chunks, until the rejected text
+# holds this many words or punctuation marks (see ``Drafting._read_evidence``).
+_EVIDENCE_CHUNKS = 8
+_EVIDENCE_LEXEMES = 6
+_LEXEME = re.compile(r"\w+|[^\w\s]")
+
+
+class DraftTimeout(Exception):
+    """The run's timeout passed while waiting for the draft."""
+
+
+@dataclass
+class Round:
+    """What one draft call produced.
+
+    ``kept`` is the draft's text accepted from ``start`` on; ``evidence`` the rejected text after
+    a violation (``None``: no violation); ``ended``: the draft wrote nothing more; ``retry``: the
+    draft was still writing prose when its lookahead ran out (ask again with more room);
+    ``floor``: repairs do not take back text before it (the end of the last correction).
+    """
+
+    call: DraftCall
+    index: int
+    start: int
+    floor: int
+    reader: AnswerReader
+    kept: str = ""
+    evidence: str | None = None
+    ended: bool = False
+    retry: bool = False
+    timed_out: bool = False
+
+
+@dataclass
+class Drafting:
+    """The drafting state of one run: what the draft answered before, and its retries."""
+
+    draft: Draft
+    checker: Checker
+    prompt: str
+    stops: tuple[str, ...]
+    fences: bool
+    stats: GuideStats
+    emit: Callable[[Event], None]
+    count_discarded: Callable[[str], None]
+    on_draft_text: Callable[[str], None] | None = None
+    deadline: float | None = None
+    earlier_answers: list[str] = field(default_factory=list)
+    prose_retry: int = 0  # 1: the next call gets a longer lookahead for prose, 2: done
+    provider_failures: int = 0
+
+    async def read(self, lookahead: int, floor: int) -> Round:
+        """Call the draft once and read its answer into the checker."""
+        text = self.checker.text
+        request = DraftRequest(
+            prompt=self.prompt,
+            accepted_text=text,
+            max_new_tokens=lookahead * (4 if self.prose_retry == 1 else 1),
+            stop=self.stops,
+        )
+        self.stats.draft_calls += 1
+        call = DraftCall(request)
+        rnd = Round(call, self.stats.draft_calls, len(text), floor, AnswerReader(self.stops, self.fences))
+        if self.prose_retry == 1:
+            self.prose_retry = 2
+        started = time.perf_counter()
+        stream = self.draft.stream(call)
+        try:
+            async with contextlib.aclosing(stream):  # type: ignore[type-var]
+                await self._read_stream(rnd, stream)
+        except DraftTimeout:
+            rnd.timed_out = True
+        except ProviderError as exc:
+            # A stream that broke after some text (the provider already retried what could be
+            # retried before the first chunk): keep the text read and call again, twice at most.
+            self.provider_failures += 1
+            if not exc.retryable or self.provider_failures > 2:
+                if rnd.kept:
+                    self.emit(DraftSpan(rnd.start, rnd.kept, call=rnd.index))
+                raise
+            call.finish_reason = "error"
+        finally:
+            self.stats.draft_seconds += time.perf_counter() - started
+            self.stats.add_draft_usage(call.tokens_in, call.tokens_out)
+            self.stats.prefill_tokens_saved += call.prefill_tokens_saved
+        if rnd.reader.raw.strip():
+            self.earlier_answers = (self.earlier_answers + [rnd.reader.raw])[-3:]
+        aligner = rnd.reader.aligner
+        if aligner is not None and aligner.dropped:
+            self.emit(Cut(rnd.start, "".join(aligner.dropped), reason="restated", call=rnd.index))
+        return rnd
+
+    async def _read_stream(self, rnd: Round, stream: AsyncIterator[str]) -> None:
+        """Read chunks until the first invalid byte (then some evidence), a stop, or the end."""
+        reader = rnd.reader
+        # Prose before the answer ("Sure! Here is the query:") is read past, once, while nothing
+        # has been accepted yet: the draft's answer follows it.
+        preamble: str | None = None
+        preamble_allowed = not self.checker.text.strip()
+        first = True
+        while True:
+            chunk = await self._next_chunk(stream)
+            if chunk is None:
+                rnd.ended = True
+                if not reader.held:
+                    break
+                # The stream ended on what might have begun a stop string: it is text.
+                chunk, stopped = reader.release(), True
+            else:
+                if self.on_draft_text is not None:
+                    self.on_draft_text(chunk)
+                if first:
+                    first = False
+                    self._choose_alignment(rnd)
+                chunk, stopped = reader.push(chunk, bool(rnd.kept.strip()))
+            if preamble is not None:
+                preamble += chunk
+                answer = self._leave_preamble(rnd, preamble)
+                if answer is None:
+                    if stopped or len(preamble) > PREAMBLE_LIMIT:
+                        break
+                    continue
+                preamble, chunk = None, answer
+            if self._feed(rnd, chunk):
+                if rnd.call.whole_answer:
+                    rnd.ended = True
+                if not (preamble_allowed and looks_like_prose(rnd.kept, rnd.evidence or "")):
+                    break
+                preamble_allowed = False
+                preamble = rnd.kept + (rnd.evidence or "")
+                self.checker.rollback_chars(rnd.start)
+                rnd.kept, rnd.evidence = "", None
+                answer = self._leave_preamble(rnd, preamble)
+                if answer is None:
+                    if stopped:
+                        break
+                    continue
+                preamble = None
+                if self._feed(rnd, answer):
+                    break
+            if stopped:
+                rnd.ended = True
+                break
+        await self._after_stream(rnd, stream, preamble)
+
+    async def _after_stream(self, rnd: Round, stream: AsyncIterator[str], preamble: str | None) -> None:
+        if rnd.evidence is not None and not rnd.ended and preamble is None and not (
+            self.checker.is_complete and looks_like_aside(self.checker.text, rnd.evidence, False)
+        ):
+            await self._read_evidence(rnd, stream)
+        if preamble is not None and rnd.ended and rnd.call.finish_reason == "length" and not self.prose_retry:
+            # The draft was still talking when its lookahead ran out: ask once more with room for
+            # the prose and the answer after it.
+            self.prose_retry = 1
+            rnd.retry = True
+            self.emit(Cut(len(self.checker.text), preamble, reason="preamble", call=rnd.index))
+            self.count_discarded(preamble)
+        elif preamble is not None:
+            # No answer found after the prose: the violation is where it first was.
+            self._feed(rnd, preamble)
+        elif rnd.ended and rnd.reader.aligner is not None and rnd.evidence is None:
+            self._feed(rnd, rnd.reader.aligner.finish())
+
+    def _choose_alignment(self, rnd: Round) -> None:
+        """A provider may fall back to another mode for this call (a model that rejects
+        prefill): it says which in ``call.continued_prefix`` before its first chunk."""
+        continued = rnd.call.continued_prefix
+        if not (self.draft.continues_prefix if continued is None else continued):
+            rnd.reader.aligner = Aligner(self.checker.text, tuple(self.earlier_answers))
+
+    async def _next_chunk(self, stream: AsyncIterator[str]) -> str | None:
+        try:
+            if self.deadline is None:
+                return await anext(stream)
+            remaining = self.deadline - time.monotonic()
+            if remaining <= 0:
+                raise DraftTimeout
+            return await asyncio.wait_for(anext(stream), remaining)
+        except StopAsyncIteration:
+            return None
+        except asyncio.TimeoutError:
+            raise DraftTimeout from None
+
+    async def _read_evidence(self, rnd: Round, stream: AsyncIterator[str]) -> None:
+        """After a violation, read a few more chunks of the draft until the evidence holds
+        ``_EVIDENCE_LEXEMES`` words or punctuation marks: enough for an edit to be judged on what
+        the draft meant (``SELET STDDEV_POP(`` shows ``SELECT``), which costs far fewer tokens
+        than a target repair followed by a new draft call."""
+        for _ in range(_EVIDENCE_CHUNKS):
+            if len(_LEXEME.findall(rnd.evidence or "")) >= _EVIDENCE_LEXEMES:
+                return
+            chunk = await self._next_chunk(stream)
+            if chunk is None:
+                rnd.ended = True
+                rnd.evidence = (rnd.evidence or "") + rnd.reader.release()
+                return
+            if self.on_draft_text is not None:
+                self.on_draft_text(chunk)
+            chunk, stopped = rnd.reader.push(chunk, bool(rnd.kept.strip()))
+            rnd.evidence = (rnd.evidence or "") + chunk
+            if stopped:
+                rnd.ended = True
+                return
+
+    def _feed(self, rnd: Round, chunk: str) -> bool:
+        """Feed a chunk; True when it had an invalid byte (the rest becomes the evidence)."""
+        if not chunk:
+            return False
+        started = time.perf_counter()
+        n = self.checker.feed(chunk)
+        self.stats.check_seconds += time.perf_counter() - started
+        rnd.kept += chunk[:n]
+        if n < len(chunk):
+            rnd.evidence = chunk[n:]
+            return True
+        return False
+
+    def _leave_preamble(self, rnd: Round, preamble: str) -> str | None:
+        """Where the answer starts in prose the draft wrote first, or None if not yet seen."""
+        start = answer_start(preamble, lambda rest: self.checker.copy().feed(rest))
+        if start is None:
+            return None
+        if start:
+            self.emit(Cut(len(self.checker.text), preamble[:start], reason="preamble", call=rnd.index))
+            self.count_discarded(preamble[:start])
+        return preamble[start:]

@@ -1,0 +1,36 @@
+"""The guide loop's budgets."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["GuideLimits"]
+
+
+@dataclass(frozen=True)
+class GuideLimits:
+    """The loop's budgets.
+
+    ``lookahead``: tokens the draft may write per call. ``max_corrections``: violations repaired
+    before the target finishes the text. ``max_draft_calls``: draft calls before the target
+    finishes. ``max_new_tokens``: length of the text (in target tokens, or characters / 4 without a
+    target) before the target finishes. ``timeout``: seconds of drafting before the target finishes.
+    ``finish_tokens``: the target's budget for finishing; ``repair_tokens``: for one repair.
+    """
+
+    lookahead: int = 32
+    max_corrections: int = 16
+    max_draft_calls: int = 32
+    max_new_tokens: int = 512
+    timeout: float | None = None
+    finish_tokens: int = 256
+    repair_tokens: int = 24
+
+    def __post_init__(self) -> None:
+        for name in ("lookahead", "max_draft_calls", "max_new_tokens", "finish_tokens", "repair_tokens"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be at least 1, not {getattr(self, name)}")
+        if self.max_corrections < 0:
+            raise ValueError(f"max_corrections must be >= 0, not {self.max_corrections}")
+        if self.timeout is not None and self.timeout <= 0:
+            raise ValueError(f"timeout must be positive, not {self.timeout}")

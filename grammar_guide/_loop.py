@@ -1,0 +1,323 @@
+"""The guide loop: draft → check → repair → resume, within budgets, reporting events.
+
+Each round the draft writes (``_drafting``), the checker closes its stream at the first invalid
+byte, ``_repair.decide`` says what to do at the violation (an ``Edit``, a ``Cut``, or the target
+model), and the next round resumes from the corrected text. When a budget runs out the target
+finishes the text under the grammar.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import enum
+import math
+import time
+from typing import TYPE_CHECKING, Callable, Literal
+
+from . import _repair as repair
+from ._checker import Checker, expected_terminals
+from ._draft import Draft
+from ._drafting import Drafting, Round
+from ._errors import GuideExhausted, ProviderError
+from ._events import Correction, CorrectionReason, Cut, DraftSpan, Event, GrammarViolation, GuideStats
+from ._grammar import Grammar
+from ._limits import GuideLimits
+from ._trace import GuideResult
+
+if TYPE_CHECKING:
+    from ._target import TargetModel
+
+__all__ = ["GuideLoop", "Outcome"]
+
+_WHITESPACE = frozenset(b" \t\n\r\x0b\x0c")
+
+
+class Outcome(enum.Enum):
+    """How a round ended."""
+
+    DONE = "done"  # the text is complete: stop
+    CONTINUE = "continue"  # the draft wrote on: call it again
+    REPAIRED = "repaired"  # a violation was repaired: the draft resumes after it
+    STALLED = "stalled"  # the draft added nothing
+
+
+class GuideLoop:
+    """One guided generation."""
+
+    def __init__(
+        self,
+        draft: Draft,
+        grammar: Grammar,
+        prompt: str,
+        target: TargetModel | None | Literal[False],
+        limits: GuideLimits,
+        *,
+        stops: tuple[str, ...] = (),
+        fences: bool = True,
+        on_event: Callable[[Event], None] | None = None,
+        on_draft_text: Callable[[str], None] | None = None,
+    ) -> None:
+        self.grammar, self.prompt, self.target, self.limits = grammar, prompt, target, limits
+        self.on_event = on_event
+        self.checker: Checker = grammar.checker()
+        self.events: list[Event] = []
+        self.stats = GuideStats()
+        self.deadline: float | None = None
+        self.exhausted: str | None = None
+        self.last_violation: tuple[int, str] | None = None
+        self.floor = 0  # text someone other than the draft chose is never taken back
+        self.drafting = Drafting(
+            draft, self.checker, prompt, stops, fences, self.stats, self.emit, self.count_discarded, on_draft_text
+        )
+
+    async def run(self, seed_text: str) -> GuideResult:
+        started = time.perf_counter()
+        if self.limits.timeout is not None:
+            self.deadline = self.drafting.deadline = time.monotonic() + self.limits.timeout
+        try:
+            if seed_text:
+                if self.checker.feed(seed_text) != len(seed_text):
+                    raise ValueError(f"seed_text is not a valid prefix of the grammar: {self.checker.violation}")
+                self.emit(DraftSpan(0, seed_text, call=0))
+            await self._rounds()
+        except ProviderError as exc:
+            exc.result = self.result(complete=False)
+            raise
+        finally:
+            self.stats.total_seconds = time.perf_counter() - started
+        return self.result()
+
+    async def _rounds(self) -> None:
+        stalls = 0
+        while not self._done():
+            spent = self._budget_spent()
+            if spent:
+                await self._finish(spent)
+                return
+            self._append_forced("forced")
+            if self._done():
+                return
+            outcome = await self._round()
+            if outcome is Outcome.DONE:
+                return
+            stalls = stalls + 1 if outcome is Outcome.STALLED else 0
+            if outcome is Outcome.STALLED and self.checker.is_complete:
+                return  # the draft has nothing to add to a complete text
+            if stalls >= 2:
+                # The draft adds nothing: let the target write a terminal, then try again.
+                stalls = 0
+                if not await self._target_step("stalled"):
+                    await self._finish("the draft stopped adding text")
+                    return
+
+    def _done(self) -> bool:  # complete, and nothing but white space may follow
+        return self.checker.is_complete and self.checker.allowed_bytes() <= _WHITESPACE
+
+    def _budget_spent(self) -> str | None:
+        limits = self.limits
+        if self.exhausted:
+            return self.exhausted
+        if self.stats.corrections >= limits.max_corrections and self.last_violation is not None:
+            return f"max_corrections ({limits.max_corrections}) reached"
+        if self.stats.draft_calls >= limits.max_draft_calls:
+            return f"max_draft_calls ({limits.max_draft_calls}) reached"
+        if self.count_tokens(self.checker.text) >= limits.max_new_tokens:
+            return f"max_new_tokens ({limits.max_new_tokens}) reached"
+        if self.deadline is not None and time.monotonic() >= self.deadline:
+            return f"timeout ({limits.timeout} s) reached"
+        return None
+
+    # -- draft, check ------------------------------------------------------------------------
+
+    async def _round(self) -> Outcome:
+        rnd = await self.drafting.read(self.limits.lookahead, self.floor)
+        if rnd.timed_out:
+            self.exhausted = f"timeout ({self.limits.timeout} s) reached"
+        if rnd.retry:
+            return Outcome.CONTINUE
+        if rnd.evidence is not None:
+            return await self._repair(rnd, rnd.evidence)
+        self._emit_span(rnd)
+        if rnd.reader.stopped_text:
+            self.emit(Cut(len(self.checker.text), rnd.reader.stopped_text, reason="stop", call=rnd.index))
+        if self.exhausted:
+            return Outcome.CONTINUE
+        if self.checker.is_complete and rnd.call.finish_reason not in ("length", "error"):
+            return Outcome.DONE
+        return Outcome.CONTINUE if rnd.kept.strip() else Outcome.STALLED
+
+    # -- repair ------------------------------------------------------------------------------
+
+    async def _repair(self, rnd: Round, evidence: str) -> Outcome:
+        """Act on ``repair.decide`` at the violation; a finished draft's answer is gone through
+        to its end, one edit after another."""
+        while True:
+            checker = self.checker
+            decision = repair.decide(checker, evidence, final=rnd.ended, floor=rnd.floor, last=self.last_violation)
+            self.last_violation = repair.signature(checker.text, evidence, decision.at)
+            self.count_discarded(checker.text[decision.at :] + evidence)
+            self._emit_kept(rnd, decision.start)
+            if isinstance(decision, repair.Cut):
+                self.emit(Cut(decision.start, checker.text[decision.start :] + evidence, reason=decision.reason, call=rnd.index))
+                checker.rollback_chars(decision.start)
+                return Outcome.DONE
+            self.emit(self._violation_event(decision.start, checker.text[decision.start :] + evidence, rnd.index))
+            checker.rollback_chars(decision.start)
+            self.stats.corrections += 1
+            if isinstance(decision, repair.NeedTarget):
+                return await self._target_repair()
+            unread = self._apply_edit(rnd, decision)
+            if unread is None:
+                return Outcome.DONE
+            if not rnd.ended:
+                return Outcome.REPAIRED
+            # The draft's whole answer is known: go on through the rest of it.
+            if not unread:
+                return Outcome.DONE if checker.is_complete else Outcome.REPAIRED
+            if self.stats.corrections >= self.limits.max_corrections:
+                return Outcome.REPAIRED
+            rnd.start, rnd.kept, evidence = len(checker.text), "", unread
+            self.stats.discarded_chars -= len(unread)  # counted again as evidence
+            self.stats.discarded_tokens -= self.count_tokens(unread)
+
+    def _apply_edit(self, rnd: Round, edit: repair.Edit) -> str | None:
+        """Write the edit and the draft's text it lets through; the evidence still unread, or
+        ``None`` when that turned out to be prose after the answer (cut)."""
+        if edit.text:
+            self.checker.feed(edit.text)
+        self.emit(Correction(edit.start, edit.text, source="repair", detail=edit.description))
+        if edit.kept:
+            offset = len(self.checker.text)
+            self.checker.feed(edit.kept)
+            rnd.start, rnd.kept = offset, edit.kept
+            cut = repair.prose_cut(self.checker, edit.unread, offset)
+            if cut is not None:
+                self.count_discarded(self.checker.text[cut.start :] + edit.unread)
+                self._emit_kept(rnd, cut.start)
+                self.emit(Cut(cut.start, self.checker.text[cut.start :] + edit.unread, reason=cut.reason, call=rnd.index))
+                self.checker.rollback_chars(cut.start)
+                return None
+            self.emit(DraftSpan(offset, edit.kept, call=rnd.index))
+        return edit.unread
+
+    async def _target_repair(self) -> Outcome:
+        if self._append_forced("forced"):
+            return Outcome.REPAIRED
+        if not await self._target_step("violation"):
+            await self._finish("no repair found and no target model")
+            return Outcome.DONE
+        return Outcome.REPAIRED
+
+    # -- the target --------------------------------------------------------------------------
+
+    def _append_forced(self, reason: CorrectionReason, detail: str = "") -> bool:
+        forced = self.checker.forced_text()
+        if not forced:
+            return False
+        offset = len(self.checker.text)
+        forced = forced[: self.checker.feed(forced)]
+        if not forced:
+            return False
+        self.stats.forced_tokens += self.count_tokens(forced)
+        self.emit(Correction(offset, forced, source="forced", reason=reason, detail=detail))
+        return True
+
+    async def _target_step(self, reason: CorrectionReason, *, finish: bool = False, detail: str = "") -> bool:
+        target = await self._get_target()
+        if target is None:
+            return False
+        self._revive()
+        text = self.checker.text
+        started = time.perf_counter()
+        budget = self.limits.finish_tokens if finish else self.limits.repair_tokens
+        continuation = await target.acontinue_text(self.prompt, text, self.grammar, max_new_tokens=budget, finish=finish)
+        stats = self.stats
+        stats.target_seconds += time.perf_counter() - started
+        stats.target_tokens += continuation.sampled_tokens + continuation.healed_tokens
+        stats.forced_tokens += continuation.forced_tokens
+        stats.healed_tokens += continuation.healed_tokens
+        if continuation.healed_text:
+            healed_at = len(text) - len(continuation.healed_text)
+            self.emit(Correction(healed_at, continuation.healed_text, "healed", reason, tokens=continuation.healed_tokens, detail=detail))
+        if not continuation.text:
+            return False
+        accepted = self.checker.feed(continuation.text)
+        if accepted != len(continuation.text):
+            raise RuntimeError(f"target text {continuation.text!r} left the grammar at {accepted}: {self.checker.violation}")
+        c = continuation
+        self.emit(Correction(len(text), c.text, "target", reason, c.alternatives, c.tokens, c.seconds, detail))
+        return True
+
+    async def _finish(self, why: str) -> None:
+        if self.checker.is_complete:
+            return
+        self._revive()
+        self._append_forced("finish", detail=why)
+        if self.checker.is_complete:
+            return
+        if await self._get_target() is not None:
+            # Twice: the target may stop at its token limit mid-way.
+            for _ in range(2):
+                if not self.checker.is_complete:
+                    await self._target_step("finish", finish=True, detail=why)
+        if not self.checker.is_complete:
+            raise GuideExhausted(
+                f"could not complete the text ({why}); the partial result holds the valid prefix",
+                self.result(complete=False),
+            )
+
+    def _revive(self) -> None:
+        """Before the target writes: step back out of a dead end, recording it as a cut."""
+        dead = repair.dead_end(self.checker, self.floor)
+        if dead is not None:
+            taken = self.checker.text[dead:]
+            self.checker.rollback_chars(dead)
+            self.emit(Cut(dead, taken, reason="dead end", call=self.stats.draft_calls))
+
+    async def _get_target(self) -> TargetModel | None:
+        if self.target is False:
+            return None
+        if self.target is None:
+            from ._target import TargetModel
+
+            self.target = await asyncio.to_thread(TargetModel.load)
+        return self.target
+
+    # -- bookkeeping -------------------------------------------------------------------------
+
+    def emit(self, event: Event) -> None:
+        if isinstance(event, Correction):
+            self.floor = event.offset + len(event.text)
+        self.events.append(event)
+        if self.on_event is not None:
+            self.on_event(event)
+
+    def _emit_kept(self, rnd: Round, end: int) -> None:
+        """Emit the draft's kept text of this round, up to ``end``."""
+        rnd.kept = self.checker.text[rnd.start : max(end, rnd.start)]
+        self._emit_span(rnd)
+
+    def _emit_span(self, rnd: Round) -> None:
+        if rnd.kept:
+            self.emit(DraftSpan(rnd.start, rnd.kept, call=rnd.index))
+
+    def _violation_event(self, offset: int, rejected: str, call: int) -> GrammarViolation:
+        text = self.checker.text[:offset]
+        expected = tuple(dict.fromkeys(t.display for t in expected_terminals(self.grammar, text)))
+        line, column = text.count("\n") + 1, offset - (text.rfind("\n") + 1) + 1
+        return GrammarViolation(offset, rejected, expected, line, column, call)
+
+    def count_tokens(self, text: str) -> int:
+        if not text:
+            return 0
+        return self.target.count_tokens(text) if self.target else math.ceil(len(text) / 4)
+
+    def count_discarded(self, text: str) -> None:
+        self.stats.discarded_chars += len(text)
+        self.stats.discarded_tokens += self.count_tokens(text)
+
+    def result(self, complete: bool = True) -> GuideResult:
+        return GuideResult(
+            self.checker.text, self.prompt, self.grammar.name, list(self.events), self.stats,
+            complete=complete and self.checker.is_complete,
+        )

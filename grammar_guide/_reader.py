@@ -1,0 +1,159 @@
+"""Reading a draft's answer out of its raw stream: pure text heuristics, tested with plain strings.
+
+A draft's stream is not always the answer. It may go on past a stop string or a closing code
+fence, begin with prose ("Sure! Here is the query:"), restate text already accepted (see
+``_align.Aligner``), or end the answer with an explanation. ``AnswerReader`` turns raw chunks into
+the answer's text (holding back a tail that may begin a stop string); the functions below judge
+text the checker rejected. Nothing here knows the loop or a model; where a grammar matters, the
+caller passes a function that says how much of a text the grammar accepts.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Callable
+
+from ._align import Aligner
+
+__all__ = [
+    "AnswerReader",
+    "answer_start",
+    "closing_fence",
+    "looks_like_aside",
+    "looks_like_prose",
+    "partial_match",
+    "prose_after_answer",
+    "trailing_word",
+]
+
+PREAMBLE_LIMIT = 2000
+"""Characters of prose read before the answer before giving up on finding one."""
+
+_FENCE = re.compile(r"\n[ \t]*```(?![ \t]*[A-Za-z])")
+_BLANK_LINE = re.compile(r"\n[ \t]*\n")
+_SENTENCE = re.compile(r"[ \t\n]*[A-Z][a-z]+(?:[ \t]+[a-z][\w'’]*){2}")
+
+
+@dataclass
+class AnswerReader:
+    """Raw chunks in, the draft's answer text out: ends at a stop string or (with ``fences``) a
+    code fence that closes the answer; a tail that may begin one is held back until the next
+    chunk; with an ``aligner`` (a draft that may restate), only the new text passes.
+
+    ``raw`` is everything the draft streamed; ``stopped_text`` what came from the stop on.
+    """
+
+    stops: tuple[str, ...] = ()
+    fences: bool = True
+    aligner: Aligner | None = None
+    raw: str = ""
+    held: str = ""
+    stopped_text: str = ""
+
+    def push(self, chunk: str, answer_started: bool) -> tuple[str, bool]:
+        """The answer's text in ``chunk`` (after what was held back), and whether it stopped."""
+        text, stopped = self._stop(chunk, answer_started)
+        return self.align(text), stopped
+
+    def align(self, text: str) -> str:
+        return self.aligner.push(text) if self.aligner is not None else text
+
+    def release(self) -> str:
+        """The stream ended: what was held back is text after all."""
+        held, self.held = self.held, ""
+        return self.align(held)
+
+    def _stop(self, chunk: str, answer_started: bool) -> tuple[str, bool]:
+        self.raw += chunk
+        raw = self.raw
+        pending = self.held + chunk
+        self.held = ""
+        ends = [raw.find(s) for s in self.stops]
+        if self.fences:
+            ends.append(closing_fence(raw, answer_started))
+        ends = [i for i in ends if i >= 0]
+        if ends:
+            offset = max(min(ends) - (len(raw) - len(pending)), 0)
+            self.stopped_text = pending[offset:]
+            return pending[:offset], True
+        markers = self.stops + (("\n```",) if self.fences else ())
+        hold = min(max((partial_match(raw, m) for m in markers), default=0), len(pending))
+        self.held = pending[len(pending) - hold :]
+        return pending[: len(pending) - hold], False
+
+
+def closing_fence(raw: str, answer_started: bool) -> int:
+    """Where a code fence that closes an answer starts in ``raw``, or -1.
+
+    A fence with a language tag opens; a bare fence at a line start closes when an earlier fence
+    (anywhere in a line: "Sure! ```sql") opened and answer lines came between, or when no fence
+    opened and the answer had already started."""
+    for match in _FENCE.finditer(raw):
+        lines = raw[: match.start()].split("\n")
+        fence_lines = [i for i, line in enumerate(lines) if "```" in line]
+        if fence_lines:
+            if any(line.strip() for line in lines[fence_lines[-1] + 1 :]):
+                return match.start()
+        elif answer_started:
+            return match.start()
+    return -1
+
+
+def partial_match(text: str, marker: str) -> int:
+    """Length of the longest tail of ``text`` that is a proper beginning of ``marker``."""
+    for k in range(min(len(marker) - 1, len(text)), 0, -1):
+        if text.endswith(marker[:k]):
+            return k
+    return 0
+
+
+def answer_start(preamble: str, accepts: Callable[[str], int]) -> int | None:
+    """Where the answer starts in prose the draft wrote first (a line start), or ``None`` if not
+    yet seen. ``accepts(text)`` says how many characters of ``text`` the grammar accepts."""
+    starts = [0] + [i + 1 for i, ch in enumerate(preamble) if ch == "\n"]
+    for start in starts:
+        rest = preamble[start:]
+        if not rest.strip() or rest.lstrip().startswith("```"):
+            continue
+        accepted = accepts(rest)
+        if accepted == len(rest) or accepted >= 12:
+            return start
+    return None
+
+
+def looks_like_prose(kept: str, rejected: str) -> bool:
+    """Whether a draft that went wrong at once is writing words (or opening a code fence), not a
+    broken answer."""
+    if not re.fullmatch(r"\s*[A-Za-z]*", kept):
+        return False
+    return bool(re.match(r"[A-Za-z ,.!'’:-]", rejected)) or (not kept.strip() and rejected.startswith("```"))
+
+
+def looks_like_aside(text: str, rejected: str, answer_ended: bool) -> bool:
+    """Whether text after a complete answer is an aside (on a new line: an explanation, a fence)
+    rather than more of the answer with a mistake in it."""
+    gap = text[len(text.rstrip()) :] + rejected[: len(rejected) - len(rejected.lstrip())]
+    head = rejected.lstrip()
+    return not head or "\n" in gap or head.startswith("```") or (answer_ended and len(rejected) <= 2)
+
+
+def prose_after_answer(text: str, rejected: str, floor: int, complete_at: Callable[[int], bool]) -> int | None:
+    """Where a complete answer ends before an explanation in sentences ("\\n\\nThis query
+    returns") that the violation is in, or ``None``: at the last blank line of ``text`` (not
+    before ``floor``), when ``complete_at(end)`` says the text is complete there."""
+    blanks = list(_BLANK_LINE.finditer(text, floor))
+    if not blanks:
+        return None
+    end = blanks[-1].start()
+    if not _SENTENCE.match(text[blanks[-1].end() :] + rejected):
+        return None
+    return end if complete_at(end) else None
+
+
+def trailing_word(text: str) -> str:
+    """The word characters ``text`` ends with."""
+    i = len(text)
+    while i > 0 and (text[i - 1].isalnum() or text[i - 1] == "_"):
+        i -= 1
+    return text[i:]

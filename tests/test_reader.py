@@ -1,0 +1,85 @@
+"""The answer reader: raw draft chunks to answer text, judged with plain strings (no model)."""
+
+from __future__ import annotations
+
+from grammar_guide._align import Aligner
+from grammar_guide._reader import (
+    AnswerReader,
+    answer_start,
+    closing_fence,
+    looks_like_aside,
+    looks_like_prose,
+    partial_match,
+    prose_after_answer,
+    trailing_word,
+)
+
+
+def read_all(reader: AnswerReader, chunks: list[str]) -> tuple[str, bool]:
+    text = ""
+    for chunk in chunks:
+        piece, stopped = reader.push(chunk, bool(text.strip()))
+        text += piece
+        if stopped:
+            return text, True
+    return text + reader.release(), False
+
+
+def test_a_stop_string_split_over_chunks_ends_the_answer() -> None:
+    reader = AnswerReader(stops=("END",), fences=False)
+    assert read_all(reader, ["SELECT 1 E", "N", "D and more"]) == ("SELECT 1 ", True)
+    assert reader.stopped_text == "END and more"
+
+
+def test_a_held_tail_that_was_no_stop_is_text_at_the_end() -> None:
+    reader = AnswerReader(stops=("END",), fences=False)
+    piece, stopped = reader.push("SELECT 1 EN", False)
+    assert (piece, stopped, reader.held) == ("SELECT 1 ", False, "EN")
+    assert reader.release() == "EN"
+
+
+def test_a_closing_fence_ends_the_answer_but_an_opening_one_does_not() -> None:
+    reader = AnswerReader()
+    text, stopped = read_all(reader, ["```sql\nSELECT 1", "\n``", "`\nThis query"])
+    assert stopped and text == "```sql\nSELECT 1"
+    assert closing_fence("```sql\nSELECT 1\n```", True) == len("```sql\nSELECT 1")
+    assert closing_fence("\n```sql\n", True) == -1  # a language tag opens
+    assert closing_fence("SELECT 1\n```", False) == -1  # no answer yet, no fence opened
+
+
+def test_a_restating_draft_passes_only_new_text_through_the_aligner() -> None:
+    reader = AnswerReader(aligner=Aligner("SELECT name FROM "))
+    text, _ = read_all(reader, ["SELECT name FR", "OM users WHERE x = 1"])
+    assert text == "users WHERE x = 1"
+
+
+def test_partial_match_measures_a_tail_that_may_begin_a_marker() -> None:
+    assert partial_match("abc\n``", "\n```") == 3
+    assert partial_match("abc", "\n```") == 0
+
+
+def test_the_answer_starts_at_the_first_line_the_grammar_reads_far() -> None:
+    accepts_sql = lambda text: len(text) if text.startswith("SELECT") else 0  # noqa: E731
+    assert answer_start("Sure! Here it is:\nSELECT 1", accepts_sql) == len("Sure! Here it is:\n")
+    assert answer_start("Sure! Here it is:\n", accepts_sql) is None
+    assert answer_start("Sure!\n```sql\nSELECT 1", accepts_sql) == len("Sure!\n```sql\n")
+
+
+def test_prose_and_asides_are_told_from_broken_answers() -> None:
+    assert looks_like_prose("Sure", "! Here is")
+    assert not looks_like_prose("SELECT a", "; FRM t")
+    assert looks_like_aside("SELECT 1", "\nThis returns one", False)
+    assert looks_like_aside("SELECT 1", "\n```", False)
+    assert not looks_like_aside("SELECT 1", " FRM t", False)
+
+
+def test_an_explanation_after_a_blank_line_ends_a_complete_answer() -> None:
+    text = "SELECT a FROM road\n\nThis"
+    assert prose_after_answer(text, " query returns all", 0, lambda end: end == 18) == 18
+    assert prose_after_answer(text, " query returns all", 0, lambda end: False) is None
+    assert prose_after_answer("SELECT a FROM road", " x", 0, lambda end: True) is None
+
+
+def test_trailing_word() -> None:
+    assert trailing_word("SELECT col_1") == "col_1"
+    assert trailing_word("f(") == ""
