@@ -6,7 +6,8 @@ import json
 import os
 import platform
 from pathlib import Path
-from typing import Any, Sequence
+import sys
+from typing import Any, Callable, Sequence
 
 from grammar_guide._repair import levenshtein
 
@@ -68,3 +69,15 @@ def normalized_edit_distance(a: str, b: str) -> float:
     if not a and not b:
         return 0.0
     return levenshtein(a, b) / max(len(a), len(b))
+
+
+def attempt(bench: str, name: str, count: int, produce: Callable[[], list[dict[str, Any]]]) -> tuple[list[dict[str, Any]] | None, str | None]:
+    """Run one method's ``produce()`` on ``count`` items: (rows, None), or (None, why) when it cannot
+    run (a method that fails is reported, not faked). Progress goes to stderr."""
+    print(f"[{bench}] {name} on {count} items ...", file=sys.stderr, flush=True)
+    try:
+        return produce(), None
+    except Exception as exc:
+        note = f"{type(exc).__name__}: {exc}"
+        print(f"[{bench}] {name} failed: {note}", file=sys.stderr, flush=True)
+        return None, note

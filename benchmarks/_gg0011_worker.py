@@ -7,7 +7,9 @@ re-implemented. Modes:
 - ``sql_generic``: its generic-function path with ``simulated_draft.SimulatedSQLDraft`` as the
   draft function, one query after another;
 - ``json_transformers``: its transformers path (KV-cache backtracking, token healing);
-- ``json_generic``: its generic path with a plain greedy ``model.generate`` function as the draft.
+- ``json_generic``: its generic path with a plain greedy ``model.generate`` function as the draft;
+- ``sql_replay``: its generic path with ``_replay_draft.ReplayDraft`` (a recorded answer replayed)
+  as the draft function, one answer after another.
 
 Model loading happens before any timing starts; every run is timed alone.
 """
@@ -22,11 +24,11 @@ import traceback
 from pathlib import Path
 
 
-def _load_simulated_draft(path: str):  # type: ignore[no-untyped-def]
-    spec = importlib.util.spec_from_file_location("simulated_draft", path)
+def _load_module(name: str, path: str):  # type: ignore[no-untyped-def]
+    spec = importlib.util.spec_from_file_location(name, path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
-    sys.modules["simulated_draft"] = module
+    sys.modules[name] = module
     spec.loader.exec_module(module)
     return module
 
@@ -35,11 +37,30 @@ def _error(exc: BaseException) -> str:
     return "".join(traceback.format_exception_only(type(exc), exc)).strip()[-2000:]
 
 
+def _generic_run(gg, draft_fn, parser, target, prompt: str, req: dict) -> dict:  # type: ignore[no-untyped-def]
+    """One run of its generic path: text, corrections, error (recorded, not hidden), seconds."""
+    t0 = time.perf_counter()
+    try:
+        res = gg.guide(
+            draft_fn,
+            parser=parser,
+            prompt=prompt,
+            target_model=target,
+            max_grammar_corrections=req["max_corrections"],
+            token_lookahead=req["lookahead"],
+            verbose=False,
+        )
+        text, corrections, error = res.response, res.num_grammar_corrections, None
+    except Exception as exc:
+        text, corrections, error = None, None, _error(exc)
+    return {"text": text, "corrections": corrections, "error": error, "seconds": time.perf_counter() - t0}
+
+
 def sql_generic(req: dict) -> dict:
     import grammar_guide as gg
     import guidance
 
-    sim = _load_simulated_draft(req["simulated_draft"])
+    sim = _load_module("simulated_draft", req["simulated_draft"])
     counter = sim.TokenCounter(req.get("tokenizer_file"))
     rates = sim.MistakeRates(**req["rates"])
     started = time.perf_counter()
@@ -53,32 +74,33 @@ def sql_generic(req: dict) -> dict:
         def draft_fn(prefix: str, prompt: str, max_new_tokens: int, _draft=draft) -> str:
             return _draft.complete(prompt, prefix, max_new_tokens)
 
-        t0 = time.perf_counter()
-        try:
-            res = gg.guide(
-                draft_fn,
-                parser=parser,
-                prompt=q["prompt"],
-                target_model=target,
-                max_grammar_corrections=req["max_corrections"],
-                token_lookahead=req["lookahead"],
-                verbose=False,
-            )
-            text, corrections, error = res.response, res.num_grammar_corrections, None
-        except Exception as exc:  # recorded, not hidden
-            text, corrections, error = None, None, _error(exc)
         rows.append(
             {
-                "text": text,
-                "corrections": corrections,
-                "error": error,
-                "seconds": time.perf_counter() - t0,
+                **_generic_run(gg, draft_fn, parser, target, q["prompt"], req),
                 "draft_calls": len(draft.calls),
                 "tokens_in": draft.tokens_in,
                 "tokens_out": draft.tokens_out,
             }
         )
     return {"rows": rows, "parser_seconds": parser_seconds}
+
+
+def sql_replay(req: dict) -> dict:
+    import grammar_guide as gg
+    import guidance
+
+    replay = _load_module("_replay_draft", req["replay_draft"])
+    parser = gg.load_parser(req["grammar"])
+    target = guidance.models.Transformers(req["model"], echo=False)
+    rows = []
+    for item in req["answers"]:
+        draft = replay.ReplayDraft(item["text"])
+
+        def draft_fn(prefix: str, prompt: str, max_new_tokens: int, _draft=draft) -> str:
+            return _draft.continue_from(prefix)
+
+        rows.append({**_generic_run(gg, draft_fn, parser, target, item["prompt"], req), "draft_calls": len(draft.calls)})
+    return {"rows": rows}
 
 
 def _json_model(req: dict):  # type: ignore[no-untyped-def]
@@ -180,6 +202,8 @@ def main() -> None:
     }
     if req["mode"] == "sql_generic":
         answer = sql_generic(req)
+    elif req["mode"] == "sql_replay":
+        answer = sql_replay(req)
     else:
         answer = json_runs(req)
     answer["versions"] = versions

@@ -37,7 +37,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from benchmarks._common import machine, machine_line, markdown_table, normalized_edit_distance, write_results  # noqa: E402
+from benchmarks._common import attempt, machine, machine_line, markdown_table, normalized_edit_distance, write_results  # noqa: E402
 from benchmarks.simulated_draft import MistakeRates, SimulatedSQLDraft, TokenCounter, lex  # noqa: E402
 
 NAME = "sql_api_cost"
@@ -251,12 +251,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     notes: dict[str, str] = {}
 
     def record(name: str, produce: Callable[[], list[dict[str, Any]]]) -> None:
-        print(f"[{NAME}] {name} on {len(queries)} queries ...", file=sys.stderr, flush=True)
-        try:
-            rows = produce()
-        except Exception as exc:  # a method that cannot run is reported, not faked
-            notes[name] = f"{type(exc).__name__}: {exc}"
-            print(f"[{NAME}] {name} failed: {notes[name]}", file=sys.stderr, flush=True)
+        rows, note = attempt(NAME, name, len(queries), produce)
+        if rows is None:
+            notes[name] = note or ""
             return
         rows_by_method[name] = rows
         methods[name] = score(rows, queries, counter)

@@ -1,0 +1,98 @@
+"""benchmarks/real_sql_repair.py's parts on small answers written here, of the kinds real models
+give on BIRD mini-dev (Markdown escapes, PostgreSQL casts, backslash-escaped quotes, prose after
+the query, answers cut at a stop string). No timings are asserted."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from benchmarks._replay_draft import ReplayDraft
+from benchmarks.real_sql_repair import (
+    Answer,
+    answer_sql,
+    compare,
+    edit_size,
+    interleave,
+    load_answers,
+    run_ours,
+    run_sqlglot,
+    score,
+    sqlite_rejects,
+)
+
+SEP = "\t----- bird -----\t"
+ANSWERS = {
+    "predict_mini_dev_gpt-4_postgresql.json": [
+        "SELECT COUNT(id)::FLOAT / 2 FROM posts",  # rejected: PostgreSQL cast
+        "SELECT name FROM users",  # valid
+    ],
+    "predict_mini_dev_mistralai-mixtral-8x7b-instru-4_sqlite.json": [
+        " SELECT COUNT(\\*)\nFROM event e\nWHERE e.event\\_name = 'Soccer';",  # rejected: Markdown escapes
+        "SELECT COUNT(*) FROM member WHERE event_name = 'Women\\'s Soccer'",  # rejected: backslash quote
+        "SELECT a.atom_id FROM atom a WHERE a.element = '",  # rejected: cut at the stop string '#'
+    ],
+}
+
+
+def _clone(tmp_path: Path) -> Path:
+    folder = tmp_path / "llm" / "exp_result" / "sql_output_kg"
+    folder.mkdir(parents=True)
+    for name, texts in ANSWERS.items():
+        data = {str(i): f"{t}{SEP}db{i}" for i, t in enumerate(texts)}
+        (folder / name).write_text(json.dumps(data), encoding="utf-8")
+    return tmp_path
+
+
+def test_reads_a_clone_and_keeps_what_sqlite_rejects(tmp_path: Path) -> None:
+    answers = load_answers(_clone(tmp_path))
+    assert [(a.model, a.dialect, a.key, a.db_id) for a in answers][:2] == [
+        ("gpt-4", "postgres", "0", "db0"), ("gpt-4", "postgres", "1", "db1")]
+    assert answers[2].model == "mistralai-mixtral-8x7b-instru-4" and answers[2].dialect == "sqlite"
+    rejected = sqlite_rejects(answers + answers)  # distinct texts only
+    assert [a.text for a in rejected] == [ANSWERS["predict_mini_dev_gpt-4_postgresql.json"][0],
+                                          *ANSWERS["predict_mini_dev_mistralai-mixtral-8x7b-instru-4_sqlite.json"]]
+    # A limit takes from each file in turn.
+    assert [a.model[:5] for a in interleave(rejected, 3)] == ["gpt-4", "mistr", "mistr"]
+
+
+def test_the_sql_an_answer_means() -> None:
+    assert answer_sql("Here it is:\n```sql\nSELECT 1\n```\nDone.") == "SELECT 1"
+    assert answer_sql("The query: SELECT a FROM t") == "SELECT a FROM t"
+    assert answer_sql("SELECT a\nFROM t;\n\nThis SQL query counts rows.") == "SELECT a\nFROM t;"
+    assert answer_sql("SELECT a\n\nFROM t") == "SELECT a\n\nFROM t"  # a keyword after the blank line
+
+
+def test_names_and_literals_kept_and_invented() -> None:
+    answer = "SELECT COUNT(\\*) FROM event e WHERE e.event\\_name = 'Women\\'s Soccer' AND EXTRACT(YEAR FROM d) > 2019"
+    fixed = "SELECT COUNT(*) FROM event e WHERE e.event_name = 'Women''s Soccer' AND CAST(strftime('%Y', d) AS INTEGER) > 2019"
+    same = compare(answer, fixed)
+    assert same["lost"] == [] and same["invented"] == [] and same["intact"]  # '%Y' is a literal, not a name
+    cut = compare(answer, "SELECT COUNT(*) FROM event e WHERE e.event_name = 'Women'")
+    assert not cut["intact"] and "l:Women's Soccer" in cut["lost"] and "n:d" in cut["lost"]
+    assert 0 < cut["kept"] < 1
+    glued = compare("SELECT a FROM t", "SELECT aHERE FROM t")
+    assert glued["invented"] == ["ahere"] and not glued["intact"]
+    assert compare("SELECT x::FLOAT FROM t", "SELECT CAST(x AS FLOAT) FROM t")["intact"]
+    assert edit_size("SELECT  a\nFROM t", "SELECT a FROM t") == 0
+
+
+def test_replayed_answer_continues_from_a_repaired_prefix() -> None:
+    draft = ReplayDraft("SELECT e.event\\_name FROM event e WHERE x = 'it\\'s'")
+    assert draft.continue_from("") == draft.answer
+    assert draft.continue_from("SELECT e.event_name FROM event") == " e WHERE x = 'it\\'s'"
+    assert draft.continue_from("SELECT e.event\\_na") == "me FROM event e WHERE x = 'it\\'s'"
+    assert draft.continue_from("SELECT nothing like it") == ""
+
+
+def test_methods_run_and_are_scored() -> None:
+    items = [Answer("f.json", "0", "m", "postgres", "db", "SELECT id::FLOAT / 2 FROM posts"),
+             Answer("f.json", "1", "m", "sqlite", "db", "SELECT a FROM t WHERE b = 'x")]
+    glot = run_sqlglot(items)
+    assert glot[0]["text"] == "SELECT CAST(id AS REAL) / 2 FROM posts" and glot[1]["error"]
+    ours = run_ours(items, {}, target=False)
+    assert ours[0]["text"] == "SELECT CAST(id AS FLOAT) / 2 FROM posts"
+    summary = score(ours, items)
+    assert ours[0]["valid"] and ours[0]["intact"]
+    assert ours[0]["corrections"] == 1 and summary["answers"] == 2 and summary["valid"] >= 1
+    assert score(glot, items)["errors"] == 1
