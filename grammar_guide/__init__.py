@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ._checker import Checker, CheckerState, Violation
-from ._draft import Draft, DraftCall, DraftRequest, FunctionDraft, SyncDraft, as_draft
+from ._draft import Draft, DraftCall, DraftPath, DraftRequest, FunctionDraft, SyncDraft, as_draft
 from ._errors import (
     AuthenticationError,
     BadRequestError,
@@ -35,6 +35,7 @@ from ._events import (
     CutReason,
     DraftSpan,
     Event,
+    GrammarRefused,
     GrammarViolation,
     GuideStats,
 )
@@ -59,6 +60,7 @@ __all__ = [
     "CutReason",
     "Draft",
     "DraftCall",
+    "DraftPath",
     "DraftRequest",
     "DraftSpan",
     "Event",
@@ -66,6 +68,7 @@ __all__ = [
     "Grammar",
     "GrammarError",
     "GrammarGuideError",
+    "GrammarRefused",
     "GrammarViolation",
     "GuideExhausted",
     "GuideLimits",

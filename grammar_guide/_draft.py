@@ -18,9 +18,17 @@ import concurrent.futures
 import contextlib
 import inspect
 from dataclasses import dataclass, field
-from typing import Any, AsyncIterator, Callable, Iterator, Mapping
+from typing import TYPE_CHECKING, Any, AsyncIterator, Callable, Iterator, Literal, Mapping
 
-__all__ = ["Draft", "DraftCall", "DraftRequest", "FunctionDraft", "SyncDraft", "as_draft"]
+if TYPE_CHECKING:
+    from ._grammar import Grammar
+
+__all__ = ["Draft", "DraftCall", "DraftPath", "DraftRequest", "FunctionDraft", "SyncDraft", "as_draft"]
+
+#: How a draft call used the grammar: ``"native"``, the provider's own grammar engine
+#: constrained it; ``"speculative"``, it wrote freely (the checker and repairs keep the text
+#: valid); ``"fallback"``, the provider refused the grammar and it wrote freely.
+DraftPath = Literal["native", "speculative", "fallback"]
 
 
 @dataclass(frozen=True)
@@ -30,12 +38,15 @@ class DraftRequest:
     ``accepted_text`` is the text accepted so far: a draft with ``continues_prefix`` writes what
     comes after it; one without may restate it (the loop aligns the answer). ``max_new_tokens``
     is this call's budget (the lookahead); ``stop`` are strings the draft should stop at.
+    ``grammar`` is the grammar the text must follow: a provider with a grammar engine of its own
+    may send it (``OpenAIDraft(native_grammar=...)``); the loop checks every byte either way.
     """
 
     prompt: str
     accepted_text: str = ""
     max_new_tokens: int = 64
     stop: tuple[str, ...] = ()
+    grammar: Grammar | None = None
 
 
 @dataclass
@@ -50,7 +61,9 @@ class DraftCall:
       ``continues_prefix``;
     - ``whole_answer``: the draft gave its whole answer at once (a function returning a string):
       nothing follows the text streamed so far;
-    - ``prefill_tokens_saved``: prompt tokens a local draft reused from its cache.
+    - ``prefill_tokens_saved``: prompt tokens a local draft reused from its cache;
+    - ``path``: how the call used the grammar (``DraftPath``), and ``fallback_reason``, the
+      provider's message when it refused the grammar.
 
     ``extra`` holds provider-specific numbers for the curious (``attempts``); the loop never
     reads it.
@@ -63,6 +76,8 @@ class DraftCall:
     continued_prefix: bool | None = None
     whole_answer: bool = False
     prefill_tokens_saved: int = 0
+    path: DraftPath = "speculative"
+    fallback_reason: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
 

@@ -19,7 +19,7 @@ from ._align import Aligner
 from ._checker import Checker
 from ._draft import Draft, DraftCall, DraftRequest
 from ._errors import ProviderError
-from ._events import Cut, DraftSpan, Event, GuideStats
+from ._events import Cut, DraftSpan, Event, GrammarRefused, GuideStats
 from ._reader import PREAMBLE_LIMIT, AnswerReader, answer_start, looks_like_aside, looks_like_prose
 
 __all__ = ["Drafting", "Round"]
@@ -83,6 +83,7 @@ class Drafting:
             accepted_text=text,
             max_new_tokens=lookahead * (4 if self.prose_retry == 1 else 1),
             stop=self.stops,
+            grammar=self.checker.grammar,
         )
         self.stats.draft_calls += 1
         call = DraftCall(request)
@@ -109,6 +110,9 @@ class Drafting:
             self.stats.draft_seconds += time.perf_counter() - started
             self.stats.add_draft_usage(call.tokens_in, call.tokens_out)
             self.stats.prefill_tokens_saved += call.prefill_tokens_saved
+            self.stats.add_draft_path(call.path)
+            if call.fallback_reason is not None:
+                self.emit(GrammarRefused(rnd.start, call.fallback_reason, call=rnd.index))
         if rnd.reader.raw.strip():
             self.earlier_answers = (self.earlier_answers + [rnd.reader.raw])[-3:]
         aligner = rnd.reader.aligner

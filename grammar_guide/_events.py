@@ -19,6 +19,7 @@ __all__ = [
     "CutReason",
     "DraftSpan",
     "Event",
+    "GrammarRefused",
     "GrammarViolation",
     "GuideStats",
 ]
@@ -115,7 +116,19 @@ class Cut:
     kind: Literal["cut"] = "cut"
 
 
-Event = Union[DraftSpan, GrammarViolation, Correction, Cut]
+@dataclass(frozen=True)
+class GrammarRefused:
+    """The provider refused the grammar sent to its own engine, or it was not sent (``message``:
+    the server's answer, an HTTP 400 "grammar too complex", say); draft call ``call`` then wrote
+    freely, from ``offset``."""
+
+    offset: int
+    message: str
+    call: int
+    kind: Literal["grammar_refused"] = "grammar_refused"
+
+
+Event = Union[DraftSpan, GrammarViolation, Correction, Cut, GrammarRefused]
 
 
 @dataclass
@@ -127,6 +140,14 @@ class GuideStats:
     healing: ``healed_tokens`` of them); ``forced_tokens`` were appended without a model choice.
     ``discarded_tokens`` estimates drafted tokens thrown away (by the draft's own count where the
     provider gives one, else by characters / 4).
+
+    ``path`` says which way the text was made: ``"native"``, the provider's own grammar engine
+    wrote it (one draft call sent the grammar, and its text was kept whole with no correction);
+    ``"speculative"``, no grammar was sent (the draft wrote freely, the checker and repairs kept
+    it valid); ``"fallback"``, a grammar was sent but the provider refused it (``fallback_calls``)
+    or did not enforce it (its text needed a correction, a cut, or another call).
+    ``native_calls`` sent the grammar and were accepted. What was billed is ``draft_tokens_in``
+    + ``draft_tokens_out``.
     """
 
     draft_calls: int = 0
@@ -139,10 +160,31 @@ class GuideStats:
     healed_tokens: int = 0
     corrections: int = 0
     prefill_tokens_saved: int = 0
+    path: Literal["native", "speculative", "fallback"] = "speculative"
+    native_calls: int = 0
+    fallback_calls: int = 0
     draft_seconds: float = 0.0
     check_seconds: float = 0.0
     target_seconds: float = 0.0
     total_seconds: float = 0.0
+
+    def add_draft_path(self, path: Literal["native", "speculative", "fallback"]) -> None:
+        """Count one draft call's path (``DraftCall.path``)."""
+        if path == "native":
+            self.native_calls += 1
+        elif path == "fallback":
+            self.fallback_calls += 1
+
+    def settle_path(self) -> None:
+        """Set ``path`` from the calls, corrections and cuts counted so far."""
+        # A server that enforced the grammar wrote the whole text in one call, all of it kept.
+        not_enforced = self.corrections or self.discarded_chars or self.draft_calls > self.native_calls
+        if self.fallback_calls or (self.native_calls and not_enforced):
+            self.path = "fallback"
+        elif self.native_calls:
+            self.path = "native"
+        else:
+            self.path = "speculative"
 
     def add_draft_usage(self, tokens_in: int | None, tokens_out: int | None) -> None:
         if tokens_in is not None:

@@ -10,12 +10,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ._events import Alternative, Correction, Cut, DraftSpan, Event, GrammarViolation, GuideStats
+from ._events import Alternative, Correction, Cut, DraftSpan, Event, GrammarRefused, GrammarViolation, GuideStats
 from ._html import render_fragment, render_html
 
 __all__ = ["GuideResult"]
 
-_EVENT_TYPES = {cls.__dataclass_fields__["kind"].default: cls for cls in (DraftSpan, GrammarViolation, Correction, Cut)}
+_EVENT_TYPES = {
+    cls.__dataclass_fields__["kind"].default: cls for cls in (DraftSpan, GrammarViolation, Correction, Cut, GrammarRefused)
+}
 
 
 

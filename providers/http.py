@@ -2,18 +2,21 @@
 itself) over plain ``httpx``, without installing an SDK.
 
 It speaks the same requests as ``OpenAIDraft`` (see ``providers._openai_format``) and reads the
-server-sent events itself.
+server-sent events itself. With ``grammar_style`` (``"vllm"``, ``"sglang"``, ``"llama.cpp"``) the
+first call sends the grammar in that server's request field (see ``providers._native``); a 400
+for it makes the call draft freely, and a server that ignores it is repaired as usual.
 """
 
 from __future__ import annotations
 
 import json
-from typing import Any, AsyncGenerator, AsyncIterator
+from typing import Any, AsyncGenerator, AsyncIterator, Literal
 
 import httpx
 
 from grammar_guide import Draft, DraftCall
 
+from ._native import NATIVE_MAX_TOKENS, NativeGrammar, NativeGrammarPolicy, grammar_fields
 from ._openai_format import CONTINUE_INSTRUCTION, PREFILL_MODES, Endpoint, Prefill, build_request, read_chunk
 from ._retry import (
     OwnedClient,
@@ -53,6 +56,10 @@ class HTTPDraft(Draft):
         client: an ``httpx.AsyncClient`` to use (its own timeout applies); by default one is made
             and closed by ``aclose``.
         instruction: the user message that asks a chat model to continue without prefill.
+        grammar_style: ``"vllm"`` (``structured_outputs.grammar``), ``"sglang"`` (``ebnf``) or
+            ``"llama.cpp"`` (``grammar``): send the grammar, as GBNF, in that field; ``None``
+            (default) never sends it.
+        native_grammar: with a ``grammar_style``: ``"auto"``/``True`` send it, ``False`` not.
         **request_options: more fields for the request body (``temperature``, ``seed``, ...).
     """
 
@@ -70,6 +77,8 @@ class HTTPDraft(Draft):
         retry: RetryPolicy | None = None,
         client: httpx.AsyncClient | None = None,
         instruction: str = CONTINUE_INSTRUCTION,
+        grammar_style: Literal["vllm", "sglang", "llama.cpp"] | None = None,
+        native_grammar: NativeGrammar = "auto",
         **request_options: Any,
     ) -> None:
         if endpoint not in ("chat", "completions"):
@@ -85,6 +94,9 @@ class HTTPDraft(Draft):
         self.retry = retry or RetryPolicy()
         self.instruction = instruction
         self.request_options = request_options
+        self.native_grammar = NativeGrammarPolicy(
+            native_grammar if grammar_style is not None else False, grammar_style or "vllm", model
+        )
         self.continues_prefix = endpoint == "completions" or prefill is not None
         self._api_key = api_key
         self._headers = {"Accept": "text/event-stream", **(headers or {})}
@@ -100,7 +112,13 @@ class HTTPDraft(Draft):
 
     def stream(self, call: DraftCall) -> AsyncIterator[str]:
         call.continued_prefix = self.continues_prefix
-        return stream_with_retries(call, lambda: self._attempt(call), provider=self.name, policy=self.retry)
+        definition = self.native_grammar.definition_for(call)
+        if definition is None:
+            return self._retried(call, None)
+        return self.native_grammar.stream(call, definition, self._retried(call, definition), lambda: self._retried(call, None))
+
+    def _retried(self, call: DraftCall, definition: str | None) -> AsyncIterator[str]:
+        return stream_with_retries(call, lambda: self._attempt(call, definition), provider=self.name, policy=self.retry)
 
     async def aclose(self) -> None:
         await self._owned.aclose()
@@ -112,7 +130,7 @@ class HTTPDraft(Draft):
             status = 500
         return error_for_status(self.name, status, message_from_body(data), secrets=(self._api_key,))
 
-    async def _attempt(self, call: DraftCall) -> AsyncGenerator[str, None]:
+    async def _attempt(self, call: DraftCall, definition: str | None) -> AsyncGenerator[str, None]:
         client = self._user_client or await self._owned.get()
         standard, extra = build_request(
             call.request,
@@ -123,6 +141,9 @@ class HTTPDraft(Draft):
             instruction=self.instruction,
             options=self.request_options,
         )
+        if definition is not None:
+            extra.update(grammar_fields(self.native_grammar.style, definition))
+            standard["max_tokens"] = max(standard["max_tokens"], NATIVE_MAX_TOKENS)
         received = ""
         call.finish_reason = None  # this attempt's own, read from the stream
         try:

@@ -12,17 +12,26 @@ Install with ``pip install 'grammar-guide[openai]'``. Two endpoints:
 
 Usage comes from ``stream_options={"include_usage": True}``. The SDK's own retries are turned
 off (``max_retries=0``): the provider's ``RetryPolicy`` is the one retry policy.
+
+Native grammars (``native_grammar``, see ``providers._native``): with a GPT-5 family model the
+first call sends the grammar on the Responses API as a forced custom tool whose input format is
+the grammar in Lark, and streams the tool's input (``response.custom_tool_call_input.delta``
+events): OpenAI's engine writes a valid answer, the checker still reads every byte. A 400 for the
+grammar ("grammar too complex") makes the call draft freely instead, recorded on the call
+(``path="fallback"``, the server's message in ``fallback_reason``). ``grammar_style`` sends it to
+vLLM, SGLang or llama.cpp servers in their own request fields instead.
 """
 
 from __future__ import annotations
 
 import os
-from typing import Any, AsyncGenerator, AsyncIterator
+from typing import Any, AsyncGenerator, AsyncIterator, Callable
 
 from grammar_guide import AuthenticationError, Draft, DraftCall, MissingDependencyError
 
+from ._native import NATIVE_MAX_TOKENS, GrammarStyle, NativeGrammar, NativeGrammarPolicy, grammar_fields
 from ._openai_format import CONTINUE_INSTRUCTION, PREFILL_MODES, Endpoint, Prefill, build_request, read_chunk
-from ._retry import OwnedClient, RetryPolicy, sdk_error, stream_with_retries, unfinished_stream
+from ._retry import OwnedClient, RetryPolicy, response_error, sdk_error, stream_with_retries, unfinished_stream
 
 try:
     import openai
@@ -34,6 +43,12 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
 __all__ = ["OpenAIDraft"]
 
 DEFAULT_TIMEOUT = 60.0
+
+#: The custom tool that carries the grammar on the Responses API.
+GRAMMAR_TOOL_NAME = "answer"
+GRAMMAR_TOOL_DESCRIPTION = "Write the complete answer to the user's request."
+# Request options the Responses API shares with Chat Completions.
+_RESPONSES_OPTIONS = ("temperature", "top_p", "max_output_tokens", "reasoning", "extra_headers", "extra_query")
 
 
 class OpenAIDraft(Draft):
@@ -52,6 +67,10 @@ class OpenAIDraft(Draft):
         timeout: seconds for a request of the client made here.
         retry: the ``RetryPolicy``.
         instruction: the user message that asks the chat model to continue without prefill.
+        native_grammar: ``"auto"`` (default: send the grammar where the model is known to
+            take it, GPT-5 family names for ``grammar_style="openai"``), ``True`` or ``False``.
+        grammar_style: how the grammar is sent: ``"openai"`` (a forced custom grammar tool on the
+            Responses API), or ``"vllm"``, ``"sglang"``, ``"llama.cpp"`` (their request fields).
         **request_options: more arguments for ``create`` (``temperature``, ``seed``,
             ``extra_body``, ``extra_headers``, ...).
     """
@@ -69,6 +88,8 @@ class OpenAIDraft(Draft):
         timeout: float | None = None,
         retry: RetryPolicy | None = None,
         instruction: str = CONTINUE_INSTRUCTION,
+        native_grammar: NativeGrammar = "auto",
+        grammar_style: GrammarStyle = "openai",
         **request_options: Any,
     ) -> None:
         if endpoint not in ("chat", "completions"):
@@ -87,6 +108,7 @@ class OpenAIDraft(Draft):
         self.retry = retry or RetryPolicy()
         self.instruction = instruction
         self.request_options = request_options
+        self.native_grammar = NativeGrammarPolicy(native_grammar, grammar_style, model)
         self.continues_prefix = endpoint == "completions" or prefill is not None
         if client is not None:
             self._user_client = client.with_options(max_retries=0)
@@ -116,12 +138,70 @@ class OpenAIDraft(Draft):
 
     def stream(self, call: DraftCall) -> AsyncIterator[str]:
         call.continued_prefix = self.continues_prefix
-        return stream_with_retries(call, lambda: self._attempt(call), provider=self.name, policy=self.retry)
+        definition = self.native_grammar.definition_for(call)
+        if definition is None:
+            return self._retried(call, lambda: self._attempt(call))
+        if self.native_grammar.style == "openai":
+            native = self._retried(call, lambda: self._grammar_tool_attempt(call, definition))
+        else:
+            native = self._retried(call, lambda: self._attempt(call, definition))
+        return self.native_grammar.stream(call, definition, native, lambda: self._retried(call, lambda: self._attempt(call)))
 
     async def aclose(self) -> None:
         await self._owned.aclose()
 
-    async def _attempt(self, call: DraftCall) -> AsyncGenerator[str, None]:
+    def _retried(self, call: DraftCall, attempt: Callable[[], AsyncGenerator[str, None]]) -> AsyncIterator[str]:
+        return stream_with_retries(call, attempt, provider=self.name, policy=self.retry)
+
+    async def _grammar_tool_attempt(self, call: DraftCall, definition: str) -> AsyncGenerator[str, None]:
+        """The Responses API with the grammar as a forced custom tool; yields the tool's input."""
+        client = self._user_client or await self._owned.get()
+        tool = {
+            "type": "custom",
+            "name": GRAMMAR_TOOL_NAME,
+            "description": GRAMMAR_TOOL_DESCRIPTION,
+            "format": {"type": "grammar", "syntax": "lark", "definition": definition},
+        }
+        body: dict[str, Any] = {
+            "model": self.model,
+            "input": [{"role": "user", "content": call.request.prompt}],
+            "tools": [tool],
+            "tool_choice": {"type": "custom", "name": GRAMMAR_TOOL_NAME},
+            "parallel_tool_calls": False,
+            "stream": True,
+        }
+        body.update({k: v for k, v in self.request_options.items() if k in _RESPONSES_OPTIONS})
+        received = ""
+        try:
+            stream = await client.responses.create(**body)
+        except Exception as exc:
+            raise self._error(exc, received) from None
+        try:
+            async for event in stream:
+                kind = event.type
+                if kind == "response.custom_tool_call_input.delta":
+                    received += event.delta
+                    yield event.delta
+                elif kind in ("response.completed", "response.incomplete"):
+                    usage = event.response.usage
+                    if usage is not None:
+                        call.tokens_in, call.tokens_out = usage.input_tokens, usage.output_tokens
+                    details = event.response.incomplete_details
+                    call.finish_reason = "length" if details is not None and details.reason else "stop"
+                elif kind in ("response.failed", "error"):
+                    error = getattr(event, "response", event)
+                    message = getattr(getattr(error, "error", None), "message", None) or getattr(error, "message", kind)
+                    raise response_error(self.name, f"the response failed: {message}")
+            if call.finish_reason is None:
+                raise unfinished_stream(self.name, "response.completed", received=received)
+        except Exception as exc:
+            raise self._error(exc, received) from None
+        finally:
+            await stream.close()
+
+    async def _attempt(self, call: DraftCall, definition: str | None = None) -> AsyncGenerator[str, None]:
+        """A Chat Completions or Completions call; with ``definition``, the grammar goes in the
+        serving engine's request fields and the call may write the whole answer."""
         client = self._user_client or await self._owned.get()
         standard, extra = build_request(
             call.request,
@@ -132,6 +212,9 @@ class OpenAIDraft(Draft):
             instruction=self.instruction,
             options=self.request_options,
         )
+        if definition is not None:
+            extra.update(grammar_fields(self.native_grammar.style, definition))
+            standard["max_tokens"] = max(standard["max_tokens"], NATIVE_MAX_TOKENS)
         if extra:
             standard["extra_body"] = extra
         api = client.completions if self.endpoint == "completions" else client.chat.completions

@@ -15,6 +15,15 @@ normally). A script may carry a canned ``answer``: its requests then stream that
 the text the client sent leaves off) token by token instead of running the model, which keeps
 long fault runs fast. The model ``smollm2-no-prefill`` rejects Anthropic prefill with a 400, as some
 Claude models do.
+
+Grammars, as servers with their own grammar engine take them (see ``GrammarMode``): the Responses
+API (``/v1/responses``) with a forced custom grammar tool, like OpenAI's GPT-5 models (model
+``gpt-5-test``; ``gpt-5-test-small`` refuses grammars over 512 bytes as "too complex"), and the
+chat endpoint's ``structured_outputs.grammar`` (vLLM), ``ebnf`` (SGLang) and ``grammar``
+(llama.cpp) fields. The grammar is applied with llguidance to the model's own greedy sampling
+(the project's target model under the grammar's token mask), so the answer is always valid;
+grammars outside OpenAI's Lark subset get a 400 as such servers answer. The model
+``smollm2-ignores-grammar`` ignores the grammar fields, as vLLM before 0.12 did.
 """
 
 from __future__ import annotations
@@ -22,6 +31,7 @@ from __future__ import annotations
 import asyncio
 import importlib.util
 import json
+import re
 import socket
 import threading
 import time
@@ -41,6 +51,12 @@ __all__ = ["API_KEY", "Fault", "LLMServer", "RequestRecord", "get_server"]
 API_KEY = "sk-test-0123456789abcdefSECRET"
 MODEL = "smollm2"
 NO_PREFILL_MODEL = "smollm2-no-prefill"
+GRAMMAR_MODEL = "gpt-5-test"
+SMALL_GRAMMAR_MODEL = "gpt-5-test-small"
+IGNORES_GRAMMAR_MODEL = "smollm2-ignores-grammar"
+MODELS = (MODEL, NO_PREFILL_MODEL, GRAMMAR_MODEL, SMALL_GRAMMAR_MODEL, IGNORES_GRAMMAR_MODEL)
+# The grammar size over which SMALL_GRAMMAR_MODEL answers "too complex".
+SMALL_GRAMMAR_BYTES = 512
 # Seconds without a token after which the stream sends an SSE comment, as real servers send
 # pings: a read timeout then means a stalled server, not a slow CPU.
 HEARTBEAT = 0.5
@@ -170,12 +186,14 @@ class LLMServer:
         self._lock = lock or threading.RLock()  # one forward pass at a time
         self._server: uvicorn.Server | None = None
         self._thread: threading.Thread | None = None
+        self._grammar_mode: GrammarMode | None = None
         self.port = 0
         self.app = Starlette(
             routes=[
                 Route("/v1/chat/completions", self._chat, methods=["POST"]),
                 Route("/v1/completions", self._completions, methods=["POST"]),
                 Route("/v1/messages", self._messages, methods=["POST"]),
+                Route("/v1/responses", self._responses, methods=["POST"]),
             ]
         )
 
@@ -406,7 +424,7 @@ class LLMServer:
         if not isinstance(body, dict):
             record.status = 400
             return record, fault, self._error(400, "The request body is not valid JSON.", anthropic)
-        if body.get("model") not in (MODEL, NO_PREFILL_MODEL):
+        if body.get("model") not in MODELS:
             record.status = 404
             return record, fault, self._error(404, f"The model `{body.get('model')}` does not exist.", anthropic)
         if not body.get("stream"):
@@ -480,6 +498,11 @@ class LLMServer:
         max_tokens = int(body.get("max_tokens") or body.get("max_completion_tokens") or 16)
         record.max_tokens = max_tokens
         usage = bool((body.get("stream_options") or {}).get("include_usage"))
+        constrained = None
+        if chat and body["model"] != IGNORES_GRAMMAR_MODEL:
+            constrained = await self.grammar_mode().answer_chat(body, messages, max_tokens, record)
+            if isinstance(constrained, Response):
+                return constrained
         prompt_ids = self._encode(prompt_text, record)
         ident = f"{'chatcmpl' if chat else 'cmpl'}-{uuid.uuid4().hex[:12]}"
         created = int(time.time())
@@ -526,7 +549,10 @@ class LLMServer:
             result: dict[str, Any] = {"finish": "stop", "stop_sequence": None, "tokens": 0}
             if chat:
                 yield chunk("", role=True)
-            pieces = self._texts(prompt_ids, max_tokens, stops, record, result, request)
+            if constrained is not None:
+                pieces = constrained.pieces(result)
+            else:
+                pieces = self._texts(prompt_ids, max_tokens, stops, record, result, request)
             async for piece in self._faulty(pieces, fault, malformed):
                 if piece is _TRUNCATED:
                     return
@@ -634,6 +660,190 @@ class LLMServer:
                 "message_delta",
             )
             yield _sse({"type": "message_stop"}, "message_stop")
+
+        return StreamingResponse(events(), media_type="text/event-stream")
+
+
+    # -- grammars: the Responses API's custom grammar tools, vLLM/SGLang/llama.cpp fields ---
+
+    def grammar_mode(self) -> GrammarMode:
+        if self._grammar_mode is None:
+            self._grammar_mode = GrammarMode(self)
+        return self._grammar_mode
+
+    async def _responses(self, request: Request) -> Response:
+        record, fault, error = await self._begin(request, anthropic=False)
+        if error is not None:
+            return error
+        return await self.grammar_mode().answer_responses(record)
+
+
+@dataclass
+class Constrained:
+    """A finished grammar-constrained generation, streamed in pieces afterwards."""
+
+    text: str
+    prompt_tokens: int
+    completion_tokens: int
+    complete: bool
+
+    async def pieces(self, result: dict[str, Any]) -> AsyncIterator[str]:
+        result.update(finish="stop" if self.complete else "length", stop_sequence=None, tokens=self.completion_tokens)
+        for i in range(0, len(self.text), 6):
+            yield self.text[i : i + 6]
+
+
+class GrammarMode:
+    """The server's grammar engine: llguidance applied to the model's own greedy sampling.
+
+    A grammar is read as llguidance reads it (Lark, or GBNF through llguidance's GBNF reader) and
+    checked against OpenAI's Lark subset first: no look-around, no lazy quantifiers, no terminal
+    priorities, no templates, ``%import`` only from ``common``. What fails answers 400, with the
+    server's message, as OpenAI and vLLM do.
+    """
+
+    _OUTSIDE_SUBSET = (
+        (re.compile(r"\(\?<?[=!]"), "look-around assertions are not supported"),
+        (re.compile(r"/(?:\\.|[^/\\\n])*?(?:[*+?}])\?(?:\\.|[^/\\\n])*/"), "lazy quantifiers are not supported"),
+        (re.compile(r"(?m)^[ \t]*[?!]?[A-Za-z_]\w*\.-?\d+[ \t]*:"), "terminal priorities are not supported"),
+        (re.compile(r"(?m)^[ \t]*[?!]?_?[a-z]\w*\{"), "templates are not supported"),
+        (re.compile(r"(?m)^[ \t]*%import[ \t]+(?!common\b)"), "%import is only supported from common"),
+    )
+
+    def __init__(self, server: LLMServer) -> None:
+        from grammar_guide import TargetModel
+        from grammar_guide._models import load_model as project_loader
+
+        self.server = server
+        self.target = TargetModel(project_loader(), lookup=0)
+
+    def problem(self, syntax: str, definition: str, model: str) -> str | None:
+        """Why this server refuses the grammar, or None."""
+        import llguidance as llg
+
+        if model == SMALL_GRAMMAR_MODEL and len(definition.encode()) > SMALL_GRAMMAR_BYTES:
+            return f"Grammar is too complex: {len(definition.encode())} bytes (this model takes {SMALL_GRAMMAR_BYTES})."
+        if syntax == "lark":
+            for pattern, message in self._OUTSIDE_SUBSET:
+                found = pattern.search(definition)
+                if found:
+                    line = definition.count("\n", 0, found.start()) + 1
+                    return f"Invalid grammar: {message} (line {line})."
+        try:
+            compiled = self.compile(syntax, definition)
+        except ValueError as exc:
+            return f"Invalid grammar: {str(exc).strip().splitlines()[0]}"
+        is_error, messages = llg.LLMatcher.validate_grammar_with_warnings(compiled)
+        return f"Invalid grammar: {messages[0].strip().splitlines()[0]}" if is_error else None
+
+    @staticmethod
+    def compile(syntax: str, definition: str) -> str:
+        import llguidance as llg
+
+        if syntax == "regex":
+            return llg.LLMatcher.grammar_from_regex(definition)
+        # llguidance's reader takes Lark, and GBNF through its GBNF converter.
+        return llg.grammar_from("gbnf" if syntax == "gbnf" else "lark", definition)
+
+    async def generate(self, prompt: str, syntax: str, definition: str, max_tokens: int, record: RequestRecord) -> Constrained:
+        from grammar_guide import Grammar
+
+        grammar = Grammar(self.compile(syntax, definition), name="request")
+        prompt_ids = self.target.lm.prompt_ids(prompt)
+        record.prompt_text = prompt
+        out = await asyncio.to_thread(
+            self.target.continue_text, prompt, "", grammar, max_new_tokens=max_tokens, finish=True
+        )
+        record.text = out.text
+        record.tokens_generated = out.tokens
+        record.part_done()
+        record.part_done()
+        return Constrained(out.text, len(prompt_ids), out.tokens, grammar.is_complete(out.text))
+
+    def _refuse(self, record: RequestRecord, message: str, param: str | None) -> Response:
+        record.status = 400
+        body = {"error": {"message": message, "type": "invalid_request_error", "param": param, "code": "invalid_grammar"}}
+        return JSONResponse(body, status_code=400)
+
+    async def answer_chat(
+        self, body: dict[str, Any], messages: list[dict[str, str]], max_tokens: int, record: RequestRecord
+    ) -> Constrained | Response | None:
+        """vLLM's ``structured_outputs.grammar``, SGLang's ``ebnf``, llama.cpp's ``grammar``;
+        ``None`` when the request has none of them."""
+        fields = {
+            "structured_outputs.grammar": (body.get("structured_outputs") or {}).get("grammar"),
+            "ebnf": body.get("ebnf"),
+            "grammar": body.get("grammar"),
+        }
+        param, definition = next(((k, v) for k, v in fields.items() if isinstance(v, str)), (None, None))
+        if definition is None:
+            return None
+        syntax = "lark" if re.search(r"(?m)^\s*(%llguidance\b|start\s*:)", definition) else "gbnf"
+        problem = self.problem(syntax, definition, body["model"])
+        if problem is not None:
+            return self._refuse(record, problem, param)
+        prompt = next((m["content"] for m in messages if m["role"] == "user"), "")
+        return await self.generate(prompt, syntax, definition, max_tokens, record)
+
+    async def answer_responses(self, record: RequestRecord) -> Response:
+        """The Responses API, for a forced custom grammar tool only (what the drafts send)."""
+        body = record.body
+        tools = [t for t in body.get("tools") or () if isinstance(t, dict) and t.get("type") == "custom"]
+        choice = body.get("tool_choice")
+        tool = next((t for t in tools if isinstance(choice, dict) and t.get("name") == choice.get("name")), None)
+        fmt = (tool or {}).get("format") or {}
+        if tool is None or fmt.get("type") != "grammar":
+            record.status = 400
+            return self.server._error(400, "This test server answers forced custom grammar tools only.", False)
+        if body["model"] not in (GRAMMAR_MODEL, SMALL_GRAMMAR_MODEL):
+            return self._refuse(record, f"The model {body['model']} does not support custom tool grammars.", "tools")
+        syntax, definition = fmt.get("syntax"), fmt.get("definition")
+        if syntax not in ("lark", "regex") or not isinstance(definition, str):
+            return self._refuse(record, "format.syntax must be 'lark' or 'regex'.", "tools[0].format.syntax")
+        problem = self.problem(syntax, definition, body["model"])
+        if problem is not None:
+            return self._refuse(record, problem, "tools[0].format.definition")
+        raw_input = body.get("input")
+        if isinstance(raw_input, str):
+            prompt = raw_input
+        else:
+            prompt = next((_text_of(m.get("content")) for m in raw_input or () if m.get("role") == "user"), "")
+        max_tokens = int(body.get("max_output_tokens") or 256)
+        record.max_tokens = max_tokens
+        out = await self.generate(prompt, syntax, definition, max_tokens, record)
+        ident, item_id = f"resp_{uuid.uuid4().hex[:16]}", f"ctc_{uuid.uuid4().hex[:16]}"
+        sequence = iter(range(1_000_000))
+
+        def response(status: str, output: list[Any], usage: dict[str, Any] | None) -> dict[str, Any]:
+            return {
+                "id": ident, "object": "response", "created_at": int(time.time()), "status": status,
+                "model": body["model"], "output": output, "usage": usage, "tools": body.get("tools"),
+                "tool_choice": choice, "parallel_tool_calls": False, "error": None,
+                "incomplete_details": None if out.complete else {"reason": "max_output_tokens"},
+            }
+
+        def item(status: str, text: str) -> dict[str, Any]:
+            return {"type": "custom_tool_call", "id": item_id, "call_id": f"call_{item_id[4:]}",
+                    "name": tool["name"], "input": text, "status": status}
+
+        def event(kind: str, **fields: Any) -> bytes:
+            return _sse({"type": kind, "sequence_number": next(sequence), **fields}, kind)
+
+        async def events() -> AsyncIterator[bytes]:
+            yield event("response.created", response=response("in_progress", [], None))
+            yield event("response.output_item.added", output_index=0, item=item("in_progress", ""))
+            async for piece in out.pieces({}):
+                yield event("response.custom_tool_call_input.delta", output_index=0, item_id=item_id, delta=piece)
+            yield event("response.custom_tool_call_input.done", output_index=0, item_id=item_id, input=out.text)
+            yield event("response.output_item.done", output_index=0, item=item("completed", out.text))
+            usage = {
+                "input_tokens": out.prompt_tokens, "output_tokens": out.completion_tokens,
+                "total_tokens": out.prompt_tokens + out.completion_tokens,
+                "input_tokens_details": {"cached_tokens": 0}, "output_tokens_details": {"reasoning_tokens": 0},
+            }
+            final = "response.completed" if out.complete else "response.incomplete"
+            yield event(final, response=response("completed" if out.complete else "incomplete",
+                                                  [item("completed", out.text)], usage))
 
         return StreamingResponse(events(), media_type="text/event-stream")
 
