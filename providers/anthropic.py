@@ -5,7 +5,10 @@ assistant message (prefill), which the model continues: a true continuation. The
 prefill that ends in whitespace, so trailing whitespace is held back and the continuation's
 leading whitespace dropped in its place.
 
-Some models reject prefill altogether (a 400 that says so). The draft then falls back, for the
+Some models reject prefill altogether: the Claude 4.6 family and later answer HTTP 400 "This
+model does not support assistant message prefill. The conversation must end with a user
+message." A model known by its name to refuse it (``refuses_prefill``) is never sent one; for
+any other model, a 400 that says so makes the draft fall back, after that one request, for the
 rest of its life, to showing the accepted text as an unfinished answer and asking the model to
 continue it (with a larger token budget, see ``restatement_allowance``); ``continues_prefix``
 becomes False and the guide loop aligns restatements. Each
@@ -31,7 +34,7 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
         "providers.anthropic needs the anthropic SDK: pip install 'grammar-guide[anthropic]'"
     ) from exc
 
-__all__ = ["AnthropicDraft"]
+__all__ = ["AnthropicDraft", "refuses_prefill"]
 
 logger = logging.getLogger("grammar_guide.providers")
 
@@ -48,6 +51,23 @@ def rejects_prefill(error: BadRequestError) -> bool:
     return bool(_PREFILL_REJECTED.search(error.message)) and "whitespace" not in error.message.lower()
 
 
+# "claude-opus-4-6", "claude-sonnet-4.6-20260115", "anthropic.claude-haiku-5-v1:0",
+# "claude-5-opus": the family's version, whatever the provider's prefix or date suffix.
+_CLAUDE_VERSION = re.compile(
+    r"claude-(?:(?:opus|sonnet|haiku)-)?(\d+)(?:[-.](\d{1,2})(?!\d))?(?:-(?:opus|sonnet|haiku))?", re.IGNORECASE
+)
+
+
+def refuses_prefill(model: str) -> bool:
+    """Whether ``model`` is known by its name to refuse assistant prefill: the Claude 4.6 family
+    and later (older and unknown names: False, and the draft learns from the first 400)."""
+    match = _CLAUDE_VERSION.search(model)
+    if match is None:
+        return False
+    major, minor = int(match.group(1)), int(match.group(2) or 0)
+    return (major, minor) >= (4, 6)
+
+
 class AnthropicDraft(Draft):
     """A draft served by Anthropic's Messages API.
 
@@ -60,7 +80,9 @@ class AnthropicDraft(Draft):
         api_key: the API key; never logged or shown in errors.
         max_tokens: an upper bound on ``max_tokens`` per call (the guide loop asks for its
             lookahead, ``DraftRequest.max_new_tokens``); ``None`` for no bound.
-        prefill: start in prefill mode (True) or in continuation-by-instruction mode (False).
+        prefill: start in prefill mode (True) or in continuation-by-instruction mode (False);
+            ``None`` (default) decides by the model's name: False for models known to refuse
+            prefill (``refuses_prefill``: Claude 4.6 and later), True for the others.
         timeout: seconds for a request of the client made here.
         retry: the ``RetryPolicy``.
         instruction: the user message that asks the model to continue without prefill.
@@ -76,7 +98,7 @@ class AnthropicDraft(Draft):
         base_url: str | None = None,
         api_key: str | None = None,
         max_tokens: int | None = None,
-        prefill: bool = True,
+        prefill: bool | None = None,
         timeout: float | None = None,
         retry: RetryPolicy | None = None,
         instruction: str = CONTINUE_INSTRUCTION,
@@ -93,7 +115,7 @@ class AnthropicDraft(Draft):
         self.retry = retry or RetryPolicy()
         self.instruction = instruction
         self.request_options = request_options
-        self.continues_prefix = prefill
+        self.continues_prefix = not refuses_prefill(model) if prefill is None else prefill
         if client is not None:
             self._user_client = client.with_options(max_retries=0)
             self._api_key = client.api_key

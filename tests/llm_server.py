@@ -54,7 +54,9 @@ NO_PREFILL_MODEL = "smollm2-no-prefill"
 GRAMMAR_MODEL = "gpt-5-test"
 SMALL_GRAMMAR_MODEL = "gpt-5-test-small"
 IGNORES_GRAMMAR_MODEL = "smollm2-ignores-grammar"
-MODELS = (MODEL, NO_PREFILL_MODEL, GRAMMAR_MODEL, SMALL_GRAMMAR_MODEL, IGNORES_GRAMMAR_MODEL)
+# A Claude 4.6 name: like NO_PREFILL_MODEL it answers a prefill with a 400 (as that family does).
+CLAUDE_46_MODEL = "claude-opus-4-6"
+MODELS = (MODEL, NO_PREFILL_MODEL, GRAMMAR_MODEL, SMALL_GRAMMAR_MODEL, IGNORES_GRAMMAR_MODEL, CLAUDE_46_MODEL)
 # The grammar size over which SMALL_GRAMMAR_MODEL answers "too complex".
 SMALL_GRAMMAR_BYTES = 512
 # Seconds without a token after which the stream sends an SSE comment, as real servers send
@@ -588,7 +590,7 @@ class LLMServer:
         if body.get("system"):
             messages.insert(0, {"role": "system", "content": _text_of(body["system"])})
         prefill = bool(messages) and messages[-1]["role"] == "assistant"
-        if prefill and body["model"] == NO_PREFILL_MODEL:
+        if prefill and body["model"] in (NO_PREFILL_MODEL, CLAUDE_46_MODEL):
             record.status = 400
             return self._error(
                 400,

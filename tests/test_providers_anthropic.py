@@ -10,12 +10,12 @@ import pytest
 
 from grammar_guide import AuthenticationError, DraftCall, DraftRequest, ServerError
 from providers._openai_format import CONTINUE_INSTRUCTION
-from providers.anthropic import AnthropicDraft
+from providers.anthropic import AnthropicDraft, refuses_prefill
 
 try:
-    from llm_server import API_KEY, NO_PREFILL_MODEL, Fault, collect, fast_retry, get_server, make_draft
+    from llm_server import API_KEY, CLAUDE_46_MODEL, NO_PREFILL_MODEL, Fault, collect, fast_retry, get_server, make_draft
 except ImportError:  # tests/ imported as a package
-    from tests.llm_server import API_KEY, NO_PREFILL_MODEL, Fault, collect, fast_retry, get_server, make_draft
+    from tests.llm_server import API_KEY, CLAUDE_46_MODEL, NO_PREFILL_MODEL, Fault, collect, fast_retry, get_server, make_draft
 
 pytestmark = pytest.mark.model
 
@@ -132,3 +132,47 @@ def test_no_key_is_a_clear_error(monkeypatch):
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
     with pytest.raises(AuthenticationError, match="ANTHROPIC_API_KEY"):
         AnthropicDraft("claude-haiku-4-5")
+
+
+# -- models known by name to refuse prefill (Claude 4.6 and later) ------------------------------
+
+
+@pytest.mark.parametrize(
+    "model, refuses",
+    [
+        ("claude-opus-4-6", True),
+        ("claude-sonnet-4-6-20260115", True),
+        ("anthropic.claude-haiku-5-v1:0", True),
+        ("claude-opus-4-7", True),
+        ("claude-sonnet-4-5-20250929", False),
+        ("claude-sonnet-4-20250514", False),
+        ("claude-3-5-sonnet-20241022", False),
+        ("smollm2-no-prefill", False),
+    ],
+)
+def test_models_known_to_refuse_prefill_by_name(model, refuses):
+    assert refuses_prefill(model) is refuses
+
+
+def test_a_claude_46_model_is_never_sent_a_prefill_and_guided_runs_succeed(server, small_sql):
+    import grammar_guide as gg
+
+    draft = make_draft("anthropic", server, model=CLAUDE_46_MODEL)
+    assert draft.continues_prefix is False
+    before = len(server.records)
+    limits = gg.GuideLimits(lookahead=12, max_draft_calls=4, max_new_tokens=40, finish_tokens=24)
+    result = gg.guide(draft, small_sql, PROMPT, limits=limits)
+    assert small_sql.is_complete(result.text), result.text
+    records = server.records[before:]
+    assert records and all(r.status == 200 for r in records)
+    # Every conversation ends with a user message: the exact 400 is never provoked.
+    assert all(r.body["messages"][-1]["role"] == "user" for r in records)
+
+
+def test_the_name_rule_can_be_overridden_and_then_costs_one_request_at_most(server):
+    draft = make_draft("anthropic", server, model=CLAUDE_46_MODEL, prefill=True)
+    before = len(server.records)
+    got = collect(draft, DraftRequest(PROMPT, accepted_text="SELECT name", max_new_tokens=4))
+    assert got.error is None and got.text
+    assert [r.status for r in server.records[before:]] == [400, 200]
+    assert "does not support assistant message prefill" in got.call.extra["prefill_rejected"]
