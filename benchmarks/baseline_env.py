@@ -5,7 +5,7 @@ its package name is ours too. ``ensure_venv()`` creates the venv once, in the us
 with the versions it needs pinned (``PINS``); ``run_worker()`` runs ``_gg0011_worker.py`` with the
 venv's python, passing a JSON request and reading a JSON answer.
 
-Both sides use the same model: the Hugging Face folder that ``grammar_guide._models`` converts from
+Both sides use the same model: the Hugging Face folder that ``grammar_guide.local`` converts from
 the SmolLM2-135M-Instruct GGUF file. transformers 4.44 cannot read two things transformers 5 wrote
 there (the tokenizer class ``TokenizersBackend``, ``rope_parameters`` instead of ``rope_theta``,
 BPE merges as pairs), so ``compat_model_folder()`` makes a sibling folder with the configuration
@@ -92,7 +92,7 @@ def ensure_venv() -> Path:
 
 def compat_model_folder() -> Path:
     """The default model's folder, readable by transformers 4.44 (made once beside the original)."""
-    from grammar_guide._models import ensure_default_model
+    from grammar_guide.local import ensure_default_model
 
     source = ensure_default_model()
     target = source.with_name(source.name + "-transformers4")

@@ -90,7 +90,7 @@ def run_ours_side(keys: list[int], trials: int) -> tuple[dict[str, list[dict[str
 
     import grammar_guide as gg
     from grammar_guide import GuideExhausted, TargetModel
-    from providers.transformers import TransformersDraft
+    from grammar_guide.providers.transformers import TransformersDraft
 
     target = TargetModel.load()
     draft = TransformersDraft.from_target(target)

@@ -71,8 +71,8 @@ def decode_and_time(lm, grammar, cases, steps: int) -> dict[str, list[float] | i
     import llguidance as llg
     import torch
 
-    from grammar_guide._models import KVCache
-    from grammar_guide._target import bitmask_to_bool
+    from grammar_guide.local import KVCache
+    from grammar_guide.local.target import bitmask_to_bool
 
     proto = llg.LLMatcher(lm.ll_tokenizer, grammar.llguidance_grammar, log_level=0)
     assert not proto.is_error(), proto.get_error()
@@ -175,8 +175,8 @@ def main(argv: list[str] | None = None) -> int:
     import torch
 
     import grammar_guide as gg
-    from grammar_guide._models import load_model
-    from providers.transformers import TransformersDraft
+    from grammar_guide.local import load_model
+    from grammar_guide.providers.transformers import TransformersDraft
 
     if args.threads:
         torch.set_num_threads(args.threads)

@@ -239,7 +239,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     args = parser.parse_args(argv)
     n = args.queries or (8 if args.quick else 40)
 
-    from grammar_guide._models import ensure_default_model
+    from grammar_guide.local import ensure_default_model
 
     tokenizer_file = str(ensure_default_model() / "tokenizer.json")
     counter = TokenCounter(tokenizer_file)

@@ -54,7 +54,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--lookahead", type=int, default=16, help="draft tokens per call")
     args = parser.parse_args(argv)
 
-    from providers.transformers import TransformersDraft
+    from grammar_guide.providers.transformers import TransformersDraft
 
     started = time.perf_counter()
     print("Loading SmolLM2-135M-Instruct (converted once from the GGUF, then cached)...", file=sys.stderr)

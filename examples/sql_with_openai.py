@@ -84,7 +84,7 @@ def main(argv: list[str] | None = None) -> int:
         print("Set OPENAI_API_KEY to use OpenAI, or pass --base-url for another server.", file=sys.stderr)
         return 2
 
-    from providers.openai import OpenAIDraft
+    from grammar_guide.providers.openai import OpenAIDraft
 
     draft = OpenAIDraft(
         args.model,

@@ -43,7 +43,7 @@ from ._trace import GuideResult
 
 if TYPE_CHECKING:
     from ._guide import GuideLimits, aguide, guide
-    from ._target import Continuation, TargetModel
+    from .local.target import Continuation, TargetModel
 
 __version__ = "0.1.0"
 
@@ -95,8 +95,8 @@ _LAZY = {
     "guide": "._guide",
     "aguide": "._guide",
     "GuideLimits": "._guide",
-    "TargetModel": "._target",
-    "Continuation": "._target",
+    "TargetModel": ".local.target",
+    "Continuation": ".local.target",
 }
 
 

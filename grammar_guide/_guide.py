@@ -23,7 +23,7 @@ from ._loop import GuideLoop
 from ._trace import GuideResult
 
 if TYPE_CHECKING:
-    from ._target import TargetModel
+    from .local.target import TargetModel
 
 __all__ = ["GuideLimits", "aguide", "guide"]
 

@@ -25,7 +25,7 @@ from ._limits import GuideLimits
 from ._trace import GuideResult
 
 if TYPE_CHECKING:
-    from ._target import TargetModel
+    from .local.target import TargetModel
 
 __all__ = ["GuideLoop", "Outcome"]
 
@@ -278,7 +278,7 @@ class GuideLoop:
         if self.target is False:
             return None
         if self.target is None:
-            from ._target import TargetModel
+            from .local.target import TargetModel
 
             self.target = await asyncio.to_thread(TargetModel.load)
         return self.target

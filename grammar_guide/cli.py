@@ -19,7 +19,6 @@ before the text could be completed, 130 interrupted.
 from __future__ import annotations
 
 import argparse
-import importlib
 import json
 import os
 import re
@@ -335,8 +334,9 @@ def _guide_parser() -> argparse.ArgumentParser:
         default="local",
         metavar="DRAFT",
         help=(
-            "local (default: a local transformers model), openai:MODEL, anthropic:MODEL, an http(s) URL of an "
-            "OpenAI-compatible server (with --model), or python:MODULE:FUNCTION (any generate(prompt) function)"
+            "local (default: the local target model, one copy shared with the target) or local:MODEL, "
+            "openai:MODEL, anthropic:MODEL, an http(s) URL of an OpenAI-compatible server (with --model), "
+            "or python:MODULE:FUNCTION (any generate(prompt) function)"
         ),
     )
     parser.add_argument("--model", metavar="NAME", help="the model name a URL draft's server expects")
@@ -350,6 +350,12 @@ def _guide_parser() -> argparse.ArgumentParser:
     target.add_argument("--target", metavar="MODEL", help="the local target model (default: the builtin one)")
     target.add_argument(
         "--no-target", action="store_true", help="repair with the grammar and the draft's own text only"
+    )
+    parser.add_argument(
+        "--threads",
+        type=_positive_int,
+        metavar="N",
+        help="CPU threads for local models (default: torch's own choice)",
     )
     parser.add_argument("--html", metavar="PATH", help="also write the corrections as an HTML page")
     parser.add_argument("--json", action="store_true", help="print the whole result as JSON instead of the text")
@@ -371,91 +377,33 @@ def _guide_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def make_draft(spec: str, *, model: str | None = None, endpoint: str = "chat") -> Draft:
-    """The draft a ``--draft`` value names; providers are imported only here, when asked for."""
-    try:
-        return _make_draft(spec, model=model, endpoint=endpoint)
-    except ModuleNotFoundError as exc:
-        if exc.name and (exc.name.split(".")[0] in ("providers", "torch", "transformers", "openai", "anthropic")):
-            raise MissingDependencyError(
-                f"--draft {spec} needs {exc.name}, which is not installed: pip install 'grammar-guide[local]' "
-                "(local models), 'grammar-guide[openai]' or 'grammar-guide[anthropic]'"
-            ) from None
-        raise
-
-
-def _make_draft(spec: str, *, model: str | None, endpoint: str) -> Draft:
-    from ._draft import Draft, FunctionDraft
-
-    if spec == "local":
-        from providers.transformers import TransformersDraft
-
-        return TransformersDraft.load()
-    if spec.startswith("openai:"):
-        name = _model_name(spec, "openai")
-        from providers.openai import OpenAIDraft
-
-        return OpenAIDraft(name)
-    if spec.startswith("anthropic:"):
-        name = _model_name(spec, "anthropic")
-        from providers.anthropic import AnthropicDraft
-
-        return AnthropicDraft(name)
-    if spec.startswith(("http://", "https://")):
-        if not model:
-            raise UsageError("a URL draft needs --model NAME (the model name its server expects)")
-        from providers.http import HTTPDraft
-
-        api_key = os.environ.get("GRAMMAR_GUIDE_API_KEY") or None
-        return HTTPDraft(spec, model=model, endpoint=endpoint, api_key=api_key)  # type: ignore[arg-type]
-    if spec.startswith("python:"):
-        obj = _import_object(spec[len("python:") :])
-        if isinstance(obj, Draft):
-            return obj
-        if isinstance(obj, type) and issubclass(obj, Draft):
-            return obj()
-        if not callable(obj):
-            raise UsageError(f"{spec} is not callable")
-        return FunctionDraft(obj)
-    raise UsageError(
-        f"unknown draft {spec!r}: use local, openai:MODEL, anthropic:MODEL, an http(s) URL or python:MODULE:FUNCTION"
-    )
-
-
-def _model_name(spec: str, provider: str) -> str:
-    name = spec.split(":", 1)[1]
-    if not name:
-        raise UsageError(f"--draft {provider}: needs a model name, as in {provider}:MODEL")
-    return name
-
-
-def _import_object(target: str) -> Any:
-    module_name, sep, attr = target.partition(":")
-    if not sep or not module_name or not attr:
-        raise UsageError(f"python draft must be python:MODULE:FUNCTION, not python:{target}")
-    if os.getcwd() not in sys.path and "" not in sys.path:
-        sys.path.insert(0, os.getcwd())
-    try:
-        obj: Any = importlib.import_module(module_name)
-    except ImportError as exc:
-        raise UsageError(f"cannot import {module_name}: {exc}") from None
-    for part in attr.split("."):
-        try:
-            obj = getattr(obj, part)
-        except AttributeError:
-            raise UsageError(f"{module_name} has no attribute {attr}") from None
-    return obj
-
-
-def make_target(name: str | None, disabled: bool) -> Any:
-    """``False`` (no target), ``None`` (the default, loaded by the loop when first needed), or a model."""
+def make_target(name: str | None, disabled: bool, *, threads: int | None = None, load: bool = False) -> Any:
+    """``False`` (no target), ``None`` (the default, loaded by the loop when first needed), or a
+    loaded ``TargetModel`` (when named, or when ``load``: a local draft shares it)."""
     if disabled:
         return False
-    if name is None:
-        return None
-    from ._target import TargetModel
+    if name is None and not load:
+        if threads is not None:
+            from .local import set_threads
 
-    return TargetModel.load(name)
+            set_threads(threads)
+        return None
+    from .local import TargetModel
+
+    return TargetModel.load(name, threads=threads)
+
+
+def make_draft(spec: str, *, model: str | None = None, endpoint: str = "chat", target: Any = None,
+               threads: int | None = None) -> Draft:
+    """The draft a ``--draft`` value names, from ``grammar_guide.providers`` (imported only here)."""
+    from .providers import draft_from_spec
+
+    if spec.startswith(("http://", "https://")) and not model:
+        raise UsageError("a URL draft needs --model NAME (the model name its server expects)")
+    try:
+        return draft_from_spec(spec, model=model, endpoint=endpoint, target=target or None, threads=threads)
+    except ValueError as exc:
+        raise UsageError(f"--draft: {exc}") from None
 
 
 class Progress:
@@ -558,8 +506,9 @@ def run_guide(args: argparse.Namespace) -> int:
     # Model loading must not write progress bars or advice over our output (a user's setting wins).
     os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
     os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
-    draft = make_draft(args.draft, model=args.model, endpoint=args.endpoint)
-    target = make_target(args.target, args.no_target)
+    local_draft = args.draft == "local" or args.draft.startswith("local:")
+    target = make_target(args.target, args.no_target, threads=args.threads, load=local_draft)
+    draft = make_draft(args.draft, model=args.model, endpoint=args.endpoint, target=target, threads=args.threads)
     options: dict[str, Any] = {}
     for name in ("lookahead", "max_corrections", "max_draft_calls", "max_new_tokens", "timeout"):
         value = getattr(args, name)

@@ -31,7 +31,7 @@ try:
     import anthropic
 except ImportError as exc:  # pragma: no cover - depends on the environment
     raise MissingDependencyError(
-        "providers.anthropic needs the anthropic SDK: pip install 'grammar-guide[anthropic]'"
+        "grammar_guide.providers.anthropic needs the anthropic SDK: pip install 'grammar-guide[anthropic]'"
     ) from exc
 
 __all__ = ["AnthropicDraft", "refuses_prefill"]

@@ -37,7 +37,7 @@ try:
     import openai
 except ImportError as exc:  # pragma: no cover - depends on the environment
     raise MissingDependencyError(
-        "providers.openai needs the openai SDK: pip install 'grammar-guide[openai]'"
+        "grammar_guide.providers.openai needs the openai SDK: pip install 'grammar-guide[openai]'"
     ) from exc
 
 __all__ = ["OpenAIDraft"]

@@ -6,9 +6,8 @@ next call keeps the cached tokens that still lie inside the new accepted text, r
 the bytes after that boundary (canonically, healing the last token so the model can re-choose
 it), and continues. ``call.prefill_tokens_saved`` says how many tokens were reused.
 
-The loading code and the prompt format are those of ``grammar_guide.TargetModel``; a draft and a
-target can share one loaded model (``TransformersDraft.from_target(target)``), each with its own
-KV cache.
+The loading code and the prompt format are those of ``grammar_guide.local``; a draft and a
+target can share one loaded model and its KV cache (``TransformersDraft.from_target(target)``).
 """
 
 from __future__ import annotations
@@ -16,7 +15,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Iterator
 
 from grammar_guide import DraftCall, SyncDraft
-from grammar_guide._models import KVCache, LoadedModel, LookupCache, Sampler, TokenLookup, healing_mask, load_model
+from grammar_guide.local import KVCache, LoadedModel, LookupCache, Sampler, TokenLookup, healing_mask, load_model
 
 # Guesses are not cut at a call's last token: the guide usually resumes the draft right there,
 # and the next call then reads the guess's logits (measured on json_keys, n=10: 41 -> 35 forward
@@ -24,7 +23,7 @@ from grammar_guide._models import KVCache, LoadedModel, LookupCache, Sampler, To
 GUESS_PAST_END = 1 << 30
 
 if TYPE_CHECKING:
-    from grammar_guide import TargetModel
+    from grammar_guide.local import TargetModel
 
 __all__ = ["TransformersDraft"]
 
@@ -52,9 +51,12 @@ class TransformersDraft(SyncDraft):
         top_p: float = 1.0,
         seed: int | None = None,
         lookup: int = 5,
+        kv_cache: KVCache | None = None,
     ) -> None:
         if lookup < 0:
             raise ValueError("lookup must be >= 0")
+        if kv_cache is not None and kv_cache.lm is not lm:
+            raise ValueError("kv_cache belongs to another model")
         self.lm = lm
         self.name = f"transformers:{lm.name}"
         self._sampler = Sampler(temperature, top_p, seed)
@@ -62,7 +64,8 @@ class TransformersDraft(SyncDraft):
         self.lookup = TokenLookup(lookup) if lookup else None
         # One for all calls: a guess made at the end of a call still serves the next one when
         # nothing touched the cache in between (no repair, or a repair that kept to the guess).
-        self._cache = LookupCache(KVCache(lm), self.lookup)
+        # ``kv_cache`` may be shared with a target over the same model (``from_target``).
+        self._cache = LookupCache(kv_cache if kv_cache is not None else KVCache(lm), self.lookup)
         # The prompt's ids and the answer's ids as this draft last knew them (the model's own
         # tokens, plus the accepted text's); the KV cache holds a prefix of prompt + answer.
         self._prompt_ids: list[int] = []
@@ -75,13 +78,15 @@ class TransformersDraft(SyncDraft):
         *,
         device: str | None = None,
         dtype: Any = None,
+        threads: int | None = None,
         temperature: float = 0.0,
         top_p: float = 1.0,
         seed: int | None = None,
         lookup: int = 5,
     ) -> TransformersDraft:
-        """Load ``model`` (the default SmolLM2-135M-Instruct when ``None``)."""
-        lm = load_model(model, device=device, dtype=dtype)
+        """Load ``model`` (the default SmolLM2-135M-Instruct when ``None``); see
+        ``grammar_guide.local.load_model`` (``threads``: torch's CPU threads for the process)."""
+        lm = load_model(model, device=device, dtype=dtype, threads=threads)
         return cls(lm, temperature=temperature, top_p=top_p, seed=seed, lookup=lookup)
 
     @classmethod
@@ -99,13 +104,18 @@ class TransformersDraft(SyncDraft):
         Draft and target then read the same text with the same model, so each reuses what the
         other computed: a repair does not prefill the whole text again, and neither does the
         draft when it resumes after one (the cache keeps the longest common prefix)."""
-        draft = cls(target.lm, temperature=temperature, top_p=top_p, seed=seed, lookup=lookup)
-        draft._cache = LookupCache(target._kv, draft.lookup)
-        return draft
+        return cls(target.lm, temperature=temperature, top_p=top_p, seed=seed, lookup=lookup,
+                   kv_cache=target.kv_cache)
 
     @property
-    def _kv(self) -> KVCache:
+    def kv_cache(self) -> KVCache:
+        """The KV cache this draft decodes with (the target's, for a draft made ``from_target``)."""
         return self._cache.kv
+
+    @property
+    def answer_ids(self) -> tuple[int, ...]:
+        """The answer's token ids as this draft last knew them: the accepted text's, then its own."""
+        return tuple(self._answer_ids)
 
     def __repr__(self) -> str:
         return f"<TransformersDraft {self.lm.name} on {self.lm.device}>"
@@ -152,7 +162,7 @@ class TransformersDraft(SyncDraft):
         stops = tuple(s for s in request.stop if s)
         with lm.lock:
             ids, pending = self._context(request.prompt, request.accepted_text.encode("utf-8"))
-            saved = min(self._kv.common_prefix(ids), len(ids) - 1)
+            saved = min(self.kv_cache.common_prefix(ids), len(ids) - 1)
             call.tokens_in = len(ids) - saved
             call.prefill_tokens_saved = saved
             call.tokens_out = 0

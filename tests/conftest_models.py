@@ -8,7 +8,7 @@ import contextlib
 import functools
 from typing import Iterator
 
-from grammar_guide._models import KVCache, LoadedModel, default_model_path, ensure_default_model, load_model
+from grammar_guide.local import KVCache, LoadedModel, default_model_path, ensure_default_model, load_model
 
 
 @functools.lru_cache(maxsize=1)

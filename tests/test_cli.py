@@ -201,7 +201,7 @@ def test_check_imports_no_model_or_sdk(tmp_path: Path) -> None:
         "import sys\n"
         "from grammar_guide.cli import main\n"
         f"status = main(['check', '-g', 'json', {str(path)!r}])\n"
-        "heavy = [m for m in ('torch', 'transformers', 'openai', 'anthropic', 'providers') if m in sys.modules]\n"
+        "heavy = [m for m in ('torch', 'transformers', 'openai', 'anthropic', 'grammar_guide.providers') if m in sys.modules]\n"
         "print(status, heavy)\n"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env(), timeout=60)

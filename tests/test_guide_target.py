@@ -82,7 +82,7 @@ def test_target_token_limit_too_small_raises_with_partial_result(small_sql, targ
 
 
 def test_local_draft_and_target_write_valid_json(json_grammar, target):
-    from providers.transformers import TransformersDraft
+    from grammar_guide.providers.transformers import TransformersDraft
 
     draft = TransformersDraft.from_target(target)
     prompt = "Here is a JSON object, with 3 keys, using only string values:\n\n```json\n"

@@ -8,7 +8,7 @@ import asyncio
 import pytest
 
 from grammar_guide import DraftCall, DraftRequest, SyncDraft, TargetModel
-from providers.transformers import TransformersDraft
+from grammar_guide.providers.transformers import TransformersDraft
 
 from conftest_models import one_torch_thread, smollm2, tiny_model
 
@@ -67,7 +67,7 @@ def test_continuing_the_drafts_own_text_feeds_nothing_again():
     first, _ = _run(draft, "SELECT", 6)
     second, call = _run(draft, "SELECT" + "".join(first), 6)
     assert call.tokens_in == 1  # only the last generated token, never fed before
-    assert call.prefill_tokens_saved == len(lm.prompt_ids(PROMPT)) + len(draft._answer_ids) - 6 - 1
+    assert call.prefill_tokens_saved == len(lm.prompt_ids(PROMPT)) + len(draft.answer_ids) - 6 - 1
     assert second and call.tokens_out == 6
 
 
@@ -78,7 +78,7 @@ def test_a_healed_boundary_is_rewritten_not_repeated():
     kept, healed = lm.partial_ids(text.encode())
     assert healed
     chunks, call = _run(draft, text, 5)
-    ids = draft._answer_ids
+    ids = list(draft.answer_ids)
     assert ids[: len(kept)] == kept
     produced = lm.ll_tokenizer.decode_bytes(ids)
     assert produced.startswith(text.encode())
@@ -127,7 +127,7 @@ def test_shares_the_targets_model_and_cache():
 
     target = TargetModel.load()
     draft = TransformersDraft.from_target(target)
-    assert draft.lm is target.lm and draft._kv is target._kv
+    assert draft.lm is target.lm and draft.kv_cache is target.kv_cache
     chunks, call = _run(draft, "SELECT name", 4)
     assert call.tokens_out == 4 and chunks
     # The target continues the draft's text from the shared cache: only the tokens after the
@@ -151,12 +151,12 @@ def test_lookup_writes_the_same_tokens_in_fewer_forward_passes():
     outputs = []
     for draft in (plain, guessing):
         call = DraftCall(DraftRequest(JSON_PROMPT, "", 60, ()))
-        outputs.append(("".join(draft.stream_sync(call)), list(draft._answer_ids), call.tokens_out))
+        outputs.append(("".join(draft.stream_sync(call)), list(draft.answer_ids), call.tokens_out))
         if draft is plain:
-            assert draft._kv.forward_passes == 60 and draft.lookup is None
+            assert draft.kv_cache.forward_passes == 60 and draft.lookup is None
     assert outputs[0] == outputs[1]  # greedy: a guess is kept only where the model agrees
     assert guessing.lookup.right >= 15
-    assert guessing._kv.forward_passes <= 60 - guessing.lookup.right
+    assert guessing.kv_cache.forward_passes <= 60 - guessing.lookup.right
     # After a correction, guessing goes on from the accepted text, still token for token.
     accepted = outputs[0][0][:40] + '"name": "'
     again = ["".join(d.stream_sync(DraftCall(DraftRequest(JSON_PROMPT, accepted, 30, ())))) for d in (plain, guessing)]
@@ -174,7 +174,7 @@ def test_a_guess_made_at_the_end_of_a_call_serves_the_next_call():
         accepted += "".join(resumed.stream_sync(DraftCall(DraftRequest(JSON_PROMPT, accepted, 15, ()))))
     assert accepted == text
     assert resumed.lookup.right == whole.lookup.right > 0
-    assert resumed._kv.forward_passes == whole._kv.forward_passes
+    assert resumed.kv_cache.forward_passes == whole.kv_cache.forward_passes
 
 
 @pytest.mark.model

@@ -12,19 +12,18 @@ from pathlib import Path
 import pytest
 import torch
 
-import grammar_guide._models as models
+import grammar_guide.local.loading as models
 from grammar_guide import MissingDependencyError
-from grammar_guide._models import (
+from grammar_guide.local import (
     KVCache,
     LoadedModel,
     LookupCache,
     TokenLookup,
     default_model_path,
     load_model,
-    nucleus,
-    pick_device,
-    pick_dtype,
 )
+from grammar_guide.local.loading import pick_device, pick_dtype
+from grammar_guide.local.sampling import nucleus
 
 from conftest_models import one_torch_thread, smollm2, tiny_model
 
@@ -58,7 +57,7 @@ def test_loading_again_takes_seconds_and_shares_the_model():
     assert time.perf_counter() - started < 1.0
     # A fresh process reads the converted folder, never the GGUF file.
     code = (
-        "import time; t = time.perf_counter(); from grammar_guide._models import load_model; "
+        "import time; t = time.perf_counter(); from grammar_guide.local import load_model; "
         "lm = load_model(); print(time.perf_counter() - t)"
     )
     out = subprocess.run(
@@ -117,7 +116,7 @@ def test_missing_torch_says_what_to_install():
 
 def test_importing_the_local_modules_does_not_import_torch():
     code = (
-        "import sys, grammar_guide, grammar_guide._target, providers.transformers\n"
+        "import sys, grammar_guide, grammar_guide.local.target, grammar_guide.providers.transformers\n"
         "print([m for m in ('torch', 'transformers') if m in sys.modules])"
     )
     out = subprocess.run(

@@ -9,8 +9,8 @@ import anthropic
 import pytest
 
 from grammar_guide import AuthenticationError, DraftCall, DraftRequest, ServerError
-from providers._openai_format import CONTINUE_INSTRUCTION
-from providers.anthropic import AnthropicDraft, refuses_prefill
+from grammar_guide.providers._openai_format import CONTINUE_INSTRUCTION
+from grammar_guide.providers.anthropic import AnthropicDraft, refuses_prefill
 
 try:
     from llm_server import API_KEY, CLAUDE_46_MODEL, NO_PREFILL_MODEL, Fault, collect, fast_retry, get_server, make_draft

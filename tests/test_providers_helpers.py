@@ -16,7 +16,7 @@ from grammar_guide import (
     RateLimitError,
     ServerError,
 )
-from providers._retry import (
+from grammar_guide.providers._retry import (
     RetryPolicy,
     error_for_status,
     message_from_body,
@@ -24,7 +24,7 @@ from providers._retry import (
     scrub,
     status_for_error_body,
 )
-from providers._sse import ServerSentEvent, aiter_sse
+from grammar_guide.providers._sse import ServerSentEvent, aiter_sse
 
 
 def read_sse(text: str) -> list[ServerSentEvent]:

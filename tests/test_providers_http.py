@@ -9,7 +9,7 @@ import httpx
 import pytest
 
 from grammar_guide import DraftCall, DraftRequest, ProviderConnectionError, RateLimitError
-from providers.http import HTTPDraft
+from grammar_guide.providers.http import HTTPDraft
 
 try:
     from llm_server import API_KEY, Fault, collect, fast_retry, get_server, make_draft

@@ -9,8 +9,8 @@ import openai
 import pytest
 
 from grammar_guide import AuthenticationError, DraftCall, DraftRequest, ServerError
-from providers._openai_format import CONTINUE_INSTRUCTION
-from providers.openai import OpenAIDraft
+from grammar_guide.providers._openai_format import CONTINUE_INSTRUCTION
+from grammar_guide.providers.openai import OpenAIDraft
 
 try:
     from llm_server import API_KEY, Fault, collect, fast_retry, get_server, make_draft

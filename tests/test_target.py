@@ -10,7 +10,7 @@ import random
 import pytest
 
 from grammar_guide import Alternative, Grammar
-from grammar_guide._target import Continuation, TargetModel
+from grammar_guide.local.target import Continuation, TargetModel
 
 from conftest_models import greedy_unconstrained, one_torch_thread, smollm2, tiny_model
 
@@ -331,7 +331,7 @@ def test_guessed_tokens_change_nothing_but_the_forward_passes():
     assert out[0].text == out[1].text and out[1].complete
     assert out[0].sampled_tokens == out[1].sampled_tokens
     assert plain.lookup is None and guessing.lookup.right >= 20
-    assert guessing._kv.forward_passes <= plain._kv.forward_passes - guessing.lookup.right
+    assert guessing.kv_cache.forward_passes <= plain.kv_cache.forward_passes - guessing.lookup.right
     with pytest.raises(ValueError):
         TargetModel(lm, lookup=-1)
 

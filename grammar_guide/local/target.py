@@ -25,17 +25,21 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ._errors import GrammarError
-from ._models import KVCache, LoadedModel, LookupCache, Sampler, TokenLookup, healing_mask, load_model
-from ._trace import Alternative
+from .._errors import GrammarError
+from .._trace import Alternative
+from .healing import healing_mask
+from .kv_cache import KVCache
+from .loading import LoadedModel, load_model
+from .lookup import LookupCache, TokenLookup
+from .sampling import Sampler
 
 if TYPE_CHECKING:
     import llguidance as llg
     import torch
 
-    from ._grammar import Grammar
+    from .._grammar import Grammar
 
-__all__ = ["Continuation", "TargetModel"]
+__all__ = ["Continuation", "TargetModel", "bitmask_to_bool"]
 
 _TOP_ALTERNATIVES = 5
 
@@ -98,7 +102,9 @@ class TargetModel:
         self.temperature = temperature
         self.top_p = top_p
         self.seed = seed
-        self._kv = KVCache(lm)
+        #: The KV cache of this target's calls. A local draft over the same model may share it
+        #: (``TransformersDraft.from_target``): each then reuses what the other computed.
+        self.kv_cache = KVCache(lm)
         #: Guesses of the next tokens, run through the model in one forward pass (``None`` with
         #: ``lookup=0``); what the target writes does not depend on them.
         self.lookup = TokenLookup(lookup) if lookup else None
@@ -124,14 +130,16 @@ class TargetModel:
         *,
         device: str | None = None,
         dtype: Any = None,
+        threads: int | None = None,
         temperature: float = 0.0,
         top_p: float = 1.0,
         seed: int | None = None,
         lookup: int = 5,
     ) -> TargetModel:
-        """Load ``model`` (the default SmolLM2-135M-Instruct when ``None``); see ``load_model``."""
-        return cls(load_model(model, device=device, dtype=dtype), temperature=temperature, top_p=top_p, seed=seed,
-                   lookup=lookup)
+        """Load ``model`` (the default SmolLM2-135M-Instruct when ``None``); see ``load_model``
+        (``threads``: torch's CPU threads for the process)."""
+        lm = load_model(model, device=device, dtype=dtype, threads=threads)
+        return cls(lm, temperature=temperature, top_p=top_p, seed=seed, lookup=lookup)
 
     def __repr__(self) -> str:
         return f"<TargetModel {self.lm.name} on {self.lm.device}>"
@@ -227,10 +235,10 @@ class TargetModel:
             raise ValueError(f"text is not a valid prefix of {grammar.name}: {text!r}")
 
         context = lm.prompt_ids(prompt) + kept
-        saved = min(self._kv.common_prefix(context), len(context) - 1)
+        saved = min(self.kv_cache.common_prefix(context), len(context) - 1)
         self.prefill_tokens_saved += saved
         self.prefill_tokens += len(context) - saved
-        cache = LookupCache(self._kv, self.lookup)
+        cache = LookupCache(self.kv_cache, self.lookup)
         logits = cache.advance(context, max_new_tokens)
 
         # Grammars with dead-end guards (a keyword glued to a word leads to a terminal that

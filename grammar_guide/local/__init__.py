@@ -1,0 +1,54 @@
+"""Local models: a Hugging Face causal LM as the target (and, in ``grammar_guide.providers``, as a draft).
+
+One module per concern:
+
+- ``loading``: ``load_model`` → ``LoadedModel`` (the model, its tokenizers, the prompt format),
+  the default SmolLM2-135M-Instruct, devices, dtypes and CPU threads;
+- ``kv_cache``: ``KVCache``, one user's cache over a shared model, keeping the longest common
+  prefix between calls;
+- ``lookup``: ``TokenLookup`` and ``LookupCache``, guessed tokens checked in one forward pass;
+- ``sampling``: ``Sampler``, greedy or temperature/top-p with a seed;
+- ``healing``: ``TokenHealing``, the tokens that may re-write bytes taken back at a boundary;
+- ``target``: ``TargetModel``, which continues a valid prefix under the grammar's token mask.
+
+A ``TargetModel`` and a ``TransformersDraft`` share one ``LoadedModel`` and, with
+``TransformersDraft.from_target(target)``, the target's ``kv_cache``.
+
+Importing this package imports neither torch nor transformers (the extra
+``grammar-guide[local]``); loading a model does, and says what to install when they are missing.
+"""
+
+from __future__ import annotations
+
+from .healing import TokenHealing, healing_mask
+from .kv_cache import KVCache
+from .loading import (
+    DEFAULT_MODEL,
+    LoadedModel,
+    default_model_path,
+    ensure_default_model,
+    format_prompt,
+    load_model,
+    set_threads,
+)
+from .lookup import LookupCache, TokenLookup
+from .sampling import Sampler
+from .target import Continuation, TargetModel
+
+__all__ = [
+    "DEFAULT_MODEL",
+    "Continuation",
+    "KVCache",
+    "LoadedModel",
+    "LookupCache",
+    "Sampler",
+    "TargetModel",
+    "TokenHealing",
+    "TokenLookup",
+    "default_model_path",
+    "ensure_default_model",
+    "format_prompt",
+    "healing_mask",
+    "load_model",
+    "set_threads",
+]
