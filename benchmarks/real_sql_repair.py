@@ -125,17 +125,20 @@ def sqlite_rejects(answers: list[Answer]) -> list[Answer]:
 
 
 def interleave(answers: list[Answer], limit: int | None) -> list[Answer]:
-    """Take answers from each source file in turn, so that a limit keeps the mix of models."""
-    by_source: dict[str, list[Answer]] = {}
+    """Take answers from each model in turn (and, within a model, from each of its files in
+    turn), so that a limit keeps the mix of models and dialects."""
+    def rounds(groups: list[list[Answer]]) -> list[Answer]:
+        out: list[Answer] = []
+        while any(groups):
+            out += [g.pop(0) for g in groups if g]
+        return out
+
+    by_model: dict[str, dict[str, list[Answer]]] = {}
     for a in answers:
-        by_source.setdefault(a.source, []).append(a)
-    queues = [by_source[s] for s in sorted(by_source)]
-    out: list[Answer] = []
-    while any(queues) and (limit is None or len(out) < limit):
-        for q in queues:
-            if q and (limit is None or len(out) < limit):
-                out.append(q.pop(0))
-    return out
+        by_model.setdefault(a.model, {}).setdefault(a.source, []).append(a)
+    models = [rounds([files[s] for s in sorted(files)]) for _, files in sorted(by_model.items())]
+    mixed = rounds(models)
+    return mixed if limit is None else mixed[:limit]
 
 
 # -- what an answer says -------------------------------------------------------------------------
