@@ -339,6 +339,18 @@ def table(methods: dict[str, dict[str, Any]]) -> str:
     return markdown_table(header, rows)
 
 
+def dialect_table(rows_by_method: dict[str, list[dict[str, Any]]], items: list[Answer]) -> str:
+    """Valid and intact answers per dialect asked, per method (rows must be scored)."""
+    dialects = sorted({a.dialect for a in items})
+    header = ["dialect asked", "answers"] + [f"{name}: valid / intact" for name in rows_by_method]
+    out = []
+    for d in dialects:
+        picked = [i for i, a in enumerate(items) if a.dialect == d]
+        out.append([d, len(picked)] + [f"{sum(rows[i]['valid'] for i in picked)} / {sum(rows[i]['intact'] for i in picked)}"
+                                       for rows in rows_by_method.values()])
+    return markdown_table(header, out)
+
+
 # -- main --------------------------------------------------------------------------------------
 
 
@@ -346,7 +358,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.real_sql_repair", description=__doc__.split("\n")[0])
     parser.add_argument("clone", type=Path, help="a local clone of github.com/bird-bench/mini_dev (work tree or git dir)")
     parser.add_argument("--limit", type=int, default=None, help="replay at most N of the rejected answers")
-    parser.add_argument("--quick", action="store_true", help="6 answers, no grammar-guide 0.0.11")
+    parser.add_argument("--quick", action="store_true", help="6 answers (unless --limit), no grammar-guide 0.0.11")
     parser.add_argument("--questions", type=Path, default=None,
                         help="mini_dev_sqlite.json from the MiniDev download, for the questions' text")
     parser.add_argument("--no-baseline", action="store_true", help="skip grammar-guide 0.0.11")
@@ -399,6 +411,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     print(f"\nReal SQL repair: {len(items)} of {len(rejected)} BIRD mini-dev answers that SQLite rejects ({mix}); "
           f"machine: {machine_line(info)}\n")
     print(text)
+    by_dialect = dialect_table(rows_by_method, items)
+    print("\n" + by_dialect)
     for name, note in notes.items():
         print(f"\n{name}: {note}")
     payload = {
@@ -410,6 +424,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "methods": methods,
         "notes": notes,
         "table": text,
+        "by_dialect": by_dialect,
         "items": [asdict(a) for a in items],
         "rows": rows_by_method,
     }

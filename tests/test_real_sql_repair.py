@@ -12,6 +12,7 @@ from benchmarks.real_sql_repair import (
     Answer,
     answer_sql,
     compare,
+    dialect_table,
     edit_size,
     interleave,
     load_answers,
@@ -96,3 +97,5 @@ def test_methods_run_and_are_scored() -> None:
     assert ours[0]["valid"] and ours[0]["intact"]
     assert ours[0]["corrections"] == 1 and summary["answers"] == 2 and summary["valid"] >= 1
     assert score(glot, items)["errors"] == 1
+    table = dialect_table({"ours": ours, "sqlglot": glot}, items)
+    assert "| postgres | 1 | 1 / 1 | 1 / 1 |" in table
