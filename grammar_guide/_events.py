@@ -175,10 +175,11 @@ class GuideStats:
         elif path == "fallback":
             self.fallback_calls += 1
 
-    def settle_path(self) -> None:
-        """Set ``path`` from the calls, corrections and cuts counted so far."""
+    def settle_path(self, cut: bool = False) -> None:
+        """Set ``path`` from the calls and corrections counted so far, and whether any drafted
+        text was cut (``cut``)."""
         # A server that enforced the grammar wrote the whole text in one call, all of it kept.
-        not_enforced = self.corrections or self.discarded_chars or self.draft_calls > self.native_calls
+        not_enforced = cut or self.corrections or self.discarded_chars or self.draft_calls > self.native_calls
         if self.fallback_calls or (self.native_calls and not_enforced):
             self.path = "fallback"
         elif self.native_calls:

@@ -23,6 +23,7 @@ from __future__ import annotations
 import functools
 import json
 import re
+import weakref
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Iterable
 
@@ -87,7 +88,7 @@ def _resolve(grammar: Grammar, what: str) -> _Resolved:
         {n: t for n, t in grammar.terminals.items() if any(s == (True, n) for alts in ordered.values() for alt in alts for s in alt) or n in parser.ignore_tokens},
         list(parser.ignore_tokens),
         grammar.lark_source or "",
-        getattr(parser, "source_path", None),
+        None if getattr(parser, "source_path", None) in (None, "<string>") else parser.source_path,
         {t.name: t.pattern.value for t in parser.terminals},
     )
 
@@ -148,6 +149,22 @@ def _is_lazy(terminal: Terminal) -> bool:
 # -- plain Lark ----------------------------------------------------------------------------------
 
 
+# Exports already written, per grammar (a large grammar takes seconds; drafts send it per run).
+_WRITTEN: weakref.WeakKeyDictionary[Grammar, dict[str, str]] = weakref.WeakKeyDictionary()
+
+
+def _cached(write: Callable[[Grammar], str]) -> Callable[[Grammar], str]:
+    @functools.wraps(write)
+    def cached(grammar: Grammar) -> str:
+        written = _WRITTEN.setdefault(grammar, {})
+        if write.__name__ not in written:
+            written[write.__name__] = write(grammar)
+        return written[write.__name__]
+
+    return cached
+
+
+@_cached
 def to_plain_lark(grammar: Grammar) -> str:
     """The grammar in the plain Lark subset (see the module docstring)."""
     g = _resolve(grammar, "Lark")
@@ -224,6 +241,7 @@ _SHORT_ESCAPES = {"\n": "\\n", "\t": "\\t", "\r": "\\r"}
 # -- GBNF ------------------------------------------------------------------------------------------
 
 
+@_cached
 def to_gbnf(grammar: Grammar) -> str:
     """The grammar in llama.cpp's GBNF (see the module docstring)."""
     g = _resolve(grammar, "GBNF")

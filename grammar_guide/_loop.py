@@ -317,7 +317,7 @@ class GuideLoop:
         self.stats.discarded_tokens += self.count_tokens(text)
 
     def result(self, complete: bool = True) -> GuideResult:
-        self.stats.settle_path()
+        self.stats.settle_path(cut=any(isinstance(e, Cut) for e in self.events))
         return GuideResult(
             self.checker.text, self.prompt, self.grammar.name, list(self.events), self.stats,
             complete=complete and self.checker.is_complete,

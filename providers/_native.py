@@ -39,8 +39,10 @@ NativeGrammar = Union[bool, Literal["auto"]]
 GRAMMAR_TOOL_MODELS = re.compile(r"^(?:openai/)?gpt-5", re.IGNORECASE)
 
 #: Tokens a native call may write: the engine writes the whole answer in one call, so the loop's
-#: lookahead (a few dozen tokens per call) does not cap it.
-NATIVE_MAX_TOKENS = 1024
+#: lookahead (a few dozen tokens per call) does not cap it; the loop's default text budget
+#: (``max_new_tokens``) does. (A server that ignores the grammar may spend all of it on a
+#: degenerate repetition: measured once, a 1,024-token run of zeros from SmolLM2.)
+NATIVE_MAX_TOKENS = 512
 
 
 def grammar_fields(style: GrammarStyle, definition: str) -> dict[str, object]:

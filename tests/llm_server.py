@@ -96,6 +96,7 @@ class RequestRecord:
     status: int = 200
     max_tokens: int = 0
     prompt_text: str = ""
+    prompt_tokens: int = 0
     tokens_generated: int = 0
     tokens_at_disconnect: int | None = None
     text: str = ""
@@ -436,7 +437,9 @@ class LLMServer:
 
     def _encode(self, prompt_text: str, record: RequestRecord) -> list[int]:
         record.prompt_text = prompt_text
-        return list(self.tokenizer(prompt_text, add_special_tokens=False).input_ids)
+        ids = list(self.tokenizer(prompt_text, add_special_tokens=False).input_ids)
+        record.prompt_tokens = len(ids)
+        return ids
 
     async def _faulty(self, pieces: AsyncIterator[str], fault: Fault | None, malformed: bytes) -> AsyncIterator[Any]:
         """Pieces of text, with a scripted mid-stream fault applied (yields bytes for raw events)."""
@@ -718,6 +721,7 @@ class GrammarMode:
 
         self.server = server
         self.target = TargetModel(project_loader(), lookup=0)
+        self._grammars: dict[tuple[str, str], Any] = {}  # compiled once per grammar text
 
     def problem(self, syntax: str, definition: str, model: str) -> str | None:
         """Why this server refuses the grammar, or None."""
@@ -750,9 +754,13 @@ class GrammarMode:
     async def generate(self, prompt: str, syntax: str, definition: str, max_tokens: int, record: RequestRecord) -> Constrained:
         from grammar_guide import Grammar
 
-        grammar = Grammar(self.compile(syntax, definition), name="request")
+        key = (syntax, definition)
+        grammar = self._grammars.get(key)
+        if grammar is None:
+            grammar = self._grammars[key] = Grammar(self.compile(syntax, definition), name="request")
         prompt_ids = self.target.lm.prompt_ids(prompt)
         record.prompt_text = prompt
+        record.prompt_tokens = len(prompt_ids)
         out = await asyncio.to_thread(
             self.target.continue_text, prompt, "", grammar, max_new_tokens=max_tokens, finish=True
         )

@@ -14,7 +14,7 @@ NEVER = MistakeRates(0, 0, 0, 0, 0, 0, 0, 0)
 
 
 def test_simulated_draft_and_baselines_on_real_queries():
-    for name in ("benchmarks.sql_api_cost", "benchmarks.json_keys", "benchmarks.baseline_env"):
+    for name in ("benchmarks.sql_api_cost", "benchmarks.json_keys", "benchmarks.baseline_env", "benchmarks.native_grammar_cost"):
         assert callable(getattr(importlib.import_module(name), "main", None) or importlib.import_module(name).ensure_venv)
     counter = TokenCounter()  # chars/4: no model file needed
 
