@@ -66,7 +66,7 @@ def methods(server: Any) -> dict[str, dict[str, Any]]:
 def run(server: Any, options: dict[str, Any], requests: list[str], target: Any) -> list[dict[str, Any]]:
     import grammar_guide as gg
     from llm_server import API_KEY
-    from providers.openai import OpenAIDraft
+    from grammar_guide.providers.openai import OpenAIDraft
 
     grammar = gg.Grammar.builtin("sqlite")
     draft = OpenAIDraft(base_url=f"{server.base_url}/v1", api_key=API_KEY, **options)

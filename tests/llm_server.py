@@ -717,7 +717,7 @@ class GrammarMode:
 
     def __init__(self, server: LLMServer) -> None:
         from grammar_guide import TargetModel
-        from grammar_guide._models import load_model as project_loader
+        from grammar_guide.local import load_model as project_loader
 
         self.server = server
         self.target = TargetModel(project_loader(), lookup=0)
