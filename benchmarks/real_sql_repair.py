@@ -20,8 +20,8 @@ whole answer first, then the rest of it from where the accepted text left it) th
   with the same replayed draft, the same grammar and SmolLM2 as its target.
 
 Reported per method: SQLite-valid (the oracle again, on the output), GuideExhausted (or, for the
-others, an exception), intact (every table/column name and literal of the answer's SQL kept, no
-name invented), content kept (the mean fraction of those names and literals kept), edit size
+others, an exception), intact (a valid output that keeps every table/column name and literal of the
+answer's SQL and invents no name), content kept (the mean fraction of those names and literals kept), edit size
 (mean Levenshtein distance in characters between the answer's SQL and the output, white space
 collapsed), corrections (ours and 0.0.11's count), seconds (mean wall time per answer).
 
@@ -310,6 +310,7 @@ def score(rows: list[dict[str, Any]], items: list[Answer]) -> dict[str, Any]:
         text = row.get("text") or ""
         row["valid"] = bool(text.strip()) and sqlite_oracle.check_script(text).label is not sqlite_oracle.Label.INVALID
         row.update(compare(a.text, text))
+        row["intact"] = row["intact"] and row["valid"]  # kept everything, in SQL that SQLite takes
         row["edit"] = edit_size(a.text, text)
     n = len(rows) or 1
     with_corrections = [r["corrections"] for r in rows if r.get("corrections") is not None]

@@ -51,6 +51,8 @@ def rewrite(text: str) -> str:
         ("SELECT 'Ancestor's Chosen'", "SELECT 'Ancestor''s Chosen'", "Ancestor's Chosen"),
         ("SELECT LEFT('201305', 4)", "SELECT substr('201305', 1, 4)", "2013"),
         ("SELECT RIGHT('201305', 2)", "SELECT substr('201305', -2)", "05"),
+        ("SELECT CAST(SUBSTRING('201305' FROM 1 FOR 4) AS integer)", "SELECT CAST(substr('201305', 1, 4) AS integer)", 2013),
+        ("SELECT SUBSTRING('201305' from 5)", "SELECT substr('201305', 5)", "05"),
         ("SELECT ISNULL(NULL, 0)", "SELECT IFNULL(NULL, 0)", 0),
         ("SELECT length(CURRENT_DATE())", "SELECT length(CURRENT_DATE)", 10),
     ],
@@ -70,6 +72,7 @@ def test_each_rewrite_means_what_the_slip_meant(slip: str, meant: str, value: ob
         "SELECT EXTRACT(YEAR FROM AGE(CURRENT_DATE, d))",  # the years of an interval
         "SELECT EXTRACT(EPOCH FROM d)",
         "SELECT RIGHT(s, 0)",  # substr(s, -0) would be the whole string
+        "SELECT SUBSTRING(s FROM -1 FOR 3)",  # a start below 1 counts differently in SQLite
         "SELECT 'C:\\' || name FROM t",  # valid SQLite: a backslash is a character
         "SELECT a FROM t WHERE b = 'x'AND c = 'it'",  # 'x' then AND: no apostrophe inside a word
     ],
