@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any, Callable, Literal, Mapping
 
 import lark
 import llguidance as llg
@@ -18,10 +18,17 @@ from lark.grammar import NonTerminal, Terminal as LarkTerminal
 from lark.lexer import PatternRE, PatternStr
 
 from ._errors import GrammarError
-from ._lark_load import position, position_of_terminal, position_of_use
+from ._exact import exact_regex, needs_exact_classes, regex_rules, regex_rules_not_starting
+from ._hazards import find_hazards, simple_munch
+from ._matcher import regex_is_void
+from ._lark_load import position, position_of_definition, position_of_terminal, position_of_use
 from ._regex import is_regex_error, regex_features, strip_verbose
 
-__all__ = ["Terminal", "compile_lark", "lark_regex", "validate"]
+__all__ = ["Lexer", "Terminal", "compile_lark", "lark_regex", "validate"]
+
+#: How terminals are read: ``"dynamic"`` as lark's Earley parser does by default, ``"greedy"`` as
+#: the matcher's lexer does (contextual longest match, as a tokenizer reads).
+Lexer = Literal["dynamic", "greedy"]
 
 
 @dataclass(frozen=True)
@@ -59,11 +66,19 @@ class Terminal:
 
 
 
-def compile_lark(parser: lark.Lark, text: str, source: str | None) -> tuple[str, str, dict[str, Terminal]]:
+def compile_lark(
+    parser: lark.Lark, text: str, source: str | None, lexer: Lexer = "dynamic"
+) -> tuple[str, str, dict[str, Terminal]]:
     """Write Lark's resolved grammar in llguidance's dialect.
 
     Returns the grammar, the same grammar with every terminal occurrence captured under its Lark
     name (so a matcher reports each terminal as it completes), and the terminals by Lark name.
+
+    ``lexer="dynamic"`` (lark's Earley default) is honoured exactly: where the matcher's greedy
+    lexer could read the grammar differently (see ``_hazards``), the grammar is written at the
+    character level instead (``scannerless``), or ``GrammarError`` says why neither is exact.
+    ``lexer="greedy"`` is the matcher's own lexer, contextual longest match, as a tokenizer
+    reads (``SELECTa`` is one word).
     """
     rule_names: dict[str, str] = {}
     term_names: dict[str, str] = {}
@@ -146,10 +161,178 @@ def compile_lark(parser: lark.Lark, text: str, source: str | None) -> tuple[str,
         body.append("gg_trailing: \"\" | " + " | ".join(f"gg_trailing {t}" for t in trailing))
     else:
         header.append(f"start: {rule_name(start)}")
+    _check_not_empty(parser.rules, start, terminals, source)
+    if lexer == "dynamic":
+        literals = {n: (t.literal if not t.case_insensitive else None) for n, t in terminals.items()}
+        patterns = {n: t.pattern for n, t in terminals.items()}
+        hazards = find_hazards(parser.rules, start, compiled_terms, literals, patterns, ignore)
+        if hazards.greedy:
+            munch = {}
+            for name, other in hazards.munch.items():
+                ranges = simple_munch(terminals[name].pattern, compiled_terms[name])
+                if ranges is None:
+                    raise _inexact_error(name, other, terminals, text, source)
+                munch[name] = ranges
+            return _scannerless(by_origin, rule_name, start, term_names, terminals, ignore, munch, text, source)
     tail = body[len(by_origin):]
     plain = "\n".join(header + body + lines) + "\n"
     captured = "\n".join(header + captured_body + tail + lines) + "\n"
     return plain, captured, terminals
+
+
+def _scannerless(
+    by_origin: Mapping[str, list[str]],
+    rule_name: Callable[[str], str],
+    start: str,
+    term_names: Mapping[str, str],
+    terminals: Mapping[str, Terminal],
+    ignore: list[str],
+    munch: Mapping[str, Any],
+    text: str,
+    source: str | None,
+) -> tuple[str, str, dict[str, Terminal]]:
+    """The grammar at the character level: each terminal a rule over one-character lexemes,
+    ignored text a rule before every terminal and at the end. The matcher's lexer then has
+    nothing to be greedy about, and its language is exactly the rules' language.
+
+    A terminal in ``munch`` (see ``_hazards``) takes its longest match in lark: whatever follows
+    it may not begin with a character that extends the match. That is a condition on the next
+    terminal, so the rules are multiplied by the last terminal read (a product with a small
+    automaton whose state is "the last terminal, if its match could still be extended")."""
+    by_compiled = {compiled: name for name, compiled in term_names.items()}
+    for lark_name, terminal in terminals.items():
+        if terminal.regex is not None and regex_features(terminal.regex)[1]:
+            raise GrammarError(
+                f"terminal {lark_name} uses a lazy quantifier in a grammar the matcher reads at the "
+                "character level (its terminals overlap); rewrite it without one",
+                construct=str(terminal),
+                **position_of_terminal(lark_name, terminal.regex, text),
+                source=source,
+            )
+    extends = {term_names[name]: ranges for name, ranges in munch.items()}
+    # The symbol grammar: tokens are compiled terminal names, gg_skip the ignored text.
+    rules: dict[str, list[list[str]]] = {"gg_start": [[rule_name(start)] + (["gg_skip"] if ignore else [])]}
+    for origin, alts in by_origin.items():
+        rules[rule_name(origin)] = [
+            [y for sym in alt.split() if sym != '""' for y in (["gg_skip", sym] if ignore and sym in by_compiled else [sym])]
+            for alt in alts
+        ]
+    if ignore:
+        rules["gg_skip"] = [[]] + [["gg_skip", term_names[name]] for name in ignore]
+    nullable: set[str] = set()
+    last: dict[str, set[str]] = {n: set() for n in rules}
+    changed = True
+    while changed:
+        changed = False
+        for n, alts in rules.items():
+            for alt in alts:
+                if n not in nullable and all(x in nullable for x in alt):
+                    nullable.add(n)
+                    changed = True
+                for x in reversed(alt):
+                    add = {x} if x in by_compiled else last.get(x, set())
+                    if not add <= last[n]:
+                        last[n] |= add
+                        changed = True
+                    if x not in nullable:
+                        break
+    state_of = {t: (t if t in extends else "") for t in by_compiled}
+    index = {"": 0, **{t: i + 1 for i, t in enumerate(sorted(extends))}}
+
+    def ends(n: str, p: str) -> set[str]:
+        return {state_of[t] for t in last[n]} | ({p} if n in nullable else set())
+
+    out: dict[str, list[list[str]]] = {}
+    tokens: set[tuple[str, str]] = set()
+    work = [("gg_start", "", q) for q in ends("gg_start", "")]
+    seen = set(work)
+    while work:
+        n, p, q = work.pop()
+        variant = f"{n}__{index[p]}_{index[q]}"
+        alternatives = out.setdefault(variant, [])
+        for alt in rules[n]:
+            partial: list[tuple[list[str], str]] = [([], p)]
+            for x in alt:
+                grown = []
+                for syms, s in partial:
+                    if x in by_compiled:
+                        tokens.add((x, s))
+                        grown.append((syms + [f"gg_t_{x.lower()}__{index[s]}"], state_of[x]))
+                    else:
+                        for q2 in ends(x, s):
+                            if (x, s, q2) not in seen:
+                                seen.add((x, s, q2))
+                                work.append((x, s, q2))
+                            grown.append((syms + [f"{x}__{index[s]}_{index[q2]}"], q2))
+                partial = grown
+                if len(out) + len(partial) > 20000:
+                    raise GrammarError("the grammar is too large to read at the character level", source=source)
+            alternatives += [syms for syms, s in partial if s == q]
+    token_rules: dict[str, str] = {}
+    for compiled, s in sorted(tokens):
+        pattern = terminals[by_compiled[compiled]].pattern
+        body = regex_rules(pattern) if not s else regex_rules_not_starting(pattern, extends[s])
+        if body is not None:
+            token_rules[f"gg_t_{compiled.lower()}__{index[s]}"] = body
+    # Drop what derives no text (a restricted terminal with no match, and what needs one).
+    productive: set[str] = set(token_rules)
+    changed = True
+    while changed:
+        changed = False
+        for variant, alts in out.items():
+            if variant not in productive and any(all(x in productive for x in alt) for alt in alts):
+                productive.add(variant)
+                changed = True
+    top = f"gg_start__0_{index['']}"
+    heads = [v for v in out if v.startswith("gg_start__0_") and v in productive]
+    if not heads:
+        raise GrammarError("the grammar's language is empty: no text is valid", source=source)
+    lines = ["start: " + " | ".join(heads)]
+    for variant, alts in out.items():
+        if variant not in productive:
+            continue
+        kept = [" ".join(alt) or '""' for alt in alts if all(x in productive for x in alt)]
+        lines.append(f"{variant}: {' | '.join(kept)}")
+    plain_terms, captured_terms = [], []
+    for rule, body in token_rules.items():
+        compiled = rule[len("gg_t_") :].rsplit("__", 1)[0].upper()
+        plain_terms.append(f"{rule}: {body}")
+        captured_terms.append(f'{rule}[capture="{by_compiled[compiled]}"]: {body}')
+    del top
+    plain = "\n".join(lines + plain_terms) + "\n"
+    captured = "\n".join(lines + captured_terms) + "\n"
+    return plain, captured, dict(terminals)
+
+
+def _check_not_empty(rules: Any, start: str, terminals: Mapping[str, Terminal], source: str | None) -> None:
+    """``GrammarError`` when no text at all is valid (``start: start "a"``, ``/[^\\s\\S]/``)."""
+    productive = {n for n, t in terminals.items() if t.literal is not None or not regex_is_void(t.regex or "")}
+    bodies = [(r.origin.name, [s.name for s in r.expansion]) for r in rules]
+    changed = True
+    while changed:
+        changed = False
+        for origin, body in bodies:
+            if origin not in productive and all(s in productive for s in body):
+                productive.add(origin)
+                changed = True
+    if start not in productive:
+        raise GrammarError(f"the grammar's language is empty: rule {start!r} derives no text", source=source)
+
+
+def _inexact_error(name: str, other: str, terminals: Mapping[str, Terminal], text: str, source: str | None) -> GrammarError:
+    where = position_of_definition(name, text, last=False) if not name.startswith("__") else position_of_use(name, text)
+    a, b = terminals[name], terminals.get(other, terminals[name])
+    return GrammarError(
+        f"terminal {a.display} can be read two ways here: lark's dynamic lexer takes its longest "
+        f"match even where that runs into the following {b.display}, and the grammar's terminals "
+        "overlap, so neither the matcher's greedy lexer nor a character-level reading is exactly "
+        f"lark's. Suggested rewrite: make {a.display} unable to continue with what starts "
+        f"{b.display} (or write the overlapping part as rules), or load with lexer='greedy' "
+        "for a tokenizer's reading",
+        construct=f"{a.display} / {b.display}",
+        source=source,
+        **where,
+    )
 
 
 def _capture_refs(alternative: str, term_names: Mapping[str, str]) -> str:
@@ -164,8 +347,11 @@ def _terminal(tdef: Any, text: str, source: str | None) -> tuple[Terminal, str]:
         flags = set(pattern.flags)
         ci = "i" in flags
         escaped = _escape_literal(pattern.value)
-        regex = f"(?i:{escaped})" if ci else escaped
-        return Terminal(tdef.name, literal=pattern.value, case_insensitive=ci), lark_regex(regex)
+        if ci:  # case-insensitivity as Python's re has it (``ſ`` is an ``s``)
+            return Terminal(tdef.name, literal=pattern.value, case_insensitive=True), lark_regex(
+                exact_regex(f"(?i:{re.escape(pattern.value)})")
+            )
+        return Terminal(tdef.name, literal=pattern.value), lark_regex(escaped)
     if isinstance(pattern, PatternRE):
         value = pattern.value
         flags = set(pattern.flags)
@@ -190,7 +376,10 @@ def _terminal(tdef: Any, text: str, source: str | None) -> tuple[Terminal, str]:
                 **position_of_terminal(tdef.name, pattern.value, text),
                 source=source,
             )
-        expression = lark_regex(regex)
+        # Classes as Python's re reads them; control characters (lark writes a "\t" inside a
+        # composite terminal as a backslash then a tab) come out as plain escapes.
+        exact = regex if lazy or not needs_exact_classes(regex) else exact_regex(regex)
+        expression = lark_regex(exact)
         if lazy:
             # Python's re returns the shortest match of this pattern (see regex_features): the
             # strings of the language none of whose proper prefixes is in the language.

@@ -30,7 +30,9 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable
 from lark.grammar import NonTerminal
 from lark.lexer import PatternStr
 
+from ._charclass import SURROGATES, UNICODE_MAX, Ranges, char_set, complement, normalise, subtract_surrogates
 from ._compile import lark_regex
+from ._exact import quantifier
 from ._errors import GrammarError
 from ._lark_load import position, position_of_terminal
 from ._regex import regex_features
@@ -41,8 +43,6 @@ if TYPE_CHECKING:
 
 __all__ = ["to_gbnf", "to_plain_lark"]
 
-_UNICODE_MAX = 0x10FFFF
-_SURROGATES = (0xD800, 0xDFFF)
 
 
 # -- the resolved grammar, with names both formats accept ----------------------------------------
@@ -291,7 +291,7 @@ def _ignored_piece(regex: str) -> str:
     items = list(parsed)
     if len(items) == 1 and items[0][0] is _c.MAX_REPEAT:
         low, high, body = items[0][1]
-        chars = _char_set(list(body), parsed.state.flags)
+        chars = char_set(list(body), parsed.state.flags)
         if low == 1 and high == _c.MAXREPEAT and chars is not None:
             return _gbnf_class(chars)
     return _gbnf_regex(regex)
@@ -318,7 +318,6 @@ except ImportError:  # pragma: no cover - Python 3.10
     import sre_constants as _c  # type: ignore[no-redef]
     import sre_parse as _sre_parse  # type: ignore[no-redef]
 
-Ranges = list[tuple[int, int]]
 
 
 def _gbnf_regex(regex: str) -> str:
@@ -347,7 +346,7 @@ _STARRED = {(0, 1), (0, _c.MAXREPEAT), (1, _c.MAXREPEAT)}  # ?, *, +: any two of
 
 
 def _item(op: Any, av: Any, flags: int) -> str:
-    chars = _char_set([(op, av)], flags)
+    chars = char_set([(op, av)], flags)
     if chars is not None:
         return _gbnf_class(chars)
     if op is _c.SUBPATTERN:
@@ -367,13 +366,7 @@ def _item(op: Any, av: Any, flags: int) -> str:
         inner = _sequence(list(body), flags)
         if not _is_atom(inner):
             inner = f"({inner})"
-        if high == _c.MAXREPEAT:
-            suffix = {0: "*", 1: "+"}.get(low, f"{{{low},}}")
-        elif (low, high) == (0, 1):
-            suffix = "?"
-        else:
-            suffix = f"{{{low}}}" if low == high else f"{{{low},{high}}}"
-        return inner + suffix
+        return inner + quantifier(low, high)
     raise GrammarError(f"GBNF: no translation for the regex construct {op}")  # pragma: no cover
 
 
@@ -413,151 +406,18 @@ def _balanced(text: str) -> bool:
     return depth == 0
 
 
-def _char_set(items: list[Any], flags: int) -> Ranges | None:
-    """The code points a one-character regex item matches, or None if it is not one."""
-    if len(items) != 1:
-        return None
-    op, av = items[0]
-    ignorecase = bool(flags & _c.SRE_FLAG_IGNORECASE)
-    if op is _c.LITERAL:
-        return _case_closed([(av, av)]) if ignorecase else [(av, av)]
-    if op is _c.NOT_LITERAL:
-        base = _case_closed([(av, av)]) if ignorecase else [(av, av)]
-        return _complement(base)
-    if op is _c.ANY:
-        return [(0, _UNICODE_MAX)] if flags & _c.SRE_FLAG_DOTALL else _complement([(10, 10)])
-    if op is _c.IN:
-        negate = bool(av) and av[0][0] is _c.NEGATE
-        ranges: Ranges = []
-        for iop, iav in av[1:] if negate else av:
-            if iop is _c.LITERAL:
-                ranges.append((iav, iav))
-            elif iop is _c.RANGE:
-                ranges.append(iav)
-            elif iop is _c.CATEGORY:
-                ranges.extend(_category(iav))
-            else:  # pragma: no cover - sre has no other class items
-                return None
-        ranges = _normalise(ranges)
-        if ignorecase:
-            ranges = _case_closed(ranges)
-        return _complement(ranges) if negate else ranges
-    if op is _c.SUBPATTERN and not av[1] and not av[2]:
-        return _char_set(list(av[3]), flags)
-    return None
-
-
-def _normalise(ranges: Ranges) -> Ranges:
-    out: Ranges = []
-    for lo, hi in sorted(ranges):
-        if out and lo <= out[-1][1] + 1:
-            out[-1] = (out[-1][0], max(out[-1][1], hi))
-        else:
-            out.append((lo, hi))
-    return out
-
-
-def _complement(ranges: Ranges) -> Ranges:
-    out: Ranges = []
-    at = 0
-    for lo, hi in _normalise(ranges):
-        if lo > at:
-            out.append((at, lo - 1))
-        at = hi + 1
-    if at <= _UNICODE_MAX:
-        out.append((at, _UNICODE_MAX))
-    return out
-
-
-@functools.lru_cache(maxsize=None)
-def _all_chars() -> str:
-    return "".join(chr(c) for c in range(_UNICODE_MAX + 1) if not _SURROGATES[0] <= c <= _SURROGATES[1])
-
-
-@functools.lru_cache(maxsize=None)
-def _category(code: Any) -> Ranges:
-    """The code points of ``\\d``, ``\\w``, ``\\s`` (or their negations) as Python's ``re`` has
-    them for str patterns (Unicode)."""
-    names = {
-        _c.CATEGORY_DIGIT: r"\d", _c.CATEGORY_NOT_DIGIT: r"\D",
-        _c.CATEGORY_WORD: r"\w", _c.CATEGORY_NOT_WORD: r"\W",
-        _c.CATEGORY_SPACE: r"\s", _c.CATEGORY_NOT_SPACE: r"\S",
-    }
-    out: Ranges = []
-    text = _all_chars()
-    for m in re.finditer(names[code] + "+", text):
-        lo, hi = ord(text[m.start()]), ord(text[m.end() - 1])
-        if lo < _SURROGATES[0] and hi > _SURROGATES[1]:  # the run jumps over the surrogates
-            out += [(lo, _SURROGATES[0] - 1), (_SURROGATES[1] + 1, hi)]
-        else:
-            out.append((lo, hi))
-    return _normalise(out)
-
-
-@functools.lru_cache(maxsize=None)
-def _case_groups() -> dict[int, tuple[int, ...]]:
-    """For each code point with other case forms, the code points that Python's ``re`` matches
-    against it under IGNORECASE (candidates share a ``lower()`` or an ``upper()``; each is then
-    checked with ``re`` itself, which also folds ``ſ`` with ``s`` and ``ı`` with ``i``)."""
-    by_key: dict[str, set[str]] = {}
-    for ch in _all_chars():
-        lower, upper = ch.lower(), ch.upper()
-        if lower != ch or upper != ch:
-            for key in (lower, upper, ch):
-                by_key.setdefault(key, set()).add(ch)
-    groups: dict[int, tuple[int, ...]] = {}
-    for members in by_key.values():
-        for ch in members:
-            pattern = re.compile("(?i)" + re.escape(ch))
-            partners = {ord(d) for d in members if d != ch and pattern.fullmatch(d)}
-            if partners:
-                groups[ord(ch)] = tuple(sorted(set(groups.get(ord(ch), ())) | partners))
-    return groups
-
-
-def _case_closed(ranges: Ranges) -> Ranges:
-    groups = _case_groups()
-    extra: Ranges = []
-    for lo, hi in ranges:
-        if hi - lo > 0x3000:
-            # A wide range: its case partners are (nearly) all inside it already; check the
-            # cased code points only.
-            points: Iterable[int] = (cp for cp in groups if lo <= cp <= hi)
-        else:
-            points = range(lo, hi + 1)
-        for cp in points:
-            for other in groups.get(cp, ()):
-                if not lo <= other <= hi:
-                    extra.append((other, other))
-    return _normalise(ranges + extra)
-
-
 def _gbnf_class(ranges: Ranges) -> str:
     """A GBNF character class for these code points: the shorter of ``[...]`` and ``[^...]``."""
-    ranges = _normalise(ranges)
-    if ranges == [(0, _UNICODE_MAX)]:
+    ranges = normalise(ranges)
+    if ranges == [(0, UNICODE_MAX)]:
         return "[\\x00-\U0010ffff]"
     # Surrogates never occur in text: count them on whichever side makes the class shorter.
-    with_gap = _normalise(ranges + [_SURROGATES])
-    negated = _complement(with_gap)
-    positive = _write_ranges(_subtract_surrogates(ranges))
-    if negated and len(negated) < len(_subtract_surrogates(ranges)):
+    with_gap = normalise(ranges + [SURROGATES])
+    negated = complement(with_gap)
+    positive = _write_ranges(subtract_surrogates(ranges))
+    if negated and len(negated) < len(subtract_surrogates(ranges)):
         return "[^" + _write_ranges(negated) + "]"
     return "[" + positive + "]"
-
-
-def _subtract_surrogates(ranges: Ranges) -> Ranges:
-    out: Ranges = []
-    lo_s, hi_s = _SURROGATES
-    for lo, hi in ranges:
-        if hi < lo_s or lo > hi_s:
-            out.append((lo, hi))
-            continue
-        if lo < lo_s:
-            out.append((lo, lo_s - 1))
-        if hi > hi_s:
-            out.append((hi_s + 1, hi))
-    return out
 
 
 def _write_ranges(ranges: Ranges) -> str:

@@ -25,7 +25,7 @@ import lark
 import llguidance as llg
 from lark.grammar import Terminal as LarkTerminal
 
-from ._compile import Terminal, compile_lark, validate
+from ._compile import Lexer, Terminal, compile_lark, validate
 from ._errors import GrammarError
 from ._lark_load import load_lark
 from ._matcher import ByteMatcherFactory, regex_is_void, regex_start_bytes
@@ -37,6 +37,7 @@ __all__ = ["Grammar", "Rewrite", "Terminal"]
 
 _BUILTIN_PACKAGE = "grammar_guide.grammars"
 _BUILTIN_DIR = Path(__file__).resolve().parent.parent / "grammars"
+_LEXER_DIRECTIVE = re.compile(r"(?m)^//[ \t]*grammar-guide:[ \t]*lexer=(\w+)")
 
 
 @dataclass(frozen=True)
@@ -96,8 +97,12 @@ class Grammar:
         lark_source: str | None = None,
         captured_grammar: str | None = None,
         rewrites: Sequence[Rewrite] = (),
+        lexer: Lexer | None = None,
     ) -> None:
         self.name = name
+        #: How a Lark grammar's terminals are read (``"dynamic"`` or ``"greedy"``; ``None`` for
+        #: grammars not written in Lark).
+        self.lexer = lexer
         #: Known slips of drafts in this language and what they meant (see ``Rewrite``).
         self.rewrites: tuple[Rewrite, ...] = tuple(rewrites)
         self.llguidance_grammar = llguidance_grammar
@@ -125,15 +130,23 @@ class Grammar:
         import_paths: Sequence[str | Path] = (),
         source: str | None = None,
         rewrites: Sequence[Rewrite] = (),
+        lexer: Lexer = "dynamic",
     ) -> Grammar:
         """Load a Lark grammar (the ``lark`` package's syntax and meaning).
+
+        ``lexer="dynamic"`` (the default, lark's Earley default) reads the text exactly as
+        ``lark.Lark(text, parser="earley")`` does; ``lexer="greedy"`` reads terminals as a
+        tokenizer does (each the longest match among those allowed, no going back: ``SELECTa`` is
+        one word), which is the matcher's own lexer and the fastest.
 
         ``import_paths`` are searched by ``%import`` of other grammar files; ``rewrites`` are
         repairs for slips drafts often make in this language (see ``Rewrite``). Raises
         ``GrammarError`` for syntax errors and for constructs the matcher cannot honour.
         """
         parser = load_lark(text, start, import_paths=import_paths, source=source)
-        llg_text, captured, terminals = compile_lark(parser, text, source)
+        if lexer not in ("dynamic", "greedy"):
+            raise GrammarError(f"lexer={lexer!r}: choose 'dynamic' (lark's Earley default) or 'greedy'")
+        llg_text, captured, terminals = compile_lark(parser, text, source, lexer)
         validate(llg_text, source, text)
         return cls(
             llg_text,
@@ -143,18 +156,28 @@ class Grammar:
             terminals=terminals,
             lark_source=text,
             rewrites=rewrites,
+            lexer=lexer,
         )
 
     @classmethod
-    def from_file(cls, path: str | Path, start: str = "start") -> Grammar:
+    def from_file(cls, path: str | Path, start: str = "start", *, lexer: Lexer | None = None) -> Grammar:
         """Load a ``.lark`` file; ``%import`` of sibling grammar files works. A sibling
-        ``<name>.rewrites.json`` file gives the grammar's rewrites (see ``Rewrite``)."""
+        ``<name>.rewrites.json`` file gives the grammar's rewrites (see ``Rewrite``). A file may
+        say how it is read with a comment line ``// grammar-guide: lexer=greedy`` (``lexer``
+        overrides it; the default is ``"dynamic"``)."""
         path = Path(path)
         text = path.read_text(encoding="utf-8")
         sidecar = path.with_name(f"{path.stem}.rewrites.json")
         rewrites = _load_rewrites(sidecar) if sidecar.is_file() else ()
+        declared = _LEXER_DIRECTIVE.search(text)
         return cls.from_lark(
-            text, start, name=path.stem, import_paths=[path.parent], source=str(path), rewrites=rewrites
+            text,
+            start,
+            name=path.stem,
+            import_paths=[path.parent],
+            source=str(path),
+            rewrites=rewrites,
+            lexer=lexer or (declared.group(1) if declared else "dynamic"),  # type: ignore[arg-type]
         )
 
     @classmethod

@@ -151,7 +151,11 @@ def _lark_grammar_error(exc: Exception, text: str, source: str | None) -> Gramma
             construct=construct,
             source=source,
         )
-    name = re.search(r"(?:Terminal|Rule|Template|terminal|rule)s? '?([A-Za-z_][\w]*)'?", message)
+    if message.startswith("Empty terminals"):
+        empty = re.search(r"""(?<![\\\w])(""|'')""", text)
+        where = position(empty.start(1) if empty else None, text)
+        return GrammarError(message.splitlines()[0], construct='""', source=source, **where)
+    name = re.search(r"(?:Terminal|Rule|Template|terminal|rule)s? '?(?!are\b)([A-Za-z_][\w]*)'?", message)
     if name and "used but not defined" in message:
         where = position_of_use(name.group(1), text)
     elif name:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-__all__ = ["is_regex_error", "regex_features", "strip_verbose"]
+__all__ = ["is_regex_error", "regex_features", "sre_constants", "sre_parse", "strip_verbose"]
 
 
 def strip_verbose(value: str) -> str:
@@ -57,6 +57,10 @@ try:  # Python >= 3.11
 except ImportError:  # pragma: no cover - Python 3.10
     import sre_constants as _sre_c  # type: ignore[no-redef]
     import sre_parse as _sre_parse  # type: ignore[no-redef]
+
+#: CPython's regex parser and its constants, for the modules that read a regex's structure.
+sre_parse = _sre_parse
+sre_constants = _sre_c
 
 _SINGLE_CHAR_OPS = {_sre_c.LITERAL, _sre_c.NOT_LITERAL, _sre_c.IN, _sre_c.ANY}
 

@@ -99,7 +99,7 @@ def test_exported_grammars_mean_the_same_language(case):
     gbnf = grammar.to_gbnf()
     readers = {"plain Lark, llguidance": Reader(plain).verdict}
     gbnf_reader = Reader(any_to_lark(gbnf)).verdict
-    reloaded = Grammar.from_lark(plain, name=f"{grammar.name} (plain)")
+    reloaded = Grammar.from_lark(plain, name=f"{grammar.name} (plain)", lexer=grammar.lexer or "dynamic")
     readers["plain Lark, lark"] = functools.partial(verdict, reloaded)
     strings = sample_strings(grammar, {"sqlite": 12}.get(grammar.name, 40))
     complete = same_offset = 0

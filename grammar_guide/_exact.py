@@ -1,0 +1,240 @@
+"""Python regexes written out exactly, for the matcher.
+
+The matcher's regex engine (Rust) reads ``\\w``, ``\\s``, ``\\d``, case-insensitivity and
+``[[:alpha:]]`` differently from Python's ``re``, which lark matches with. A regex is read with
+CPython's parser and written again with every character class spelt out as code-point ranges:
+
+- ``exact_regex``: one regex, for a lexeme;
+- ``regex_rules``: an expression of grammar rules over one-character lexemes, for the
+  character-level (scannerless) reading of a grammar, where the matcher's lexer has nothing left to
+  be greedy about.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Callable
+
+from ._charclass import Ranges, char_set, normalise, python_class
+from ._errors import GrammarError
+from ._regex import sre_constants as _c, sre_parse as _sre_parse
+
+__all__ = [
+    "exact_regex",
+    "first_chars",
+    "needs_exact_classes",
+    "quantifier",
+    "regex_rules",
+    "regex_rules_not_starting",
+    "trailing_chars",
+]
+
+
+_ESCAPED_CONTROL = re.compile(r"(?<!\\)(?:\\\\)*\\[\x00-\x1f\x7f]")
+
+
+def needs_exact_classes(regex: str) -> bool:
+    """Whether the matcher's engine could read the regex differently from Python's: it has a
+    ``\\w``-like class, case-insensitivity, something that looks like a POSIX class, a named
+    character, or a raw control character (lark writes a ``"\\t"`` inside a composite terminal as
+    a backslash then a tab)."""
+    if "[:" in regex or "\\N" in regex or _ESCAPED_CONTROL.search(regex):
+        return True
+    parsed = _sre_parse.parse(regex, 0)
+    return bool(parsed.state.flags & _c.SRE_FLAG_IGNORECASE) or _has_category(list(parsed))
+
+
+def _has_category(items: list[Any]) -> bool:
+    for op, av in items:
+        if op is _c.IN and any(iop is _c.CATEGORY for iop, _ in av):
+            return True
+        if op is _c.SUBPATTERN and (av[1] & _c.SRE_FLAG_IGNORECASE or _has_category(list(av[3]))):
+            return True
+        if op is _c.BRANCH and any(_has_category(list(alt)) for alt in av[1]):
+            return True
+        if op in (_c.MAX_REPEAT, _c.MIN_REPEAT) and _has_category(list(av[2])):
+            return True
+    return False
+
+
+def exact_regex(regex: str) -> str:
+    """``regex`` with every class written as explicit ranges (same matches as Python's ``re``)."""
+    parsed = _sre_parse.parse(regex, 0)
+    return _Writer(python_class, "", "(?:", ")", '(?:)').sequence(list(parsed), parsed.state.flags) or "(?:)"
+
+
+def regex_rules(regex: str) -> str:
+    """``regex`` as a rule expression over one-character lexemes (``/[...]/``) in llguidance's
+    Lark dialect."""
+    parsed = _sre_parse.parse(regex, 0)
+    writer = _Writer(lambda ranges: "/" + python_class(ranges) + "/", " ", "(", ")", '""')
+    return writer.sequence(list(parsed), parsed.state.flags) or '""'
+
+
+def quantifier(low: int, high: int) -> str:
+    """The suffix that repeats an item ``low`` to ``high`` times (``MAXREPEAT``: no bound)."""
+    if high == _c.MAXREPEAT:
+        return {0: "*", 1: "+"}.get(low, f"{{{low},}}")
+    if (low, high) == (0, 1):
+        return "?"
+    return f"{{{low}}}" if low == high else f"{{{low},{high}}}"
+
+
+class _Writer:
+    def __init__(self, klass: Callable[[Ranges], str], sep: str, open_: str, close: str, empty: str) -> None:
+        self.klass, self.sep, self.open, self.close, self.empty = klass, sep, open_, close, empty
+
+    def sequence(self, items: list[Any], flags: int) -> str:
+        return self.sep.join(self.item(op, av, flags) for op, av in items)
+
+    def item(self, op: Any, av: Any, flags: int) -> str:
+        chars = char_set([(op, av)], flags)
+        if chars is not None:
+            return self.klass(chars)
+        if op is _c.SUBPATTERN:
+            _group, add, remove, body = av
+            return self.open + (self.sequence(list(body), (flags | add) & ~remove) or self.empty) + self.close
+        if op is _c.BRANCH:
+            alts = [self.sequence(list(alt), flags) or self.empty for alt in av[1]]
+            return self.open + ("|" if not self.sep else " | ").join(alts) + self.close
+        if op is _c.MAX_REPEAT:
+            low, high, body = av
+            inner = self.open + (self.sequence(list(body), flags) or self.empty) + self.close
+            return inner + quantifier(low, high)
+        raise GrammarError(f"no exact translation for the regex construct {op}")
+
+
+
+
+def first_chars(regex: str) -> tuple[Ranges, bool]:
+    """The characters a match of ``regex`` can begin with, and whether it matches empty text."""
+    parsed = _sre_parse.parse(regex, 0)
+    return _first(list(parsed), parsed.state.flags)
+
+
+def _first(items: list[Any], flags: int) -> tuple[Ranges, bool]:
+    out: Ranges = []
+    for op, av in items:
+        chars = char_set([(op, av)], flags)
+        if chars is not None:
+            return normalise(out + chars), False
+        if op is _c.SUBPATTERN:
+            sub, nullable = _first(list(av[3]), (flags | av[1]) & ~av[2])
+        elif op is _c.BRANCH:
+            parts = [_first(list(alt), flags) for alt in av[1]]
+            sub = [r for p, _ in parts for r in p]
+            nullable = any(n for _, n in parts)
+        elif op in (_c.MAX_REPEAT, _c.MIN_REPEAT):
+            sub, nullable = _first(list(av[2]), flags)
+            nullable = nullable or av[0] == 0
+        else:
+            raise GrammarError(f"no exact translation for the regex construct {op}")
+        out += sub
+        if not nullable:
+            return normalise(out), False
+    return normalise(out), True
+
+
+def regex_rules_not_starting(regex: str, excluded: Ranges) -> str | None:
+    """``regex_rules`` for the nonempty matches of ``regex`` whose first character is not in
+    ``excluded`` (``None`` when there are none)."""
+    parsed = _sre_parse.parse(regex, 0)
+    writer = _Writer(lambda ranges: "/" + python_class(ranges) + "/", " ", "(", ")", '""')
+    return _Restricted(writer, normalise(excluded)).sequence(list(parsed), parsed.state.flags)
+
+
+class _Restricted:
+    """Nonempty strings of a regex item or sequence whose first character is not excluded."""
+
+    def __init__(self, writer: _Writer, excluded: Ranges) -> None:
+        self.writer, self.excluded = writer, excluded
+
+    def sequence(self, items: list[Any], flags: int) -> str | None:
+        if not items:
+            return None
+        (op, av), rest = items[0], items[1:]
+        alternatives = []
+        head = self.item(op, av, flags)
+        if head is not None:
+            tail = self.writer.sequence(rest, flags)
+            alternatives.append(f"{head} {tail}" if tail else head)
+        if _first([(op, av)], flags)[1]:
+            later = self.sequence(rest, flags)
+            if later is not None:
+                alternatives.append(later)
+        if not alternatives:
+            return None
+        return alternatives[0] if len(alternatives) == 1 else "(" + " | ".join(alternatives) + ")"
+
+    def item(self, op: Any, av: Any, flags: int) -> str | None:
+        chars = char_set([(op, av)], flags)
+        if chars is not None:
+            kept = _subtract(chars, self.excluded)
+            return self.writer.klass(kept) if kept else None
+        if op is _c.SUBPATTERN:
+            return self.sequence(list(av[3]), (flags | av[1]) & ~av[2])
+        if op is _c.BRANCH:
+            parts = [p for p in (self.sequence(list(alt), flags) for alt in av[1]) if p is not None]
+            return "(" + " | ".join(parts) + ")" if parts else None
+        if op is _c.MAX_REPEAT:
+            low, high, body = av
+            if high == 0 or _first(list(body), flags)[1]:
+                return None if high == 0 else _unsupported(op)
+            first = self.sequence(list(body), flags)
+            if first is None:
+                return None
+            more_high = _c.MAXREPEAT if high == _c.MAXREPEAT else high - 1
+            if more_high == 0:
+                return first
+            more = self.writer.item(_c.MAX_REPEAT, (max(low - 1, 0), more_high, body), flags)
+            return f"{first} {more}"
+        return _unsupported(op)
+
+
+def _unsupported(op: Any) -> str:
+    raise GrammarError(f"no exact translation for the regex construct {op}")
+
+
+def _subtract(ranges: Ranges, excluded: Ranges) -> Ranges:
+    out: Ranges = []
+    for lo, hi in ranges:
+        for elo, ehi in excluded:
+            if ehi < lo or elo > hi:
+                continue
+            if elo > lo:
+                out.append((lo, elo - 1))
+            lo = ehi + 1
+            if lo > hi:
+                break
+        if lo <= hi:
+            out.append((lo, hi))
+    return normalise(out)
+
+
+def trailing_chars(regex: str) -> Ranges:
+    """The characters of the regex's trailing unbounded repeats (``#[^\\n]*``: ``[^\\n]``): the
+    candidates for what may extend a match."""
+    parsed = _sre_parse.parse(regex, 0)
+    return normalise(_trailing(list(parsed), parsed.state.flags))
+
+
+def _trailing(items: list[Any], flags: int) -> Ranges:
+    out: Ranges = []
+    for op, av in reversed(items):
+        if op is _c.SUBPATTERN:
+            sub = list(av[3])
+            out += _trailing(sub, (flags | av[1]) & ~av[2])
+            nullable = _first(sub, flags)[1]
+        elif op is _c.BRANCH:
+            for alt in av[1]:
+                out += _trailing(list(alt), flags)
+            nullable = _first([(op, av)], flags)[1]
+        elif op is _c.MAX_REPEAT:
+            if av[1] == _c.MAXREPEAT:
+                out += _first(list(av[2]), flags)[0]
+            nullable = av[0] == 0
+        else:
+            nullable = False
+        if not nullable:
+            break
+    return out

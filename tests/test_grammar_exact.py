@@ -1,0 +1,104 @@
+"""A Lark grammar means what lark says (issue 19): terminals read as lark's dynamic lexer reads
+them, Python's character classes, and precise errors where no exact reading exists.
+
+tests/test_differential.py compares many generated strings with lark; these are the named cases.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import lark
+import pytest
+
+from grammar_guide import Grammar, GrammarError
+
+
+def lark_accepts(grammar_text: str, text: str) -> bool:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)  # Python's "possible nested set" for [[:
+        parser = lark.Lark(grammar_text, parser="earley")
+    try:
+        parser.parse(text)
+    except lark.exceptions.LarkError:
+        return False
+    return True
+
+
+CASES = [
+    # A terminal's shorter match, then another terminal (lark: "list" then "ed").
+    ('start: STEM SUFFIX\nSTEM: "list" | "listen"\nSUFFIX: "ed"\n', ["listed", "listened", "listen", "liste"]),
+    # Literals with a space sharing a prefix, under %ignore WS.
+    (
+        'start: call\ncall: "(Yield" x ")" | "(Yield (size" x "))"\nx: "(Create" ")" | "a"\n'
+        "%import common.WS\n%ignore WS\n",
+        ["(Yield (Create))", "(Yield (size a))", "(Yield a)", "(Yield  (size a))"],
+    ),
+    # A terminal that is a prefix of another's match.
+    ('start: INT ".." INT | FLOAT\nINT: /\\d+/\nFLOAT: /\\d+\\.\\d*/\n', ["1..5", "1.5", "1.", "1...5"]),
+    # Ignored text takes its longest match: "a ;b" is ignored " ;" then "b" (rejected).
+    ('start: "a" ";" "b"\n%ignore /[ ;]+/\n', ["a;b", "a ;b", "a; b", "a;;b"]),
+    ("start: (WORD _NL)+\nWORD: /\\w+/\n_NL: /\\n/\n%ignore /\\s+/\n", ["ab\ncd\n", "ab \ncd\n", "ab\n\ncd\n"]),
+    # Control characters inside composite terminals.
+    ('start: "a" _NL "b"\n_NL: "\\n"+\n', ["a\nb", "a\n\nb", "a\\x0ab"]),
+    ("start: CELL (_TAB CELL)*\nCELL: /[a-z0-9]+/\n_TAB: (\" \" | \"\\t\")+\n", ["ada\t36", "ada\\x0936", "a \t b"]),
+    # Python's classes, not Rust's.
+    ("start: WORD\nWORD: /\\w+/\n", ["\u00b2", "\u00bd", "\u203f", "a\u0301", "abc"]),
+    ("start: S\nS: /\\s+/\n", ["\x1c", " ", "\u00a0"]),
+    ("start: A\nA: /[[:alpha:]]/\n", ["a", "[]", ":]"]),
+    ("start: A\nA: /\\N{DIGIT ONE}/\n", ["1", "N"]),
+    ('start: K NAME\nK: "select"i\nNAME: /[a-z]+/\n%ignore " "\n', ["SELECT a", "\u017fELECT a", "selecta"]),
+    # A keyword glued to a name: lark splits it.
+    ('start: "print" NAME ";" | NAME "=" NAME ";"\nNAME: /[a-z]+/\n%ignore " "\n', ["printx;", "print x;", "x = y;"]),
+]
+
+
+@pytest.mark.parametrize(("grammar_text", "texts"), CASES)
+def test_complete_texts_are_larks(grammar_text: str, texts: list[str]) -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)
+        grammar = Grammar.from_lark(grammar_text)
+    for text in texts:
+        assert grammar.is_complete(text) == lark_accepts(grammar_text, text), text
+
+
+def test_hazardous_grammars_are_read_at_the_character_level_and_safe_ones_are_not() -> None:
+    assert "gg_t_" in Grammar.from_lark(CASES[0][0]).llguidance_grammar
+    assert "gg_t_" not in Grammar.from_lark('start: NAME ("," NAME)*\nNAME: /[a-z]+/\n').llguidance_grammar
+    assert "gg_t_" not in Grammar.builtin("json").llguidance_grammar
+
+
+def test_no_exact_reading_is_a_grammar_error_with_position_and_terminals() -> None:
+    text = 'start: row+\nrow: CELL _NL\nCELL: /[^\\n]+/\n_NL: ("\\r"? "\\n")+\n'
+    with pytest.raises(GrammarError) as caught:
+        Grammar.from_lark(text)
+    error = caught.value
+    assert error.line == 4 and error.column == 1
+    assert "_NL" in str(error) and "CELL" in str(error) and "Suggested rewrite" in str(error)
+
+
+def test_lexer_choice() -> None:
+    text = 'start: "select" NAME | NAME "=" NAME\nNAME: /[a-z]+/\n%ignore " "\n'
+    assert Grammar.from_lark(text).is_complete("selecta")  # lark's dynamic lexer: select a
+    assert lark_accepts(text, "selecta")
+    assert not Grammar.from_lark(text, lexer="greedy").is_complete("selecta")  # one word
+    assert Grammar.from_lark(text, lexer="greedy").is_complete("select a")
+    with pytest.raises(GrammarError):
+        Grammar.from_lark(text, lexer="basic")  # type: ignore[arg-type]
+
+
+def test_shipped_grammars_say_how_they_are_read() -> None:
+    assert Grammar.builtin("sqlite").lexer == "greedy"
+    assert Grammar.builtin("json").lexer == "dynamic"
+
+
+@pytest.mark.parametrize("text", ['start: start "a"\n', "start: X\nX: /[^\\s\\S]/\n"])
+def test_an_empty_language_is_an_error(text: str) -> None:
+    with pytest.raises(GrammarError, match="empty"):
+        Grammar.from_lark(text)
+
+
+def test_empty_literal_error_points_at_it() -> None:
+    with pytest.raises(GrammarError) as caught:
+        Grammar.from_lark('start: "a" ""\n')
+    assert caught.value.construct == '""' and (caught.value.line, caught.value.column) == (1, 12)
