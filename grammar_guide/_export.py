@@ -208,10 +208,26 @@ def to_plain_lark(grammar: Grammar) -> str:
         expression = lark_regex(terminal.pattern)
         lines.append(f"{term_names[name]}: {expression}")
         if name in g.ignore:
-            lines.append(f"{term_names[name + ' edge']}: {expression}")
+            lines.append(f"{term_names[name + ' edge']}: {lark_regex(_edge_regex(terminal.pattern))}")
     for name in g.ignore:
         lines.append(f"%ignore {term_names[name]}")
     return "\n".join(lines).rstrip() + "\n"
+
+
+def _edge_regex(regex: str) -> str:
+    """The ignored terminal's regex for ``ignored: (EDGE)*`` at either end of the text: ``X`` for
+    ``X+`` of one character, else ``(?:R)+``. Repeated, both give the same texts as ``R``; a
+    different regex keeps llguidance (1.5) from merging the edge with the ``%ignore``d terminal,
+    which it then does not allow at the start."""
+    if regex.endswith("+"):
+        body = regex[:-1]
+        try:
+            parsed = _sre_parse.parse(body, 0)
+        except Exception:  # not a whole item before the "+"
+            parsed = None
+        if parsed is not None and _char_set(list(parsed), parsed.state.flags) is not None:
+            return body
+    return f"(?:{regex})+"
 
 
 def _lark_string(value: str) -> str:
