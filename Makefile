@@ -9,7 +9,7 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: demo test bench install browser clean
+.PHONY: demo test bench install browser clean floors
 
 install: $(STAMP)
 
@@ -33,6 +33,18 @@ demo: $(STAMP)
 
 test: $(STAMP) browser
 	$(PY) -m pytest -q -p no:cacheprovider
+
+# The core at the lowest declared versions of its dependencies (tools/dependency_floors.py),
+# in its own venv: the grammar, checker, export and model-free loop tests.
+FLOORS_VENV  ?= .venv-floors
+FLOORS_TESTS := tests/test_grammar.py tests/test_checker.py tests/test_export.py tests/test_grammar_json.py \
+                tests/test_reader.py tests/test_repair.py tests/test_layers.py
+floors:
+	test -x $(FLOORS_VENV)/bin/python || $(PYTHON) -m venv $(FLOORS_VENV)
+	$(FLOORS_VENV)/bin/python -m pip install -q $$($(PYTHON) -m tools.dependency_floors) pytest hypothesis regex
+	$(FLOORS_VENV)/bin/python -m pip install -q --no-deps -e .
+	$(FLOORS_VENV)/bin/python -m pip list 2>/dev/null | grep -iE '^(lark|llguidance|httpx|tenacity) '
+	$(FLOORS_VENV)/bin/python -m pytest -q -p no:cacheprovider $(FLOORS_TESTS)
 
 bench: $(STAMP)
 	$(PY) -m benchmarks

@@ -1,0 +1,37 @@
+"""The lowest versions pyproject.toml declares for the core dependencies, as pip pins.
+
+``python -m tools.dependency_floors`` prints ``name==floor`` for each ``[project].dependencies``
+entry (``lark>=1.2.1`` gives ``lark==1.2.1``); ``make floors`` installs exactly those in a
+separate venv and runs the tests of the core (grammar, checker, export, loop without models), so
+a declared floor is a tested one. A dependency declared without a ``>=`` floor is an error: there
+would be nothing to test.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+
+try:
+    import tomllib
+except ImportError:  # pragma: no cover - Python 3.10
+    import tomli as tomllib  # type: ignore[no-redef]
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def floors(pyproject: Path = ROOT / "pyproject.toml") -> list[str]:
+    declared = tomllib.loads(pyproject.read_text(encoding="utf-8"))["project"]["dependencies"]
+    pins = []
+    for requirement in declared:
+        match = re.match(r"^\s*([A-Za-z0-9_.\-\[\]]+)\s*.*?>=\s*([0-9][^,;\s]*)", requirement)
+        if match is None:
+            raise SystemExit(f"{requirement!r} declares no '>=' floor")
+        pins.append(f"{match.group(1)}=={match.group(2)}")
+    return pins
+
+
+if __name__ == "__main__":
+    print(" ".join(floors()))
+    sys.exit(0)
