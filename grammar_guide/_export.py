@@ -216,18 +216,13 @@ def to_plain_lark(grammar: Grammar) -> str:
 
 def _edge_regex(regex: str) -> str:
     """The ignored terminal's regex for ``ignored: (EDGE)*`` at either end of the text: ``X`` for
-    ``X+`` of one character, else ``(?:R)+``. Repeated, both give the same texts as ``R``; a
-    different regex keeps llguidance (1.5) from merging the edge with the ``%ignore``d terminal,
-    which it then does not allow at the start."""
-    if regex.endswith("+"):
-        body = regex[:-1]
-        try:
-            parsed = _sre_parse.parse(body, 0)
-        except Exception:  # not a whole item before the "+"
-            parsed = None
-        if parsed is not None and _char_set(list(parsed), parsed.state.flags) is not None:
-            return body
-    return f"(?:{regex})+"
+    ``X+`` of one character (repeated, the same texts), else the regex itself. An edge identical
+    to the ``%ignore``d white space made llguidance 1.5 merge the two and then refuse white space
+    at the start; ``(?:R)+`` for the other terminals would read two comments as one lexeme, which
+    the loader refuses as ambiguous."""
+    if regex.endswith("+") and _plus_of_one_character(regex) is not None:
+        return regex[:-1]
+    return regex
 
 
 def _lark_string(value: str) -> str:
@@ -303,14 +298,19 @@ def _ignored_piece(regex: str) -> str:
     """An ignored terminal as one repetition inside ``ignored ::= (...)*``: ``X+`` for a
     single-character X becomes ``X`` (the same language there), which spares llama.cpp's engine
     an exponentially ambiguous rule."""
+    chars = _plus_of_one_character(regex)
+    return _gbnf_class(chars) if chars is not None else _gbnf_regex(regex)
+
+
+def _plus_of_one_character(regex: str) -> Ranges | None:
+    """The characters X when ``regex`` is ``X+`` for a one-character X, else None."""
     parsed = _sre_parse.parse(regex, 0)
     items = list(parsed)
     if len(items) == 1 and items[0][0] is _c.MAX_REPEAT:
         low, high, body = items[0][1]
-        chars = char_set(list(body), parsed.state.flags)
-        if low == 1 and high == _c.MAXREPEAT and chars is not None:
-            return _gbnf_class(chars)
-    return _gbnf_regex(regex)
+        if low == 1 and high == _c.MAXREPEAT:
+            return char_set(list(body), parsed.state.flags)
+    return None
 
 
 def _gbnf_string(value: str) -> str:
