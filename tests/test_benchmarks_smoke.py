@@ -57,3 +57,15 @@ def test_simulated_draft_and_baselines_on_real_queries():
     retried = run_retry(queries, counter, NEVER, lookahead=512)
     assert [r["draft_calls"] for r in retried] == [1, 1]
     assert score(retried, queries, counter)["exact"] == 2
+
+
+def test_violation_bench_repairs_its_one_comma():
+    from benchmarks.violation_bench import records, run_once, with_extra_comma
+
+    grammar = Grammar.builtin("json")
+    clean = records(1_000)
+    bad = with_extra_comma(clean)
+    assert len(bad) == len(clean) + 1 and ",," in bad and grammar.is_complete(clean)
+    assert run_once(grammar, clean, clean)["corrections"] == 0
+    broken = run_once(grammar, bad, clean)  # asserts the result is the clean text
+    assert broken["corrections"] == 1 and broken["draft_calls"] <= 2

@@ -1,0 +1,127 @@
+"""Violation cost: what one invalid byte in a long draft costs the guide loop, by text size.
+
+A draft streams a JSON array of records (about 1 KB, 100 KB and 1 MB, in one run) in chunks of 64
+characters, as an API streams tokens, and continues its text truly after a repair. Two drafts per
+size: the valid text, and the same text with one extra comma (``},,{``) nine tenths of the way in.
+``guide(..., target=False)`` runs each (the grammar's own repair drops the comma; the result is
+checked to be the valid text). The violation's cost is the difference of the two wall times: the
+diagnostics of one violation (expected terminals, line and column), the repair, and the second
+draft call. Flat in the text's size is the goal (issue 15, item 3): the same at 1 KB and 1 MB.
+
+``python -m benchmarks.violation_bench [--sizes 1000 100000 1000000] [--repeat 3]`` prints a table
+and writes ``benchmarks/results/violation_bench.json``. Each figure is the best of ``--repeat``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+from typing import Any, Iterator
+
+if __package__ in (None, ""):  # run as a script
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from benchmarks._common import machine, machine_line, markdown_table, write_results  # noqa: E402
+import grammar_guide as gg  # noqa: E402
+
+NAME = "violation_bench"
+CHUNK = 64
+
+
+def records(size: int) -> str:
+    """A JSON array of small records, about ``size`` characters long."""
+    parts: list[str] = []
+    total = 2
+    i = 0
+    while total < size or not parts:
+        part = f'{{"id": {i}, "name": "user-{i}", "tags": ["a", "b"], "score": {i % 97 / 10}}}'
+        parts.append(part)
+        total += len(part) + 2
+        i += 1
+    return "[" + ", ".join(parts) + "]"
+
+
+def with_extra_comma(text: str) -> str:
+    """``text`` with one comma doubled nine tenths of the way in (after a record)."""
+    at = text.index("}, ", len(text) * 9 // 10) + 1
+    return text[:at] + "," + text[at:]
+
+
+class ContinuingDraft:
+    """Streams ``first`` on the first call; later calls continue ``clean`` from the accepted text."""
+
+    def __init__(self, first: str, clean: str) -> None:
+        self.first = first
+        self.clean = clean
+        self.calls = 0
+
+    def __call__(self, prompt: str, prefix: str) -> Iterator[str]:
+        self.calls += 1
+        if self.calls == 1:
+            text = self.first
+        else:
+            assert self.clean.startswith(prefix), "the accepted text left the clean text"
+            text = self.clean[len(prefix) :]
+        for i in range(0, len(text), CHUNK):
+            yield text[i : i + CHUNK]
+
+
+def run_once(grammar: gg.Grammar, first: str, clean: str) -> dict[str, Any]:
+    draft = gg.FunctionDraft(ContinuingDraft(first, clean), continues_prefix=True)
+    started = time.perf_counter()
+    result = gg.guide(draft, grammar, "", target=False, max_new_tokens=10**9, max_draft_calls=8, lookahead=10**6)
+    seconds = time.perf_counter() - started
+    if result.text != clean:
+        raise AssertionError(f"the result is not the valid text (length {len(result.text)} vs {len(clean)})")
+    return {
+        "seconds": seconds,
+        "corrections": result.stats.corrections,
+        "draft_calls": result.stats.draft_calls,
+        "check_seconds": result.stats.check_seconds,
+    }
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--sizes", type=int, nargs="*", default=[1_000, 100_000, 1_000_000])
+    ap.add_argument("--repeat", type=int, default=3)
+    args = ap.parse_args(argv)
+    grammar = gg.Grammar.builtin("json")
+    info = machine()
+    rows = []
+    for size in args.sizes:
+        clean = records(size)
+        bad = with_extra_comma(clean)
+        valid = min((run_once(grammar, clean, clean) for _ in range(args.repeat)), key=lambda r: r["seconds"])
+        broken = min((run_once(grammar, bad, clean) for _ in range(args.repeat)), key=lambda r: r["seconds"])
+        if broken["corrections"] != 1:
+            raise AssertionError(f"expected one correction, got {broken['corrections']}")
+        rows.append(
+            {
+                "size_chars": len(clean),
+                "valid_seconds": valid["seconds"],
+                "one_violation_seconds": broken["seconds"],
+                "violation_cost_seconds": broken["seconds"] - valid["seconds"],
+                "draft_calls": broken["draft_calls"],
+            }
+        )
+        print(f"  {len(clean):>9,} chars: valid {valid['seconds']:.3f} s, one violation {broken['seconds']:.3f} s", flush=True)
+    print(f"\nviolation cost, JSON, target=False ({machine_line(info)}), best of {args.repeat}:\n")
+    print(
+        markdown_table(
+            ["text", "valid draft (s)", "one extra comma (s)", "violation cost (s)"],
+            [
+                (f"{r['size_chars']:,} chars", r["valid_seconds"], r["one_violation_seconds"], r["violation_cost_seconds"])
+                for r in rows
+            ],
+        )
+    )
+    payload = {"machine": info, "chunk": CHUNK, "repeat": args.repeat, "rows": rows}
+    write_results(NAME, payload)
+    return payload
+
+
+if __name__ == "__main__":
+    main()
