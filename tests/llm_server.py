@@ -168,6 +168,17 @@ def _text_of(content: Any) -> str:
     return ""
 
 
+def _resume_at(answer: str, written: str) -> int:
+    """Where a canned ``answer`` goes on after ``written``: after the longest tail of ``written``
+    (8 to 40 characters) found in it (a continuation past prose the loop cut), else after the
+    longest beginning of it that ``written`` ends with, else from the start."""
+    for m in range(min(len(written), 40), 7, -1):
+        at = answer.find(written[-m:])
+        if at >= 0:
+            return at + m
+    return next((k for k in range(min(len(answer), len(written)), 0, -1) if written.endswith(answer[:k])), 0)
+
+
 def _sse(data: Any, event: str | None = None) -> bytes:
     payload = data if isinstance(data, str) else json.dumps(data)
     head = f"event: {event}\n" if event else ""
@@ -240,8 +251,8 @@ class LLMServer:
         """Register fault steps under a new name; send it in the ``x-test-script`` header.
 
         With ``answer``, every request of the script streams that text (greedy and instant)
-        instead of the model's: from the start, or after the longest beginning of it that the
-        text being continued (a completion prompt, a prefilled assistant message) ends with.
+        instead of the model's: from the start, or from where the text being continued (a
+        completion prompt, a prefilled assistant message) leaves off in it (see ``_resume_at``).
         """
         name = uuid.uuid4().hex
         self._scripts[name] = list(steps)
@@ -254,7 +265,7 @@ class LLMServer:
         answer = self._answers.get(record.script or "")
         if answer is None:
             return
-        start = next((k for k in range(min(len(answer), len(written)), 0, -1) if written.endswith(answer[:k])), 0)
+        start = _resume_at(answer, written)
         record.canned = list(self.tokenizer(answer[start:], add_special_tokens=False).input_ids)
 
     def records_for(self, name: str) -> list[RequestRecord]:
