@@ -17,6 +17,8 @@ import asyncio
 import concurrent.futures
 import contextlib
 import inspect
+import queue
+import threading
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, AsyncIterator, Callable, Iterator, Literal, Mapping
 
@@ -121,8 +123,44 @@ class SyncDraft(Draft):
                     yield chunk
 
 
+class Worker:
+    """One daemon thread that runs blocking calls one after another.
+
+    Awaiting a call (``asyncio.wrap_future(worker.submit(...))``) can be abandoned: a timeout or a
+    cancellation stops the waiting at once, while the call itself runs on to its end in the
+    thread, which nothing joins (not ``asyncio.run``'s executor shutdown, not the interpreter's
+    exit). A blocking draft therefore cannot hold a run past its ``timeout``.
+    """
+
+    def __init__(self, name: str = "grammar-guide-draft") -> None:
+        self._tasks: queue.SimpleQueue[tuple[concurrent.futures.Future[Any], Callable[..., Any], tuple[Any, ...]] | None]
+        self._tasks = queue.SimpleQueue()
+        threading.Thread(target=self._serve, name=name, daemon=True).start()
+
+    def _serve(self) -> None:
+        while (task := self._tasks.get()) is not None:
+            future, fn, args = task
+            if not future.set_running_or_notify_cancel():
+                continue
+            try:
+                result = fn(*args)
+            except BaseException as exc:  # handed to the waiting side, if any
+                future.set_exception(exc)
+            else:
+                future.set_result(result)
+
+    def submit(self, fn: Callable[..., Any], *args: Any) -> concurrent.futures.Future[Any]:
+        future: concurrent.futures.Future[Any] = concurrent.futures.Future()
+        self._tasks.put((future, fn, args))
+        return future
+
+    def shutdown(self) -> None:
+        """End the thread once the calls already submitted are done."""
+        self._tasks.put(None)
+
+
 async def iterate_in_thread(iterator: Iterator[Any]) -> AsyncIterator[Any]:
-    """Drive a blocking iterator from async code, one ``next`` at a time in a worker thread.
+    """Drive a blocking iterator from async code, one ``next`` at a time in a ``Worker`` thread.
 
     Every item is passed on as it is (empty ones too): the caller judges them.
 
@@ -134,7 +172,7 @@ async def iterate_in_thread(iterator: Iterator[Any]) -> AsyncIterator[Any]:
     # One thread for the whole iterator: a local model then runs every step on the same thread
     # (torch's CPU thread pool is per calling thread: steps hopping between pool threads ran
     # about 20% slower, measured on SmolLM2 with 2 cores).
-    worker = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="grammar-guide-draft")
+    worker = Worker()
     try:
         while True:
             step = worker.submit(next, iterator, done)
@@ -151,7 +189,7 @@ async def iterate_in_thread(iterator: Iterator[Any]) -> AsyncIterator[Any]:
                 step.add_done_callback(lambda _: close())
             else:
                 close()
-        worker.shutdown(wait=False)
+        worker.shutdown()
 
 
 _PREFIX_NAMES = {"prefix", "accepted_text", "accepted", "text", "prefill", "partial"}
@@ -230,7 +268,13 @@ class FunctionDraft(Draft):
         if inspect.iscoroutinefunction(self.fn) or inspect.isasyncgenfunction(self.fn):
             out = self._invoke(call)
         else:
-            out = await asyncio.to_thread(self._invoke, call)
+            # Its own thread, not the event loop's executor: a run's timeout may abandon a call
+            # that blocks (asyncio.run would wait for the executor's threads at its end).
+            worker = Worker()
+            try:
+                out = await asyncio.wrap_future(worker.submit(self._invoke, call))
+            finally:
+                worker.shutdown()
         if inspect.isawaitable(out):
             out = await out
         if isinstance(out, str):

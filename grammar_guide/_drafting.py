@@ -29,6 +29,8 @@ __all__ = ["Drafting", "Round"]
 _EVIDENCE_CHUNKS = 8
 _EVIDENCE_LEXEMES = 6
 _LEXEME = re.compile(r"\w+|[^\w\s]")
+# Streams in a row that may break after some text and be resumed before the error ends the run.
+MAX_BROKEN_IN_A_ROW = 2
 
 
 class DraftTimeout(Exception):
@@ -42,7 +44,10 @@ class Round:
     ``kept`` is the draft's text accepted from ``start`` on; ``evidence`` the rejected text after
     a violation (``None``: no violation); ``ended``: the draft wrote nothing more; ``retry``: the
     draft was still writing prose when its lookahead ran out (ask again with more room);
-    ``floor``: repairs do not take back text before it (the end of the last correction).
+    ``floor``: repairs do not take back text before it (the end of the last correction);
+    ``broken``: the provider error that cut the stream short after some text (the loop resumes);
+    ``tokens_left``: how many more tokens of text this call may add (``max_new_tokens``), and
+    ``over_budget``: it wrote more, and was cut and closed there.
     """
 
     call: DraftCall
@@ -55,6 +60,9 @@ class Round:
     ended: bool = False
     retry: bool = False
     timed_out: bool = False
+    broken: ProviderError | None = None
+    tokens_left: int | None = None
+    over_budget: bool = False
 
 
 @dataclass
@@ -71,12 +79,13 @@ class Drafting:
     count_discarded: Callable[[str], None]
     on_draft_text: Callable[[str], None] | None = None
     deadline: float | None = None
+    count_tokens: Callable[[str], int] = lambda text: -(-len(text) // 4)
     earlier_answers: list[str] = field(default_factory=list)
     prose_retry: int = 0  # 1: the next call gets a longer lookahead for prose, 2: done
-    provider_failures: int = 0
+    broken_in_a_row: int = 0  # calls in a row whose stream broke after some text
 
-    async def read(self, lookahead: int, floor: int) -> Round:
-        """Call the draft once and read its answer into the checker."""
+    async def read(self, lookahead: int, floor: int, tokens_left: int | None = None) -> Round:
+        """Call the draft once and read its answer into the checker, ``tokens_left`` at most."""
         text = self.checker.text
         request = DraftRequest(
             prompt=self.prompt,
@@ -88,6 +97,7 @@ class Drafting:
         self.stats.draft_calls += 1
         call = DraftCall(request)
         rnd = Round(call, self.stats.draft_calls, len(text), floor, AnswerReader(self.stops, self.fences))
+        rnd.tokens_left = tokens_left
         if self.prose_retry == 1:
             self.prose_retry = 2
         started = time.perf_counter()
@@ -98,14 +108,18 @@ class Drafting:
         except DraftTimeout:
             rnd.timed_out = True
         except ProviderError as exc:
-            # A stream that broke after some text (the provider already retried what could be
-            # retried before the first chunk): keep the text read and call again, twice at most.
-            self.provider_failures += 1
-            if not exc.retryable or self.provider_failures > 2:
+            # Before any text the provider's own retries are spent (or the error is not one to
+            # retry): it ends the run at once. A stream that broke after some text keeps the text
+            # read and is resumed by the next call, up to MAX_BROKEN_IN_A_ROW times in a row.
+            self.broken_in_a_row += 1
+            if not rnd.reader.raw or not exc.retryable or self.broken_in_a_row > MAX_BROKEN_IN_A_ROW:
                 if rnd.kept:
                     self.emit(DraftSpan(rnd.start, rnd.kept, call=rnd.index))
                 raise
+            rnd.broken = exc
             call.finish_reason = "error"
+        else:
+            self.broken_in_a_row = 0
         finally:
             self.stats.draft_seconds += time.perf_counter() - started
             self.stats.add_draft_usage(call.tokens_in, call.tokens_out)
@@ -168,6 +182,8 @@ class Drafting:
                 preamble = None
                 if self._feed(rnd, answer):
                     break
+            if rnd.over_budget:
+                break
             if stopped:
                 rnd.ended = True
                 break
@@ -233,7 +249,10 @@ class Drafting:
                 return
 
     def _feed(self, rnd: Round, chunk: str) -> bool:
-        """Feed a chunk; True when it had an invalid byte (the rest becomes the evidence)."""
+        """Feed a chunk (as much of it as the budget allows); True when it had an invalid byte
+        (the rest becomes the evidence)."""
+        if rnd.tokens_left is not None:
+            chunk = self._within_budget(rnd, chunk)
         if not chunk:
             return False
         started = time.perf_counter()
@@ -244,6 +263,34 @@ class Drafting:
             rnd.evidence = chunk[n:]
             return True
         return False
+
+    def _within_budget(self, rnd: Round, chunk: str) -> str:
+        """The beginning of ``chunk`` that fits in the round's token budget; a chunk that does not
+        fit whole is cut (at the longest beginning that does) and the round marked over budget.
+
+        Per chunk, so that a 1 MB answer in one string costs no more than its budget: only the
+        first ``8 * tokens_left`` characters are ever tokenized (a longer token is rare; then the
+        cut comes a little early)."""
+        left = rnd.tokens_left
+        if left is None or not chunk:
+            return chunk
+        head = chunk[: 8 * left + 8]
+        used = self.count_tokens(head)
+        if used <= left and len(head) == len(chunk):
+            rnd.tokens_left = left - used
+            return chunk
+        if used > left:
+            low, high = 0, len(head)  # the longest beginning of ``head`` within the budget
+            while low < high:
+                middle = (low + high + 1) // 2
+                if self.count_tokens(head[:middle]) <= left:
+                    low = middle
+                else:
+                    high = middle - 1
+            head = head[:low]
+        rnd.tokens_left = 0
+        rnd.over_budget = True
+        return head
 
     def _leave_preamble(self, rnd: Round, preamble: str) -> str | None:
         """Where the answer starts in prose the draft wrote first, or None if not yet seen."""

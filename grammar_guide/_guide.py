@@ -43,7 +43,12 @@ def guide(
     coroutine = aguide(draft, grammar, prompt, target, **options)
     try:
         asyncio.get_running_loop()
+        in_a_loop = True
     except RuntimeError:
+        in_a_loop = False
+    # Not inside the ``except``: every error of the run would carry "no running event loop" as
+    # its context.
+    if not in_a_loop:
         return asyncio.run(coroutine)
     with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="grammar-guide") as pool:
         return pool.submit(asyncio.run, coroutine).result()
@@ -81,6 +86,11 @@ async def aguide(
     Raises ``GuideExhausted`` (with the partial result) when the text cannot be completed, and
     ``ProviderError`` when the draft fails outright.
     """
+    if not (target is None or target is False or callable(getattr(target, "acontinue_text", None))):
+        raise TypeError(
+            "target must be a TargetModel (gg.TargetModel.load()), None for the default model, "
+            f"or False for none, not {target!r}"
+        )
     if limits is None:
         limits = GuideLimits(
             lookahead=lookahead,

@@ -67,8 +67,10 @@ class GuideLoop:
         self.last_violation: tuple[int, str] | None = None
         self.floor = 0  # text someone other than the draft chose is never taken back
         self.drafting = Drafting(
-            draft, self.checker, prompt, stops, fences, self.stats, self.emit, self.count_discarded, on_draft_text
+            draft, self.checker, prompt, stops, fences, self.stats, self.emit, self.count_discarded, on_draft_text,
+            count_tokens=self.count_tokens,
         )
+        self.text_tokens = 0  # tokens of the accepted text, as last counted
 
     async def run(self, seed_text: str) -> GuideResult:
         started = time.perf_counter()
@@ -89,15 +91,20 @@ class GuideLoop:
 
     async def _rounds(self) -> None:
         stalls = 0
+        broken: ProviderError | None = None  # the last round's stream broke after some text
         while not self._done():
             spent = self._budget_spent()
             if spent:
+                if broken is not None:
+                    # No budget left to resume the broken stream: its text may be cut short, so
+                    # the run ends with the provider's error, not a quiet result.
+                    raise broken
                 await self._finish(spent)
                 return
             self._append_forced("forced")
             if self._done():
                 return
-            outcome = await self._round()
+            outcome, broken = await self._round()
             if outcome is Outcome.DONE:
                 return
             stalls = stalls + 1 if outcome is Outcome.STALLED else 0
@@ -121,7 +128,8 @@ class GuideLoop:
             return f"max_corrections ({limits.max_corrections}) reached"
         if self.stats.draft_calls >= limits.max_draft_calls:
             return f"max_draft_calls ({limits.max_draft_calls}) reached"
-        if self.count_tokens(self.checker.text) >= limits.max_new_tokens:
+        self.text_tokens = self.count_tokens(self.checker.text)
+        if self.text_tokens >= limits.max_new_tokens:
             return f"max_new_tokens ({limits.max_new_tokens}) reached"
         if self.deadline is not None and time.monotonic() >= self.deadline:
             return f"timeout ({limits.timeout} s) reached"
@@ -129,22 +137,29 @@ class GuideLoop:
 
     # -- draft, check ------------------------------------------------------------------------
 
-    async def _round(self) -> Outcome:
-        rnd = await self.drafting.read(self.limits.lookahead, self.floor)
+    async def _round(self) -> tuple[Outcome, ProviderError | None]:
+        """Run one round; how it ended, and the error that broke its stream, if one did."""
+        tokens_left = self.limits.max_new_tokens - self.text_tokens
+        rnd = await self.drafting.read(self.limits.lookahead, self.floor, tokens_left)
         if rnd.timed_out:
             self.exhausted = f"timeout ({self.limits.timeout} s) reached"
+        if rnd.over_budget:
+            self.exhausted = f"max_new_tokens ({self.limits.max_new_tokens}) reached"
         if rnd.retry:
-            return Outcome.CONTINUE
+            return Outcome.CONTINUE, None
         if rnd.evidence is not None:
-            return await self._repair(rnd, rnd.evidence)
+            return await self._repair(rnd, rnd.evidence), None
         self._emit_span(rnd)
         if rnd.reader.stopped_text:
             self.emit(Cut(len(self.checker.text), rnd.reader.stopped_text, reason="stop", call=rnd.index))
+        if rnd.broken is not None:
+            # A broken stream is never the end of the answer, whatever the text: call again.
+            return Outcome.CONTINUE, rnd.broken
         if self.exhausted:
-            return Outcome.CONTINUE
-        if self.checker.is_complete and rnd.call.finish_reason not in ("length", "error"):
-            return Outcome.DONE
-        return Outcome.CONTINUE if rnd.kept.strip() else Outcome.STALLED
+            return Outcome.CONTINUE, None
+        if self.checker.is_complete and rnd.call.finish_reason != "length":
+            return Outcome.DONE, None
+        return (Outcome.CONTINUE if rnd.kept.strip() else Outcome.STALLED), None
 
     # -- repair ------------------------------------------------------------------------------
 

@@ -525,14 +525,15 @@ def run_guide(args: argparse.Namespace) -> int:
 
     try:
         result = guide(draft, grammar, question, target, **options)
-    except GuideExhausted as exc:
+    except (GuideExhausted, ProviderError) as exc:
+        # The partial result (the valid prefix and its events) still goes to --json and --html.
         partial = exc.result
         if progress is not None and partial is not None:
             progress.finished(partial)
         if partial is not None:
             _write_outputs(partial, args, html_path, text=False)
         _error(str(exc))
-        return EXIT_EXHAUSTED
+        return EXIT_PROVIDER if isinstance(exc, ProviderError) else EXIT_EXHAUSTED
     if progress is not None:
         progress.finished(result)
     _write_outputs(result, args, html_path, text=True)

@@ -6,6 +6,7 @@ import json
 import os
 import pty
 import select
+import socket
 import subprocess
 import sys
 import threading
@@ -369,14 +370,20 @@ def test_budget_exhausted_exits_4_with_the_partial_result(tmp_path: Path) -> Non
 # -- provider failure ------------------------------------------------------------------------------
 
 
-class _Unauthorized(BaseHTTPRequestHandler):
+class _ErrorAnswer(BaseHTTPRequestHandler):
+    """A server whose every answer is an HTTP error: ``status`` with ``message(request)``."""
+
+    status = 500
+    kind = "server_error"
+
+    def message(self) -> str:
+        return "The server had an error."
+
     def do_POST(self) -> None:  # noqa: N802
         length = int(self.headers.get("Content-Length") or 0)
         self.rfile.read(length)
-        given = self.headers.get("Authorization", "").removeprefix("Bearer ")
-        message = f"Incorrect API key provided: {given}."  # as some servers do: echoes the key
-        body = json.dumps({"error": {"message": message, "type": "invalid_request_error"}})
-        self.send_response(401)
+        body = json.dumps({"error": {"message": self.message(), "type": self.kind}})
+        self.send_response(self.status)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
@@ -384,6 +391,15 @@ class _Unauthorized(BaseHTTPRequestHandler):
 
     def log_message(self, *args: object) -> None:
         pass
+
+
+class _Unauthorized(_ErrorAnswer):
+    status = 401
+    kind = "invalid_request_error"
+
+    def message(self) -> str:
+        given = self.headers.get("Authorization", "").removeprefix("Bearer ")
+        return f"Incorrect API key provided: {given}."  # as some servers do: echoes the key
 
 
 @pytest.fixture
@@ -405,6 +421,37 @@ def test_provider_failure_exits_3_without_leaking_the_key(unauthorized_server: s
     assert done.returncode == 3, done.stderr
     assert done.stderr.startswith("grammar-guide: error: http (HTTP 401)")
     assert secret not in done.stderr and secret not in done.stdout
+    assert done.stdout == ""
+
+
+def test_a_server_failing_every_time_exits_3_with_the_partial_result(tmp_path: Path) -> None:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _ErrorAnswer)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}/v1"
+        html = tmp_path / "partial.html"
+        done = cli("q", "-g", "json", "-d", url, "--model", "m", "--no-target", "--json", "--html", str(html))
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()
+    # A provider failure, not an exhausted budget (exit 4): after the provider's own retries.
+    assert done.returncode == 3, done.stderr
+    assert done.stderr.startswith("grammar-guide: error: http (HTTP 500): The server had an error.")
+    partial = json.loads(done.stdout)
+    assert partial["complete"] is False and partial["text"] == "" and partial["stats"]["draft_calls"] == 1
+    assert html.is_file()
+
+
+def test_a_refused_connection_exits_3() -> None:
+    closed = socket.socket()
+    closed.bind(("127.0.0.1", 0))
+    port = closed.getsockname()[1]
+    closed.close()
+    done = cli("q", "-g", "json", "-d", f"http://127.0.0.1:{port}/v1", "--model", "m", "--no-target")
+    assert done.returncode == 3, done.stderr
+    assert done.stderr.startswith("grammar-guide: error: http: ConnectError")
     assert done.stdout == ""
 
 
