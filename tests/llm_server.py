@@ -102,6 +102,9 @@ class RequestRecord:
     text: str = ""
     #: The canned answer's token ids this request streams instead of the model's (see ``script``).
     canned: list[int] | None = None
+    #: Whether a mid-stream fault ("drop", "stall", "malformed", "truncate") came into play (a
+    #: stream may end before its ``after_tokens``).
+    fault_applied: bool = False
     #: Set once both the generation and the response that streamed it have ended (so the
     #: disconnect, if any, is recorded before a test reads it).
     finished: threading.Event = field(default_factory=threading.Event)
@@ -452,7 +455,9 @@ class LLMServer:
         record.prompt_tokens = len(ids)
         return ids
 
-    async def _faulty(self, pieces: AsyncIterator[str], fault: Fault | None, malformed: bytes) -> AsyncIterator[Any]:
+    async def _faulty(
+        self, pieces: AsyncIterator[str], fault: Fault | None, malformed: bytes, record: RequestRecord
+    ) -> AsyncIterator[Any]:
         """Pieces of text, with a scripted mid-stream fault applied (yields bytes for raw events)."""
         count = 0
         if fault is not None and fault.kind == "empty":
@@ -464,6 +469,7 @@ class LLMServer:
                     yield piece
                     continue
                 if fault is not None and count >= fault.after_tokens:
+                    record.fault_applied = True
                     if fault.kind == "drop":
                         raise _Drop("scripted dropped connection")
                     if fault.kind == "stall":
@@ -569,7 +575,7 @@ class LLMServer:
                 pieces = constrained.pieces(result)
             else:
                 pieces = self._texts(prompt_ids, max_tokens, stops, record, result, request)
-            async for piece in self._faulty(pieces, fault, malformed):
+            async for piece in self._faulty(pieces, fault, malformed, record):
                 if piece is _TRUNCATED:
                     return
                 if isinstance(piece, bytes):
@@ -649,7 +655,7 @@ class LLMServer:
             yield _sse({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}, "content_block_start")
             yield _sse({"type": "ping"}, "ping")
             pieces = self._texts(prompt_ids, max_tokens, stops, record, result, request)
-            async for piece in self._faulty(pieces, fault, malformed):
+            async for piece in self._faulty(pieces, fault, malformed, record):
                 if piece is _TRUNCATED:
                     return
                 if isinstance(piece, bytes):
