@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, AsyncIterator, Callable, Iterator, Litera
 if TYPE_CHECKING:
     from ._grammar import Grammar
 
-__all__ = ["Draft", "DraftCall", "DraftPath", "DraftRequest", "FunctionDraft", "SyncDraft", "as_draft"]
+__all__ = ["Draft", "DraftCall", "DraftOutputError", "DraftPath", "DraftRequest", "FunctionDraft", "SyncDraft", "as_draft"]
 
 #: How a draft call used the grammar: ``"native"``, the provider's own grammar engine
 #: constrained it; ``"speculative"``, it wrote freely (the checker and repairs keep the text
@@ -192,6 +192,10 @@ async def iterate_in_thread(iterator: Iterator[Any]) -> AsyncIterator[Any]:
         worker.shutdown()
 
 
+class DraftOutputError(TypeError):
+    """A draft function returned or yielded something that is not text (``None``, a dict, bytes)."""
+
+
 _PREFIX_NAMES = {"prefix", "accepted_text", "accepted", "text", "prefill", "partial"}
 
 
@@ -293,7 +297,7 @@ class FunctionDraft(Draft):
                     await aclose()
             return
         if out is None or isinstance(out, (bytes, bytearray, memoryview, Mapping)) or not hasattr(out, "__iter__"):
-            raise TypeError(
+            raise DraftOutputError(
                 f"draft function {self.name} must return str or yield str, but it returned {_describe(out)}"
             )
         async with contextlib.aclosing(iterate_in_thread(iter(out))) as chunks:
@@ -304,7 +308,7 @@ class FunctionDraft(Draft):
     def _checked(self, chunk: object) -> bool:
         """Whether ``chunk`` is text to pass on (not empty); a ``TypeError`` when it is not a str."""
         if not isinstance(chunk, str):
-            raise TypeError(f"draft function {self.name} must yield str chunks, but it yielded {_describe(chunk)}")
+            raise DraftOutputError(f"draft function {self.name} must yield str chunks, but it yielded {_describe(chunk)}")
         return bool(chunk)
 
 

@@ -26,6 +26,7 @@ import sys
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Callable, Sequence
 
+from ._draft import DraftOutputError
 from ._errors import GrammarError, GuideExhausted, MissingDependencyError, ProviderError
 from ._grammar import Grammar, Terminal
 
@@ -525,6 +526,8 @@ def run_guide(args: argparse.Namespace) -> int:
 
     try:
         result = guide(draft, grammar, question, target, **options)
+    except DraftOutputError as exc:  # a python: draft that returns no text is a wrong argument
+        raise UsageError(str(exc)) from None
     except (GuideExhausted, ProviderError) as exc:
         # The partial result (the valid prefix and its events) still goes to --json and --html.
         partial = exc.result

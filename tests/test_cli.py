@@ -444,6 +444,15 @@ def test_a_server_failing_every_time_exits_3_with_the_partial_result(tmp_path: P
     assert html.is_file()
 
 
+def test_a_draft_function_returning_no_text_exits_2(tmp_path: Path, sql_grammar: Path) -> None:
+    done = cli("q", "-g", str(sql_grammar), "-d", "python:cli_drafts:returns_a_dict", "--no-target")
+    assert done.returncode == 2, done.stderr
+    assert done.stderr == (
+        "grammar-guide: error: draft function returns_a_dict must return str or yield str, "
+        "but it returned dict {'choices': 'SELECT name FROM users'}\n"
+    )
+
+
 def test_a_refused_connection_exits_3() -> None:
     closed = socket.socket()
     closed.bind(("127.0.0.1", 0))
