@@ -64,6 +64,20 @@ class Terminal:
             return json.dumps(self.literal) + ("i" if self.case_insensitive else "")
         return f"/{self.regex}/"
 
+    def __repr__(self) -> str:
+        # Short: a pattern can be huge (the SQLite identifier's, which excludes every keyword,
+        # is 47 KB); its first characters and its length say which it is.
+        regex = repr(self.regex)
+        if self.regex is not None and len(self.regex) > _REPR_LIMIT:
+            regex = f"{self.regex[:_REPR_LIMIT]!r}... ({len(self.regex):,} characters)"
+        return (
+            f"Terminal(name={self.name!r}, literal={self.literal!r}, regex={regex}, "
+            f"case_insensitive={self.case_insensitive!r})"
+        )
+
+
+_REPR_LIMIT = 60
+
 
 
 def compile_lark(

@@ -128,6 +128,19 @@ def test_expected_names_literals_and_regexes(json_grammar: Grammar, sql: Grammar
     assert checker.expected()[0].case_insensitive
 
 
+def test_expected_terminals_have_short_reprs():
+    checker = Grammar.builtin("sqlite").checker()
+    checker.feed("SELECT ")
+    expected = {t.name: t for t in checker.expected()}
+    ident = max(expected.values(), key=lambda t: len(t.regex or ""))
+    assert len(ident.regex) > 10_000  # the identifier pattern excludes every keyword
+    shown = repr(ident)
+    assert len(shown) < 200 and shown.startswith(f"Terminal(name={ident.name!r}, literal=None, regex='")
+    assert f"({len(ident.regex):,} characters)" in shown
+    assert max(len(repr(t)) for t in expected.values()) < 200  # before: 47,590 characters
+    assert repr(expected["LPAR"]) == "Terminal(name='LPAR', literal='(', regex=None, case_insensitive=False)"
+
+
 def test_allowed_bytes_at_the_start(json_grammar: Grammar):
     allowed = json_grammar.checker().allowed_bytes()
     assert allowed == set(b' \t\n\r{["-0123456789tfn')
