@@ -16,6 +16,7 @@ from benchmarks.real_sql_repair import (
     edit_size,
     interleave,
     load_answers,
+    main,
     run_ours,
     run_sqlglot,
     score,
@@ -99,3 +100,16 @@ def test_methods_run_and_are_scored() -> None:
     assert score(glot, items)["errors"] == 1
     table = dialect_table({"ours": ours, "sqlglot": glot}, items)
     assert "| postgres | 1 | 1 / 1 | 1 / 1 |" in table
+
+
+def test_command_line_on_a_clone(tmp_path: Path) -> None:
+    clone = _clone(tmp_path / "clone")
+    questions = tmp_path / "mini_dev_sqlite.json"
+    questions.write_text(json.dumps([{"question": f"question {i}", "db_id": "db"} for i in range(3)]))
+    payload = main([str(clone), "--quick", "--no-target", "--questions", str(questions),
+                    "--results-dir", str(tmp_path / "out")])
+    assert payload["settings"]["rejected"] == 4 and payload["settings"]["replayed"] == 4
+    assert payload["settings"]["questions"] is True
+    assert list(payload["methods"]) == ["ours (target=False)", "sqlglot.transpile"]  # --quick: no 0.0.11
+    assert (tmp_path / "out" / "real_sql_repair.json").is_file()
+    assert "| postgres | 1 |" in payload["by_dialect"]
