@@ -129,6 +129,10 @@ class Drafting:
                 self.emit(GrammarRefused(rnd.start, call.fallback_reason, call=rnd.index))
         if rnd.reader.raw.strip():
             self.earlier_answers = (self.earlier_answers + [rnd.reader.raw])[-3:]
+        if rnd.reader.unescaped:
+            n = rnd.reader.unescaped
+            detail = f"undid {n} Markdown escape{'s' if n > 1 else ''} (\\_ or \\* read as _ or *)"
+            self.emit(Cut(rnd.start, "\\" * n, reason="formatting", call=rnd.index, detail=detail))
         aligner = rnd.reader.aligner
         if aligner is not None and aligner.dropped:
             self.emit(Cut(rnd.start, "".join(aligner.dropped), reason="restated", call=rnd.index))

@@ -30,11 +30,13 @@ grammar allowed only this text before the draft went on), ``finish`` (a budget r
 was completed; ``detail`` names the budget), ``stalled`` (the draft added nothing the grammar
 allows)."""
 
-CutReason = Literal["preamble", "after complete text", "restated", "stop", "dead end"]
+CutReason = Literal["preamble", "after complete text", "restated", "stop", "dead end", "unrepaired", "formatting"]
 """Why drafted text was left out: ``preamble`` (prose before the answer), ``after complete text``
 (a closing fence or an explanation after a complete answer), ``restated`` (a restating draft
 repeated accepted text), ``stop`` (from a stop string on), ``dead end`` (a word the text could
-never be completed after, taken back before the target wrote)."""
+never be completed after, taken back before the target wrote), ``unrepaired`` (the rejected
+text after a violation that no edit fixed and no model could repair), ``formatting`` (chat
+formatting that is not the answer: the backslashes of Markdown escapes)."""
 
 
 @dataclass(frozen=True)
@@ -81,8 +83,9 @@ class Correction:
 
     ``source`` is ``"target"`` (the target model chose it under the grammar mask), ``"forced"``
     (the grammar allowed only this), ``"healed"`` (the target re-chose the last token(s) of the
-    accepted text at a token boundary; the text is unchanged) or ``"repair"`` (an edit derived from
-    the draft's rejected text: a dropped character, a nearest keyword). ``reason`` says why it was
+    accepted text at a token boundary; the text is unchanged), ``"repair"`` (an edit derived from
+    the draft's rejected text: a dropped character, a nearest keyword) or ``"completion"`` (the
+    grammar's shortest completion, which closed the text). ``reason`` says why it was
     needed (see ``CorrectionReason``); ``detail`` says in words what was changed ("dropped ','")
     or which budget ran out; ``alternatives`` are the target's top choices for its first token;
     ``seconds`` is the time it took.
@@ -90,7 +93,7 @@ class Correction:
 
     offset: int
     text: str
-    source: Literal["target", "forced", "healed", "repair"]
+    source: Literal["target", "forced", "healed", "repair", "completion"]
     reason: CorrectionReason = "violation"
     alternatives: tuple[Alternative, ...] = ()
     tokens: int = 0

@@ -49,7 +49,7 @@ def _e(value: object) -> str:
 
 # -- rebuilding the text from the events -----------------------------------------------------
 
-_KEPT_KINDS = ("draft", "target", "forced", "healed", "repair")
+_KEPT_KINDS = ("draft", "target", "forced", "healed", "repair", "completion")
 _DISCARDED_KINDS = ("violation", "cut")
 
 _LABELS = {
@@ -58,6 +58,7 @@ _LABELS = {
     "forced": "Forced by the grammar",
     "healed": "Healed token boundary",
     "repair": "Repaired draft",
+    "completion": "Closed by the grammar",
     "violation": "Drafted, rejected by the grammar",
     "cut": "Drafted, cut",
 }
@@ -68,6 +69,7 @@ _SHORT = {
     "forced": "Forced",
     "healed": "Healed",
     "repair": "Repair",
+    "completion": "Closed",
     "violation": "Rejected",
     "cut": "Cut",
 }
@@ -78,6 +80,7 @@ _LEGEND_NOTES = {
     "forced": "the only text the grammar allowed here",
     "healed": "the target re-chose the last token(s) at the boundary",
     "repair": "a small edit of the draft's own text (dropped character, nearest keyword)",
+    "completion": "the shortest text the grammar allows to complete the text",
     "violation": "drafted text the grammar does not allow, thrown away at this point",
     "cut": "drafted text that could not extend a complete text, or a repetition",
 }
@@ -95,6 +98,8 @@ _CUT_REASONS: dict[CutReason, str] = {
     "restated": "the draft restated text already accepted",
     "stop": "from a stop string on",
     "dead end": "a word the text could never be completed after",
+    "unrepaired": "no edit fixed the violation and no model could repair it",
+    "formatting": "chat formatting that is not part of the answer",
 }
 
 
@@ -107,6 +112,8 @@ def _change(event: Correction) -> str:
         return f"re-chose {text} at a token boundary"
     if event.source == "forced":
         return f"inserted {text}"
+    if event.source == "completion":
+        return f"closed the text with {text}"
     return f"the target wrote {text}"
 
 
@@ -512,7 +519,7 @@ def _legend_html(rebuilt: _Rebuilt, result: GuideResult) -> str:
         for seg in rebuilt.segments
     )
     items = []
-    for kind in ("draft", "target", "forced", "healed", "repair", "violation", "cut"):
+    for kind in ("draft", "target", "forced", "healed", "repair", "completion", "violation", "cut"):
         dim = "" if kind in used else " gg-unused"
         items.append(
             f'<li class="gg-legend-item{dim}" data-kind="{kind}" title="{_e(_LEGEND_NOTES[kind])}">'
@@ -597,6 +604,7 @@ _CSS = """
 .gg-draft{color:var(--ink)}
 .gg-target{background:var(--target-bg);box-shadow:inset 0 -2px 0 var(--target);color:#06357a}
 .gg-forced{background:var(--forced-bg);box-shadow:inset 0 -2px 0 var(--forced);color:#4b1d96}
+.gg-completion{background:#fff3d6;box-shadow:inset 0 -2px 0 #b7791f;color:#744210}
 .gg-healed{background:var(--healed-bg);border-bottom:2px dotted var(--healed);color:#0b4f49}
 .gg-repair{background:var(--repair-bg);box-shadow:inset 0 -2px 0 var(--repair);color:#0f5323}
 .gg-violation{background:var(--bad-bg);color:var(--bad);text-decoration:line-through;text-decoration-thickness:2px;
@@ -636,7 +644,7 @@ _CSS = """
 .gg-ev-at{color:var(--muted);font-variant-numeric:tabular-nums}
 .gg-ev-note{color:var(--muted)}
 .gg-dot{width:10px;height:10px;border-radius:50%;display:inline-block;align-self:center}
-.gg-dot.gg-draft{background:#8c959f}.gg-dot.gg-target{background:var(--target)}.gg-dot.gg-forced{background:var(--forced)}
+.gg-dot.gg-draft{background:#8c959f}.gg-dot.gg-target{background:var(--target)}.gg-dot.gg-forced{background:var(--forced)}.gg-dot.gg-completion{background:#b7791f}
 .gg-dot.gg-healed{background:var(--healed)}.gg-dot.gg-repair{background:var(--repair)}.gg-dot.gg-violation{background:var(--bad)}
 .gg-dot.gg-cut{background:var(--cut)}
 .gg-final{margin-top:10px}

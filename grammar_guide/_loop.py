@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Callable, Literal
 
 from . import _repair as repair
 from ._checker import Checker, expected_terminals
+from ._complete import shortest_completion
 from ._draft import Draft
 from ._drafting import Drafting, Round
 from ._errors import GuideExhausted, ProviderError
@@ -30,6 +31,7 @@ if TYPE_CHECKING:
 __all__ = ["GuideLoop", "Outcome"]
 
 _WHITESPACE = frozenset(b" \t\n\r\x0b\x0c")
+_SHORT_CLOSE = 8  # characters of the grammar's completion that close a finished draft's answer
 
 
 class Outcome(enum.Enum):
@@ -39,6 +41,7 @@ class Outcome(enum.Enum):
     CONTINUE = "continue"  # the draft wrote on: call it again
     REPAIRED = "repaired"  # a violation was repaired: the draft resumes after it
     STALLED = "stalled"  # the draft added nothing
+    DRAFT_DONE = "draft done"  # the draft added nothing and says it has finished its answer
 
 
 class GuideLoop:
@@ -66,6 +69,7 @@ class GuideLoop:
         self.exhausted: str | None = None
         self.last_violation: tuple[int, str] | None = None
         self.floor = 0  # text someone other than the draft chose is never taken back
+        self.reasked: set[str] = set()  # valid prefixes the draft was asked again from
         self.drafting = Drafting(
             draft, self.checker, prompt, stops, fences, self.stats, self.emit, self.count_discarded, on_draft_text,
             count_tokens=self.count_tokens,
@@ -106,6 +110,9 @@ class GuideLoop:
                 return
             outcome, broken = await self._round()
             if outcome is Outcome.DONE:
+                return
+            if outcome is Outcome.DRAFT_DONE:
+                await self._finish("the draft finished its answer", draft_done=True)
                 return
             stalls = stalls + 1 if outcome is Outcome.STALLED else 0
             if outcome is Outcome.STALLED and self.checker.is_complete:
@@ -159,7 +166,12 @@ class GuideLoop:
             return Outcome.CONTINUE, None
         if self.checker.is_complete and rnd.call.finish_reason != "length":
             return Outcome.DONE, None
-        return (Outcome.CONTINUE if rnd.kept.strip() else Outcome.STALLED), None
+        if rnd.kept.strip():
+            return Outcome.CONTINUE, None
+        # A draft that says it stopped (a function's whole answer, a provider's "stop") is
+        # believed: it has nothing to add.
+        said_done = rnd.call.whole_answer or rnd.call.finish_reason == "stop"
+        return (Outcome.DRAFT_DONE if said_done and rnd.ended else Outcome.STALLED), None
 
     # -- repair ------------------------------------------------------------------------------
 
@@ -180,7 +192,7 @@ class GuideLoop:
             checker.rollback_chars(decision.start)
             self.stats.corrections += 1
             if isinstance(decision, repair.NeedTarget):
-                return await self._target_repair()
+                return await self._target_repair(rnd, checker.text[decision.start :] + evidence)
             unread = self._apply_edit(rnd, decision)
             if unread is None:
                 return Outcome.DONE
@@ -215,11 +227,21 @@ class GuideLoop:
             self.emit(DraftSpan(offset, edit.kept, call=rnd.index))
         return edit.unread
 
-    async def _target_repair(self) -> Outcome:
+    async def _target_repair(self, rnd: Round, rejected: str) -> Outcome:
         if self._append_forced("forced"):
             return Outcome.REPAIRED
+        if await self._get_target() is None:
+            if self.checker.text not in self.reasked:
+                # No edit fixes it and no model may write here: ask the draft again from the
+                # valid prefix, once.
+                self.reasked.add(self.checker.text)
+                return Outcome.REPAIRED
+            # Give up on the rest of the draft: it is left out, and says so.
+            self.emit(Cut(len(self.checker.text), rejected, reason="unrepaired", call=rnd.index))
+            await self._finish("no edit fixes the violation and there is no target model")
+            return Outcome.DONE
         if not await self._target_step("violation"):
-            await self._finish("no repair found and no target model")
+            await self._finish("the target wrote nothing at the violation")
             return Outcome.DONE
         return Outcome.REPAIRED
 
@@ -251,7 +273,7 @@ class GuideLoop:
         stats.target_tokens += continuation.sampled_tokens + continuation.healed_tokens
         stats.forced_tokens += continuation.forced_tokens
         stats.healed_tokens += continuation.healed_tokens
-        if continuation.healed_text:
+        if continuation.healed_text and continuation.text:  # a healed token alone changes nothing
             healed_at = len(text) - len(continuation.healed_text)
             self.emit(Correction(healed_at, continuation.healed_text, "healed", reason, tokens=continuation.healed_tokens, detail=detail))
         if not continuation.text:
@@ -263,18 +285,34 @@ class GuideLoop:
         self.emit(Correction(len(text), c.text, "target", reason, c.alternatives, c.tokens, c.seconds, detail))
         return True
 
-    async def _finish(self, why: str) -> None:
+    async def _finish(self, why: str, *, draft_done: bool = False) -> None:
+        """Complete the text: the grammar's shortest completion when the draft finished its
+        answer and a few marks close it (``"}``: no words, nothing invented), else the target model, then the shortest completion
+        for what the target left open (its budget spent). Without a target a text that needs
+        more than such a close is not completed: ``GuideExhausted``."""
         if self.checker.is_complete:
             return
         self._revive()
         self._append_forced("finish", detail=why)
         if self.checker.is_complete:
             return
-        if await self._get_target() is not None:
-            # Twice: the target may stop at its token limit mid-way.
-            for _ in range(2):
-                if not self.checker.is_complete:
-                    await self._target_step("finish", finish=True, detail=why)
+        closing = shortest_completion(self.checker) if draft_done else None
+        if closing is None or len(closing) > _SHORT_CLOSE or any(ch.isalnum() for ch in closing):
+            closing = None
+            if await self._get_target() is not None:
+                start = len(self.checker.text)
+                await self._target_step("finish", finish=True, detail=why)
+                closing = shortest_completion(self.checker)
+                if closing is None and len(self.checker.text) > start:
+                    # What the target wrote leads nowhere the search can see: take it back.
+                    self.emit(Cut(start, self.checker.text[start:], "unrepaired", self.stats.draft_calls,
+                                  detail="the target's text could not be completed"))
+                    self.checker.rollback_chars(start)
+                    closing = shortest_completion(self.checker)
+        if closing:
+            offset = len(self.checker.text)
+            self.checker.feed(closing)
+            self.emit(Correction(offset, closing, "completion", "finish", detail=why))
         if not self.checker.is_complete:
             raise GuideExhausted(
                 f"could not complete the text ({why}); the partial result holds the valid prefix",

@@ -50,11 +50,14 @@ class AnswerReader:
     raw: str = ""
     held: str = ""
     stopped_text: str = ""
+    unescaped: int = 0  # Markdown escapes undone (``\_`` read as ``_``)
+    _quote: str = ""
+    _backslash: bool = False
 
     def push(self, chunk: str, answer_started: bool) -> tuple[str, bool]:
         """The answer's text in ``chunk`` (after what was held back), and whether it stopped."""
         text, stopped = self._stop(chunk, answer_started)
-        return self.align(text), stopped
+        return self.align(self._unescape(text, final=stopped)), stopped
 
     def align(self, text: str) -> str:
         return self.aligner.push(text) if self.aligner is not None else text
@@ -62,7 +65,39 @@ class AnswerReader:
     def release(self) -> str:
         """The stream ended: what was held back is text after all."""
         held, self.held = self.held, ""
-        return self.align(held)
+        return self.align(self._unescape(held, final=True))
+
+    def _unescape(self, text: str, final: bool) -> str:
+        """Undo chat formatting that is not the answer: Markdown's ``\\_`` and ``\\*`` outside
+        quotes (``e.event\\_name``). A backslash at the end of a chunk waits for the next."""
+        if self._backslash:
+            text, self._backslash = "\\" + text, False
+        out: list[str] = []
+        i = 0
+        while i < len(text):
+            ch = text[i]
+            if ch == "\n":
+                self._quote = ""  # strings in the grammars we serve do not span lines
+            elif self._quote:
+                if ch == self._quote:
+                    self._quote = ""
+                elif ch == "\\":
+                    out.append(text[i : i + 2])
+                    i += 2
+                    continue
+            elif ch in "'\"":
+                self._quote = ch
+            elif ch == "\\":
+                if i + 1 == len(text) and not final:
+                    self._backslash = True
+                    break
+                if text[i + 1 : i + 2] in ("_", "*"):
+                    self.unescaped += 1
+                    i += 1
+                    continue
+            out.append(ch)
+            i += 1
+        return "".join(out)
 
     def _stop(self, chunk: str, answer_started: bool) -> tuple[str, bool]:
         self.raw += chunk

@@ -96,18 +96,42 @@ def decide(
     trial = checker.copy_clear()
     trial.rollback_chars(at)
     moved = text[at:] + evidence
+    fresh = signature(text, evidence, at) != last
     edit = propose_edit(trial, moved, final=final, floor=floor)
-    if edit is not None and signature(text, evidence, at) != last:
+    if edit is not None and fresh:
+        edit = _before_space(trial, edit, floor)
         return Edit(edit.start, edit.text, edit.kept, edit.removed, edit.description, edit.unread, at)
     if trial.is_complete and looks_like_aside(trial.text, moved, final):
         # A complete text followed by something that cannot extend it: a closing fence, an
         # explanation. Cut it, with the white space before it, and stop.
         return Cut(at - len(_trailing_space(trial, floor)), "after complete text", at)
+    edit = search_edit(checker, evidence, final=final, floor=floor) if fresh else None
+    if edit is not None:
+        edit = _before_space(checker, edit, floor)
+        return Edit(edit.start, edit.text, edit.kept, edit.removed, edit.description, edit.unread, min(at, edit.start))
     start = at
     word = trailing_word(trial.text)
     if word and moved[:1].isalnum() and start - len(word) >= floor:
         start -= len(word)
     return NeedTarget(start, at)
+
+
+def _before_space(checker: Checker, edit: Edit, floor: int) -> Edit:
+    """A mark inserted after white space goes before it when that reads the same
+    (``[1, 2, 3]``, not ``[1, 2 ,3]``)."""
+    text = checker.text[: edit.start]
+    gap = len(text) - len(text.rstrip())
+    if not gap or edit.removed or not edit.text or any(ch.isalnum() or ch.isspace() for ch in edit.text):
+        return edit
+    start = edit.start - gap
+    if start < floor:
+        return edit
+    trial = checker.copy_clear()
+    trial.rollback_chars(start)
+    kept = text[start:] + edit.kept
+    if trial.feed(edit.text) != len(edit.text) or trial.feed(kept) != len(kept):
+        return edit
+    return Edit(start, edit.text, kept, edit.removed, edit.description, edit.unread, edit.at)
 
 
 def prose_cut(checker: Checker, evidence: str, floor: int) -> Cut | None:
@@ -265,7 +289,7 @@ def propose_edit(checker: Checker, evidence: str, *, final: bool, floor: int = 0
     # 3. The previous word was taken as a name but was meant as a keyword (``LIMT 5``).
     if not in_word:
         prev = re.search(r"(\w+)(\s+)$", text)
-        if prev and prev.start() >= floor:
+        if prev and prev.start() >= floor and prev.group(1)[0].isalpha():
             pword, gap = prev.group(1), prev.group(2)
             for literal in _expected_literals(checker, text[: prev.start()], like=pword):
                 distance = _distance(pword, literal)
@@ -340,6 +364,83 @@ def propose_edit(checker: Checker, evidence: str, *, final: bool, floor: int = 0
     return best[1] if best else None
 
 
+_SEARCH_LEXEMES = 6  # how many lexemes before the violation the search may edit at
+_MIN_READ = 2  # lexemes of the evidence an edit found by search must let parse
+
+
+def search_edit(checker: Checker, evidence: str, *, final: bool, floor: int = 0) -> Edit | None:
+    """The least edit that lets the most of the draft's own text parse: insert, delete or replace
+    one lexeme at the violation or up to ``_SEARCH_LEXEMES`` lexemes before it
+    (``SELECT (COUNT(*) FROM t`` meant ``SELECT (SELECT COUNT(*) FROM t``), or ``None``.
+
+    Candidates are scored by how far into the draft's text (the accepted text from the edit on,
+    then the evidence) the checker reads after the edit; ties go to the smaller edit, then to the
+    one nearer the violation. An edit must read at least ``_MIN_READ`` lexemes of the evidence,
+    or all of a finished draft's text.
+    """
+    text = checker.text
+    lexemes = list(_LEXEME.finditer(text))[-_SEARCH_LEXEMES:]
+    # Each lexeme's start, and its end where white space follows (a missing comma goes there).
+    positions = {m.start() for m in lexemes} | {m.end() for m in lexemes if text[m.end() : m.end() + 1].isspace()}
+    best: tuple[tuple[int, int, int], Edit] | None = None
+    for start in sorted(p for p in positions | {len(text)} if p >= floor):
+        draft = text[start:] + evidence
+        for insert, skip, description, cost in _candidates(checker, text[:start], draft):
+            rest = draft[skip:]
+            if _opens_comment(insert, rest) or not _quotes_balanced(insert, draft[:skip]):
+                continue
+            trial = checker.copy_clear()
+            trial.rollback_chars(start)
+            if insert and trial.feed(insert) != len(insert):
+                continue
+            accepted = trial.feed(rest)
+            read_evidence = accepted + skip - (len(text) - start)
+            whole = final and accepted == len(rest) and trial.is_complete
+            if not whole and len(_LEXEME.findall(evidence[: max(read_evidence, 0)])) < _MIN_READ:
+                continue
+            score = (start + skip + accepted, -cost, start)
+            if best is None or score > best[0]:
+                best = (score, Edit(start, insert, rest[:accepted], draft[:skip], description, rest[accepted:]))
+    return best[1] if best else None
+
+
+def _candidates(checker: Checker, before: str, draft: str) -> list[tuple[str, int, str, int]]:
+    """Edits at the start of ``draft`` (after ``before``): (text inserted, draft characters it
+    replaces, description, cost). Keywords the grammar expects are inserted or replace the next
+    lexeme (cost: their edit distance); a bare word may be quoted; the next lexeme dropped."""
+    stripped = draft.lstrip()
+    gap = len(draft) - len(stripped)
+    lexeme = _LEXEME.match(stripped)
+    word = lexeme.group() if lexeme else ""
+    out: list[tuple[str, int, str, int]] = []
+    for literal in dict.fromkeys(_expected_literals(checker, before, like=word)):
+        sep = " " if literal[-1].isalnum() and draft[:1].isalnum() else ""
+        out.append((literal + sep, 0, f"inserted {literal!r}", len(literal) + 2))
+        if word and word != literal:
+            distance = _distance(word, literal)
+            near = word[0].isalpha() and literal[0].isalpha() and distance <= max(1, len(word) // 3)
+            cost = 2 * distance if near else 2 * len(word) + len(literal) + 1
+            out.append((draft[:gap] + literal, gap + len(word), f"replaced {word!r} with {literal!r}", cost))
+    if word:
+        out.append(("", gap + len(word), f"dropped {word!r}", 2 * len(word) + 1))
+        if word[0].isalpha():
+            for quote in "\"'":
+                quoted = quote + word + quote
+                out.append((draft[:gap] + quoted, gap + len(word), f"quoted {word!r}", 3))
+    return out
+
+
+def _quotes_balanced(insert: str, removed: str) -> bool:
+    """An edit may not leave a quote unpaired: the rest of the draft would turn into a string."""
+    return all((insert.count(q) - removed.count(q)) % 2 == 0 for q in _QUOTES)
+
+
+def _opens_comment(insert: str, rest: str) -> bool:
+    """Whether the edit would turn the draft's text into a comment (``/`` before ``*)``)."""
+    joined = insert + rest[:2]
+    return any(marker in joined for marker in ("/*", "--", "//", "#"))
+
+
 _CLASSES = (set(")]}"), set("([{"), set(",;"))
 
 
@@ -355,8 +456,14 @@ def _same_class(a: str, b: str) -> bool:
     return any(a in c and b in c for c in _CLASSES)
 
 
+# Words other languages write for a grammar's literal (Python's ``None`` for JSON's ``null``).
+_SYNONYMS = {"none": "null", "nil": "null", "undefined": "null", "nul": "null"}
+
+
 def _distance(word: str, literal: str) -> int:
-    """Edit distance, a case-only difference counting as one edit."""
+    """Edit distance, a case-only difference (or a known synonym) counting as one edit."""
+    if _SYNONYMS.get(word.lower()) == literal.lower():
+        return 1
     folded = levenshtein(word.lower(), literal.lower(), transpositions=True)
     return folded if folded or word == literal else 1
 

@@ -291,16 +291,16 @@ def test_question_from_stdin_and_a_draft_object(tmp_path: Path) -> None:
 def test_progress_on_request_shows_draft_and_each_correction(sql_grammar: Path) -> None:
     done = cli("q", "-g", str(sql_grammar), "-d", "python:cli_drafts:chatty_sql", "--no-target", "--progress", "always")
     assert done.returncode == 0, done.stderr
-    assert done.stdout == "SELECT name ,age FROM users WHERE age > 30;\n"
+    assert done.stdout == "SELECT name, age FROM users WHERE age > 30;\n"  # the comma where a person puts it
     err = done.stderr
     assert "\x1b[" not in err  # not a terminal: no colour
     assert "Sure! Here is the query:" in err  # the draft's text as it streamed
     assert '✂ cut "Sure! Here is the query:\\n" (preamble)' in err
-    assert '✗ 1:13 rejected "age FROM users WHERE age > 30;"' in err
+    assert '✗ 1:12 rejected " age FROM users WHERE age > 30;"' in err
     assert '✓ repaired with ","' in err
     assert err.rstrip().splitlines()[-1].startswith("✓ valid small_sql · ")
     # Events are reported in the order they happened.
-    assert err.index("✂ cut") < err.index("✗ 1:13") < err.index("✓ repaired")
+    assert err.index("✂ cut") < err.index("✗ 1:12") < err.index("✓ repaired")
 
 
 def run_with_tty_stderr(args: list[str], timeout: float = 60) -> tuple[int, str, str]:

@@ -396,3 +396,64 @@ def test_readme_example_without_a_model():
     result = gg.guide(generate, "sqlite", "Names starting with A, five of them.", target=False)
     assert result.text == "SELECT name FROM users WHERE name LIKE 'a%' LIMIT 5"
     assert result.stats.draft_calls == 1
+
+
+# -- valid is not enough: repairs that keep what the draft meant (issue 18) ----------------------
+
+
+def test_a_finished_draft_with_an_open_string_is_closed_by_the_grammar(json_grammar):
+    result = run(lambda prompt: '{"x": "unterminated}', json_grammar)
+    assert result.text == '{"x": "unterminated}"}'
+    (close,) = corrections(result)
+    assert (close.source, close.reason, close.text) == ("completion", "finish", '"}')
+
+
+def test_the_least_edit_may_lie_before_the_violation():
+    draft = "SELECT (COUNT(*) FROM t WHERE a = 1) - (COUNT(*) FROM t WHERE a = 2)"
+    result = run(lambda prompt: draft, "sqlite")
+    assert result.text == "SELECT (SELECT COUNT(*) FROM t WHERE a = 1) - (SELECT COUNT(*) FROM t WHERE a = 2)"
+    assert [c.detail for c in corrections(result)] == ["inserted 'SELECT'", "inserted 'SELECT'"]
+
+
+def test_a_misspelt_keyword_read_as_an_alias_is_repaired_not_truncated():
+    result = run(lambda prompt: "SELECT name, age FORM users WHERE age > 30", "sqlite")
+    assert result.text == "SELECT name, age FROM users WHERE age > 30"
+    assert [c.detail for c in corrections(result)] == ["replaced 'FORM' with 'FROM'"]
+
+
+def test_a_bare_key_is_quoted_and_no_new_text_is_dropped(json_grammar):
+    result = run(lambda prompt: '{"name": "Ada", born: 1815, "field": "math"}', json_grammar)
+    assert json.loads(result.text) == {"name": "Ada", "born": 1815, "field": "math"}
+    result = run(lambda prompt: "[1, 2, three, 4]", json_grammar)
+    assert json.loads(result.text) == [1, 2, "three", 4]
+
+
+@pytest.mark.parametrize(
+    ("draft", "text"),
+    [("[1, 2 3]", "[1, 2, 3]"), ('{"a": 1 "b": 2}', '{"a": 1, "b": 2}'), ('{"a": None}', '{"a": null}')],
+)
+def test_cosmetic_repairs_put_marks_where_a_person_would(json_grammar, draft, text):
+    assert run(lambda prompt: draft, json_grammar).text == text
+
+
+def test_markdown_escapes_are_undone_before_checking_and_recorded():
+    draft = "SELECT e.event\\_name, avg\\_view\\_count AS spend FROM events e WHERE x LIKE 'a\\_%'"
+    result = run(lambda prompt: draft, "sqlite")
+    # The escapes outside quotes were chat formatting; the one inside the string is the query's.
+    assert result.text == "SELECT e.event_name, avg_view_count AS spend FROM events e WHERE x LIKE 'a\\_%'"
+    assert result.stats.corrections == 0
+    (cut,) = [e for e in result.events if isinstance(e, Cut)]
+    assert (cut.reason, cut.text) == ("formatting", "\\\\\\") and "3 Markdown escapes" in cut.detail
+
+
+def test_a_violation_no_edit_fixes_asks_the_draft_again_then_cuts_visibly(small_sql):
+    calls = []
+
+    def draft(prompt, prefix):
+        calls.append(prefix)
+        return "SELECT name FROM users §§§ ¤¤¤"
+
+    result = run(draft, small_sql)
+    assert result.text == "SELECT name FROM users "
+    assert len(calls) == 2 and calls[1] == "SELECT name FROM users "
+    assert [(c.reason, c.text) for c in result.events if isinstance(c, Cut)][-1] == ("unrepaired", "§§§ ¤¤¤")

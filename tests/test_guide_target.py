@@ -27,9 +27,10 @@ def by_kind(result, cls, **fields):
 
 
 def test_target_repairs_what_the_evidence_cannot_decide(small_sql, target):
-    """``SIMILAR TO`` has no near keyword in the grammar: the target chooses at that point, and the
-    prefix-continuing draft then goes on from the corrected text."""
-    intent = "SELECT name FROM users WHERE name SIMILAR TO 'A%' ORDER BY age DESC;"
+    """PostgreSQL's ``~~`` (LIKE) has no near keyword and no small edit lets the draft's text
+    parse on: the target chooses at that point, and the prefix-continuing draft then goes on from
+    the corrected text."""
+    intent = "SELECT name FROM users WHERE name ~~ 'A%' ORDER BY age DESC;"
     calls = []
 
     def draft(prompt, prefix):
@@ -47,7 +48,7 @@ def test_target_repairs_what_the_evidence_cannot_decide(small_sql, target):
     assert result.text.startswith("SELECT name FROM users WHERE name ")
     assert result.text.endswith("ORDER BY age DESC;")
     (violation,) = by_kind(result, GrammarViolation)
-    assert violation.rejected.startswith("SIMILAR")
+    assert violation.rejected.startswith("~~")
     repairs = by_kind(result, Correction, source="target")
     assert len(repairs) == 1 and repairs[0].text.strip()
     assert repairs[0].alternatives and 0 < repairs[0].alternatives[0].probability <= 1
@@ -71,14 +72,29 @@ def test_target_finishes_when_the_draft_budget_runs_out(small_sql, target):
     assert result.stats.draft_calls == 2
 
 
-def test_target_token_limit_too_small_raises_with_partial_result(small_sql, target):
+def test_target_token_limit_too_small_is_closed_by_the_grammar(small_sql, target):
+    """With a target the finish always completes: what its budget leaves open, the grammar's
+    shortest completion closes (issue 18: before, ``GuideExhausted``)."""
     limits = GuideLimits(max_draft_calls=1, finish_tokens=1)
-    with pytest.raises(GuideExhausted) as info:
-        gg.guide(lambda prompt: "SELECT name FROM", small_sql, SCHEMA_PROMPT, target, limits=limits)
-    partial = info.value.result
-    assert partial.text.startswith("SELECT name FROM")
-    assert small_sql.valid_prefix(partial.text) == len(partial.text)
-    assert not small_sql.is_complete(partial.text)
+    result = gg.guide(lambda prompt: "SELECT name FROM", small_sql, SCHEMA_PROMPT, target, limits=limits)
+    assert result.text.startswith("SELECT name FROM") and small_sql.is_complete(result.text)
+    assert by_kind(result, Correction)[-1].source in ("completion", "target")
+
+
+@pytest.mark.parametrize(
+    ("grammar", "draft", "options"),
+    [
+        ("json", '{"x": "unterminated}', {}),
+        ("json", "[1, 2, three, 4]", {}),
+        ("sqlite", "", {}),
+        ("json", '{"a": [1, 2,, 3], "b": tru "c"}', {"max_corrections": 0}),
+    ],
+)
+def test_with_a_target_the_finish_always_completes(target, grammar, draft, options):
+    result = gg.guide(lambda prompt: draft, grammar, "Any value.", target, **options)
+    assert result.complete and gg.Grammar.builtin(grammar).is_complete(result.text)
+    reasons = [c.detail for c in by_kind(result, Correction)]
+    assert not any("no target" in reason for reason in reasons)
 
 
 def test_local_draft_and_target_write_valid_json(json_grammar, target):

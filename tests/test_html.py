@@ -240,18 +240,19 @@ def test_browser_shows_each_kind_of_segment_and_the_text(page, tmp_path: Path) -
 def test_browser_shows_legend_and_summary(page, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     open_result(page, json_result(), tmp_path)
     legend = page.locator(".gg-legend .gg-legend-item")
-    assert legend.count() == 7
+    assert legend.count() == 8
     assert [t.split("\n")[-1] for t in legend.all_inner_texts()] == [
         "Drafted, kept",
         "Chosen by the target",
         "Forced by the grammar",
         "Healed token boundary",
         "Repaired draft",
+        "Closed by the grammar",
         "Drafted, rejected by the grammar",
         "Drafted, cut",
     ]
     assert legend.evaluate_all("els => els.map(e => e.dataset.kind)") == [
-        "draft", "target", "forced", "healed", "repair", "violation", "cut"
+        "draft", "target", "forced", "healed", "repair", "completion", "violation", "cut"
     ]
     assert page.locator(".gg-badge").inner_text() == "✓ valid & complete"
     stat = lambda key: page.locator(f'.gg-stat[data-stat="{key}"] .gg-stat-v').inner_text()  # noqa: E731
