@@ -70,6 +70,7 @@ async def aguide(
     limits: GuideLimits | None = None,
     on_event: Callable[[Event], None] | None = None,
     on_draft_text: Callable[[str], None] | None = None,
+    on_target_text: Callable[[str], None] | None = None,
 ) -> GuideResult:
     """Generate text with ``draft`` that is complete and valid under ``grammar``.
 
@@ -80,7 +81,8 @@ async def aguide(
     ``seed_text`` is a valid prefix the text must start with. ``stop`` ends the draft at any of
     these strings; by default (``None``) a code fence at the start of a line after the answer
     ends it (pass ``stop=[]`` for grammars where such a line is part of the text). ``on_event`` is called with each event
-    as it happens, ``on_draft_text`` with each raw chunk the draft streams. ``limits`` overrides the
+    as it happens, ``on_draft_text`` with each raw chunk the draft streams, ``on_target_text`` with
+    the target's text as it writes it (its ``Correction`` event follows). ``limits`` overrides the
     individual budget arguments.
 
     Raises ``GuideExhausted`` (with the partial result) when the text cannot be completed, and
@@ -105,6 +107,7 @@ async def aguide(
     loop = GuideLoop(
         as_draft(draft), grammar, prompt, target, limits,
         stops=stops, fences=stop is None, on_event=on_event, on_draft_text=on_draft_text,
+        on_target_text=on_target_text,
     )
     return await loop.run(seed_text)
 

@@ -59,9 +59,11 @@ class GuideLoop:
         fences: bool = True,
         on_event: Callable[[Event], None] | None = None,
         on_draft_text: Callable[[str], None] | None = None,
+        on_target_text: Callable[[str], None] | None = None,
     ) -> None:
         self.grammar, self.prompt, self.target, self.limits = grammar, prompt, target, limits
         self.on_event = on_event
+        self.on_target_text = on_target_text
         self.checker: Checker = grammar.checker()
         self.events: list[Event] = []
         self.stats = GuideStats()
@@ -267,7 +269,9 @@ class GuideLoop:
         text = self.checker.text
         started = time.perf_counter()
         budget = self.limits.finish_tokens if finish else self.limits.repair_tokens
-        continuation = await target.acontinue_text(self.prompt, text, self.grammar, max_new_tokens=budget, finish=finish)
+        continuation = await target.acontinue_text(
+            self.prompt, text, self.grammar, max_new_tokens=budget, finish=finish, on_text=self.on_target_text
+        )
         stats = self.stats
         stats.target_seconds += time.perf_counter() - started
         stats.target_tokens += continuation.sampled_tokens + continuation.healed_tokens

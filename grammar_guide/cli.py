@@ -19,12 +19,14 @@ before the text could be completed, 130 interrupted.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import logging
 import os
 import re
 import sys
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any, Callable, Sequence
+from typing import IO, TYPE_CHECKING, Any, Callable, Iterator, Sequence
 
 from ._draft import DraftOutputError
 from ._errors import GrammarError, GuideExhausted, MissingDependencyError, ProviderError
@@ -356,7 +358,7 @@ def _guide_parser() -> argparse.ArgumentParser:
         "--threads",
         type=_positive_int,
         metavar="N",
-        help="CPU threads for local models (default: torch's own choice)",
+        help="CPU threads for local models (default: half the cores, 1 to 4, unless OMP_NUM_THREADS is set)",
     )
     parser.add_argument("--html", metavar="PATH", help="also write the corrections as an HTML page")
     parser.add_argument("--json", action="store_true", help="print the whole result as JSON instead of the text")
@@ -437,6 +439,31 @@ class Progress:
     def draft_text(self, chunk: str) -> None:
         self._write(self.style.dim(printable(chunk)))
 
+    def target_text(self, chunk: str) -> None:
+        if self.at_line_start:
+            self._write(self.style.blue("  target: "))
+        self._write(self.style.blue(printable(chunk)))
+
+    @contextlib.contextmanager
+    def showing_model_loads(self) -> Iterator[None]:
+        """Show ``grammar_guide.local``'s loading messages (loading takes seconds) while inside."""
+        progress = self
+
+        class Handler(logging.Handler):
+            def emit(self, record: logging.LogRecord) -> None:
+                progress.status(record.getMessage())
+
+        logger = logging.getLogger("grammar_guide.local")
+        handler, level = Handler(logging.INFO), logger.level
+        logger.addHandler(handler)
+        if logger.getEffectiveLevel() > logging.INFO:
+            logger.setLevel(logging.INFO)
+        try:
+            yield
+        finally:
+            logger.removeHandler(handler)
+            logger.setLevel(level)
+
     def event(self, event: Event) -> None:
         from ._events import Correction, Cut, GrammarViolation
 
@@ -488,8 +515,6 @@ def _read_question(value: str) -> str:
 
 
 def run_guide(args: argparse.Namespace) -> int:
-    from ._guide import guide
-
     grammar = load_grammar(args.grammar)
     question = _read_question(args.question)
     if not question.strip():
@@ -503,6 +528,13 @@ def run_guide(args: argparse.Namespace) -> int:
     if args.quiet:
         show = False
     progress = Progress(sys.stderr, _wants_color(sys.stderr), grammar) if show else None
+    with progress.showing_model_loads() if progress is not None else contextlib.nullcontext():
+        return _guide(args, grammar, question, html_path, progress)
+
+
+def _guide(args: argparse.Namespace, grammar: Grammar, question: str, html_path: Path | None,
+           progress: Progress | None) -> int:
+    from ._guide import guide
 
     # Model loading must not write progress bars or advice over our output (a user's setting wins).
     os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
@@ -522,6 +554,7 @@ def run_guide(args: argparse.Namespace) -> int:
     if progress is not None:
         options["on_event"] = progress.event
         options["on_draft_text"] = progress.draft_text
+        options["on_target_text"] = progress.target_text
         progress.status(f"guiding {draft.name} with the {grammar.name} grammar …")
 
     try:

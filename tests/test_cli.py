@@ -558,3 +558,19 @@ def test_check_sql_with_the_builtin_sqlite_grammar(tmp_path: Path, capsys: pytes
     query.write_text("SELECT name, age FROM users WHERE age > 30 ORDER BY age DESC;\n", encoding="utf-8")
     assert main(["check", "--grammar", "sqlite", str(query)]) == 0
     assert capsys.readouterr().out == f"{query}: valid (sqlite)\n"
+
+
+@pytest.mark.model
+def test_progress_shows_the_model_loading_and_the_target_writing() -> None:
+    done = cli(
+        "Describe Ada Lovelace as JSON", "-g", "json", "-d", "python:cli_drafts:json_with_prose_value",
+        "--threads", "1", "--progress", "always", timeout=600, NO_COLOR="1",
+    )
+    assert done.returncode == 0, done.stderr
+    lines = done.stderr.splitlines()
+    loading = next(i for i, line in enumerate(lines) if line.startswith("loading SmolLM2-135M-Instruct"))
+    assert lines[loading + 1].startswith("loaded SmolLM2-135M-Instruct in ") and lines[loading + 1].endswith(
+        ", 1 CPU thread"
+    )
+    written = [line for line in lines if line.startswith("  target: ")]
+    assert written and all(len(line) > len("  target: ") for line in written)

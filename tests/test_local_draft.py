@@ -188,3 +188,17 @@ def test_sampling_with_guesses_writes_what_it_writes_without():
     assert draft.lookup.guessed > 0
     with pytest.raises(ValueError):
         TransformersDraft(lm, lookup=-1)
+
+
+@pytest.mark.model
+def test_a_local_spec_shares_the_targets_model_and_cache():
+    from grammar_guide.providers import draft_from_spec
+
+    target = TargetModel.load()
+    draft = draft_from_spec("local", target=target)
+    assert isinstance(draft, TransformersDraft)
+    assert draft.lm is target.lm and draft.kv_cache is target.kv_cache
+    alone = draft_from_spec("local")
+    assert alone.lm is target.lm and alone.kv_cache is not target.kv_cache  # one model, its own cache
+    with pytest.raises(ValueError, match="unknown draft"):
+        draft_from_spec("gopher:thing")

@@ -350,3 +350,30 @@ def test_async_calls_run_one_at_a_time(json_grammar, small_sql):
     assert json_grammar.valid_prefix('{"a": ' + a.text) == len('{"a": ' + a.text)
     assert small_sql.valid_prefix("SELECT name" + b.text) == len("SELECT name" + b.text)
     assert target.count_tokens("SELECT name FROM users") == smollm2().count_tokens("SELECT name FROM users")
+
+
+# -- progress --------------------------------------------------------------------------------------
+
+
+@pytest.mark.model
+def test_the_text_is_reported_as_it_is_written(json_grammar):
+    target = TargetModel(smollm2())
+    text = '{"name": "Ad'  # a healed boundary: "Ad" is re-written, never reported again
+    pieces: list[str] = []
+    c = target.continue_text(PERSON_PROMPT, text, json_grammar, max_new_tokens=40, finish=True, on_text=pieces.append)
+    assert c.healed_text and c.text and len(pieces) > 1
+    assert "".join(pieces) == c.text
+
+    async def streamed() -> tuple[Continuation, list[tuple[str, bool]]]:
+        loop = asyncio.get_running_loop()
+        seen: list[tuple[str, bool]] = []
+
+        def on_text(piece: str) -> None:
+            # Called on the event loop's thread, not the target's worker.
+            seen.append((piece, asyncio.get_running_loop() is loop))
+
+        return await target.acontinue_text(PERSON_PROMPT, text, json_grammar, max_new_tokens=40, finish=True,
+                                           on_text=on_text), seen
+
+    again, seen = asyncio.run(streamed())
+    assert again.text == c.text and "".join(p for p, _ in seen) == c.text and all(ok for _, ok in seen)

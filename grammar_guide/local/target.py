@@ -23,7 +23,7 @@ import functools
 import threading
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable
 
 from .._errors import GrammarError
 from .._trace import Alternative
@@ -163,17 +163,19 @@ class TargetModel:
         max_new_tokens: int = 32,
         finish: bool = False,
         min_terminals: int = 1,
+        on_text: Callable[[str], None] | None = None,
     ) -> Continuation:
         """Continue ``text`` (a valid prefix of ``grammar``) as an answer to ``prompt``.
 
         Stops after ``min_terminals`` whole terminals have been written (grammars loaded from
         Lark), when the model picks EOS where the grammar accepts, when nothing can follow, or at
         ``max_new_tokens``. With ``finish=True`` it writes until the text is complete (EOS, or
-        nothing can follow) within ``max_new_tokens``. Raises ``ValueError`` if ``text`` is not a
-        valid prefix.
+        nothing can follow) within ``max_new_tokens``. ``on_text`` is called with the new text
+        (whole characters) as each token is written, for progress; the continuation's ``text``
+        is what they add up to. Raises ``ValueError`` if ``text`` is not a valid prefix.
         """
         with self._lock, self.lm.lock:
-            return self._continue(prompt, text, grammar, max_new_tokens, finish, min_terminals)
+            return self._continue(prompt, text, grammar, max_new_tokens, finish, min_terminals, on_text)
 
     async def acontinue_text(
         self,
@@ -184,14 +186,18 @@ class TargetModel:
         max_new_tokens: int = 32,
         finish: bool = False,
         min_terminals: int = 1,
+        on_text: Callable[[str], None] | None = None,
     ) -> Continuation:
         """``continue_text`` in this target's worker thread (calls run one at a time, always on
-        the same thread: torch's CPU thread pool is per calling thread)."""
+        the same thread: torch's CPU thread pool is per calling thread). ``on_text`` is called on
+        the event loop's thread."""
+        loop = asyncio.get_running_loop()
+        relay = None if on_text is None else functools.partial(loop.call_soon_threadsafe, on_text)
         run = functools.partial(
             self.continue_text, prompt, text, grammar,
-            max_new_tokens=max_new_tokens, finish=finish, min_terminals=min_terminals,
+            max_new_tokens=max_new_tokens, finish=finish, min_terminals=min_terminals, on_text=relay,
         )
-        return await asyncio.get_running_loop().run_in_executor(self._worker, run)
+        return await loop.run_in_executor(self._worker, run)
 
     # -- machinery ----------------------------------------------------------------------------
 
@@ -217,6 +223,7 @@ class TargetModel:
         max_new_tokens: int,
         finish: bool,
         min_terminals: int,
+        on_text: Callable[[str], None] | None = None,
     ) -> Continuation:
         started = time.perf_counter()
         lm = self.lm
@@ -247,6 +254,7 @@ class TargetModel:
         probe = _DeadEndProbe(grammar, data[: len(data) - len(healed)]) if grammar.guard_terminals else None
 
         new: list[int] = []
+        stream = None if on_text is None else _TextStream(token_bytes, healed, on_text)
         pending = healed
         sampled = forced = healed_count = 0
         alternatives: tuple[Alternative, ...] = ()
@@ -264,6 +272,8 @@ class TargetModel:
                     if probe is not None:
                         probe.advance(b"".join(token_bytes[t] for t in ff))
                     new += ff
+                    if stream is not None:
+                        stream.push(ff)
                     forced += len(ff)
                     reason = self._stop(matcher, captured, baseline, finish, min_terminals)
                     if reason:
@@ -318,6 +328,8 @@ class TargetModel:
             if not matcher.consume_token(token):
                 raise RuntimeError(f"matcher refused an allowed token {token}: {matcher.get_error()}")
             new.append(token)
+            if stream is not None:
+                stream.push([token])
             if probe is not None:
                 probe.advance(token_bytes[token])
             if pending:
@@ -431,6 +443,26 @@ class TargetModel:
 
 
 _DEAD_END_CANDIDATES = 256
+
+
+class _TextStream:
+    """Generated tokens as text for a progress callback: whole characters, the healed bytes
+    (which re-write the given text) left out."""
+
+    def __init__(self, token_bytes: list[bytes], healed: bytes, on_text: Callable[[str], None]) -> None:
+        self._table = token_bytes
+        self._skip = len(healed)
+        self._raw = bytearray()
+        self._sent = 0
+        self._on_text = on_text
+
+    def push(self, tokens: list[int]) -> None:
+        for t in tokens:
+            self._raw += self._table[t]
+        fresh, whole = _whole_chars(bytes(self._raw[self._skip + self._sent:]))
+        if fresh:
+            self._sent += len(fresh.encode("utf-8"))
+            self._on_text(fresh)
 
 
 class _DeadEndProbe:
