@@ -18,7 +18,7 @@ from lark.grammar import NonTerminal, Terminal as LarkTerminal
 from lark.lexer import PatternRE, PatternStr
 
 from ._errors import GrammarError
-from ._exact import exact_regex, needs_exact_classes, regex_rules, regex_rules_not_starting
+from ._exact import exact_regex, lark_regex, needs_exact_classes, regex_rules, regex_rules_not_starting
 from ._hazards import find_hazards, simple_munch
 from ._matcher import regex_is_void
 from ._lark_load import position, position_of_definition, position_of_terminal, position_of_use
@@ -29,6 +29,13 @@ __all__ = ["Lexer", "Terminal", "compile_lark", "lark_regex", "validate"]
 #: How terminals are read: ``"dynamic"`` as lark's Earley parser does by default, ``"greedy"`` as
 #: the matcher's lexer does (contextual longest match, as a tokenizer reads).
 Lexer = Literal["dynamic", "greedy"]
+
+
+_SHOWN = 60  # characters of a long pattern shown by str() and display
+
+
+def _shorten(text: str) -> str:
+    return text if len(text) <= _SHOWN else f"{text[: _SHOWN - 12]}…({len(text)} chars)"
 
 
 @dataclass(frozen=True)
@@ -56,13 +63,13 @@ class Terminal:
             literal = self.literal.upper() if self.case_insensitive else self.literal
             return json.dumps(literal, ensure_ascii=False)
         if self.name.startswith("__"):  # lark's name for an anonymous pattern says nothing
-            return f"/{self.regex}/"
+            return f"/{_shorten(self.regex or '')}/"
         return self.name
 
     def __str__(self) -> str:
         if self.literal is not None:
             return json.dumps(self.literal) + ("i" if self.case_insensitive else "")
-        return f"/{self.regex}/"
+        return f"/{_shorten(self.regex or '')}/"
 
     def __repr__(self) -> str:
         # Short: a pattern can be huge (the SQLite identifier's, which excludes every keyword,
@@ -183,7 +190,8 @@ def compile_lark(
         if hazards.greedy:
             munch = {}
             for name, other in hazards.munch.items():
-                ranges = simple_munch(terminals[name].pattern, compiled_terms[name])
+                followers = [compiled_terms[f] for f in hazards.followers[name]]
+                ranges = simple_munch(terminals[name].pattern, compiled_terms[name], followers)
                 if ranges is None:
                     raise _inexact_error(name, other, terminals, text, source)
                 munch[name] = ranges
@@ -409,6 +417,8 @@ def _terminal(tdef: Any, text: str, source: str | None) -> tuple[Terminal, str]:
 # re.match it ends at the first quote preceded by an even run of backslashes, on one line.
 _KNOWN_EQUIVALENTS = {
     r'".*?(?<!\\)(\\\\)*?"': r'"(?:\\[^\n]|[^"\\\n])*"',
+    # C_COMMENT: the shortest /* ... */, that is, no */ before the last.
+    "/\\*(.|\n)*?\\*/": r"/\*(?:[^*]|\*+[^*/])*\*+/",
 }
 
 
@@ -427,14 +437,6 @@ def _escape_literal(value: str) -> str:
         else:
             out.append(f"\\u{{{ord(ch):x}}}")
     return "".join(out)
-
-
-def lark_regex(regex: str) -> str:
-    # Python's str regexes are Unicode-aware (\d, \w, \s), like the matcher's by default.
-    # lark has already turned escapes such as \x00 into the characters themselves: spell
-    # control characters out again so the grammar text stays plain.
-    regex = re.sub(r"[\x00-\x1f\x7f]", lambda m: f"\\x{ord(m.group()):02x}", regex)
-    return "/" + llg.regex_to_lark(regex, "") + "/"
 
 
 def validate(grammar: str, source: str | None, lark_text: str | None) -> None:

@@ -15,12 +15,16 @@ from __future__ import annotations
 import re
 from typing import Any, Callable
 
+import llguidance as llg
+
 from ._charclass import Ranges, char_set, normalise, python_class
 from ._errors import GrammarError
 from ._regex import sre_constants as _c, sre_parse as _sre_parse
 
 __all__ = [
     "exact_regex",
+    "lark_regex",
+    "trailing_body",
     "first_chars",
     "needs_exact_classes",
     "quantifier",
@@ -60,7 +64,7 @@ def _has_category(items: list[Any]) -> bool:
 def exact_regex(regex: str) -> str:
     """``regex`` with every class written as explicit ranges (same matches as Python's ``re``)."""
     parsed = _sre_parse.parse(regex, 0)
-    return _Writer(python_class, "", "(?:", ")", '(?:)').sequence(list(parsed), parsed.state.flags) or "(?:)"
+    return exact_regex_of(list(parsed), parsed.state.flags)
 
 
 def regex_rules(regex: str) -> str:
@@ -238,3 +242,34 @@ def _trailing(items: list[Any], flags: int) -> Ranges:
         if not nullable:
             break
     return out
+
+
+def trailing_body(regex: str) -> str | None:
+    """The body of the regex's last unbounded repeat, as a regex (``(\\r?\\n)+``: ``\\r?\\n``),
+    when everything after it may be empty; ``None`` otherwise."""
+    parsed = _sre_parse.parse(regex, 0)
+    items, flags = list(parsed), parsed.state.flags
+    while items:
+        op, av = items[-1]
+        if op is _c.MAX_REPEAT and av[1] == _c.MAXREPEAT:
+            return exact_regex_of(list(av[2]), flags)
+        if op is _c.SUBPATTERN and not _first(items[-1:], flags)[1]:
+            items, flags = list(av[3]), (flags | av[1]) & ~av[2]
+            continue
+        if not _first(items[-1:], flags)[1]:
+            return None
+        items = items[:-1]
+    return None
+
+
+def exact_regex_of(items: list[Any], flags: int) -> str:
+    return _Writer(python_class, "", "(?:", ")", "(?:)").sequence(items, flags) or "(?:)"
+
+
+def lark_regex(regex: str) -> str:
+    """A Python regex as a lexeme of llguidance's Lark dialect (``/.../``)."""
+    # Python's str regexes are Unicode-aware (\d, \w, \s), like the matcher's by default.
+    # lark has already turned escapes such as \x00 into the characters themselves: spell
+    # control characters out again so the grammar text stays plain.
+    regex = re.sub(r"[\x00-\x1f\x7f]", lambda m: f"\\x{ord(m.group()):02x}", regex)
+    return "/" + llg.regex_to_lark(regex, "") + "/"

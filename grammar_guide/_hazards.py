@@ -31,7 +31,7 @@ from lark.grammar import Terminal as LarkTerminal
 
 from ._charclass import complement, python_class
 from ._errors import GrammarError
-from ._exact import first_chars, trailing_chars
+from ._exact import first_chars, lark_regex, trailing_body, trailing_chars
 from ._matcher import ByteMatcherFactory
 
 __all__ = ["Hazards", "find_hazards", "simple_munch"]
@@ -46,6 +46,7 @@ class Hazards:
 
     greedy: Mapping[str, str]  # terminal -> a terminal it may run into
     munch: Mapping[str, str]  # terminal -> a terminal that may follow it and extend it
+    followers: Mapping[str, tuple[str, ...]]  # terminal (of munch) -> all that may follow it
 
     def __bool__(self) -> bool:
         return bool(self.greedy or self.munch)
@@ -67,6 +68,7 @@ def find_hazards(
     anywhere |= set(follow.get("$START", ()))
     greedy: dict[str, str] = {}
     munch: dict[str, str] = {}
+    followers_of: dict[str, tuple[str, ...]] = {}
     for name, expr in expressions.items():
         if name in ignore:
             followers = (anywhere | set(ignore)) - {name, _END}
@@ -89,31 +91,42 @@ def find_hazards(
         prefixes = {f: _prefix_expr(expressions[f], literals.get(f), patterns[f]) for f in sorted(followers)}
         if not _is_empty(f"({expr}) ({'|'.join(prefixes.values())})", expr):
             munch[name] = next((f for f, p in prefixes.items() if not _is_empty(f"({expr}) ({p})", expr)), name)
+            followers_of[name] = tuple(sorted(followers))
     for name in ignore:
         # A lexeme that is also ignored text: the matcher's lexer takes it as ignored.
         for other, expr in expressions.items():
             if other != name and other not in greedy and not _is_empty(expressions[name], expr):
                 greedy[other] = name
-    return Hazards(greedy, munch)
+    return Hazards(greedy, munch, followers_of)
 
 
-def simple_munch(pattern: str, expr: str) -> list[tuple[int, int]] | None:
-    """The characters that extend a match of the terminal, when they are the same for every
-    match and each of them alone extends it to a longer match (``#[^\\n]*``, ``\\s+``,
-    ``[a-z]+``): lark's longest match is then "the next character is not one of them".
+def simple_munch(pattern: str, expr: str, followers: list[str]) -> list[tuple[int, int]] | None:
+    """The characters that may extend a match of the terminal, when lark's longest match is
+    exactly "the next character is not one of them" here (``#[^\\n]*``, ``\\s+``, ``[a-z]+``;
+    ``(\\r?\\n)+`` when whatever may follow it and starts with ``\\r`` starts with ``\\r\\n``).
     ``None`` when the terminal's extensions are not that simple."""
     try:
         ranges = trailing_chars(pattern)
+        body = trailing_body(pattern)
     except GrammarError:
         return None
     if not ranges:
         return None
     cls = "/" + python_class(ranges) + "/"
     neg = "/" + python_class(complement(ranges)) + "/"
-    if not _is_empty(f"({expr}) {cls}", f"~({expr})"):
-        return None
     if not _is_empty(f"({expr}) {neg} {_ANY}", expr):
+        return None  # an extension may begin with another character
+    if _is_empty(f"({expr}) {cls}", f"~({expr})"):
+        return ranges  # each of those characters alone extends the match
+    if body is None:
         return None
+    repeat = f"({lark_regex(body)})+"
+    if not _is_empty(f"({expr}) {repeat}", f"~({expr})"):
+        return None
+    for follower in followers:
+        # What may follow and starts with one of those characters starts with an extension.
+        if not _is_empty(f"({follower}) & ({cls} {_ANY})", f"~({repeat} {_ANY})"):
+            return None
     return ranges
 
 

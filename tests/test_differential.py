@@ -121,6 +121,61 @@ ISSUE_19 = {
     "unicode-classes": "start: (WORD | SPACE)+\nWORD: /\\w+/\nSPACE: /\\s+/\n",
 }
 
+# Typical grammars built on lark's common.lark (numbers, names, strings, comments, newlines).
+COMMON_IMPORTS = {
+"calc": r'''
+?start: sum
+      | NAME "=" sum    -> assign_var
+?sum: product | sum "+" product -> add | sum "-" product -> sub
+?product: atom | product "*" atom -> mul | product "/" atom -> div
+?atom: NUMBER -> number | "-" atom -> neg | NAME -> var | "(" sum ")"
+%import common.CNAME -> NAME
+%import common.NUMBER
+%import common.WS_INLINE
+%ignore WS_INLINE
+''',
+"json-common": r'''
+?start: value
+?value: object | array | string | SIGNED_NUMBER -> number | "true" -> true | "false" -> false | "null" -> null
+array  : "[" [value ("," value)*] "]"
+object : "{" [pair ("," pair)*] "}"
+pair   : string ":" value
+string : ESCAPED_STRING
+%import common.ESCAPED_STRING
+%import common.SIGNED_NUMBER
+%import common.WS
+%ignore WS
+''',
+"c-like": r'''
+start: stmt*
+stmt: "int" NAME ("=" expr)? ";" | "return" expr ";" | NAME "=" expr ";" | "if" "(" expr ")" stmt ("else" stmt)? | "{" stmt* "}"
+?expr: expr "+" term | expr "-" term | term
+?term: NUMBER | NAME | NAME "(" [expr ("," expr)*] ")" | "(" expr ")"
+%import common.CNAME -> NAME
+%import common.INT -> NUMBER
+%import common.WS
+%import common.C_COMMENT
+%import common.CPP_COMMENT
+%ignore WS
+%ignore C_COMMENT
+%ignore CPP_COMMENT
+''',
+"config": r'''
+start: (section | _NL)*
+section: "[" NAME "]" _NL (pair _NL | _NL)*
+pair: NAME "=" value
+value: ESCAPED_STRING | SIGNED_NUMBER | "true" | "false" | NAME
+NAME: /[a-zA-Z_][\w.-]*/
+_NL: /(\r?\n)+/
+%import common.ESCAPED_STRING
+%import common.SIGNED_NUMBER
+%import common.WS_INLINE
+%import common.SH_COMMENT
+%ignore WS_INLINE
+%ignore SH_COMMENT
+''',
+}
+
 FIXTURES = {"arithmetic": ARITHMETIC, "ini": INI, "expressions": EXPRESSIONS}
 
 
@@ -304,7 +359,7 @@ LARK_PACKAGE = {"lark.lark": "start", "python.lark": "file_input"}
 def grammar_cases() -> list:
     cases = [pytest.param(("builtin", name), id=name) for name in Grammar.builtin_names()]
     cases += [pytest.param(("lark-package", name), id=name) for name in LARK_PACKAGE]
-    cases += [pytest.param(("fixture", name), id=name) for name in {**FIXTURES, **ISSUE_19}]
+    cases += [pytest.param(("fixture", name), id=name) for name in {**FIXTURES, **ISSUE_19, **COMMON_IMPORTS}]
     return cases
 
 
@@ -313,7 +368,7 @@ def load(case: tuple[str, str]) -> Grammar:
     kind, name = case
     if kind == "lark-package":
         return Grammar.from_file(LARK_GRAMMARS / name, start=LARK_PACKAGE[name])
-    return Grammar.builtin(name) if kind == "builtin" else Grammar.from_lark({**FIXTURES, **ISSUE_19}[name], name=name)
+    return Grammar.builtin(name) if kind == "builtin" else Grammar.from_lark({**FIXTURES, **ISSUE_19, **COMMON_IMPORTS}[name], name=name)
 
 
 TALLIES: dict[str, Tally] = {}

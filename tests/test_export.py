@@ -156,7 +156,6 @@ def test_gbnf_spells_unicode_classes_and_case_out():
         # (lark turns the escape \n into a newline, so the terminal's name is what is found.)
         ('start: COMMENT\nCOMMENT: /\\/\\*(.|\\n)*?\\*\\//\n', 2, 1),
         ('start: "a" B\n\nB: /b+?c/\n', 3, 4),
-        ("start: C_COMMENT\n%import common.C_COMMENT\n", 2, 16),
     ],
 )
 def test_lazy_quantifiers_are_reported_with_their_position(text, line, column):

@@ -102,3 +102,21 @@ def test_empty_literal_error_points_at_it() -> None:
     with pytest.raises(GrammarError) as caught:
         Grammar.from_lark('start: "a" ""\n')
     assert caught.value.construct == '""' and (caught.value.line, caught.value.column) == (1, 12)
+
+
+def test_expected_terminals_print_short() -> None:
+    # The SQLite identifier terminal excludes every keyword: its pattern is tens of KB
+    # (repr: tests/test_checker.py).
+    checker = Grammar.builtin("sqlite").checker()
+    checker.feed("SELECT a FROM t WHERE ")
+    expected = checker.expected()
+    assert expected and all(len(str(t)) <= 80 and len(t.display) <= 80 for t in expected)
+    assert max(len(t.regex or "") for t in expected) > 1000  # the whole pattern is still there
+
+
+def test_c_comment_is_read_as_its_greedy_equivalent() -> None:
+    # common.lark's C_COMMENT is lazy; its exact greedy form lets it be read at the character level.
+    text = 'start: ("a" | "ab")+ "c"\n%import common.C_COMMENT\n%import common.WS\n%ignore C_COMMENT\n%ignore WS\n'
+    grammar = Grammar.from_lark(text)
+    for sample in ["a /* x */ abc", "a/**/c", "a /* */ */ c", "a /* a */ b */ c", "ab/*/c*/c"]:
+        assert grammar.is_complete(sample) == lark_accepts(text, sample), sample
