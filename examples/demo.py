@@ -4,10 +4,12 @@ keeps it valid SQLite (repairing the draft's slip with the local SmolLM2 target)
     make demo            # or: python examples/demo.py [--draft scripted|local] [--threads N] [--html PATH]
 
 The default draft is scripted, and says so: the answer a chat model typically gives to this
-question, with the slip such answers have (a Markdown code fence, and the name ``author_id``
-escaped for Markdown as ``author\\_id``, as in GPT-4's answers on BIRD mini-dev, see
-benchmarks/README.md). SmolLM2-135M, the only model shipped, is too small to answer this question
-itself; ``--draft local`` lets it try, sharing one model copy and one KV cache with the target.
+question, with the slips such answers have: a Markdown code fence, the name ``author_id`` escaped
+for Markdown as ``author\\_id`` (as in GPT-4's answers on BIRD mini-dev, see benchmarks/README.md),
+and the answer cut off by its token limit after ``b.pages >``. The grammar undoes the escape and
+drops the fence; the local SmolLM2 target writes the end of the query (`` 500;``) from the
+question. SmolLM2-135M, the only model shipped, is too small to answer the question itself;
+``--draft local`` lets it try, sharing one model copy and one KV cache with the target.
 
 The same from the command line (the query goes to stdout, so SQLite can run it)::
 
@@ -35,15 +37,15 @@ from grammar_guide.cli import Progress  # noqa: E402
 DATABASE = Path(__file__).with_name("books.sql")
 QUESTION = "Which books by French authors have more than 500 pages? Give the title and the author's name."
 
-#: What a chat model typically answers (scripted): right query, wrong form for SQLite: a code fence,
-#: and a name escaped for Markdown (``author\_id``), a slip found in GPT-4's BIRD answers.
+#: What a chat model typically answers (scripted): the right query in the wrong form for SQLite: a
+#: code fence, a name escaped for Markdown (``author\_id``, a slip of GPT-4's BIRD answers), and
+#: cut off by the token limit before the end.
 CHAT_ANSWER = (
     "```sql\n"
     "SELECT b.title, a.name\n"
     "FROM books AS b\n"
     "JOIN authors AS a ON a.id = b.author\\_id\n"
-    "WHERE a.country = 'France' AND b.pages > 500;\n"
-    "```"
+    "WHERE a.country = 'France' AND b.pages >"
 )
 
 
@@ -100,7 +102,10 @@ def main(argv: list[str] | None = None) -> int:
         progress.status(f"draft: {DEFAULT_MODEL} itself (a 135M model: expect it to answer another question)")
     else:
         draft = FunctionDraft(chat_answer, name="scripted chat answer")
-        progress.status("draft: SCRIPTED, a chat model's typical answer with its slip (Markdown fence, author\\_id)")
+        progress.status(
+            "draft: SCRIPTED, a chat model's typical answer with its slips "
+            "(a Markdown fence, author\\_id, cut off by its token limit)"
+        )
 
     grammar = gg.Grammar.builtin("sqlite")
     print(f"\nQuestion: {args.question}\n", file=sys.stderr)
@@ -113,6 +118,7 @@ def main(argv: list[str] | None = None) -> int:
         max_new_tokens=160,
         on_event=progress.event,
         on_draft_text=progress.draft_text,
+        on_target_text=progress.target_text,
     )
     progress.finished(result)
     stats = result.stats

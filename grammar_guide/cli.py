@@ -496,7 +496,8 @@ class Progress:
             color = {"target": s.blue, "forced": s.magenta, "repair": s.green}.get(event.source, s.blue)
             self._line(color(line))
         elif isinstance(event, Cut):
-            self._line(s.dim(f"  ✂ cut {quoted(event.text, 48)} ({printable(event.reason)})"))
+            why = f"{event.reason}: {event.detail}" if event.detail else event.reason
+            self._line(s.dim(f"  ✂ cut {quoted(event.text, 48)} ({printable(why)})"))
 
     def finished(self, result: GuideResult) -> None:
         st = result.stats
