@@ -14,7 +14,10 @@ class GuideLimits:
     ``lookahead``: tokens the draft may write per call. ``max_corrections``: violations repaired
     before the target finishes the text. ``max_draft_calls``: draft calls before the target
     finishes. ``max_new_tokens``: length of the text (in target tokens, or characters / 4 without a
-    target) before the target finishes. ``timeout``: seconds of drafting before the target finishes.
+    target) before the target finishes; it bounds each draft call too, whose text is cut where the
+    budget ends (inside a chunk, however long) and whose stream is closed there. ``timeout``:
+    seconds of drafting before the target finishes; a draft call still running then is abandoned
+    at once (a blocking synchronous draft runs on in its own daemon thread, its answer unread).
     ``finish_tokens``: the target's budget for finishing; ``repair_tokens``: for one repair.
     """
 
