@@ -63,6 +63,9 @@ class DraftCall:
       ``continues_prefix``;
     - ``whole_answer``: the draft gave its whole answer at once (a function returning a string):
       nothing follows the text streamed so far;
+    - ``may_stop_short``: the draft may have stopped at a size limit it does not report (a
+      function that ignores ``max_new_tokens`` and returns a string): a complete-looking text then gets one
+      continuation call before it is taken as finished, unless ``finish_reason`` is "stop";
     - ``prefill_tokens_saved``: prompt tokens a local draft reused from its cache;
     - ``path``: how the call used the grammar (``DraftPath``), and ``fallback_reason``, the
       provider's message when it refused the grammar.
@@ -77,6 +80,7 @@ class DraftCall:
     finish_reason: str | None = None
     continued_prefix: bool | None = None
     whole_answer: bool = False
+    may_stop_short: bool = False
     prefill_tokens_saved: int = 0
     path: DraftPath = "speculative"
     fallback_reason: str | None = None
@@ -283,6 +287,9 @@ class FunctionDraft(Draft):
             out = await out
         if isinstance(out, str):
             call.whole_answer = True  # nothing follows this chunk
+            # A function that ignores max_new_tokens may return pieces of any size: it cannot
+            # say whether its answer ended (unless it sets call.finish_reason itself).
+            call.may_stop_short = not self._takes_max
             if out:
                 yield out
             return

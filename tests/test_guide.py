@@ -442,8 +442,8 @@ def test_markdown_escapes_are_undone_before_checking_and_recorded():
     # The escapes outside quotes were chat formatting; the one inside the string is the query's.
     assert result.text == "SELECT e.event_name, avg_view_count AS spend FROM events e WHERE x LIKE 'a\\_%'"
     assert result.stats.corrections == 0
-    (cut,) = [e for e in result.events if isinstance(e, Cut)]
-    assert (cut.reason, cut.text) == ("formatting", "\\\\\\") and "3 Markdown escapes" in cut.detail
+    (cut,) = [e for e in result.events if isinstance(e, Cut) and e.reason == "formatting"]
+    assert cut.text == "\\\\\\" and "3 Markdown escapes" in cut.detail
 
 
 def test_a_violation_no_edit_fixes_asks_the_draft_again_then_cuts_visibly(small_sql):
@@ -457,3 +457,28 @@ def test_a_violation_no_edit_fixes_asks_the_draft_again_then_cuts_visibly(small_
     assert result.text == "SELECT name FROM users "
     assert len(calls) == 2 and calls[1] == "SELECT name FROM users "
     assert [(c.reason, c.text) for c in result.events if isinstance(c, Cut)][-1] == ("unrepaired", "§§§ ¤¤¤")
+
+
+def test_a_function_returning_short_pieces_is_asked_to_go_on_before_its_text_counts_as_finished():
+    """A plain function that ignores max_new_tokens and returns 12 characters a call: a piece
+    ending at a complete-looking text (``... FROM st``) is not taken as the end of the answer."""
+    intent = "SELECT name, age FROM students WHERE age > 30"
+
+    def twelve(prompt, prefix):
+        return intent[len(prefix) : len(prefix) + 12]
+
+    result = run(twelve, "sqlite")
+    assert result.text == intent
+    assert result.stats.corrections == 0
+
+
+def test_a_function_that_says_it_stopped_is_believed(small_sql):
+    calls = []
+
+    def reporting(prompt, prefix, call):
+        calls.append(prefix)
+        call.finish_reason = "stop"
+        return "SELECT name FROM users"
+
+    assert run(reporting, small_sql).text == "SELECT name FROM users"
+    assert len(calls) == 1
