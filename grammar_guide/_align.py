@@ -11,6 +11,7 @@ from __future__ import annotations
 import difflib
 import re
 from dataclasses import dataclass, field
+from typing import Callable
 
 __all__ = ["Aligner"]
 
@@ -32,6 +33,7 @@ class Aligner:
 
     accepted: str
     earlier: tuple[str, ...] = ()
+    accepts: Callable[[str], int] | None = None
     _buffer: str = ""
     _decided: bool = False
     dropped: list[str] = field(default_factory=list)
@@ -68,7 +70,7 @@ class Aligner:
                 return self._decide(skip + lead + len(accepted))
             if len(body) < len(accepted) + _MARGIN and not final:
                 return ""  # a restatement that differs: wait for enough of it to align
-            return self._decide(skip + lead + _aligned_end(accepted, body))
+            return self._decide(skip + lead + _aligned_end(accepted, body, self.accepts))
 
         # The answer repeats the accepted text's last words, then goes on.
         overlap = _suffix_prefix_overlap(self.accepted, buffer)
@@ -99,8 +101,14 @@ class Aligner:
         return self._buffer[cut:]
 
 
-def _aligned_end(accepted: str, body: str) -> int:
-    """Where in ``body`` (a restatement of ``accepted`` with edits) the accepted text ends."""
+def _aligned_end(accepted: str, body: str, accepts: Callable[[str], int] | None = None) -> int:
+    """Where in ``body`` (a restatement of ``accepted`` with edits) the accepted text ends.
+
+    After the last run both share, the accepted text was corrected: its length says roughly how
+    much of ``body`` it stands for. With ``accepts`` (how much of a text the grammar takes after
+    the accepted text), the end is the word boundary between that run and a little past the
+    estimate after which the grammar reads furthest into ``body``, the earliest on a tie, so no
+    new text is dropped for a length that only looked right (``"born": `` for ``born: ``)."""
     matcher = difflib.SequenceMatcher(None, accepted, body, autojunk=False)
     blocks = [b for b in matcher.get_matching_blocks() if b.size]
     if not blocks:
@@ -108,8 +116,24 @@ def _aligned_end(accepted: str, body: str) -> int:
     # Anchor on the last run of some length: a lone quote or comma matches anywhere.
     anchors = [b for b in blocks if b.size >= 3] or blocks
     last = anchors[-1]
-    end_in_body = last.b + last.size + (len(accepted) - (last.a + last.size))
-    return min(end_in_body, len(body))
+    shared_end = last.b + last.size
+    estimate = min(shared_end + (len(accepted) - (last.a + last.size)), len(body))
+    if accepts is None or estimate <= shared_end:
+        return estimate
+    best, reach = shared_end, shared_end + accepts(body[shared_end:])
+    for cut in _boundaries(body, shared_end + 1, min(len(body), estimate + _MARGIN)):
+        end = cut + accepts(body[cut:])
+        if end > reach:
+            best, reach = cut, end
+    return best if reach > shared_end else estimate
+
+
+def _boundaries(text: str, start: int, stop: int) -> list[int]:
+    """Positions in ``text[start:stop + 1]`` where a word or mark begins or white space does."""
+    return [
+        i for i in range(start, stop + 1)
+        if i == len(text) or not (text[i].isalnum() and text[i - 1].isalnum())
+    ]
 
 
 def _suffix_prefix_overlap(accepted: str, new: str) -> int:

@@ -216,7 +216,8 @@ class Drafting:
         prefill): it says which in ``call.continued_prefix`` before its first chunk."""
         continued = rnd.call.continued_prefix
         if not (self.draft.continues_prefix if continued is None else continued):
-            rnd.reader.aligner = Aligner(self.checker.text, tuple(self.earlier_answers))
+            checker = self.checker
+            rnd.reader.aligner = Aligner(checker.text, tuple(self.earlier_answers), lambda rest: checker.copy().feed(rest))
 
     async def _next_chunk(self, stream: AsyncIterator[str]) -> str | None:
         try:

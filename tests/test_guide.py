@@ -482,3 +482,13 @@ def test_a_function_that_says_it_stopped_is_believed(small_sql):
 
     assert run(reporting, small_sql).text == "SELECT name FROM users"
     assert len(calls) == 1
+
+
+def test_the_aligner_never_drops_new_text_for_a_length_that_only_looked_right(json_grammar):
+    """The accepted text says ``"description":`` where the draft's restatement says ``born:``: the
+    restatement is aligned where the grammar reads on (before ``1815``), not by length (which
+    dropped ``{"name": "Ada", born: 1815, "f`` and fed ``ield": "math"}``)."""
+    restating = lambda prompt: '{"name": "Ada", born: 1815, "field": "math"}'  # noqa: E731
+    result = run(restating, json_grammar, seed_text='{"name": "Ada", "description":')
+    assert json.loads(result.text) == {"name": "Ada", "description": 1815, "field": "math"}
+    assert result.stats.corrections == 0
