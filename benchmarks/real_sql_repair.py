@@ -215,9 +215,14 @@ def content(sql: str) -> tuple[set[str], set[str]]:
     return names, literals
 
 
+# An apostrophe between a word and an English contraction's ending inside a string the model wrote
+# unescaped ('Women's Soccer'): read as part of the string, as the model meant it.
+_APOSTROPHE = re.compile(r"(?<=[A-Za-z])'(?=(?:s|t|re|ve|ll|d|m)\b[^'\n]*')")
+
+
 def compare(answer: str, output: str) -> dict[str, Any]:
     """How much of the answer's SQL the output keeps: kept fraction, names invented, intact."""
-    a_names, a_lits = content(answer_sql(answer))
+    a_names, a_lits = content(_APOSTROPHE.sub("''", answer_sql(answer)))
     o_names, o_lits = content(output)
     wanted = {("n", n) for n in a_names} | {("l", v) for v in a_lits}
     have = {("n", n) for n in o_names} | {("l", v) for v in o_lits}

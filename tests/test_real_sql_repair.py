@@ -76,6 +76,9 @@ def test_names_and_literals_kept_and_invented() -> None:
     glued = compare("SELECT a FROM t", "SELECT aHERE FROM t")
     assert glued["invented"] == ["ahere"] and not glued["intact"]
     assert compare("SELECT x::FLOAT FROM t", "SELECT CAST(x AS FLOAT) FROM t")["intact"]
+    apostrophe = "SELECT a FROM t WHERE n = 'Women's Soccer' AND m = 'Medium'"
+    assert compare(apostrophe, "SELECT a FROM t WHERE n = 'Women''s Soccer' AND m = 'Medium'")["intact"]
+    assert compare(apostrophe, "SELECT a FROM t WHERE n = 'Women'")["lost"] == ["l:Medium", "l:Women's Soccer", "n:m"]
     assert edit_size("SELECT  a\nFROM t", "SELECT a FROM t") == 0
 
 
