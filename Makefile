@@ -38,10 +38,11 @@ test: $(STAMP) browser
 # in its own venv: the grammar, checker, export and model-free loop tests.
 FLOORS_VENV  ?= .venv-floors
 FLOORS_TESTS := tests/test_grammar.py tests/test_checker.py tests/test_export.py tests/test_grammar_json.py \
-                tests/test_reader.py tests/test_repair.py tests/test_layers.py
+                tests/test_reader.py tests/test_repair.py tests/test_layers.py tests/test_guidance.py
+# guidance 0.3.1 (the `guidance` extra) pins llguidance==1.5.0, the declared floor: its test runs here.
 floors:
 	test -x $(FLOORS_VENV)/bin/python || $(PYTHON) -m venv $(FLOORS_VENV)
-	$(FLOORS_VENV)/bin/python -m pip install -q $$($(PYTHON) -m tools.dependency_floors) pytest hypothesis regex
+	$(FLOORS_VENV)/bin/python -m pip install -q $$($(PYTHON) -m tools.dependency_floors) guidance==0.3.1 pytest hypothesis regex
 	$(FLOORS_VENV)/bin/python -m pip install -q --no-deps -e .
 	$(FLOORS_VENV)/bin/python -m pip list 2>/dev/null | grep -iE '^(lark|llguidance|httpx|tenacity) '
 	$(FLOORS_VENV)/bin/python -m pytest -q -p no:cacheprovider $(FLOORS_TESTS)

@@ -198,6 +198,25 @@ class Grammar:
         return cls(grammar, name=f"regex {pattern!r}", terminals={"REGEX": Terminal("REGEX", regex=pattern)})
 
     @classmethod
+    def from_guidance(cls, node: Any, *, name: str = "guidance") -> Grammar:
+        """A grammar built with ``guidance`` (``select``, ``gen``, ``regex``, ``json``, and their
+        combinations), through its llguidance form (``node.ll_grammar()``). Needs the
+        ``guidance`` extra (guidance 0.3.1 pins llguidance 1.5.0, within the declared range).
+        The result checks and masks like any grammar; it has no Lark form to export."""
+        ll_grammar = getattr(node, "ll_grammar", None)
+        if not callable(ll_grammar):
+            raise TypeError(
+                f"from_guidance takes a guidance grammar (a GrammarNode: select(...), gen(...), ...), "
+                f"not {type(node).__name__}"
+            )
+        try:
+            grammar = llg.LLMatcher.grammar_from_lark(ll_grammar())
+        except ValueError as exc:
+            raise GrammarError(f"guidance grammar: {exc}") from None
+        validate(grammar, None, None)
+        return cls(grammar, name=name)
+
+    @classmethod
     def from_json_schema(cls, schema: Mapping[str, Any] | str) -> Grammar:
         """JSON documents valid under a JSON Schema (llguidance's JSON Schema compiler)."""
         try:
