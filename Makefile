@@ -1,4 +1,4 @@
-# grammar-guide: `make demo` (offline: local draft + target, SQL grammar) and `make test`.
+# grammar-guide: `make demo` (offline: local draft + target, SQL grammar), `make check` and `make test`.
 # Each target creates .venv and installs what it needs on first use.
 
 PYTHON ?= python3
@@ -9,7 +9,7 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: demo test bench install browser clean floors
+.PHONY: demo test check bench install browser clean floors
 
 install: $(STAMP)
 
@@ -33,6 +33,19 @@ demo: $(STAMP)
 
 test: $(STAMP) browser
 	$(PY) -m pytest -q -p no:cacheprovider
+
+# Lint, format and types (configured in pyproject.toml): ruff over the tree; mypy, strict, over
+# grammar_guide, providers and tools. mypy reads the installed torch, transformers and
+# SDKs, so it needs the same install as the tests; the tools are pinned in the `check` extra.
+CHECK_STAMP := $(VENV)/.installed-check
+$(CHECK_STAMP): $(STAMP) pyproject.toml
+	$(PY) -m pip install -q -e '.[check]'
+	touch $(CHECK_STAMP)
+
+check: $(CHECK_STAMP)
+	$(PY) -m ruff format --diff .
+	$(PY) -m ruff check .
+	$(PY) -m mypy
 
 # The core at the lowest declared versions of its dependencies (tools/dependency_floors.py),
 # in its own venv: the grammar, checker, export and model-free loop tests.

@@ -76,7 +76,7 @@ class Checker:
         if self._violation is not None or not chunk:
             return 0
         is_text = isinstance(chunk, str)
-        data = chunk.encode("utf-8") if is_text else bytes(chunk)
+        data = chunk.encode("utf-8") if isinstance(chunk, str) else bytes(chunk)
         tokens = list(data)
         # Validating, then consuming the valid part, measured about twice as fast as
         # ``try_consume_tokens`` (benchmarks/checker_bench.py).
@@ -243,7 +243,7 @@ def _lark_expected(parser: lark.Lark, text: str) -> set[str]:
     except lark.exceptions.UnexpectedEOF as exc:
         return set(exc.expected)
     except lark.exceptions.UnexpectedCharacters as exc:
-        if exc.pos_in_stream >= len(text):
+        if exc.pos_in_stream is not None and exc.pos_in_stream >= len(text):
             return set(exc.allowed or ())
         return set()
     except lark.exceptions.UnexpectedInput:

@@ -234,10 +234,10 @@ def _scannerless(
     extends = {term_names[name]: ranges for name, ranges in munch.items()}
     # The symbol grammar: tokens are compiled terminal names, gg_skip the ignored text.
     rules: dict[str, list[list[str]]] = {"gg_start": [[rule_name(start)] + (["gg_skip"] if ignore else [])]}
-    for origin, alts in by_origin.items():
+    for origin, bodies in by_origin.items():
         rules[rule_name(origin)] = [
-            [y for sym in alt.split() if sym != '""' for y in (["gg_skip", sym] if ignore and sym in by_compiled else [sym])]
-            for alt in alts
+            [y for sym in body.split() if sym != '""' for y in (["gg_skip", sym] if ignore and sym in by_compiled else [sym])]
+            for body in bodies
         ]
     if ignore:
         rules["gg_skip"] = [[]] + [["gg_skip", term_names[name]] for name in ignore]

@@ -20,7 +20,7 @@ import inspect
 import queue
 import threading
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, AsyncIterator, Callable, Iterator, Literal, Mapping
+from typing import TYPE_CHECKING, Any, AsyncGenerator, AsyncIterator, Callable, Iterator, Literal, Mapping
 
 if TYPE_CHECKING:
     from ._grammar import Grammar
@@ -163,7 +163,7 @@ class Worker:
         self._tasks.put(None)
 
 
-async def iterate_in_thread(iterator: Iterator[Any]) -> AsyncIterator[Any]:
+async def iterate_in_thread(iterator: Iterator[Any]) -> AsyncGenerator[Any, None]:
     """Drive a blocking iterator from async code, one ``next`` at a time in a ``Worker`` thread.
 
     Every item is passed on as it is (empty ones too): the caller judges them.

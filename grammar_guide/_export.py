@@ -35,7 +35,7 @@ from ._compile import lark_regex
 from ._exact import quantifier
 from ._errors import GrammarError
 from ._lark_load import position, position_of_terminal
-from ._regex import regex_features
+from ._regex import regex_features, sre_constants as _c, sre_parse as _sre_parse
 
 if TYPE_CHECKING:
     from ._compile import Terminal
@@ -326,13 +326,6 @@ def _gbnf_escape(cp: int) -> str:
     if cp < 0xA0:
         return f"\\x{cp:02X}"
     return chr(cp)
-
-
-try:  # Python >= 3.11
-    from re import _constants as _c, _parser as _sre_parse  # type: ignore[attr-defined]
-except ImportError:  # pragma: no cover - Python 3.10
-    import sre_constants as _c  # type: ignore[no-redef]
-    import sre_parse as _sre_parse  # type: ignore[no-redef]
 
 
 

@@ -248,7 +248,7 @@ class Grammar:
         checker = self.checker()
         return checker.feed(text) == len(text) and checker.is_complete
 
-    def parse(self, text: str) -> lark.Tree:
+    def parse(self, text: str) -> lark.Tree[lark.Token]:
         """Parse complete text with the ``lark`` package (Earley, dynamic lexer) into a Lark tree."""
         if self._lark is None:
             raise GrammarError(f"{self.name} is not a Lark grammar; it has no parse tree")

@@ -32,12 +32,18 @@ __all__ = ["render_fragment", "render_html"]
 class GuideResult(Protocol):
     """What a page is rendered from (``grammar_guide.GuideResult`` has it)."""
 
-    text: str
-    prompt: str
-    grammar_name: str
-    events: Sequence[Event]
-    stats: GuideStats
-    complete: bool
+    @property
+    def text(self) -> str: ...
+    @property
+    def prompt(self) -> str: ...
+    @property
+    def grammar_name(self) -> str: ...
+    @property
+    def events(self) -> Sequence[Event]: ...
+    @property
+    def stats(self) -> GuideStats: ...
+    @property
+    def complete(self) -> bool: ...
 
     def to_json(self, **kwargs: Any) -> str: ...
 
@@ -514,10 +520,8 @@ def _summary_html(result: GuideResult) -> str:
 
 def _legend_html(rebuilt: _Rebuilt, result: GuideResult) -> str:
     used = {seg.kind for seg in rebuilt.segments}
-    restated = any(
-        seg.event is not None and isinstance(result.events[seg.event], Cut) and result.events[seg.event].reason == "restated"
-        for seg in rebuilt.segments
-    )
+    shown = (result.events[seg.event] for seg in rebuilt.segments if seg.event is not None)
+    restated = any(isinstance(event, Cut) and event.reason == "restated" for event in shown)
     items = []
     for kind in ("draft", "target", "forced", "healed", "repair", "completion", "violation", "cut"):
         dim = "" if kind in used else " gg-unused"
@@ -553,8 +557,10 @@ def _timeline_html(result: GuideResult, rebuilt: _Rebuilt, prefix: str) -> str:
             note = f"{_change(event)}: {_why(event, ctx.violation if ctx else None)}"
             if event.seconds:
                 note += f" · {_seconds(event.seconds)}"
-        else:
+        elif isinstance(event, Cut):
             kind, text, note = "cut", event.text, _cut_why(event)
+        else:  # GrammarRefused: no text of its own (the stats' path says "fallback")
+            continue
         label = _e(_SHORT[kind])
         if i in anchored and rebuilt.exact:
             label = f'<a href="#{prefix}-ev{i}">{label}</a>'

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Sequence
+from typing import Sequence, TypedDict
 
 import lark
 import lark.exceptions
@@ -18,6 +18,7 @@ from ._regex import is_regex_error
 from ._text import line_column, offset_of
 
 __all__ = [
+    "Position",
     "bad_regex_error",
     "load_lark",
     "position",
@@ -82,7 +83,15 @@ def bad_regex_error(exc: BaseException, text: str, source: str | None) -> Gramma
     return GrammarError(f"invalid regex: {exc}", source=source)
 
 
-def position_of_definition(name: str, text: str, last: bool) -> dict[str, int | None]:
+class Position(TypedDict):
+    """``GrammarError``'s position keywords: all ``None`` when the place is unknown."""
+
+    line: int | None
+    column: int | None
+    offset: int | None
+
+
+def position_of_definition(name: str, text: str, last: bool) -> Position:
     """Where ``name`` is defined (its last definition when ``last``)."""
     found = list(re.finditer(rf"(?m)^[ \t]*[?!]?({re.escape(name)})\b(?:\{{[^}}]*\}})?(?:\.-?\d+)?[ \t]*:", text))
     if not found:
@@ -90,12 +99,12 @@ def position_of_definition(name: str, text: str, last: bool) -> dict[str, int | 
     return position((found[-1] if last else found[0]).start(1), text)
 
 
-def _position_of_name(name: str, text: str) -> dict[str, int | None]:
+def _position_of_name(name: str, text: str) -> Position:
     match = re.search(rf"(?m)^[ \t]*{re.escape(name)}\b", text)
     return position(match.start() + len(match.group()) - len(name) if match else None, text)
 
 
-def position_of_use(name: str, text: str) -> dict[str, int | None]:
+def position_of_use(name: str, text: str) -> Position:
     """Where ``name`` is first used in a rule body (after a colon on its line, or a ``|``)."""
     for match in re.finditer(rf"(?<![\w\"'/.]){re.escape(name)}\b", text):
         line_start = text.rfind("\n", 0, match.start()) + 1
@@ -105,7 +114,7 @@ def position_of_use(name: str, text: str) -> dict[str, int | None]:
     return _position_of_name(name, text)
 
 
-def position_of_terminal(name: str, regex_value: str, text: str) -> dict[str, int | None]:
+def position_of_terminal(name: str, regex_value: str, text: str) -> Position:
     index = text.find("/" + regex_value + "/")
     if index < 0:
         index = text.find(regex_value)
@@ -114,7 +123,7 @@ def position_of_terminal(name: str, regex_value: str, text: str) -> dict[str, in
     return _position_of_name(name, text)
 
 
-def position(offset: int | None, text: str) -> dict[str, int | None]:
+def position(offset: int | None, text: str) -> Position:
     if offset is None:
         return {"line": None, "column": None, "offset": None}
     line, column = line_column(text, offset)
@@ -162,8 +171,8 @@ def _lark_grammar_error(exc: Exception, text: str, source: str | None) -> Gramma
         where = position_of_definition(name.group(1), text, "more than once" in message)
     else:
         where = position(None, text)
-    construct = name.group(1) if name else None
+    named = name.group(1) if name else None
     if "%declare" in message or "declared" in message:
-        construct = construct or "%declare"
-    return GrammarError(message.splitlines()[0], construct=construct, source=source, **where)
+        named = named or "%declare"
+    return GrammarError(message.splitlines()[0], construct=named, source=source, **where)
 

@@ -9,6 +9,7 @@ and alternations where Python's first match is not the longest.
 from __future__ import annotations
 
 import re
+import sys
 from typing import Any
 
 __all__ = ["is_regex_error", "regex_features", "sre_constants", "sre_parse", "strip_verbose"]
@@ -52,15 +53,18 @@ def is_regex_error(exc: BaseException) -> bool:
     )
 
 
-try:  # Python >= 3.11
-    from re import _constants as _sre_c, _parser as _sre_parse  # type: ignore[attr-defined]
-except ImportError:  # pragma: no cover - Python 3.10
-    import sre_constants as _sre_c  # type: ignore[no-redef]
-    import sre_parse as _sre_parse  # type: ignore[no-redef]
+if sys.version_info >= (3, 11):
+    from re import _constants, _parser
+else:  # pragma: no cover - Python 3.10
+    import sre_constants as _constants
+    import sre_parse as _parser
 
-#: CPython's regex parser and its constants, for the modules that read a regex's structure.
-sre_parse = _sre_parse
-sre_constants = _sre_c
+#: CPython's regex parser and its constants, for the modules that read a regex's structure. Typed
+#: ``Any``: their parse trees are tuples of tagged values that typeshed's ``sre_parse`` describes
+#: only in part (a ``SubPattern`` is iterable; 3.11's ``ATOMIC_GROUP`` is missing for 3.10).
+sre_parse: Any = _parser
+sre_constants: Any = _constants
+_sre_c, _sre_parse = sre_constants, sre_parse
 
 _SINGLE_CHAR_OPS = {_sre_c.LITERAL, _sre_c.NOT_LITERAL, _sre_c.IN, _sre_c.ANY}
 
@@ -109,7 +113,7 @@ def _shadowed_alternative(parsed: Any) -> str | None:
             continue
         if op is not _sre_c.BRANCH:
             return None
-        words = []
+        words: list[str | None] = []
         for alt in av[1]:
             if not all(o is _sre_c.LITERAL for o, _ in alt):
                 words.append(None)

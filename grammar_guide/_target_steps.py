@@ -130,10 +130,13 @@ class TargetSteps:
             self.emit(Cut(dead, taken, reason="dead end", call=self.stats.draft_calls))
 
     async def _get_target(self) -> TargetModel | None:
-        if self.target is False:
+        target = self.target
+        if target is False:
             return None
-        if self.target is None:
+        if target is None:
             from .local.target import TargetModel
 
-            self.target = await asyncio.to_thread(TargetModel.load)
-        return self.target
+            loaded = await asyncio.to_thread(TargetModel.load)
+            self.target = loaded
+            return loaded
+        return target

@@ -31,6 +31,7 @@ from typing import IO, TYPE_CHECKING, Any, Callable, Iterator, Sequence
 from ._draft import DraftOutputError
 from ._errors import GrammarError, GuideExhausted, MissingDependencyError, ProviderError
 from ._grammar import Grammar, Terminal
+from ._text import line_column
 
 if TYPE_CHECKING:
     from ._draft import Draft
@@ -197,12 +198,6 @@ def shown(text: str) -> str:
 _SIMPLE_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 
 
-def _position(text: str, offset: int) -> tuple[int, int]:
-    """1-based line and column of character ``offset``."""
-    before = text[:offset]
-    return before.count("\n") + 1, offset - (before.rfind("\n") + 1) + 1
-
-
 def run_check(args: argparse.Namespace) -> int:
     grammar = load_grammar(args.grammar)
     data = _read_input(args.file)
@@ -232,12 +227,12 @@ def run_check(args: argparse.Namespace) -> int:
         problem = f"unexpected {shown(found)}"
     elif bad_byte is not None:
         offset = len(text)
-        line, column = _position(text, offset)
+        line, column = line_column(text, offset)
         found = None
         problem = f"not UTF-8 text: byte 0x{data[bad_byte]:02x} at byte offset {bad_byte} (a binary file?)"
     else:
         offset = len(text)
-        line, column = _position(text, offset)
+        line, column = line_column(text, offset)
         problem, found = "the text ends before it is complete", None
     report.update(
         {
@@ -404,7 +399,10 @@ def make_draft(spec: str, *, model: str | None = None, endpoint: str = "chat", t
     if spec.startswith(("http://", "https://")) and not model:
         raise UsageError("a URL draft needs --model NAME (the model name its server expects)")
     try:
-        return draft_from_spec(spec, model=model, endpoint=endpoint, target=target or None, threads=threads)
+        # Any to mypy, which checks providers/ as the top-level package ``providers`` (setuptools
+        # installs it here, a mapping mypy cannot follow).
+        draft: Draft = draft_from_spec(spec, model=model, endpoint=endpoint, target=target or None, threads=threads)
+        return draft
     except ValueError as exc:
         raise UsageError(f"--draft: {exc}") from None
 
@@ -502,7 +500,10 @@ class Progress:
     def finished(self, result: GuideResult) -> None:
         st = result.stats
         state = self.style.green("✓ valid") if result.complete else self.style.red("✗ incomplete")
-        plural = lambda n, word: f"{n} {word}{'' if n == 1 else 's'}"  # noqa: E731
+
+        def plural(n: int, word: str) -> str:
+            return f"{n} {word}{'' if n == 1 else 's'}"
+
         self._line(
             f"{state} {result.grammar_name} · {plural(st.draft_calls, 'draft call')} · "
             f"{plural(st.corrections, 'correction')} · {st.total_seconds:.1f} s"

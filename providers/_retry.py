@@ -71,7 +71,7 @@ class RetryPolicy:
     max_retry_after: float = 60.0
 
     def wait_for(self, attempt_number: int, retry_after: float | None) -> float:
-        backoff = min(self.max_wait, self.initial_wait * 2 ** (attempt_number - 1))
+        backoff = min(self.max_wait, self.initial_wait * 2.0 ** (attempt_number - 1))
         backoff += backoff * self.jitter * random.random()
         if retry_after is not None:
             return max(backoff, retry_after)
@@ -116,16 +116,17 @@ def parse_retry_after(headers: Mapping[str, str] | None) -> float | None:
     return max(0.0, when.timestamp() - time.time())
 
 
-def message_from_body(body: Any, limit: int = 500) -> str:
+def message_from_body(body: object, limit: int = 500) -> str:
     """The human message in an error body: OpenAI's and Anthropic's ``{"error": {"message"}}``,
     a plain ``{"message"}`` or ``{"detail"}``, or the text itself, shortened."""
     if isinstance(body, (bytes, bytearray)):
         body = body.decode("utf-8", "replace")
     if isinstance(body, str):
+        text = body
         try:
-            body = json.loads(body)
+            body = json.loads(text)
         except ValueError:
-            text = body.strip()
+            text = text.strip()
             return text[:limit] + ("..." if len(text) > limit else "")
     for _ in range(3):
         if isinstance(body, dict) and isinstance(body.get("error"), (dict, str)):
@@ -134,8 +135,9 @@ def message_from_body(body: Any, limit: int = 500) -> str:
             break
     if isinstance(body, dict):
         for key in ("message", "detail", "msg"):
-            if isinstance(body.get(key), str):
-                return body[key][:limit]
+            value = body.get(key)
+            if isinstance(value, str):
+                return value[:limit]
     if isinstance(body, str):
         return body[:limit]
     text = json.dumps(body)
@@ -163,7 +165,7 @@ def error_for_status(
         error = ServerError(message, provider=provider, status_code=status_code)
     else:
         error = BadRequestError(message, provider=provider, status_code=status_code)
-    error.retry_after = retry_after  # type: ignore[attr-defined]
+    error.retry_after = retry_after
     return error
 
 

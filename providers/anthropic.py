@@ -116,6 +116,8 @@ class AnthropicDraft(Draft):
         self.instruction = instruction
         self.request_options = request_options
         self.continues_prefix = not refuses_prefill(model) if prefill is None else prefill
+        self._user_client: anthropic.AsyncAnthropic | None
+        self._api_key: str | None
         if client is not None:
             self._user_client = client.with_options(max_retries=0)
             self._api_key = client.api_key
@@ -142,7 +144,7 @@ class AnthropicDraft(Draft):
     async def aclose(self) -> None:
         await self._owned.aclose()
 
-    async def stream(self, call: DraftCall) -> AsyncIterator[str]:  # type: ignore[override]
+    async def stream(self, call: DraftCall) -> AsyncIterator[str]:
         use_prefill = self.continues_prefix
         call.continued_prefix = use_prefill
         inner = self._stream(call, use_prefill)

@@ -110,6 +110,8 @@ class OpenAIDraft(Draft):
         self.request_options = request_options
         self.native_grammar = NativeGrammarPolicy(native_grammar, grammar_style, model)
         self.continues_prefix = endpoint == "completions" or prefill is not None
+        self._user_client: openai.AsyncOpenAI | None
+        self._api_key: str | None
         if client is not None:
             self._user_client = client.with_options(max_retries=0)
             self._api_key = client.api_key

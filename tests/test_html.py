@@ -15,6 +15,7 @@ from grammar_guide import (
     Cut,
     DraftSpan,
     Grammar,
+    GrammarRefused,
     GrammarViolation,
     GuideResult,
     GuideStats,
@@ -170,6 +171,15 @@ def test_events_that_do_not_rebuild_the_text_are_reported_and_the_text_shown(tmp
     assert 'data-exact="false"' in fragment
     assert "do not rebuild the final text" in fragment
     assert "Bob Lovelace" in fragment
+
+
+def test_a_refused_grammar_is_rendered_with_the_text_it_left_to_the_draft() -> None:
+    # A provider that refused the grammar: the draft then wrote freely (before: AttributeError).
+    events = [GrammarRefused(0, "400 grammar too complex", call=1), DraftSpan(0, '{"a": 1}', call=1)]
+    result = GuideResult('{"a": 1}', "p", "json", events, GuideStats(path="fallback"))
+    page = render_html(result)
+    assert 'data-exact="true"' in page
+    assert page.count('class="gg-ev"') == 1 and "draft call 1" in page
 
 
 def test_save_html_writes_the_page(tmp_path: Path) -> None:

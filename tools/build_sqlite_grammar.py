@@ -27,6 +27,7 @@ from __future__ import annotations
 import re
 import sys
 from pathlib import Path
+from typing import Any, Callable, Iterable
 
 ROOT = Path(__file__).resolve().parent.parent
 SOURCE = ROOT / "grammars" / "src" / "sqlite.lark"
@@ -297,7 +298,7 @@ class _Rules:
                     changed = True
         return found
 
-    def reaching(self, starts: set[str], edges) -> set[str]:
+    def reaching(self, starts: set[str], edges: Callable[[list[str]], Iterable[str]]) -> set[str]:
         """The rules from which one of ``starts`` is reached along ``edges(alt)``."""
         found = set(starts)
         changed = True
@@ -410,8 +411,8 @@ def _without_literal(rules: _Rules, start: str, literal: str) -> list[str]:
             inner = alt[1] if len(alt) == 3 else None
             if alt == [literal]:
                 continue
-            if whole(alt) in able and whole(alt) != literal:
-                target = alt[0] if len(alt) == 1 else inner
+            target = whole(alt)
+            if target is not None and target in able and target != literal:
                 if target not in chain:
                     chain.add(target)
                     todo.append(target)
@@ -460,14 +461,14 @@ def ident_regex() -> str:
     follows a keyword's next character, or leaves the trie with any other identifier character
     (``_`` included: CURRENT_DATE is a keyword, CURRENT_DATEX and CURRENTX are not).
     """
-    trie: dict = {}
+    trie: dict[str, Any] = {}
     for kw in KEYWORDS:
         node = trie
         for ch in kw.lower():
             node = node.setdefault(ch, {})
         node["$"] = True
 
-    def rest(node: dict, first: bool) -> str:
+    def rest(node: dict[str, Any], first: bool) -> str:
         nexts = sorted(k for k in node if k != "$")
         alts = [(f"[{ch}{ch.upper()}]" if ch.isalpha() else ch) + "(?:" + rest(node[ch], False) + ")" for ch in nexts]
         pool = "A-Za-z_" if first else "A-Za-z0-9_$"
@@ -573,7 +574,6 @@ def build(guards: bool = True) -> str:
     if guards and not any(line.startswith("number: INTEGER | FLOAT | HEX_MIN | _NUMWORD") for line in out):
         raise ValueError("the source has no 'number' rule of the expected form")
     out = _restricted_forms(_normalize(out))
-    guard = " | _guard" if guards else ""
     kw_rules = ["", "// -- keywords, each with its guard --------------------------------------------------------"]
     # Each keyword's guard is the keyword glued to more word characters (SELECTa): only such a
     # word leads nowhere, so prose words (To, Here) are not valid prefixes where a keyword goes.

@@ -88,7 +88,8 @@ class KVCache:
         if not ids or not guess:
             raise ValueError("verify needs a context and a guess")
         keep = self.common_prefix(ids)
-        reuse = keep == len(ids) == len(self.ids) and self._last_logits is not None
+        last = self._last_logits if keep == len(ids) == len(self.ids) else None
+        reuse = last is not None
         self.generation += 1
         if not reuse:
             keep = min(keep, len(ids) - 1)
@@ -104,9 +105,9 @@ class KVCache:
                 use_cache=True,
                 logits_to_keep=len(guess) + (0 if reuse else 1),
             )
-        rows = out.logits[0].float()
-        if reuse:
-            rows = torch.cat([self._last_logits[None], rows])
+        rows: torch.Tensor = out.logits[0].float()
+        if last is not None:
+            rows = torch.cat([last[None], rows])
         self._cache = out.past_key_values
         self.ids = list(ids) + list(guess)
         self.prefilled_tokens += len(new)

@@ -211,7 +211,8 @@ class LoadedModel:
 
     @property
     def dtype(self) -> torch.dtype:
-        return self.model.dtype
+        dtype: torch.dtype = self.model.dtype
+        return dtype
 
     @property
     def ll_tokenizer(self) -> llg.LLTokenizer:
@@ -378,7 +379,7 @@ def _load_cached(model: str | None, device: str | None, dtype: Any) -> LoadedMod
     if not getattr(tokenizer, "is_fast", False):
         raise ValueError(f"{name}: grammar-guide needs a fast (Rust) tokenizer for token masks")
     lm = transformers.AutoModelForCausalLM.from_pretrained(path, dtype=chosen_dtype, **kwargs)
-    lm.to(chosen_device)
+    lm.to(chosen_device)  # type: ignore[arg-type]  # transformers' @wraps(Module.to) hides to's signature
     lm.eval()
     import torch
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import array
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     import torch
@@ -123,7 +123,7 @@ class LookupCache:
         self.lookup = lookup
         self._base = 0  # the length of the context the last guess followed
         self._guess: list[int] = []
-        self._rows: Any = None
+        self._rows: torch.Tensor | None = None  # set while a guess is pending
         self._generation = -1
 
     def advance(self, ids: list[int], limit: int) -> torch.Tensor:
@@ -135,6 +135,7 @@ class LookupCache:
                 self._guess, self._rows = [], None  # another user changed the cache meanwhile
             elif 0 <= done <= len(guess) and self.kv.ids[: len(ids)] == ids:
                 rows = self._rows
+                assert rows is not None
                 if done == len(guess):
                     # All of it was right: the next guess follows the token chosen after it.
                     self._settle(done)
@@ -147,10 +148,10 @@ class LookupCache:
         guess = self.lookup.guess(ids, limit) if self.lookup is not None and limit > 0 else []
         if not guess:
             return self.kv.advance(ids)
-        self._rows = self.kv.verify(ids, guess)
+        self._rows = rows = self.kv.verify(ids, guess)
         self._base, self._guess = len(ids), guess
         self._generation = self.kv.generation
-        return self._rows[0]
+        return rows[0]
 
     def _settle(self, right: int) -> None:
         """The guess is over: ``right`` of its tokens were written; drop the others."""

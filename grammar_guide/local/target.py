@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable
 
 from .._errors import GrammarError
-from .._trace import Alternative
+from .._events import Alternative
 from .healing import healing_mask
 from .kv_cache import KVCache
 from .loading import LoadedModel, load_model
