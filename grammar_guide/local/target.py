@@ -192,7 +192,14 @@ class TargetModel:
         the same thread: torch's CPU thread pool is per calling thread). ``on_text`` is called on
         the event loop's thread."""
         loop = asyncio.get_running_loop()
-        relay = None if on_text is None else functools.partial(loop.call_soon_threadsafe, on_text)
+        relay: Callable[[str], None] | None = None
+        if on_text is not None:
+            deliver = on_text
+
+            def relay_text(piece: str) -> None:
+                loop.call_soon_threadsafe(deliver, piece)
+
+            relay = relay_text
         run = functools.partial(
             self.continue_text, prompt, text, grammar,
             max_new_tokens=max_new_tokens, finish=finish, min_terminals=min_terminals, on_text=relay,
