@@ -9,6 +9,7 @@ proportion to its chunk; ``rollback`` undoes bytes without re-reading the text.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -227,6 +228,8 @@ def expected_terminals(grammar: Grammar, text: str) -> list[Terminal]:
     names: dict[str, None] = {}
     for k in candidates:
         rest = text[k:]
+        if rest and not any(_terminal_accepts_prefix(t, rest) for t in grammar.terminals.values()):
+            continue  # no terminal begins with the rest: nothing to ask lark
         for name in _lark_expected(parser, text[:k]):
             terminal = grammar.terminals.get(name)
             if terminal is None or name in grammar.guard_terminals:
@@ -237,7 +240,14 @@ def expected_terminals(grammar: Grammar, text: str) -> list[Terminal]:
     return [grammar.terminals[n] for n in names]
 
 
-def _lark_expected(parser: lark.Lark, text: str) -> set[str]:
+@functools.lru_cache(maxsize=8)
+def _lark_expected(parser: lark.Lark, text: str) -> frozenset[str]:
+    """What lark expects after ``text``. Each call parses the whole text; one violation asks
+    about the same few prefixes several times (the message, each repair), hence the cache."""
+    return frozenset(_lark_expected_uncached(parser, text))
+
+
+def _lark_expected_uncached(parser: lark.Lark, text: str) -> set[str]:
     try:
         parser.parse(text)
     except lark.exceptions.UnexpectedEOF as exc:
