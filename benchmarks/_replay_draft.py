@@ -56,8 +56,11 @@ class ReplayDraft:
                 continue
             *whole, last = mine[-k:]
             # The last lexeme of the prefix may be cut short (``event_na``): a prefix of the answer's.
-            ends = [i + k for i in range(len(words) - k + 1)
-                    if words[i : i + k - 1] == whole and words[i + k - 1].startswith(last)]
+            ends = [
+                i + k
+                for i in range(len(words) - k + 1)
+                if words[i : i + k - 1] == whole and words[i + k - 1].startswith(last)
+            ]
             if ends:
                 # The occurrence nearest to where the prefix's own length puts it.
                 best = min(ends, key=lambda e: (abs(e - len(mine)), -e))

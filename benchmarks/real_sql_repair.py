@@ -39,9 +39,10 @@ import re
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
@@ -92,10 +93,14 @@ def _files(clone: Path) -> dict[str, str]:
     if folder.is_dir():
         return {str(p.relative_to(clone)): p.read_text(encoding="utf-8") for p in sorted(folder.rglob("*.json"))}
     git = ["git", "--git-dir", str(clone)] if (clone / "HEAD").is_file() else ["git", "-C", str(clone)]
-    listed = subprocess.run([*git, "ls-tree", "-r", "--name-only", "HEAD", RESULTS_DIR],
-                            capture_output=True, text=True, check=True).stdout.split()
-    return {p: subprocess.run([*git, "show", f"HEAD:{p}"], capture_output=True, text=True, check=True).stdout
-            for p in sorted(listed) if p.endswith(".json")}
+    listed = subprocess.run(
+        [*git, "ls-tree", "-r", "--name-only", "HEAD", RESULTS_DIR], capture_output=True, text=True, check=True
+    ).stdout.split()
+    return {
+        p: subprocess.run([*git, "show", f"HEAD:{p}"], capture_output=True, text=True, check=True).stdout
+        for p in sorted(listed)
+        if p.endswith(".json")
+    }
 
 
 def load_answers(clone: Path) -> list[Answer]:
@@ -127,6 +132,7 @@ def sqlite_rejects(answers: list[Answer]) -> list[Answer]:
 def interleave(answers: list[Answer], limit: int | None) -> list[Answer]:
     """Take answers from each model in turn (and, within a model, from each of its files in
     turn), so that a limit keeps the mix of models and dialects."""
+
     def rounds(groups: list[list[Answer]]) -> list[Answer]:
         out: list[Answer] = []
         while any(groups):
@@ -202,7 +208,7 @@ def content(sql: str) -> tuple[set[str], set[str]]:
             literals.add(_string_value(raw[i]))
         elif re.fullmatch(r"[0-9]+(?:\.[0-9]*)?", low):
             literals.add(low)
-        elif first in "\"`[":
+        elif first in '"`[':
             names.add(low[1:-1] if len(low) >= 2 else low[1:])
         elif re.fullmatch(r"[a-z_$][a-z0-9_$]*", low):
             if low.upper() in _keywords() or nxt == "(" or prev == ":":
@@ -228,8 +234,12 @@ def compare(answer: str, output: str) -> dict[str, Any]:
     have = {("n", n) for n in o_names} | {("l", v) for v in o_lits}
     kept = len(wanted & have) / len(wanted) if wanted else 1.0
     invented = sorted(o_names - a_names)
-    return {"kept": kept, "lost": sorted(f"{k}:{v}" for k, v in wanted - have), "invented": invented,
-            "intact": kept == 1.0 and not invented}
+    return {
+        "kept": kept,
+        "lost": sorted(f"{k}:{v}" for k, v in wanted - have),
+        "invented": invented,
+        "intact": kept == 1.0 and not invented,
+    }
 
 
 def edit_size(answer: str, output: str) -> int:
@@ -259,15 +269,32 @@ def run_ours(items: list[Answer], questions: dict[str, str], *, target: Any) -> 
         t0 = time.perf_counter()
         error = None
         try:
-            result = gg.guide(draft, "sqlite", prompt_for(a, questions), target=target,
-                              max_corrections=MAX_CORRECTIONS, max_draft_calls=16, timeout=TIMEOUT_S)
+            result = gg.guide(
+                draft,
+                "sqlite",
+                prompt_for(a, questions),
+                target=target,
+                max_corrections=MAX_CORRECTIONS,
+                max_draft_calls=16,
+                timeout=TIMEOUT_S,
+            )
         except gg.GuideExhausted as exc:
             result, error = exc.result, f"GuideExhausted: {exc}"
-        rows.append({"text": result.text, "error": error, "exhausted": error is not None,
-                     "seconds": time.perf_counter() - t0, "corrections": result.stats.corrections,
-                     "draft_calls": len(replay.calls)})
-        print(f"[{NAME}] ours {len(rows)}/{len(items)}: {rows[-1]['seconds']:.1f} s"
-              + (" (exhausted)" if error else ""), file=sys.stderr, flush=True)
+        rows.append(
+            {
+                "text": result.text,
+                "error": error,
+                "exhausted": error is not None,
+                "seconds": time.perf_counter() - t0,
+                "corrections": result.stats.corrections,
+                "draft_calls": len(replay.calls),
+            }
+        )
+        print(
+            f"[{NAME}] ours {len(rows)}/{len(items)}: {rows[-1]['seconds']:.1f} s" + (" (exhausted)" if error else ""),
+            file=sys.stderr,
+            flush=True,
+        )
     return rows
 
 
@@ -282,8 +309,9 @@ def run_sqlglot(items: list[Answer]) -> list[dict[str, Any]]:
             error = None
         except Exception as exc:  # sqlglot's ParseError, TokenError, UnsupportedError ...
             text, error = "", f"{type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}"
-        rows.append({"text": text, "error": error, "exhausted": False, "seconds": time.perf_counter() - t0,
-                     "corrections": None})
+        rows.append(
+            {"text": text, "error": error, "exhausted": False, "seconds": time.perf_counter() - t0, "corrections": None}
+        )
     return rows
 
 
@@ -311,7 +339,7 @@ def run_gg0011(items: list[Answer], questions: dict[str, str], *, timeout: float
 def score(rows: list[dict[str, Any]], items: list[Answer]) -> dict[str, Any]:
     from tests import sqlite_oracle
 
-    for row, a in zip(rows, items):
+    for row, a in zip(rows, items, strict=True):
         text = row.get("text") or ""
         row["valid"] = bool(text.strip()) and sqlite_oracle.check_script(text).label is not sqlite_oracle.Label.INVALID
         row.update(compare(a.text, text))
@@ -334,14 +362,33 @@ def score(rows: list[dict[str, Any]], items: list[Answer]) -> dict[str, Any]:
 
 
 def table(methods: dict[str, dict[str, Any]]) -> str:
-    header = ["method", "SQLite-valid", "GuideExhausted / errors", "intact", "content kept", "names invented",
-              "edit size (chars)", "corrections", "s / answer"]
+    header = [
+        "method",
+        "SQLite-valid",
+        "GuideExhausted / errors",
+        "intact",
+        "content kept",
+        "names invented",
+        "edit size (chars)",
+        "corrections",
+        "s / answer",
+    ]
     rows = []
     for name, m in methods.items():
         n = m["answers"] or 1
-        rows.append([name, f"{100 * m['valid'] / n:.0f}% ({m['valid']}/{m['answers']})",
-                     f"{m['exhausted']} / {m['errors']}", f"{100 * m['intact'] / n:.0f}%", m["kept"], m["invented"],
-                     m["edit"], "-" if m["corrections"] is None else m["corrections"], m["seconds"]])
+        rows.append(
+            [
+                name,
+                f"{100 * m['valid'] / n:.0f}% ({m['valid']}/{m['answers']})",
+                f"{m['exhausted']} / {m['errors']}",
+                f"{100 * m['intact'] / n:.0f}%",
+                m["kept"],
+                m["invented"],
+                m["edit"],
+                "-" if m["corrections"] is None else m["corrections"],
+                m["seconds"],
+            ]
+        )
     return markdown_table(header, rows)
 
 
@@ -352,8 +399,13 @@ def dialect_table(rows_by_method: dict[str, list[dict[str, Any]]], items: list[A
     out = []
     for d in dialects:
         picked = [i for i, a in enumerate(items) if a.dialect == d]
-        out.append([d, len(picked)] + [f"{sum(rows[i]['valid'] for i in picked)} / {sum(rows[i]['intact'] for i in picked)}"
-                                       for rows in rows_by_method.values()])
+        out.append(
+            [d, len(picked)]
+            + [
+                f"{sum(rows[i]['valid'] for i in picked)} / {sum(rows[i]['intact'] for i in picked)}"
+                for rows in rows_by_method.values()
+            ]
+        )
     return markdown_table(header, out)
 
 
@@ -362,11 +414,17 @@ def dialect_table(rows_by_method: dict[str, list[dict[str, Any]]], items: list[A
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.real_sql_repair", description=__doc__.split("\n")[0])
-    parser.add_argument("clone", type=Path, help="a local clone of github.com/bird-bench/mini_dev (work tree or git dir)")
+    parser.add_argument(
+        "clone", type=Path, help="a local clone of github.com/bird-bench/mini_dev (work tree or git dir)"
+    )
     parser.add_argument("--limit", type=int, default=None, help="replay at most N of the rejected answers")
     parser.add_argument("--quick", action="store_true", help="6 answers (unless --limit), no grammar-guide 0.0.11")
-    parser.add_argument("--questions", type=Path, default=None,
-                        help="mini_dev_sqlite.json from the MiniDev download, for the questions' text")
+    parser.add_argument(
+        "--questions",
+        type=Path,
+        default=None,
+        help="mini_dev_sqlite.json from the MiniDev download, for the questions' text",
+    )
     parser.add_argument("--no-baseline", action="store_true", help="skip grammar-guide 0.0.11")
     parser.add_argument("--no-target", action="store_true", help="ours with target=False instead of SmolLM2")
     parser.add_argument("--results-dir", type=Path, default=None)
@@ -380,8 +438,11 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     if args.questions:
         data = json.loads(args.questions.read_text(encoding="utf-8"))
         questions = {str(i): q["question"] for i, q in enumerate(data)}
-    print(f"[{NAME}] {len(answers)} answers, {len(rejected)} distinct ones SQLite rejects; replaying {len(items)}",
-          file=sys.stderr, flush=True)
+    print(
+        f"[{NAME}] {len(answers)} answers, {len(rejected)} distinct ones SQLite rejects; replaying {len(items)}",
+        file=sys.stderr,
+        flush=True,
+    )
     info = machine()
     methods: dict[str, dict[str, Any]] = {}
     rows_by_method: dict[str, list[dict[str, Any]]] = {}
@@ -404,6 +465,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         record("ours (SmolLM2 target)", lambda: run_ours(items, questions, target=target))
     record("sqlglot.transpile", lambda: run_sqlglot(items))
     if not (args.no_baseline or args.quick):
+
         def gg_rows() -> list[dict[str, Any]]:
             out = run_gg0011(items, questions)
             notes["grammar-guide 0.0.11 versions"] = str(out.get("versions"))
@@ -414,8 +476,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     text = table(methods)
     dialects = sorted({a.dialect for a in items})
     mix = ", ".join(f"{sum(a.dialect == d for a in items)} asked for {d}" for d in dialects)
-    print(f"\nReal SQL repair: {len(items)} of {len(rejected)} BIRD mini-dev answers that SQLite rejects ({mix}); "
-          f"machine: {machine_line(info)}\n")
+    print(
+        f"\nReal SQL repair: {len(items)} of {len(rejected)} BIRD mini-dev answers that SQLite rejects ({mix}); "
+        f"machine: {machine_line(info)}\n"
+    )
     print(text)
     by_dialect = dialect_table(rows_by_method, items)
     print("\n" + by_dialect)
@@ -424,9 +488,16 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     payload = {
         "benchmark": NAME,
         "machine": info,
-        "settings": {"clone": str(args.clone), "answers": len(answers), "rejected": len(rejected), "replayed": len(items),
-                     "max_corrections": MAX_CORRECTIONS, "timeout_s": TIMEOUT_S, "prompt": PROMPT,
-                     "questions": bool(questions)},
+        "settings": {
+            "clone": str(args.clone),
+            "answers": len(answers),
+            "rejected": len(rejected),
+            "replayed": len(items),
+            "max_corrections": MAX_CORRECTIONS,
+            "timeout_s": TIMEOUT_S,
+            "prompt": PROMPT,
+            "questions": bool(questions),
+        },
         "methods": methods,
         "notes": notes,
         "table": text,

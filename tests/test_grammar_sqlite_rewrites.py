@@ -25,10 +25,16 @@ def rewrite(text: str) -> str:
     [
         # PostgreSQL casts, on names, calls (with FILTER), subqueries; :: binds tighter than /.
         ("SELECT 3::FLOAT / 2", "SELECT CAST(3 AS FLOAT) / 2", 1.5),
-        ("SELECT COUNT(x) FILTER (WHERE x > 1)::float / COUNT(x) FROM (SELECT 1 AS x UNION ALL SELECT 2)",
-         "SELECT CAST(COUNT(x) FILTER (WHERE x > 1) AS float) / COUNT(x) FROM (SELECT 1 AS x UNION ALL SELECT 2)", 0.5),
-        ("SELECT 1 / (SELECT COUNT(*) FROM (SELECT 1 UNION ALL SELECT 2))::FLOAT",
-         "SELECT 1 / CAST((SELECT COUNT(*) FROM (SELECT 1 UNION ALL SELECT 2)) AS FLOAT)", 0.5),
+        (
+            "SELECT COUNT(x) FILTER (WHERE x > 1)::float / COUNT(x) FROM (SELECT 1 AS x UNION ALL SELECT 2)",
+            "SELECT CAST(COUNT(x) FILTER (WHERE x > 1) AS float) / COUNT(x) FROM (SELECT 1 AS x UNION ALL SELECT 2)",
+            0.5,
+        ),
+        (
+            "SELECT 1 / (SELECT COUNT(*) FROM (SELECT 1 UNION ALL SELECT 2))::FLOAT",
+            "SELECT 1 / CAST((SELECT COUNT(*) FROM (SELECT 1 UNION ALL SELECT 2)) AS FLOAT)",
+            0.5,
+        ),
         ("SELECT '42'::int + 1", "SELECT CAST('42' AS int) + 1", 43),
         ("SELECT 7::varchar(10)", "SELECT CAST(7 AS varchar(10))", "7"),
         # numeric: SQLite's NUMERIC would make 3 / 2 an integer division.
@@ -38,20 +44,46 @@ def rewrite(text: str) -> str:
         ("SELECT '1997-01-01 10:00'::date", "SELECT date('1997-01-01 10:00')", "1997-01-01"),
         ("SELECT '1997-01-01'::timestamp", "SELECT datetime('1997-01-01')", "1997-01-01 00:00:00"),
         ("SELECT EXTRACT(YEAR FROM '2012-05-06')", "SELECT CAST(strftime('%Y', '2012-05-06') AS INTEGER)", 2012),
-        ("SELECT extract(month from '2012-05-06 10:11')", "SELECT CAST(strftime('%m', '2012-05-06 10:11') AS INTEGER)", 5),
-        ("SELECT EXTRACT(DAY FROM date('2012-05-06'))", "SELECT CAST(strftime('%d', date('2012-05-06')) AS INTEGER)", 6),
-        ("SELECT EXTRACT(HOUR FROM '2012-05-06 10:11')", "SELECT CAST(strftime('%H', '2012-05-06 10:11') AS INTEGER)", 10),
-        ("SELECT EXTRACT(MINUTE FROM '2012-05-06 10:11')", "SELECT CAST(strftime('%M', '2012-05-06 10:11') AS INTEGER)", 11),
+        (
+            "SELECT extract(month from '2012-05-06 10:11')",
+            "SELECT CAST(strftime('%m', '2012-05-06 10:11') AS INTEGER)",
+            5,
+        ),
+        (
+            "SELECT EXTRACT(DAY FROM date('2012-05-06'))",
+            "SELECT CAST(strftime('%d', date('2012-05-06')) AS INTEGER)",
+            6,
+        ),
+        (
+            "SELECT EXTRACT(HOUR FROM '2012-05-06 10:11')",
+            "SELECT CAST(strftime('%H', '2012-05-06 10:11') AS INTEGER)",
+            10,
+        ),
+        (
+            "SELECT EXTRACT(MINUTE FROM '2012-05-06 10:11')",
+            "SELECT CAST(strftime('%M', '2012-05-06 10:11') AS INTEGER)",
+            11,
+        ),
         # An aggregate with a WHERE inside: the rows that satisfy it.
-        ("SELECT COUNT(x WHERE x > 1) FROM (SELECT 1 AS x UNION ALL SELECT 2 UNION ALL SELECT 3)",
-         "SELECT COUNT(x) FILTER (WHERE x > 1) FROM (SELECT 1 AS x UNION ALL SELECT 2 UNION ALL SELECT 3)", 2),
-        ("SELECT SUM(x WHERE x IN (1, 3)) FROM (SELECT 1 AS x UNION ALL SELECT 2 UNION ALL SELECT 3)",
-         "SELECT SUM(x) FILTER (WHERE x IN (1, 3)) FROM (SELECT 1 AS x UNION ALL SELECT 2 UNION ALL SELECT 3)", 4),
+        (
+            "SELECT COUNT(x WHERE x > 1) FROM (SELECT 1 AS x UNION ALL SELECT 2 UNION ALL SELECT 3)",
+            "SELECT COUNT(x) FILTER (WHERE x > 1) FROM (SELECT 1 AS x UNION ALL SELECT 2 UNION ALL SELECT 3)",
+            2,
+        ),
+        (
+            "SELECT SUM(x WHERE x IN (1, 3)) FROM (SELECT 1 AS x UNION ALL SELECT 2 UNION ALL SELECT 3)",
+            "SELECT SUM(x) FILTER (WHERE x IN (1, 3)) FROM (SELECT 1 AS x UNION ALL SELECT 2 UNION ALL SELECT 3)",
+            4,
+        ),
         ("SELECT 'Women\\'s Soccer'", "SELECT 'Women''s Soccer'", "Women's Soccer"),
         ("SELECT 'Ancestor's Chosen'", "SELECT 'Ancestor''s Chosen'", "Ancestor's Chosen"),
         ("SELECT LEFT('201305', 4)", "SELECT substr('201305', 1, 4)", "2013"),
         ("SELECT RIGHT('201305', 2)", "SELECT substr('201305', -2)", "05"),
-        ("SELECT CAST(SUBSTRING('201305' FROM 1 FOR 4) AS integer)", "SELECT CAST(substr('201305', 1, 4) AS integer)", 2013),
+        (
+            "SELECT CAST(SUBSTRING('201305' FROM 1 FOR 4) AS integer)",
+            "SELECT CAST(substr('201305', 1, 4) AS integer)",
+            2013,
+        ),
         ("SELECT SUBSTRING('201305' from 5)", "SELECT substr('201305', 5)", "05"),
         ("SELECT ISNULL(NULL, 0)", "SELECT IFNULL(NULL, 0)", 0),
         ("SELECT length(CURRENT_DATE())", "SELECT length(CURRENT_DATE)", 10),
@@ -85,20 +117,41 @@ def test_no_rewrite_where_the_meaning_would_change(text: str) -> None:
 @pytest.mark.parametrize(
     ("answer", "fixed", "reason"),
     [
-        ("SELECT COUNT(p.id)::FLOAT / 2 FROM posts p WHERE p.score > 5",
-         "SELECT CAST(COUNT(p.id) AS FLOAT) / 2 FROM posts p WHERE p.score > 5", "PostgreSQL cast"),
-        ("SELECT name FROM drivers WHERE EXTRACT(YEAR FROM dob) < 1985 AND laps > 50",
-         "SELECT name FROM drivers WHERE CAST(strftime('%Y', dob) AS INTEGER) < 1985 AND laps > 50", "EXTRACT(YEAR FROM ...)"),
-        ("SELECT COUNT(Patient.ID WHERE Patient.SEX = 'M') FROM Patient",
-         "SELECT COUNT(Patient.ID) FILTER (WHERE Patient.SEX = 'M') FROM Patient", "aggregate with a WHERE inside"),
-        ("SELECT COUNT(*) FROM event WHERE event_name = 'Women\\'s Soccer' AND type = 'Game'",
-         "SELECT COUNT(*) FROM event WHERE event_name = 'Women''s Soccer' AND type = 'Game'", "backslash-escaped quote"),
-        ("SELECT COUNT(*) FROM event WHERE event_name = 'Women's Soccer' AND type = 'Game'",
-         "SELECT COUNT(*) FROM event WHERE event_name = 'Women''s Soccer' AND type = 'Game'", "unescaped apostrophe"),
-        ("SELECT SUM(consumption) FROM yearmonth WHERE LEFT(date, 4) = '2012' AND currency = 'CZK'",
-         "SELECT SUM(consumption) FROM yearmonth WHERE substr(date, 1, 4) = '2012' AND currency = 'CZK'", "LEFT(s, n)"),
-        ("SELECT a.account_id FROM loan l WHERE l.date = '1997-01-01'::date ORDER BY l.amount",
-         "SELECT a.account_id FROM loan l WHERE l.date = date('1997-01-01') ORDER BY l.amount", "PostgreSQL cast to date"),
+        (
+            "SELECT COUNT(p.id)::FLOAT / 2 FROM posts p WHERE p.score > 5",
+            "SELECT CAST(COUNT(p.id) AS FLOAT) / 2 FROM posts p WHERE p.score > 5",
+            "PostgreSQL cast",
+        ),
+        (
+            "SELECT name FROM drivers WHERE EXTRACT(YEAR FROM dob) < 1985 AND laps > 50",
+            "SELECT name FROM drivers WHERE CAST(strftime('%Y', dob) AS INTEGER) < 1985 AND laps > 50",
+            "EXTRACT(YEAR FROM ...)",
+        ),
+        (
+            "SELECT COUNT(Patient.ID WHERE Patient.SEX = 'M') FROM Patient",
+            "SELECT COUNT(Patient.ID) FILTER (WHERE Patient.SEX = 'M') FROM Patient",
+            "aggregate with a WHERE inside",
+        ),
+        (
+            "SELECT COUNT(*) FROM event WHERE event_name = 'Women\\'s Soccer' AND type = 'Game'",
+            "SELECT COUNT(*) FROM event WHERE event_name = 'Women''s Soccer' AND type = 'Game'",
+            "backslash-escaped quote",
+        ),
+        (
+            "SELECT COUNT(*) FROM event WHERE event_name = 'Women's Soccer' AND type = 'Game'",
+            "SELECT COUNT(*) FROM event WHERE event_name = 'Women''s Soccer' AND type = 'Game'",
+            "unescaped apostrophe",
+        ),
+        (
+            "SELECT SUM(consumption) FROM yearmonth WHERE LEFT(date, 4) = '2012' AND currency = 'CZK'",
+            "SELECT SUM(consumption) FROM yearmonth WHERE substr(date, 1, 4) = '2012' AND currency = 'CZK'",
+            "LEFT(s, n)",
+        ),
+        (
+            "SELECT a.account_id FROM loan l WHERE l.date = '1997-01-01'::date ORDER BY l.amount",
+            "SELECT a.account_id FROM loan l WHERE l.date = date('1997-01-01') ORDER BY l.amount",
+            "PostgreSQL cast to date",
+        ),
     ],
 )
 def test_the_guide_loop_applies_them_to_real_answers(answer: str, fixed: str, reason: str) -> None:

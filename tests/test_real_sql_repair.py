@@ -49,11 +49,15 @@ def _clone(tmp_path: Path) -> Path:
 def test_reads_a_clone_and_keeps_what_sqlite_rejects(tmp_path: Path) -> None:
     answers = load_answers(_clone(tmp_path))
     assert [(a.model, a.dialect, a.key, a.db_id) for a in answers][:2] == [
-        ("gpt-4", "postgres", "0", "db0"), ("gpt-4", "postgres", "1", "db1")]
+        ("gpt-4", "postgres", "0", "db0"),
+        ("gpt-4", "postgres", "1", "db1"),
+    ]
     assert answers[2].model == "mistralai-mixtral-8x7b-instru-4" and answers[2].dialect == "sqlite"
     rejected = sqlite_rejects(answers + answers)  # distinct texts only
-    assert [a.text for a in rejected] == [ANSWERS["predict_mini_dev_gpt-4_postgresql.json"][0],
-                                          *ANSWERS["predict_mini_dev_mistralai-mixtral-8x7b-instru-4_sqlite.json"]]
+    assert [a.text for a in rejected] == [
+        ANSWERS["predict_mini_dev_gpt-4_postgresql.json"][0],
+        *ANSWERS["predict_mini_dev_mistralai-mixtral-8x7b-instru-4_sqlite.json"],
+    ]
     # A limit takes from each file in turn.
     assert [a.model[:5] for a in interleave(rejected, 3)] == ["gpt-4", "mistr", "mistr"]
 
@@ -67,7 +71,10 @@ def test_the_sql_an_answer_means() -> None:
 
 def test_names_and_literals_kept_and_invented() -> None:
     answer = "SELECT COUNT(\\*) FROM event e WHERE e.event\\_name = 'Women\\'s Soccer' AND EXTRACT(YEAR FROM d) > 2019"
-    fixed = "SELECT COUNT(*) FROM event e WHERE e.event_name = 'Women''s Soccer' AND CAST(strftime('%Y', d) AS INTEGER) > 2019"
+    fixed = (
+        "SELECT COUNT(*) FROM event e WHERE e.event_name = 'Women''s Soccer'"
+        " AND CAST(strftime('%Y', d) AS INTEGER) > 2019"
+    )
     same = compare(answer, fixed)
     assert same["lost"] == [] and same["invented"] == [] and same["intact"]  # '%Y' is a literal, not a name
     cut = compare(answer, "SELECT COUNT(*) FROM event e WHERE e.event_name = 'Women'")
@@ -91,8 +98,10 @@ def test_replayed_answer_continues_from_a_repaired_prefix() -> None:
 
 
 def test_methods_run_and_are_scored() -> None:
-    items = [Answer("f.json", "0", "m", "postgres", "db", "SELECT id::FLOAT / 2 FROM posts"),
-             Answer("f.json", "1", "m", "sqlite", "db", "SELECT a FROM t WHERE b = 'x")]
+    items = [
+        Answer("f.json", "0", "m", "postgres", "db", "SELECT id::FLOAT / 2 FROM posts"),
+        Answer("f.json", "1", "m", "sqlite", "db", "SELECT a FROM t WHERE b = 'x"),
+    ]
     glot = run_sqlglot(items)
     assert glot[0]["text"] == "SELECT CAST(id AS REAL) / 2 FROM posts" and glot[1]["error"]
     ours = run_ours(items, {}, target=False)
@@ -109,8 +118,9 @@ def test_command_line_on_a_clone(tmp_path: Path) -> None:
     clone = _clone(tmp_path / "clone")
     questions = tmp_path / "mini_dev_sqlite.json"
     questions.write_text(json.dumps([{"question": f"question {i}", "db_id": "db"} for i in range(3)]))
-    payload = main([str(clone), "--quick", "--no-target", "--questions", str(questions),
-                    "--results-dir", str(tmp_path / "out")])
+    payload = main(
+        [str(clone), "--quick", "--no-target", "--questions", str(questions), "--results-dir", str(tmp_path / "out")]
+    )
     assert payload["settings"]["rejected"] == 4 and payload["settings"]["replayed"] == 4
     assert payload["settings"]["questions"] is True
     assert list(payload["methods"]) == ["ours (target=False)", "sqlglot.transpile"]  # --quick: no 0.0.11
