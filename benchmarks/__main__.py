@@ -16,6 +16,7 @@ import os
 import subprocess
 import sys
 import time
+from typing import Any
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -46,7 +47,7 @@ def main(argv: list[str] | None = None) -> int:
         names = [n for n in names if n in args.only]
     RESULTS.mkdir(parents=True, exist_ok=True)
     env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", TOKENIZERS_PARALLELISM="false")
-    runs = []
+    runs: list[dict[str, Any]] = []
     for name in names:
         print(f"== {name}", flush=True)
         start = time.perf_counter()
@@ -63,8 +64,9 @@ def main(argv: list[str] | None = None) -> int:
         runs.append({"module": name, "returncode": proc.returncode, "seconds": round(elapsed, 1),
                      "output": proc.stdout})
     lines = ["# Benchmark results", "", "| benchmark | status | seconds |", "|---|---|---|"]
-    lines += [f"| {r['module']} | {'ok' if r['returncode'] == 0 else 'FAILED (exit %d)' % r['returncode']} "
-              f"| {r['seconds']} |" for r in runs]
+    for r in runs:
+        status = "ok" if r["returncode"] == 0 else f"FAILED (exit {r['returncode']})"
+        lines.append(f"| {r['module']} | {status} | {r['seconds']} |")
     for r in runs:
         lines += ["", f"## {r['module']}", "", "```", r["output"].rstrip()[-20_000:], "```"]
     (RESULTS / "summary.md").write_text("\n".join(lines) + "\n", encoding="utf-8")

@@ -152,12 +152,15 @@ def run_worker(request: dict[str, Any], *, timeout: float | None = None) -> dict
         try:
             done = subprocess.run(command, capture_output=True, text=True, timeout=timeout, env=env, cwd=tmp)
         except subprocess.TimeoutExpired as exc:
-            raise BaselineUnavailable(f"`{' '.join(command)}` ran past {timeout} s:\n{_tail(exc.stderr or '')}")
+            raise BaselineUnavailable(
+                f"`{' '.join(command)}` ran past {timeout} s:\n{_tail(exc.stderr or '')}"
+            ) from exc
         if done.returncode != 0 or not answer_file.exists():
             raise BaselineUnavailable(
                 f"`{' '.join(command)}` failed with exit status {done.returncode}:\n{_tail(done.stderr)}"
             )
-        return json.loads(answer_file.read_text())
+        answer: dict[str, Any] = json.loads(answer_file.read_text())
+        return answer
 
 
 def _offline_gpt2_tokenizer(folder: Path) -> None:

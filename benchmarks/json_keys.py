@@ -161,7 +161,8 @@ def run_gg0011(mode: str, keys: list[int], trials: int, format_prompt: Callable[
         "runs": [{"n": n, "trial": t, "grammar": grammar_text(n), "prompt": format_prompt(PROMPT.format(n=n))}
                  for n in keys for t in range(trials)],
     }
-    return baseline_env.run_worker(request, timeout=3 * 3600)["rows"]
+    rows: list[dict[str, Any]] = baseline_env.run_worker(request, timeout=3 * 3600)["rows"]
+    return rows
 
 
 # -- main --------------------------------------------------------------------------------------
@@ -210,7 +211,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             seconds = [r["seconds"] for r in runs]
             tps = [r["tokens"] / r["seconds"] for r in runs if r["seconds"] > 0]
             corrections = [r["corrections"] for r in runs if r.get("corrections") is not None]
-            s = {
+            s: dict[str, Any] = {
                 "tokens_per_s": statistics.mean(tps) if tps else 0.0,
                 "valid": sum(r["valid"] for r in runs) / len(runs) if runs else 0.0,
                 "corrections": statistics.mean(corrections) if corrections else None,

@@ -22,7 +22,9 @@ import os
 import statistics
 import sys
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, Iterator
 
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -64,10 +66,23 @@ JSON_CASES = [
 
 def percentile(values: list[float], q: float) -> float:
     ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(round(q / 100 * (len(ordered) - 1))))]
+    return ordered[min(len(ordered) - 1, round(q / 100 * (len(ordered) - 1)))]
 
 
-def decode_and_time(lm, grammar, cases, steps: int) -> dict[str, list[float] | int]:
+@dataclass
+class StepTimes:
+    """Seconds per decoding step, by part; how often the model's own token was allowed."""
+
+    forward: list[float] = field(default_factory=list)
+    mask: list[float] = field(default_factory=list)
+    apply: list[float] = field(default_factory=list)
+    validate: list[float] = field(default_factory=list)
+    opportunistic: list[float] = field(default_factory=list)
+    own_allowed: int = 0
+    steps: int = 0
+
+
+def decode_and_time(lm: Any, grammar: Any, cases: list[tuple[str, str]], steps: int) -> StepTimes:
     import llguidance as llg
     import torch
 
@@ -76,7 +91,7 @@ def decode_and_time(lm, grammar, cases, steps: int) -> dict[str, list[float] | i
 
     proto = llg.LLMatcher(lm.ll_tokenizer, grammar.llguidance_grammar, log_level=0)
     assert not proto.is_error(), proto.get_error()
-    t = {"forward": [], "mask": [], "apply": [], "validate": [], "opportunistic": [], "own_allowed": 0, "steps": 0}
+    t = StepTimes()
     for prompt, text in cases:
         matcher = proto.deep_copy()
         kept = lm.text_ids(text)
@@ -96,26 +111,26 @@ def decode_and_time(lm, grammar, cases, steps: int) -> dict[str, list[float] | i
             allowed = bitmask_to_bool(bits, lm.n_vocab, lm.device)
             token = int(torch.argmax(logits.masked_fill(~allowed, float("-inf"))))
             t4 = time.perf_counter()
-            t["forward"].append(t1 - t0)
-            t["validate"].append(t2 - t1)
-            t["mask"].append(t3 - t2)
-            t["apply"].append(t4 - t3)
-            t["opportunistic"].append((t2 - t1) + (0.0 if own_ok else (t4 - t2)))
-            t["own_allowed"] += own_ok
-            t["steps"] += 1
+            t.forward.append(t1 - t0)
+            t.validate.append(t2 - t1)
+            t.mask.append(t3 - t2)
+            t.apply.append(t4 - t3)
+            t.opportunistic.append((t2 - t1) + (0.0 if own_ok else (t4 - t2)))
+            t.own_allowed += own_ok
+            t.steps += 1
             if token in lm.eos_token_ids or not matcher.consume_token(token) or matcher.is_stopped():
                 break
             ids.append(token)
     return t
 
 
-def prefill_run(target_cls, draft_cls, gg, grammar) -> dict[str, int]:
+def prefill_run(target_cls: Any, draft_cls: Any, gg: Any, grammar: Any) -> dict[str, Any]:
     target = target_cls.load()
     saved: list[int] = []
     fed: list[int] = []
 
-    class CountingDraft(draft_cls):
-        def stream_sync(self, call):
+    class CountingDraft(draft_cls):  # type: ignore[misc]  # TransformersDraft, passed in (imported lazily)
+        def stream_sync(self, call: Any) -> Iterator[str]:
             try:
                 yield from super().stream_sync(call)
             finally:
@@ -126,11 +141,11 @@ def prefill_run(target_cls, draft_cls, gg, grammar) -> dict[str, int]:
     target_calls = [0]
     original = target.continue_text
 
-    def counting(*args, **kwargs):
+    def counting(*args: Any, **kwargs: Any) -> Any:
         target_calls[0] += 1
         return original(*args, **kwargs)
 
-    target.continue_text = counting  # type: ignore[method-assign]
+    target.continue_text = counting
     t_saved0, t_fed0 = target.prefill_tokens_saved, target.prefill_tokens
     result = gg.guide(
         draft,
@@ -195,26 +210,26 @@ def main(argv: list[str] | None = None) -> int:
 
     ms = 1e3
     rows = []
-    payload: dict = {"machine": info, "n_vocab": lm.n_vocab, "grammars": {}}
+    payload: dict[str, Any] = {"machine": info, "n_vocab": lm.n_vocab, "grammars": {}}
     for label, grammar, cases in grammars:
         # Warm the matcher (lexer states are built lazily) and the model once, untimed.
         decode_and_time(lm, grammar, cases[:1], 3)
         t = decode_and_time(lm, grammar, cases, args.steps)
-        step = [f + m + a for f, m, a in zip(t["forward"], t["mask"], t["apply"])]
-        share = [(m + a) / s for m, a, s in zip(t["mask"], t["apply"], step)]
+        step = [f + m + a for f, m, a in zip(t.forward, t.mask, t.apply, strict=True)]
+        share = [(m + a) / s for m, a, s in zip(t.mask, t.apply, step, strict=True)]
         row = {
-            "steps": t["steps"],
-            "mask_median_ms": statistics.median(t["mask"]) * ms,
-            "mask_p99_ms": percentile(t["mask"], 99) * ms,
-            "apply_median_ms": statistics.median(t["apply"]) * ms,
-            "forward_median_ms": statistics.median(t["forward"]) * ms,
+            "steps": t.steps,
+            "mask_median_ms": statistics.median(t.mask) * ms,
+            "mask_p99_ms": percentile(t.mask, 99) * ms,
+            "apply_median_ms": statistics.median(t.apply) * ms,
+            "forward_median_ms": statistics.median(t.forward) * ms,
             "mask_share_median": statistics.median(share),
-            "mask_share_total": (sum(t["mask"]) + sum(t["apply"])) / sum(step),
-            "validate_median_ms": statistics.median(t["validate"]) * ms,
-            "own_token_allowed": t["own_allowed"] / max(1, t["steps"]),
-            "opportunistic_median_ms": statistics.median(t["opportunistic"]) * ms,
-            "opportunistic_p99_ms": percentile(t["opportunistic"], 99) * ms,
-            "opportunistic_share_total": sum(t["opportunistic"]) / (sum(t["forward"]) + sum(t["opportunistic"])),
+            "mask_share_total": (sum(t.mask) + sum(t.apply)) / sum(step),
+            "validate_median_ms": statistics.median(t.validate) * ms,
+            "own_token_allowed": t.own_allowed / max(1, t.steps),
+            "opportunistic_median_ms": statistics.median(t.opportunistic) * ms,
+            "opportunistic_p99_ms": percentile(t.opportunistic, 99) * ms,
+            "opportunistic_share_total": sum(t.opportunistic) / (sum(t.forward) + sum(t.opportunistic)),
         }
         payload["grammars"][label] = row
         rows.append(

@@ -25,6 +25,7 @@ Run: ``python -m benchmarks.native_grammar_cost [--quick]``.
 from __future__ import annotations
 
 import argparse
+import functools
 import sys
 import time
 from pathlib import Path
@@ -111,7 +112,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     results: dict[str, list[dict[str, Any]]] = {}
     notes: dict[str, str] = {}
     for name, options in methods(server).items():
-        rows, note = attempt(NAME, name, len(requests), lambda: run(server, options, requests, target))
+        rows, note = attempt(NAME, name, len(requests), functools.partial(run, server, options, requests, target))
         if rows is None:
             notes[name] = note or ""
         else:

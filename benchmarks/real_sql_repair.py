@@ -469,7 +469,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         def gg_rows() -> list[dict[str, Any]]:
             out = run_gg0011(items, questions)
             notes["grammar-guide 0.0.11 versions"] = str(out.get("versions"))
-            return out["rows"]
+            rows: list[dict[str, Any]] = out["rows"]
+            return rows
 
         record("grammar-guide 0.0.11 generic", gg_rows)
 

@@ -58,7 +58,7 @@ class TokenCounter:
             return [text[i : i + 4] for i in range(0, len(text), 4)]
         enc = self._tok.encode(text, add_special_tokens=False)
         starts = sorted({s for s, _ in enc.offsets if 0 <= s < len(text)} | {0})
-        return [text[a:b] for a, b in zip(starts, starts[1:] + [len(text)]) if b > a]
+        return [text[a:b] for a, b in zip(starts, [*starts[1:], len(text)], strict=True) if b > a]
 
     def count(self, text: str) -> int:
         if not text:

@@ -69,7 +69,7 @@ def load_sample(n: int, *, seed: int = 0, max_chars: int = 600) -> list[str]:
             pools[s.source.split("/")[0]].append(sql)
     rng = random.Random(seed)
     sample: list[str] = []
-    for k, (name, pool) in enumerate(sorted(pools.items())):
+    for k, (_name, pool) in enumerate(sorted(pools.items())):
         rng.shuffle(pool)
         want = n // 2 + (n % 2 if k == 0 else 0)
         taken = [sql for sql in pool[: want * 3] if grammar.is_complete(sql)][:want]
@@ -200,7 +200,7 @@ def score(rows: list[dict[str, Any]], queries: list[str], counter: TokenCounter)
     grammar = Grammar.builtin("sqlite")
     valid = exact = 0
     ned = discarded = 0.0
-    for row, intended in zip(rows, queries):
+    for row, intended in zip(rows, queries, strict=False):
         text = row.get("text") or ""
         row["valid"] = bool(row.get("text") is not None and grammar.is_complete(text))
         row["exact"] = row["valid"] and same_query(text, intended)
@@ -269,7 +269,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         def gg_rows() -> list[dict[str, Any]]:
             out = run_gg0011(queries, tokenizer_file, rates, lookahead=args.lookahead)
             notes["grammar-guide 0.0.11 versions"] = str(out["versions"])
-            return out["rows"]
+            rows: list[dict[str, Any]] = out["rows"]
+            return rows
 
         record("grammar-guide 0.0.11 generic", gg_rows)
 

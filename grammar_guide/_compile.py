@@ -169,7 +169,7 @@ def compile_lark(
         f'gg_cap_{compiled.lower()}[capture="{lark_name}"]: {compiled}' for lark_name, compiled in term_names.items()
     ]
     trailing = []
-    for i, name in enumerate(ignore):
+    for name in ignore:
         if name not in terminals:
             raise GrammarError(f"%ignore names an undefined terminal {name}", source=source)
         body.append(f"%ignore {term_name(name)}")
@@ -279,13 +279,13 @@ def _scannerless(
                 for syms, s in partial:
                     if x in by_compiled:
                         tokens.add((x, s))
-                        grown.append((syms + [f"gg_t_{x.lower()}__{index[s]}"], state_of[x]))
+                        grown.append(([*syms, f"gg_t_{x.lower()}__{index[s]}"], state_of[x]))
                     else:
                         for q2 in ends(x, s):
                             if (x, s, q2) not in seen:
                                 seen.add((x, s, q2))
                                 work.append((x, s, q2))
-                            grown.append((syms + [f"{x}__{index[s]}_{index[q2]}"], q2))
+                            grown.append(([*syms, f"{x}__{index[s]}_{index[q2]}"], q2))
                 partial = grown
                 if len(out) + len(partial) > 20000:
                     raise GrammarError("the grammar is too large to read at the character level", source=source)

@@ -128,7 +128,7 @@ class Drafting:
             if call.fallback_reason is not None:
                 self.emit(GrammarRefused(rnd.start, call.fallback_reason, call=rnd.index))
         if rnd.reader.raw.strip():
-            self.earlier_answers = (self.earlier_answers + [rnd.reader.raw])[-3:]
+            self.earlier_answers = ([*self.earlier_answers, rnd.reader.raw])[-3:]
         if rnd.reader.unescaped and (rnd.kept or rnd.evidence):  # not in a restatement aligned away
             n = rnd.reader.unescaped
             detail = f"undid {n} Markdown escape{'s' if n > 1 else ''} (\\_ or \\* read as _ or *)"

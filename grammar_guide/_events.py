@@ -9,7 +9,7 @@ the result (``_trace``) and its renderings (``_html``) both build on it.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal, Union
+from typing import Literal
 
 __all__ = [
     "Alternative",
@@ -131,7 +131,7 @@ class GrammarRefused:
     kind: Literal["grammar_refused"] = "grammar_refused"
 
 
-Event = Union[DraftSpan, GrammarViolation, Correction, Cut, GrammarRefused]
+Event = DraftSpan | GrammarViolation | Correction | Cut | GrammarRefused
 
 
 @dataclass

@@ -183,7 +183,7 @@ def to_plain_lark(grammar: Grammar) -> str:
     if g.ignore:
         edges = [_allocate([f"{name}_EDGE"], upper=True, taken=set(term_names.values()), reserved={})[f"{name}_EDGE"]
                  for name in g.ignore]
-        term_names.update({f"{name} edge": edge for name, edge in zip(g.ignore, edges)})
+        term_names.update({f"{name} edge": edge for name, edge in zip(g.ignore, edges, strict=True)})
         skip = _allocate(["ignored"], upper=False, taken=taken, reserved={})["ignored"]
         lines.append(f"start: {skip} {body} {skip}")
         lines.append(f"{skip}: ({' | '.join(edges)})*")
@@ -421,7 +421,7 @@ def _gbnf_class(ranges: Ranges) -> str:
     if ranges == [(0, UNICODE_MAX)]:
         return "[\\x00-\U0010ffff]"
     # Surrogates never occur in text: count them on whichever side makes the class shorter.
-    with_gap = normalise(ranges + [SURROGATES])
+    with_gap = normalise([*ranges, SURROGATES])
     negated = complement(with_gap)
     positive = _write_ranges(subtract_surrogates(ranges))
     if negated and len(negated) < len(subtract_surrogates(ranges)):

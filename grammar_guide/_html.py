@@ -238,7 +238,7 @@ class _Builder:
         first, last = self._range(start, stop)
         removed = "".join(seg.text for seg in self.segments[first:last] if not seg.discarded)
         kept_discards = [seg for seg in self.segments[first:last] if seg.discarded]
-        self.segments[first:last] = kept_discards + [_Segment(kind, removed, event)]
+        self.segments[first:last] = [*kept_discards, _Segment(kind, removed, event)]
         self.accepted = self.accepted[:start] + self.accepted[stop:]
 
 

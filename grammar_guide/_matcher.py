@@ -8,6 +8,7 @@ byte, whether text is still a prefix of some valid text.
 from __future__ import annotations
 
 import functools
+from typing import ClassVar
 
 import llguidance as llg
 
@@ -31,8 +32,8 @@ class _ByteTokenizer:
 
     eos_token_id = EOS
     bos_token_id = None
-    tokens = [bytes([i]) for i in range(256)] + [b"<|end|>"]
-    special_token_ids = [EOS]
+    tokens: ClassVar[list[bytes]] = [*(bytes([i]) for i in range(256)), b"<|end|>"]
+    special_token_ids: ClassVar[list[int]] = [EOS]
 
     def __call__(self, text: str | bytes) -> list[int]:
         return list(text.encode("utf-8") if isinstance(text, str) else text)

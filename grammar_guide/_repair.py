@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Union
 
 from ._checker import Checker, expected_terminals
 from ._events import CutReason
@@ -68,7 +67,7 @@ class NeedTarget:
     at: int
 
 
-Decision = Union[Edit, Cut, NeedTarget]
+Decision = Edit | Cut | NeedTarget
 """Every decision takes the accepted text back to ``start``; the rejected text is the accepted
 text from ``at`` on followed by the evidence (``at`` lies before the violation when the accepted
 text ends in a word that leads nowhere)."""
@@ -156,9 +155,14 @@ def _rejected_start(checker: Checker, evidence: str, floor: int) -> int:
     if dead is not None:
         return dead
     word = trailing_word(text)
-    if word and evidence[:1] and not (evidence[0].isalnum() or evidence[0] == "_") and not checker.is_complete:
-        if len(text) - len(word) >= floor:
-            return len(text) - len(word)
+    if (
+        word
+        and evidence[:1]
+        and not (evidence[0].isalnum() or evidence[0] == "_")
+        and not checker.is_complete
+        and len(text) - len(word) >= floor
+    ):
+        return len(text) - len(word)
     return len(text)
 
 
@@ -238,12 +242,11 @@ def propose_edit(checker: Checker, evidence: str, *, final: bool, floor: int = 0
             return
         if not _conclusive(kept, accepted, final, trial.is_complete, min_read):
             return
-        if was_complete and not (trial.is_complete and accepted == len(kept)):
-            # After a complete text, drafted text is often an aside (a closing fence, prose): an
-            # edit must make all of it part of a complete text, or read words of it, not only
-            # punctuation, or the aside is cut instead.
-            if not re.search(r"\w", kept[:accepted]):
-                return
+        # After a complete text, drafted text is often an aside (a closing fence, prose): an edit
+        # must make all of it part of a complete text, or read words of it, not only punctuation,
+        # or the aside is cut instead.
+        if was_complete and not (trial.is_complete and accepted == len(kept)) and not re.search(r"\w", kept[:accepted]):
+            return
         if not insert and accepted == 0:
             return
         score = (base + accepted, -cost)

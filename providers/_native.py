@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import re
-from typing import TYPE_CHECKING, AsyncGenerator, AsyncIterator, Callable, Literal, Union
+from typing import TYPE_CHECKING, AsyncGenerator, AsyncIterator, Callable, Literal
 
 from grammar_guide import BadRequestError, DraftCall, GrammarError
 
@@ -33,7 +33,7 @@ __all__ = ["GrammarStyle", "NativeGrammar", "NativeGrammarPolicy", "grammar_fiel
 
 GrammarStyle = Literal["openai", "vllm", "sglang", "llama.cpp"]
 GRAMMAR_STYLES: tuple[str, ...] = ("openai", "vllm", "sglang", "llama.cpp")
-NativeGrammar = Union[bool, Literal["auto"]]
+NativeGrammar = bool | Literal["auto"]
 
 #: Model names that take OpenAI's custom grammar tools (the GPT-5 family, by name).
 GRAMMAR_TOOL_MODELS = re.compile(r"^(?:openai/)?gpt-5", re.IGNORECASE)

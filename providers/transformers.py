@@ -174,7 +174,7 @@ class TransformersDraft(SyncDraft):
         at_stop_string = False
         cache = self._cache
         try:
-            for left in range(request.max_new_tokens, 0, -1):
+            for _ in range(request.max_new_tokens, 0, -1):
                 with lm.lock:
                     logits = cache.advance(ids, 0 if pending else GUESS_PAST_END)
                     if pending:

@@ -24,6 +24,7 @@ exits non-zero when the committed file is stale.
 
 from __future__ import annotations
 
+import itertools
 import re
 import sys
 from pathlib import Path
@@ -203,7 +204,7 @@ class _Normalizer:
         # Left-recursive list rules: ``_s: _s item |`` (nullable) or ``_p: _p item | item``.
         key = next(b for b, n in self.helpers.items() if n == name)
         items = [a.strip() for a in item.split(" | ")] if "|" in item else [item]
-        alts = [f"{name} {a}" for a in items] + (["" if nullable else ""] if nullable else items)
+        alts = [f"{name} {a}" for a in items] + ([""] if nullable else items)
         del self.helpers[key]
         self.helpers[f"@{name}@" + " | ".join(alts)] = name
 
@@ -234,7 +235,7 @@ def _normalize(lines: list[str]) -> list[str]:
             # Longest first: Lark's regex engine takes the first alternative that matches.
             words.sort(key=lambda w: (-len(w), w))
             terminals.append(f"{name}: /(?i:{'|'.join(words)})/")
-            rules[i] = (head, " | ".join(others + [name]))
+            rules[i] = (head, " | ".join([*others, name]))
     done = [f"{head}: {norm.expansions(body)}" for head, body in rules]
     result = [done[int(line[5:-1])] if re.fullmatch(r"@RULE\d+@", line) else line for line in out]
     result += ["", "// -- keyword lists that stand where an identifier may (one terminal each) ------------"]
@@ -328,14 +329,14 @@ def _replace_rule(lines: list[str], name: str, body: str) -> list[str]:
     hits = [i for i, line in enumerate(lines) if pattern.match(line)]
     if len(hits) != 1:
         raise ValueError(f"expected one rule {name}, found {len(hits)}")
-    return lines[: hits[0]] + [f"{name}: {body}"] + lines[hits[0] + 1 :]
+    return [*lines[:hits[0]], f"{name}: {body}", *lines[hits[0] + 1:]]
 
 
 def _constant_copy(rules: _Rules) -> list[str]:
     forbidden = {"PARAM", "select", "filter_over", "filter_clause"}
 
     def banned(alt: list[str]) -> bool:
-        return bool(forbidden & set(alt)) or any(a == "_k_in" and b == "nm" for a, b in zip(alt, alt[1:]))
+        return bool(forbidden & set(alt)) or any(a == "_k_in" and b == "nm" for a, b in itertools.pairwise(alt))
 
     tainted = rules.reaching({"column_ref"} | forbidden, lambda alt: alt)
     tainted |= {n for n, alts in rules.alts.items() if any(banned(a) for a in alts)}
@@ -487,7 +488,7 @@ def _expand(pool: str) -> str:
 
 def _class(chars: str) -> str:
     out, run = [], ""
-    for c in sorted(set(chars)) + ["\0"]:
+    for c in [*sorted(set(chars)), "\x00"]:
         if run and ord(c) == ord(run[-1]) + 1 and c.isalnum() and run[-1].isalnum():
             run += c
             continue

@@ -398,7 +398,7 @@ class TargetModel:
         if len(ids) > 0:
             last = ids[-1]
             joined = self.lm.token_bytes[last] + ll.decode_bytes(ff)
-            if self.lm.token_bytes[last] and ll.tokenize_bytes(joined) != [last] + ff:
+            if self.lm.token_bytes[last] and ll.tokenize_bytes(joined) != [last, *ff]:
                 return []
         return ff
 
@@ -438,7 +438,7 @@ class TargetModel:
             k = min(_TOP_ALTERNATIVES, int(allowed.sum()))
             top = torch.topk(probs, k)
             alts = []
-            for p, t in zip(top.values.tolist(), top.indices.tolist()):
+            for p, t in zip(top.values.tolist(), top.indices.tolist(), strict=True):
                 piece = self.lm.token_bytes[t]
                 if not piece:
                     alts.append(Alternative("", float(p)))  # EOS: end the text here
@@ -466,7 +466,7 @@ class _TextStream:
     def push(self, tokens: list[int]) -> None:
         for t in tokens:
             self._raw += self._table[t]
-        fresh, whole = _whole_chars(bytes(self._raw[self._skip + self._sent:]))
+        fresh, _ = _whole_chars(bytes(self._raw[self._skip + self._sent:]))
         if fresh:
             self._sent += len(fresh.encode("utf-8"))
             self._on_text(fresh)
