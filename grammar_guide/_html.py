@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, Sequence
 
 from ._events import Correction, CorrectionReason, Cut, CutReason, DraftSpan, Event, GrammarViolation, GuideStats
+from ._text import line_column
 
 __all__ = ["render_fragment", "render_html"]
 
@@ -242,11 +243,6 @@ class _Builder:
         self.accepted = self.accepted[:start] + self.accepted[stop:]
 
 
-def _line_column(text: str, offset: int) -> tuple[int, int]:
-    before = text[:offset]
-    return before.count("\n") + 1, offset - (before.rfind("\n") + 1) + 1
-
-
 def _rebuild(result: GuideResult) -> _Rebuilt:
     b = _Builder()
     contexts: dict[int, _Context] = {}
@@ -258,7 +254,7 @@ def _rebuild(result: GuideResult) -> _Rebuilt:
     # The rejected text after such reused draft text, until a later violation reports it again.
     leftover: _Segment | None = None
     for i, event in enumerate(result.events):
-        line, column = _line_column(b.accepted, max(0, min(event.offset, len(b.accepted))))
+        line, column = line_column(b.accepted, max(0, min(event.offset, len(b.accepted))))
         context = _Context(line, column)
         contexts[i] = context
         if isinstance(event, GrammarViolation):

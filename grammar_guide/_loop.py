@@ -22,6 +22,7 @@ from ._events import Correction, Cut, DraftSpan, Event, GrammarViolation, GuideS
 from ._grammar import Grammar
 from ._limits import GuideLimits
 from ._target_steps import TargetSteps
+from ._text import line_column
 from ._trace import GuideResult
 
 if TYPE_CHECKING:
@@ -278,7 +279,7 @@ class GuideLoop(TargetSteps):
     def _violation_event(self, offset: int, rejected: str, call: int) -> GrammarViolation:
         text = self.checker.text[:offset]
         expected = tuple(dict.fromkeys(t.display for t in expected_terminals(self.grammar, text)))
-        line, column = text.count("\n") + 1, offset - (text.rfind("\n") + 1) + 1
+        line, column = line_column(text, offset)
         return GrammarViolation(offset, rejected, expected, line, column, call)
 
     def count_tokens(self, text: str) -> int:
