@@ -50,7 +50,7 @@ def test_simulated_draft_and_baselines_on_real_queries():
     queries = load_sample(2)
     assert len(queries) == 2
     rows = run_ours(queries, counter, NEVER, target=False, lookahead=512)
-    for row, query in zip(rows, queries):
+    for row, query in zip(rows, queries, strict=True):
         assert grammar.is_complete(row["text"])
         assert same_query(row["text"], query) and row["draft_calls"] == 1
         assert row["tokens_in"] == counter.count(PROMPT.format(request=rows.index(row)))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import textwrap
 
@@ -224,7 +225,7 @@ PROPERTY_SETTINGS = settings(
 
 def chunked(text: str, cuts: list[int]) -> list[str]:
     points = sorted({c % (len(text) + 1) for c in cuts} | {0, len(text)})
-    return [text[a:b] for a, b in zip(points, points[1:])]
+    return [text[a:b] for a, b in itertools.pairwise(points)]
 
 
 @PROPERTY_SETTINGS
@@ -267,7 +268,7 @@ def test_any_chunking_gives_the_same_result_as_feeding_whole(
     if as_bytes:
         data = text.encode()
         points = sorted({c % (len(data) + 1) for c in cuts} | {0, len(data)})
-        for a, b in zip(points, points[1:]):
+        for a, b in itertools.pairwise(points):
             pieces.feed(data[a:b])
     else:
         for piece in chunked(text, cuts):

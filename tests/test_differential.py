@@ -199,7 +199,7 @@ class Reference:
         exact = {t.name: re.compile(t.pattern.to_regexp()) for t in parser.terminals}
         return cls(grammar, parser, patterns, exact, frozenset(parser.ignore_tokens))
 
-    @functools.lru_cache(maxsize=None)
+    @functools.lru_cache(maxsize=None)  # noqa: B019 - one oracle per grammar, kept for the session
     def parse_status(self, text: str) -> tuple[str, frozenset[str]]:
         """('complete' | 'eof' | 'error', terminals lark allows next, or the error position)."""
         try:
@@ -212,7 +212,7 @@ class Reference:
             return "error", frozenset({str(exc.pos_in_stream)})
         return "complete", frozenset()
 
-    @functools.lru_cache(maxsize=None)
+    @functools.lru_cache(maxsize=None)  # noqa: B019 - one oracle per grammar, kept for the session
     def next_terminals(self, text: str) -> frozenset[str]:
         """Terminals lark allows right after ``text`` (which is complete or a lexeme-level prefix)."""
         status, names = self.parse_status(text)
@@ -235,7 +235,7 @@ class Reference:
         # module (2026.11) wrongly lets the empty class [^\s\S] match any character.
         return match.partial or self.exact[name].fullmatch(text) is not None
 
-    @functools.lru_cache(maxsize=None)
+    @functools.lru_cache(maxsize=None)  # noqa: B019 - one oracle per grammar, kept for the session
     def status(self, text: str) -> str:
         """'complete', 'prefix' or 'invalid', as lark decides (see the module docstring)."""
         status, info = self.parse_status(text)

@@ -74,7 +74,7 @@ def test_import_from_another_grammar_file(tmp_path: Path):
 
 
 def test_import_of_a_missing_file_is_a_grammar_error():
-    with pytest.raises(GrammarError, match="nosuch.lark") as info:
+    with pytest.raises(GrammarError, match=r"nosuch\.lark") as info:
         Grammar.from_lark('start: "a"\n%import nosuch.X\n')
     assert info.value.construct == "%import"
 

@@ -137,7 +137,7 @@ def spread_whitespace(text: str, rng: random.Random) -> str:
     return "".join(out)
 
 
-MUTATION_ALPHABET = list('{}[],:"\\ \t\n\r0123456789eE.+-tfnulrasNIy/bu') + ["\x00", "\x1f", "é", "\ufeff"]
+MUTATION_ALPHABET = [*'{}[],:"\\ \t\n\r0123456789eE.+-tfnulrasNIy/bu', "\x00", "\x1f", "é", "\ufeff"]
 
 
 def mutate(text: str, rng: random.Random) -> str:

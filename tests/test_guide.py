@@ -309,7 +309,7 @@ def test_aguide_runs_concurrently_and_matches_sync(small_sql, json_grammar):
         return await asyncio.gather(*(gg.aguide(d, g, "p", target=False) for d, g in drafts))
 
     results = asyncio.run(main())
-    for (draft, grammar), result in zip(drafts, results):
+    for (draft, grammar), result in zip(drafts, results, strict=True):
         sync = run(draft, grammar)
         assert result.text == sync.text
         assert grammar.is_complete(result.text)

@@ -310,7 +310,7 @@ def test_browser_timeline_says_what_each_correction_changed_and_why(page, tmp_pa
     notes = page.locator(".gg-timeline .gg-ev .gg-ev-note").all_inner_texts()
     kinds = page.locator(".gg-timeline .gg-ev").evaluate_all("els => els.map(e => e.dataset.kind)")
     by_kind = {}
-    for kind, note in zip(kinds, notes):
+    for kind, note in zip(kinds, notes, strict=True):
         by_kind.setdefault(kind, note)
     # The repair's row names the edit and the rejected text it answered, not a generic phrase.
     assert by_kind["repair"].startswith("replaced 'False' with 'false'")

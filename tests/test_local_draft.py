@@ -77,7 +77,7 @@ def test_a_healed_boundary_is_rewritten_not_repeated():
     text = "SELECT na"
     kept, healed = lm.partial_ids(text.encode())
     assert healed
-    chunks, call = _run(draft, text, 5)
+    chunks, _ = _run(draft, text, 5)
     ids = list(draft.answer_ids)
     assert ids[: len(kept)] == kept
     produced = lm.ll_tokenizer.decode_bytes(ids)

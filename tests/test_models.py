@@ -3,6 +3,7 @@ prompt format, missing-dependency messages, and the KV cache's crop-and-continue
 
 from __future__ import annotations
 
+import itertools
 import os
 import random
 import subprocess
@@ -255,7 +256,7 @@ def test_lookup_probes_less_and_less_often_while_its_guesses_stay_wrong():
         if lookup.guess(text, 10):
             asked.append(step)
             lookup.record(3, 0)
-    gaps = [b - a for a, b in zip(asked, asked[1:])]
+    gaps = [b - a for a, b in itertools.pairwise(asked)]
     assert gaps[:8] == [1, 1, 4, 8, 16, 32, 32, 32]
     # Right again: the mean recovers and the source guesses every time.
     while not lookup.guess(text, 10):

@@ -16,6 +16,7 @@ a run whose last request broke after some text must end in an error, not a resul
 
 from __future__ import annotations
 
+import contextlib
 import os
 import random
 import socket
@@ -62,10 +63,8 @@ def random_fault(rng: random.Random) -> Fault:
 def open_sockets() -> int:
     count = 0
     for fd in Path("/proc/self/fd").iterdir():
-        try:
+        with contextlib.suppress(OSError):
             count += os.readlink(fd).startswith("socket:")
-        except OSError:
-            pass
     return count
 
 
