@@ -33,6 +33,7 @@ PREAMBLE_LIMIT = 2000
 _FENCE = re.compile(r"\n[ \t]*```(?![ \t]*[A-Za-z])")
 _BLANK_LINE = re.compile(r"\n[ \t]*\n")
 _SENTENCE = re.compile(r"[ \t\n]*[A-Z][a-z]+(?:[ \t]+[a-z][\w'’]*){2}")
+_CODE_TOKEN = re.compile(r"[=(){}\[\];\"<>]|\w\.\w")
 
 
 @dataclass
@@ -170,7 +171,20 @@ def looks_like_aside(text: str, rejected: str, answer_ended: bool) -> bool:
     rather than more of the answer with a mistake in it."""
     gap = text[len(text.rstrip()) :] + rejected[: len(rejected) - len(rejected.lstrip())]
     head = rejected.lstrip()
-    return not head or "\n" in gap or head.startswith("```") or (answer_ended and len(rejected) <= 2)
+    if not head or head.startswith("```") or (answer_ended and len(rejected) <= 2):
+        return True
+    # A new line alone is no evidence: code goes on over lines. Cut only before a sentence.
+    return "\n" in gap and looks_like_sentence(head)
+
+
+def looks_like_sentence(text: str) -> bool:
+    """Whether ``text`` starts with a sentence of natural language ("This query returns"), with
+    none of the tokens code has on its first line (``=``, brackets, quotes, ``a.b``, ``;``), or
+    with a line of sentence punctuation or a Markdown rule alone (``!!``, ``---``)."""
+    line = text.split("\n", 1)[0]
+    if re.fullmatch(r"[!?.*_~-]+\s*", line):
+        return True
+    return bool(_SENTENCE.match(line)) and not _CODE_TOKEN.search(line)
 
 
 def prose_after_answer(text: str, rejected: str, floor: int, complete_at: Callable[[int], bool]) -> int | None:

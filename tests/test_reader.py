@@ -71,6 +71,12 @@ def test_prose_and_asides_are_told_from_broken_answers() -> None:
     assert looks_like_aside("SELECT 1", "\nThis returns one", False)
     assert looks_like_aside("SELECT 1", "\n```", False)
     assert not looks_like_aside("SELECT 1", " FRM t", False)
+    # A new line alone is no evidence of an aside: code goes on over lines (issue 18).
+    assert not looks_like_aside("SELECT a FROM t", "\nWHERE b = 1 ORDER BY c LIMT 5", False)
+    assert not looks_like_aside('{"a": 1}', '\n"b": 2}', False)
+    assert not looks_like_aside("SELECT a FROM t", "\nLimit the rows (b = 1)", False)
+    assert looks_like_aside("SELECT a FROM t", "\n\nThis query selects a from t.", False)
+    assert looks_like_aside("SELECT a FROM t", "\n---", False)
 
 
 def test_an_explanation_after_a_blank_line_ends_a_complete_answer() -> None:
