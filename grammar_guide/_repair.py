@@ -271,6 +271,8 @@ def propose_edit(checker: Checker, evidence: str, *, final: bool, floor: int = 0
             break  # an unpaired quote would turn the rest into a string
         if _joins_words(text, evidence[d:]):
             continue  # 'a::int' must not become 'aint'
+        if _halves_operator(text, dropped):
+            continue  # 'a && b' must not become the bitwise 'a & b'
         cost = sum(4 if ch.isalnum() or ch == "_" else 2 for ch in dropped)
         consider(len(text), "", evidence[d:], dropped, f"dropped {dropped!r}", cost=cost, base=d)
 
@@ -392,6 +394,8 @@ def search_edit(checker: Checker, evidence: str, *, final: bool, floor: int = 0)
             rest = draft[skip:]
             if _opens_comment(insert, rest) or not _quotes_balanced(insert, draft[:skip]):
                 continue
+            if _joins_words(text[:start] + insert, rest):
+                continue  # 'b.title' must not become 'btitle'
             trial = checker.copy_clear()
             trial.rollback_chars(start)
             if insert and trial.feed(insert) != len(insert):
@@ -452,6 +456,12 @@ def _joins_words(before: str, after: str) -> bool:
         return ch.isalnum() or ch == "_"
 
     return bool(before) and bool(after) and word(before[-1]) and word(after[0])
+
+
+def _halves_operator(before: str, dropped: str) -> bool:
+    """Whether dropping ``dropped`` after ``before`` turns a doubled logical operator into a
+    single bitwise one (``&&`` into ``&``, ``||`` into ``|``): a change of meaning, not a repair."""
+    return dropped in ("&", "|") and before.endswith(dropped)
 
 
 def _same_class(a: str, b: str) -> bool:

@@ -87,6 +87,8 @@ def rewrite(text: str) -> str:
         ("SELECT SUBSTRING('201305' from 5)", "SELECT substr('201305', 5)", "05"),
         ("SELECT ISNULL(NULL, 0)", "SELECT IFNULL(NULL, 0)", 0),
         ("SELECT length(CURRENT_DATE())", "SELECT length(CURRENT_DATE)", 10),
+        # MySQL's logical &&: a single & would be SQLite's bitwise AND (2 & 1 is 0, 2 AND 1 is 1).
+        ("SELECT 2 && 1", "SELECT 2 AND 1", 1),
     ],
 )
 def test_each_rewrite_means_what_the_slip_meant(slip: str, meant: str, value: object) -> None:

@@ -46,3 +46,11 @@ def test_the_same_violation_twice_is_not_edited_again(json_grammar: Grammar) -> 
     last = repair.signature(checker.text, evidence, first.at)  # type: ignore[attr-defined]
     again = repair.decide(checker, evidence, final=True, floor=0, last=last)  # type: ignore[arg-type]
     assert not isinstance(again, repair.Edit)
+
+
+def test_a_doubled_logical_operator_is_not_halved_into_a_bitwise_one(sqlite: Grammar) -> None:
+    checker, evidence = at_violation(sqlite, "SELECT a FROM t WHERE a && b AND c = 1")
+    decision = repair.decide(checker, evidence, final=True, floor=0)  # type: ignore[arg-type]
+    assert isinstance(decision, repair.Edit)
+    assert decision.removed.strip() == "&&" and decision.text.strip() == "AND"
+
