@@ -1,6 +1,6 @@
 """Billed tokens, native grammar against speculative drafting, on the same SQL requests.
 
-The local test server (``tests/llm_server.py``: the real SmolLM2-135M-Instruct behind OpenAI's
+The local test server (``tests/support/llm_server.py``: the real SmolLM2-135M-Instruct behind OpenAI's
 wire formats) answers each request of a fixed list (plain-English questions) five ways, through the real ``openai`` SDK, always guided by ``grammars/sqlite.lark``:
 
 - ``native (GPT-5 style)``: the Responses API with the grammar as a forced custom tool
@@ -32,9 +32,8 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
-for path in (ROOT, ROOT / "tests"):
-    if str(path) not in sys.path:
-        sys.path.insert(0, str(path))
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
 
 from benchmarks._common import attempt, machine, machine_line, markdown_table, write_results  # noqa: E402
 
@@ -53,7 +52,7 @@ REQUESTS = [
 
 
 def methods(server: Any) -> dict[str, dict[str, Any]]:
-    from llm_server import GRAMMAR_MODEL, IGNORES_GRAMMAR_MODEL, MODEL, SMALL_GRAMMAR_MODEL
+    from tests.support.llm_server import GRAMMAR_MODEL, IGNORES_GRAMMAR_MODEL, MODEL, SMALL_GRAMMAR_MODEL
 
     return {
         "native (GPT-5 style)": {"model": GRAMMAR_MODEL},
@@ -66,7 +65,7 @@ def methods(server: Any) -> dict[str, dict[str, Any]]:
 
 def run(server: Any, options: dict[str, Any], requests: list[str], target: Any) -> list[dict[str, Any]]:
     import grammar_guide as gg
-    from llm_server import API_KEY
+    from tests.support.llm_server import API_KEY
     from grammar_guide.providers.openai import OpenAIDraft
 
     grammar = gg.Grammar.builtin("sqlite")
@@ -104,7 +103,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     requests = REQUESTS[:3] if args.quick else REQUESTS
 
     from grammar_guide import TargetModel
-    from llm_server import get_server
+    from tests.support.llm_server import get_server
 
     server = get_server()
     target = TargetModel.load()

@@ -7,7 +7,7 @@ the models' message contents as returned, cut only at the stop strings ``--``, b
 ``#``). The benchmark reads them from a local clone named on the command line (see
 benchmarks/README.md for the repository and commit); nothing of them is vendored here.
 
-Of all answers, those SQLite rejects as syntax (SQLite's own parser: ``tests/sqlite_oracle.py``
+Of all answers, those SQLite rejects as syntax (SQLite's own parser: ``tests/support/sqlite_oracle.py``
 prepares the statement, creating what a "no such table/column" error asks for, so a missing schema
 is no error) are replayed, one by one, as a black-box draft (``_replay_draft.ReplayDraft``: the
 whole answer first, then the rest of it from where the accepted text left it) through
@@ -116,7 +116,7 @@ def load_answers(clone: Path) -> list[Answer]:
 
 def sqlite_rejects(answers: list[Answer]) -> list[Answer]:
     """The answers SQLite's parser rejects (distinct texts; an empty answer is no draft)."""
-    from tests import sqlite_oracle
+    from tests.support import sqlite_oracle
 
     seen: set[str] = set()
     out = []
@@ -174,7 +174,7 @@ def answer_sql(answer: str) -> str:
 @functools.lru_cache(maxsize=1)
 def _keywords() -> frozenset[str]:
     """SQLite's own keyword list (sqlite3_keyword_name), upper case."""
-    from tests import sqlite_oracle
+    from tests.support import sqlite_oracle
 
     lib = ctypes.CDLL(sqlite_oracle.library_path())
     lib.sqlite3_keyword_count.restype = ctypes.c_int
@@ -337,7 +337,7 @@ def run_gg0011(items: list[Answer], questions: dict[str, str], *, timeout: float
 
 
 def score(rows: list[dict[str, Any]], items: list[Answer]) -> dict[str, Any]:
-    from tests import sqlite_oracle
+    from tests.support import sqlite_oracle
 
     for row, a in zip(rows, items, strict=True):
         text = row.get("text") or ""

@@ -1,6 +1,6 @@
 """API cost on real SQL: a simulated black-box draft with realistic mistakes, three ways to guide it.
 
-For each query of a fixed sample of the SQLite-valid corpus (``tests/sql_corpus.py``: statements
+For each query of a fixed sample of the SQLite-valid corpus (``tests/support/sql_corpus.py``: statements
 from sqlglot's and pglast's sources that SQLite itself prepares), ``SimulatedSQLDraft`` intends
 that query and writes it with mistakes (see ``simulated_draft.py``). With the same draft, the same
 seeds and the same per-call budget (``--lookahead`` tokens, an API's ``max_tokens``):
@@ -56,7 +56,7 @@ def load_sample(n: int, *, seed: int = 0, max_chars: int = 600) -> list[str]:
     statements of 30..max_chars characters that grammars/sqlite.lark accepts, half from sqlglot's
     fixtures and half from PostgreSQL's regression scripts (via pglast)."""
     from grammar_guide import Grammar
-    from tests.sql_corpus import load_corpus
+    from tests.support.sql_corpus import load_corpus
 
     grammar = Grammar.builtin("sqlite")
     pools: dict[str, list[str]] = {"sqlglot": [], "pglast": []}

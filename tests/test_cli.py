@@ -17,7 +17,7 @@ from typing import Iterator
 
 import pytest
 
-from conftest import SMALL_SQL
+from tests.conftest import SMALL_SQL
 
 TESTS = Path(__file__).resolve().parent
 COMMAND = [sys.executable, "-m", "grammar_guide"]
@@ -25,7 +25,7 @@ COMMAND = [sys.executable, "-m", "grammar_guide"]
 
 def env(**extra: str) -> dict[str, str]:
     environ = dict(os.environ)
-    environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(TESTS), environ.get("PYTHONPATH", "")]))
+    environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(TESTS / "support"), environ.get("PYTHONPATH", "")]))
     environ["HF_HUB_OFFLINE"] = "1"
     environ.pop("NO_COLOR", None)
     environ.update(extra)
@@ -471,7 +471,7 @@ ANY_TEXT = 'start: TEXT\nTEXT: /[^\\x00]+/\n'
 
 @pytest.fixture(scope="module")
 def llm_server():  # type: ignore[no-untyped-def]
-    from llm_server import get_server
+    from tests.support.llm_server import get_server
 
     return get_server()
 
@@ -486,7 +486,7 @@ def any_text_grammar(tmp_path: Path) -> Path:
 @pytest.mark.model
 @pytest.mark.parametrize("kind", ["openai", "url"])
 def test_provider_drafts_from_the_command_line(kind: str, llm_server, any_text_grammar: Path) -> None:  # type: ignore[no-untyped-def]
-    from llm_server import API_KEY
+    from tests.support.llm_server import API_KEY
 
     base = llm_server.base_url
     before = len(llm_server.records)

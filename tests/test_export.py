@@ -25,7 +25,7 @@ from llguidance.gbnf_to_lark import any_to_lark
 
 from grammar_guide import Grammar, GrammarError
 from grammar_guide._matcher import byte_tokenizer
-from test_differential import ALPHABET, FIXTURES, checker_verdict as verdict, mutations
+from tests.test_differential import ALPHABET, FIXTURES, checker_verdict as verdict, mutations
 
 COMMON = textwrap.dedent(
     r"""

@@ -9,8 +9,8 @@ import lark
 import pytest
 
 from grammar_guide import Grammar
-from tests import sqlite_oracle
-from tests.sql_corpus import CorpusStatement, load_corpus, split_script
+from tests.support import sqlite_oracle
+from tests.support.sql_corpus import CorpusStatement, load_corpus, split_script
 from tools.build_sqlite_grammar import TARGET, build
 
 SAMPLE = 120  # statements per class; the full-corpus figures are in grammars/README.md

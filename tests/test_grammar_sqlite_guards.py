@@ -16,8 +16,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis.extra.lark import from_lark
 
 from grammar_guide import Grammar
-from tests import sqlite_oracle
-from tests.sql_corpus import CorpusStatement, load_corpus
+from tests.support import sqlite_oracle
+from tests.support.sql_corpus import CorpusStatement, load_corpus
 from tools.build_sqlite_grammar import TARGET, build
 
 SAMPLE = 300  # statements per class; benchmarks/sqlite_grammar_compare.py runs the whole corpus

@@ -8,7 +8,7 @@ from typing import Iterator
 
 import pytest
 
-from browser import browser_context, screenshot_path
+from tests.support.browser import browser_context, screenshot_path
 from grammar_guide import (
     Alternative,
     Correction,

@@ -10,7 +10,7 @@ import pytest
 from grammar_guide import DraftCall, DraftRequest, SyncDraft, TargetModel
 from grammar_guide.providers.transformers import TransformersDraft
 
-from conftest_models import one_torch_thread, smollm2, tiny_model
+from tests.support.conftest_models import one_torch_thread, smollm2, tiny_model
 
 
 @pytest.fixture(autouse=True, scope="module")

@@ -26,7 +26,7 @@ from grammar_guide.local import (
 from grammar_guide.local.loading import pick_device, pick_dtype
 from grammar_guide.local.sampling import nucleus
 
-from conftest_models import one_torch_thread, smollm2, tiny_model
+from tests.support.conftest_models import one_torch_thread, smollm2, tiny_model
 
 
 @pytest.fixture(autouse=True, scope="module")

@@ -12,10 +12,7 @@ from grammar_guide import AuthenticationError, DraftCall, DraftRequest, ServerEr
 from grammar_guide.providers._openai_format import CONTINUE_INSTRUCTION
 from grammar_guide.providers.anthropic import AnthropicDraft, refuses_prefill
 
-try:
-    from llm_server import API_KEY, CLAUDE_46_MODEL, NO_PREFILL_MODEL, Fault, collect, fast_retry, get_server, make_draft
-except ImportError:  # tests/ imported as a package
-    from tests.llm_server import API_KEY, CLAUDE_46_MODEL, NO_PREFILL_MODEL, Fault, collect, fast_retry, get_server, make_draft
+from tests.support.llm_server import API_KEY, CLAUDE_46_MODEL, NO_PREFILL_MODEL, Fault, collect, fast_retry, get_server, make_draft
 
 pytestmark = pytest.mark.model
 

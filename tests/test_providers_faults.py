@@ -20,10 +20,7 @@ from grammar_guide import (
     ServerError,
 )
 
-try:
-    from llm_server import API_KEY, KINDS, Fault, collect, fast_retry, get_server, make_draft
-except ImportError:  # tests/ imported as a package
-    from tests.llm_server import API_KEY, KINDS, Fault, collect, fast_retry, get_server, make_draft
+from tests.support.llm_server import API_KEY, KINDS, Fault, collect, fast_retry, get_server, make_draft
 
 pytestmark = pytest.mark.model
 

@@ -8,10 +8,7 @@ import pytest
 import grammar_guide as gg
 from grammar_guide import DraftSpan, ProviderError
 
-try:
-    from llm_server import KINDS, NO_PREFILL_MODEL, Fault, get_server, make_draft
-except ImportError:  # tests/ imported as a package
-    from tests.llm_server import KINDS, NO_PREFILL_MODEL, Fault, get_server, make_draft
+from tests.support.llm_server import KINDS, NO_PREFILL_MODEL, Fault, get_server, make_draft
 
 pytestmark = pytest.mark.model
 

@@ -11,10 +11,7 @@ import pytest
 from grammar_guide import DraftCall, DraftRequest, ProviderConnectionError, RateLimitError
 from grammar_guide.providers.http import HTTPDraft
 
-try:
-    from llm_server import API_KEY, Fault, collect, fast_retry, get_server, make_draft
-except ImportError:  # tests/ imported as a package
-    from tests.llm_server import API_KEY, Fault, collect, fast_retry, get_server, make_draft
+from tests.support.llm_server import API_KEY, Fault, collect, fast_retry, get_server, make_draft
 
 pytestmark = pytest.mark.model
 

@@ -17,14 +17,9 @@ import pytest
 import grammar_guide as gg
 from grammar_guide import DraftRequest, Grammar, GrammarError, GrammarRefused
 
-try:
-    from llm_server import (
-        API_KEY, GRAMMAR_MODEL, IGNORES_GRAMMAR_MODEL, MODEL, SMALL_GRAMMAR_MODEL, collect, get_server, make_draft,
-    )
-except ImportError:  # tests/ imported as a package
-    from tests.llm_server import (
-        API_KEY, GRAMMAR_MODEL, IGNORES_GRAMMAR_MODEL, MODEL, SMALL_GRAMMAR_MODEL, collect, get_server, make_draft,
-    )
+from tests.support.llm_server import (
+    API_KEY, GRAMMAR_MODEL, IGNORES_GRAMMAR_MODEL, MODEL, SMALL_GRAMMAR_MODEL, collect, get_server, make_draft,
+)
 
 pytestmark = pytest.mark.model
 

@@ -30,10 +30,7 @@ import pytest
 import grammar_guide as gg
 from grammar_guide import GrammarGuideError, GuideExhausted, ProviderError
 
-try:
-    from llm_server import KINDS, Fault, fast_retry, get_server, make_draft
-except ImportError:  # tests/ imported as a package
-    from tests.llm_server import KINDS, Fault, fast_retry, get_server, make_draft
+from tests.support.llm_server import KINDS, Fault, fast_retry, get_server, make_draft
 
 pytestmark = pytest.mark.model
 

@@ -12,7 +12,7 @@ import pytest
 from grammar_guide import Alternative, Grammar
 from grammar_guide.local.target import Continuation, TargetModel
 
-from conftest_models import greedy_unconstrained, one_torch_thread, smollm2, tiny_model
+from tests.support.conftest_models import greedy_unconstrained, one_torch_thread, smollm2, tiny_model
 
 
 @pytest.fixture(autouse=True, scope="module")

@@ -25,7 +25,7 @@ ARGS = [
     "--disable-sync",
 ]
 
-ARTIFACTS = Path(__file__).resolve().parent.parent / "artifacts"
+ARTIFACTS = Path(__file__).resolve().parents[2] / "artifacts"
 
 
 def chromium_path() -> str:

@@ -5,7 +5,7 @@ pretty.sql, the TPC-H and TPC-DS optimizer fixtures) and ``pglast`` (libpg_query
 PostgreSQL regression scripts). The sdists are downloaded with pip into a cache outside the
 repository, the statements are split out (strings, quoted identifiers, comments, dollar quotes,
 psql meta-commands, COPY data and BEGIN ... END bodies respected), and each is labelled with
-``tests.sqlite_oracle``. Run ``python -m tests.sql_corpus`` to build or refresh the cache; the
+``tests.support.sqlite_oracle``. Run ``python -m tests.support.sql_corpus`` to build or refresh the cache; the
 tests build it when it is missing.
 """
 
@@ -22,9 +22,9 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
-if __package__ in (None, ""):  # run as a script: python tests/sql_corpus.py
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-    from tests import sqlite_oracle
+if __package__ in (None, ""):  # run as a script: python tests/support/sql_corpus.py
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+    from tests.support import sqlite_oracle
 else:
     from . import sqlite_oracle
 

@@ -1,4 +1,5 @@
-"""Deterministic drafts for the command-line tests, reached with ``--draft python:cli_drafts:NAME``.
+"""Deterministic drafts for the command-line tests, reached with ``--draft python:cli_drafts:NAME``
+(tests/test_cli.py puts ``tests/support`` on ``PYTHONPATH``).
 
 They stand in for a model the way a user's own ``generate(prompt)`` function would.
 """
