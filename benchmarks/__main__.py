@@ -16,8 +16,8 @@ import os
 import subprocess
 import sys
 import time
-from typing import Any
 from pathlib import Path
+from typing import Any
 
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results"
@@ -61,8 +61,9 @@ def main(argv: list[str] | None = None) -> int:
         )
         elapsed = time.perf_counter() - start
         print(proc.stdout, end="", flush=True)
-        runs.append({"module": name, "returncode": proc.returncode, "seconds": round(elapsed, 1),
-                     "output": proc.stdout})
+        runs.append(
+            {"module": name, "returncode": proc.returncode, "seconds": round(elapsed, 1), "output": proc.stdout}
+        )
     lines = ["# Benchmark results", "", "| benchmark | status | seconds |", "|---|---|---|"]
     for r in runs:
         status = "ok" if r["returncode"] == 0 else f"FAILED (exit {r['returncode']})"

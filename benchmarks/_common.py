@@ -5,9 +5,10 @@ from __future__ import annotations
 import json
 import os
 import platform
-from pathlib import Path
 import sys
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
 
 from grammar_guide._repair import levenshtein
 
@@ -71,7 +72,9 @@ def normalized_edit_distance(a: str, b: str) -> float:
     return levenshtein(a, b) / max(len(a), len(b))
 
 
-def attempt(bench: str, name: str, count: int, produce: Callable[[], list[dict[str, Any]]]) -> tuple[list[dict[str, Any]] | None, str | None]:
+def attempt(
+    bench: str, name: str, count: int, produce: Callable[[], list[dict[str, Any]]]
+) -> tuple[list[dict[str, Any]] | None, str | None]:
     """Run one method's ``produce()`` on ``count`` items: (rows, None), or (None, why) when it cannot
     run (a method that fails is reported, not faked). Progress goes to stderr."""
     print(f"[{bench}] {name} on {count} items ...", file=sys.stderr, flush=True)

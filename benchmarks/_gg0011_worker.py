@@ -57,8 +57,9 @@ def _generic_run(gg, draft_fn, parser, target, prompt: str, req: dict) -> dict: 
 
 
 def sql_generic(req: dict) -> dict:
-    import grammar_guide as gg
     import guidance
+
+    import grammar_guide as gg
 
     sim = _load_module("simulated_draft", req["simulated_draft"])
     counter = sim.TokenCounter(req.get("tokenizer_file"))
@@ -86,8 +87,9 @@ def sql_generic(req: dict) -> dict:
 
 
 def sql_replay(req: dict) -> dict:
-    import grammar_guide as gg
     import guidance
+
+    import grammar_guide as gg
 
     replay = _load_module("_replay_draft", req["replay_draft"])
     parser = gg.load_parser(req["grammar"])
@@ -99,7 +101,9 @@ def sql_replay(req: dict) -> dict:
         def draft_fn(prefix: str, prompt: str, max_new_tokens: int, _draft=draft) -> str:
             return _draft.continue_from(prefix)
 
-        rows.append({**_generic_run(gg, draft_fn, parser, target, item["prompt"], req), "draft_calls": len(draft.calls)})
+        rows.append(
+            {**_generic_run(gg, draft_fn, parser, target, item["prompt"], req), "draft_calls": len(draft.calls)}
+        )
     return {"rows": rows}
 
 
@@ -117,9 +121,10 @@ def _json_model(req: dict):  # type: ignore[no-untyped-def]
 
 
 def json_runs(req: dict) -> dict:
-    import grammar_guide as gg
     import guidance
     import torch
+
+    import grammar_guide as gg
 
     torch.set_num_threads(req.get("threads") or torch.get_num_threads())
     model, tokenizer = _json_model(req)
@@ -191,9 +196,10 @@ def json_runs(req: dict) -> dict:
 def main() -> None:
     request_file, answer_file = sys.argv[1], sys.argv[2]
     req = json.loads(Path(request_file).read_text())
-    import grammar_guide
     import guidance
     import transformers
+
+    import grammar_guide
 
     versions = {
         "grammar_guide_file": grammar_guide.__file__,

@@ -27,16 +27,17 @@ import json
 import random
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import lark
 
 if __package__ in (None, ""):  # run as a script
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks._common import machine, machine_line, markdown_table, write_results  # noqa: E402
-from grammar_guide import Grammar  # noqa: E402
+from benchmarks._common import machine, machine_line, markdown_table, write_results
+from grammar_guide import Grammar
 
 NAME = "checker_bench"
 SIZES = {"2 KB": 2_000, "20 KB": 20_000, "200 KB": 200_000}
@@ -158,17 +159,29 @@ def time_lark_reparse(parser: lark.Lark, text: str, chunk: int) -> float:
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--sql-grammar", default="mini,sqlite",
-                    help="comma-separated builtin grammar names, or 'mini' (default mini,sqlite)")
+    ap.add_argument(
+        "--sql-grammar",
+        default="mini,sqlite",
+        help="comma-separated builtin grammar names, or 'mini' (default mini,sqlite)",
+    )
     ap.add_argument("--chunk", type=int, default=16, help="bytes per fed chunk (default 16)")
     ap.add_argument("--repeat", type=int, default=3)
-    ap.add_argument("--lark-budget", type=float, default=60.0,
-                    help="skip a lark measurement whose estimate exceeds this many seconds")
-    ap.add_argument("--reparse-chunk", type=int, default=1024,
-                    help="bytes received between two lark re-parses (default 1024)")
+    ap.add_argument(
+        "--lark-budget",
+        type=float,
+        default=60.0,
+        help="skip a lark measurement whose estimate exceeds this many seconds",
+    )
+    ap.add_argument(
+        "--reparse-chunk", type=int, default=1024, help="bytes received between two lark re-parses (default 1024)"
+    )
     ap.add_argument("--reparse-sizes", default="2 KB,20 KB", help="comma-separated sizes for the re-parse column")
-    ap.add_argument("--reparse-budget", type=float, default=300.0,
-                    help="skip a re-parse measurement whose estimate exceeds this many seconds")
+    ap.add_argument(
+        "--reparse-budget",
+        type=float,
+        default=300.0,
+        help="skip a re-parse measurement whose estimate exceeds this many seconds",
+    )
     ap.add_argument("--results-dir", type=Path, default=None)
     args = ap.parse_args(argv)
 
@@ -220,9 +233,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                 row["lark_parse_skipped"] = f"estimated {estimate:.0f} s > budget {args.lark_budget:.0f} s"
             reparse_estimate = (lark_us_per_byte or 0) * len(data) ** 2 / (2 * args.reparse_chunk) / 1e6
             if size_label in reparse_sizes and reparse_estimate > args.reparse_budget:
-                row["lark_reparse_skipped"] = (
-                    f"estimated {reparse_estimate:.0f} s > budget {args.reparse_budget:.0f} s"
-                )
+                row["lark_reparse_skipped"] = f"estimated {reparse_estimate:.0f} s > budget {args.reparse_budget:.0f} s"
             elif size_label in reparse_sizes:
                 reparse = time_lark_reparse(parser, text, args.reparse_chunk)
                 row["reparse_chunk_bytes"] = args.reparse_chunk
@@ -230,7 +241,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                 row["lark_reparse_s"] = reparse
                 row["speedup_vs_lark_reparse"] = reparse / stream
             rows.append(row)
-            print(f"  {label} ({grammar.name}) {size_label}: checker {row['checker_stream_us_per_byte']:.2f} us/byte", flush=True)
+            print(
+                f"  {label} ({grammar.name}) {size_label}: checker {row['checker_stream_us_per_byte']:.2f} us/byte",
+                flush=True,
+            )
 
     def fmt(value: Any, unit: str = "") -> str:
         if value is None:
@@ -238,14 +252,29 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         return f"{value:.3g}{unit}" if value < 100 else f"{value:.0f}{unit}"
 
     table = markdown_table(
-        ["text", "bytes", "checker stream (us/byte)", "checker whole (us/byte)", "checker stream (s)",
-         "lark one parse (s)", "x faster than one parse", f"lark re-parse every {args.reparse_chunk} B (s)",
-         "x faster than re-parse"],
         [
-            [f"{r['language']} ({r['grammar']}) {r['size']}", r["bytes"], fmt(r["checker_stream_us_per_byte"]),
-             fmt(r["checker_whole_us_per_byte"]), fmt(r["checker_stream_s"]), fmt(r.get("lark_parse_s")),
-             fmt(r.get("speedup_vs_lark_parse")), fmt(r.get("lark_reparse_s")),
-             fmt(r.get("speedup_vs_lark_reparse"))]
+            "text",
+            "bytes",
+            "checker stream (us/byte)",
+            "checker whole (us/byte)",
+            "checker stream (s)",
+            "lark one parse (s)",
+            "x faster than one parse",
+            f"lark re-parse every {args.reparse_chunk} B (s)",
+            "x faster than re-parse",
+        ],
+        [
+            [
+                f"{r['language']} ({r['grammar']}) {r['size']}",
+                r["bytes"],
+                fmt(r["checker_stream_us_per_byte"]),
+                fmt(r["checker_whole_us_per_byte"]),
+                fmt(r["checker_stream_s"]),
+                fmt(r.get("lark_parse_s")),
+                fmt(r.get("speedup_vs_lark_parse")),
+                fmt(r.get("lark_reparse_s")),
+                fmt(r.get("speedup_vs_lark_reparse")),
+            ]
             for r in rows
         ],
     )
@@ -253,14 +282,21 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     targets: dict[str, Any] = {
         "max_us_per_byte": 1.0,
         "min_speedup_vs_lark_at_20KB": 100.0,
-        "met_us_per_byte": {g: all(r["checker_stream_us_per_byte"] <= 1.0 for r in rows if r["grammar"] == g)
-                            for g in grammars},
+        "met_us_per_byte": {
+            g: all(r["checker_stream_us_per_byte"] <= 1.0 for r in rows if r["grammar"] == g) for g in grammars
+        },
         "met_speedup_vs_reparse_at_20KB": {
-            g: all((r.get("speedup_vs_lark_reparse") or 0) >= 100 for r in rows if r["size"] == "20 KB" and r["grammar"] == g)
+            g: all(
+                (r.get("speedup_vs_lark_reparse") or 0) >= 100
+                for r in rows
+                if r["size"] == "20 KB" and r["grammar"] == g
+            )
             for g in grammars
         },
         "met_speedup_vs_one_parse_at_20KB": {
-            g: all((r.get("speedup_vs_lark_parse") or 0) >= 100 for r in rows if r["size"] == "20 KB" and r["grammar"] == g)
+            g: all(
+                (r.get("speedup_vs_lark_parse") or 0) >= 100 for r in rows if r["size"] == "20 KB" and r["grammar"] == g
+            )
             for g in grammars
         },
     }
@@ -280,16 +316,21 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "table": table,
     }
     path = write_results(NAME, payload, args.results_dir)
-    print(f"\nChecker vs lark Earley (dynamic lexer), chunks of {args.chunk} bytes; {machine_line(info)};"
-          f" load average {load_average}")
+    print(
+        f"\nChecker vs lark Earley (dynamic lexer), chunks of {args.chunk} bytes; {machine_line(info)};"
+        f" load average {load_average}"
+    )
     print(table)
+
     def verdicts(met: dict[str, bool]) -> str:
         return ", ".join(f"{g} {'met' if ok else 'NOT met'}" for g, ok in met.items())
 
-    print(f"\ntargets: <= 1 us/byte: {verdicts(targets['met_us_per_byte'])}; "
-          f">= 100x lark re-parsing at 20 KB: {verdicts(targets['met_speedup_vs_reparse_at_20KB'])}"
-          f" (>= 100x a single lark parse of the finished text: "
-          f"{verdicts(targets['met_speedup_vs_one_parse_at_20KB'])})")
+    print(
+        f"\ntargets: <= 1 us/byte: {verdicts(targets['met_us_per_byte'])}; "
+        f">= 100x lark re-parsing at 20 KB: {verdicts(targets['met_speedup_vs_reparse_at_20KB'])}"
+        f" (>= 100x a single lark parse of the finished text: "
+        f"{verdicts(targets['met_speedup_vs_one_parse_at_20KB'])})"
+    )
     print(f"results: {path}")
     return payload
 

@@ -37,8 +37,9 @@ import json
 import statistics
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
@@ -56,15 +57,17 @@ GG_MAX_CORRECTIONS = 100
 def grammar_text(n: int) -> str:
     """Lark: an object of exactly ``n`` string-valued pairs (JSON strings as RFC 8259 has them)."""
     repeat = f' ("," pair)~{n - 1}' if n > 1 else ""
-    return "\n".join([
-        "start: object",
-        f'object: "{{" pair{repeat} "}}"',
-        'pair: STRING ":" STRING',
-        r'STRING: /"([^"\\\x00-\x1f]|\\["\\\/bfnrt]|\\u[0-9a-fA-F]{4})*"/',
-        "%import common.WS",
-        "%ignore WS",
-        "",
-    ])
+    return "\n".join(
+        [
+            "start: object",
+            f'object: "{{" pair{repeat} "}}"',
+            'pair: STRING ":" STRING',
+            r'STRING: /"([^"\\\x00-\x1f]|\\["\\\/bfnrt]|\\u[0-9a-fA-F]{4})*"/',
+            "%import common.WS",
+            "%ignore WS",
+            "",
+        ]
+    )
 
 
 def is_valid(text: str | None, n: int) -> bool:
@@ -99,8 +102,10 @@ def run_ours_side(keys: list[int], trials: int) -> tuple[dict[str, list[dict[str
     with torch.inference_mode():
         lm.model.generate(**lm.tokenizer("Hello", return_tensors="pt"), max_new_tokens=4, do_sample=False)
     plain_target = TargetModel(lm, lookup=0)
-    drafts = {"ours": (draft, target),
-              "ours, lookup off": (TransformersDraft.from_target(plain_target, lookup=0), plain_target)}
+    drafts = {
+        "ours": (draft, target),
+        "ours, lookup off": (TransformersDraft.from_target(plain_target, lookup=0), plain_target),
+    }
     generate_options = {"unconstrained": {}, "unconstrained, lookup": {"prompt_lookup_num_tokens": 5}}
     out: dict[str, list[dict[str, Any]]] = {name: [] for name in [*drafts, *generate_options, "constrained"]}
     for n in keys:
@@ -111,38 +116,83 @@ def run_ours_side(keys: list[int], trials: int) -> tuple[dict[str, list[dict[str
                 t0 = time.perf_counter()
                 error = None
                 try:
-                    result = gg.guide(method_draft, grammar, prompt, target=method_target, lookahead=LOOKAHEAD,
-                                      max_corrections=100, max_draft_calls=200, max_new_tokens=4096, stop=["```"])
+                    result = gg.guide(
+                        method_draft,
+                        grammar,
+                        prompt,
+                        target=method_target,
+                        lookahead=LOOKAHEAD,
+                        max_corrections=100,
+                        max_draft_calls=200,
+                        max_new_tokens=4096,
+                        stop=["```"],
+                    )
                 except GuideExhausted as exc:
                     result, error = exc.result, str(exc)
                 seconds = time.perf_counter() - t0
-                out[name].append({"n": n, "trial": trial, "text": result.text, "seconds": seconds, "error": error,
-                                  "corrections": result.stats.corrections, "draft_calls": result.stats.draft_calls,
-                                  "target_tokens": result.stats.target_tokens})
+                out[name].append(
+                    {
+                        "n": n,
+                        "trial": trial,
+                        "text": result.text,
+                        "seconds": seconds,
+                        "error": error,
+                        "corrections": result.stats.corrections,
+                        "draft_calls": result.stats.draft_calls,
+                        "target_tokens": result.stats.target_tokens,
+                    }
+                )
 
             ids = lm.prompt_ids(prompt)
             for name, options in generate_options.items():
                 t0 = time.perf_counter()
                 with torch.inference_mode():
                     generated = lm.model.generate(
-                        torch.tensor([ids]), attention_mask=torch.ones(1, len(ids), dtype=torch.long),
-                        max_new_tokens=16 * n + 64, do_sample=False, stop_strings=["```"], tokenizer=lm.tokenizer,
-                        pad_token_id=lm.tokenizer.eos_token_id, **options)
+                        torch.tensor([ids]),
+                        attention_mask=torch.ones(1, len(ids), dtype=torch.long),
+                        max_new_tokens=16 * n + 64,
+                        do_sample=False,
+                        stop_strings=["```"],
+                        tokenizer=lm.tokenizer,
+                        pad_token_id=lm.tokenizer.eos_token_id,
+                        **options,
+                    )
                 seconds = time.perf_counter() - t0
-                new = generated[0, len(ids):].tolist()
+                new = generated[0, len(ids) :].tolist()
                 text = lm.tokenizer.decode(new, skip_special_tokens=True)
-                out[name].append({"n": n, "trial": trial, "text": text, "seconds": seconds, "error": None,
-                                  "corrections": 0, "generated_tokens": len(new)})
+                out[name].append(
+                    {
+                        "n": n,
+                        "trial": trial,
+                        "text": text,
+                        "seconds": seconds,
+                        "error": None,
+                        "corrections": 0,
+                        "generated_tokens": len(new),
+                    }
+                )
 
             t0 = time.perf_counter()
             cont = target.continue_text(prompt, "", grammar, max_new_tokens=16 * n + 64, finish=True)
             seconds = time.perf_counter() - t0
-            out["constrained"].append({"n": n, "trial": trial, "text": cont.text, "seconds": seconds, "error": None,
-                                       "corrections": 0, "sampled_tokens": cont.sampled_tokens,
-                                       "forced_tokens": cont.forced_tokens})
-            print(f"[{NAME}] n={n} trial={trial}: " + ", ".join(f"{name} {runs[-1]['seconds']:.1f}s"
-                                                             for name, runs in out.items()),
-                  file=sys.stderr, flush=True)
+            out["constrained"].append(
+                {
+                    "n": n,
+                    "trial": trial,
+                    "text": cont.text,
+                    "seconds": seconds,
+                    "error": None,
+                    "corrections": 0,
+                    "sampled_tokens": cont.sampled_tokens,
+                    "forced_tokens": cont.forced_tokens,
+                }
+            )
+            print(
+                f"[{NAME}] n={n} trial={trial}: "
+                + ", ".join(f"{name} {runs[-1]['seconds']:.1f}s" for name, runs in out.items()),
+                file=sys.stderr,
+                flush=True,
+            )
     return out, target
 
 
@@ -158,8 +208,11 @@ def run_gg0011(mode: str, keys: list[int], trials: int, format_prompt: Callable[
         "stop_at": GG_STOP_AT,
         "lookahead": LOOKAHEAD,
         "max_corrections": GG_MAX_CORRECTIONS,
-        "runs": [{"n": n, "trial": t, "grammar": grammar_text(n), "prompt": format_prompt(PROMPT.format(n=n))}
-                 for n in keys for t in range(trials)],
+        "runs": [
+            {"n": n, "trial": t, "grammar": grammar_text(n), "prompt": format_prompt(PROMPT.format(n=n))}
+            for n in keys
+            for t in range(trials)
+        ],
     }
     rows: list[dict[str, Any]] = baseline_env.run_worker(request, timeout=3 * 3600)["rows"]
     return rows
@@ -174,8 +227,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--trials", type=int, default=None)
     parser.add_argument("--keys", type=int, nargs="+", default=None)
     parser.add_argument("--no-baseline", action="store_true", help="skip grammar-guide 0.0.11")
-    parser.add_argument("--baseline-keys", type=int, nargs="+", default=None,
-                        help="n for grammar-guide 0.0.11 (default: all of --keys)")
+    parser.add_argument(
+        "--baseline-keys", type=int, nargs="+", default=None, help="n for grammar-guide 0.0.11 (default: all of --keys)"
+    )
     parser.add_argument("--baseline-trials", type=int, default=None, help="trials for grammar-guide 0.0.11")
     parser.add_argument("--results-dir", type=Path, default=None)
     args = parser.parse_args(argv)
@@ -219,8 +273,16 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                 "errors": sorted({r["error"].splitlines()[-1][:200] for r in runs if r.get("error")}),
             }
             summary[method][n] = s
-            table_rows.append([n, method, s["tokens_per_s"], f"{100 * s['valid']:.0f}%",
-                               "-" if s["corrections"] is None else s["corrections"], s["seconds"]])
+            table_rows.append(
+                [
+                    n,
+                    method,
+                    s["tokens_per_s"],
+                    f"{100 * s['valid']:.0f}%",
+                    "-" if s["corrections"] is None else s["corrections"],
+                    s["seconds"],
+                ]
+            )
     table_rows.sort(key=lambda r: (r[0], list(rows).index(r[1])))
     table = markdown_table(["n", "method", "tokens/s", "valid", "corrections", "wall s"], table_rows)
 
@@ -231,14 +293,18 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             gg = summary.get("gg-0.0.11 transformers", {}).get(n)
             un = summary["unconstrained"][n]
             targets[n] = {
-                "ours >= 2x gg-0.0.11 transformers tokens/s": None if gg is None else ours["tokens_per_s"] >= 2 * gg["tokens_per_s"],
+                "ours >= 2x gg-0.0.11 transformers tokens/s": None
+                if gg is None
+                else ours["tokens_per_s"] >= 2 * gg["tokens_per_s"],
                 "ours >= unconstrained tokens/s": ours["tokens_per_s"] >= un["tokens_per_s"],
-                "ours >= unconstrained with lookup tokens/s":
-                    ours["tokens_per_s"] >= summary["unconstrained, lookup"][n]["tokens_per_s"],
+                "ours >= unconstrained with lookup tokens/s": ours["tokens_per_s"]
+                >= summary["unconstrained, lookup"][n]["tokens_per_s"],
                 "ours 100% valid": ours["valid"] == 1.0,
             }
-    print(f"\nJSON with exactly n string keys: SmolLM2-135M-Instruct draft and target, lookahead {LOOKAHEAD}, greedy, "
-          f"{trials} trial(s). Machine: {machine_line(info)}\n")
+    print(
+        f"\nJSON with exactly n string keys: SmolLM2-135M-Instruct draft and target, lookahead {LOOKAHEAD}, greedy, "
+        f"{trials} trial(s). Machine: {machine_line(info)}\n"
+    )
     print(table)
     print("\nTargets met:")
     for n, t in targets.items():
@@ -248,9 +314,16 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     payload = {
         "benchmark": NAME,
         "machine": info,
-        "settings": {"keys": keys, "trials": trials, "baseline_keys": baseline_keys,
-                     "baseline_trials": baseline_trials, "lookahead": LOOKAHEAD, "prompt": PROMPT,
-                     "gg_stop_at": GG_STOP_AT, "gg_max_grammar_corrections": GG_MAX_CORRECTIONS},
+        "settings": {
+            "keys": keys,
+            "trials": trials,
+            "baseline_keys": baseline_keys,
+            "baseline_trials": baseline_trials,
+            "lookahead": LOOKAHEAD,
+            "prompt": PROMPT,
+            "gg_stop_at": GG_STOP_AT,
+            "gg_max_grammar_corrections": GG_MAX_CORRECTIONS,
+        },
         "summary": {m: {str(n): s for n, s in per.items()} for m, per in summary.items()},
         "targets": {str(n): t for n, t in targets.items()},
         "notes": notes,

@@ -22,15 +22,16 @@ import os
 import statistics
 import sys
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from benchmarks._common import machine, machine_line, markdown_table, write_results  # noqa: E402
+from benchmarks._common import machine, machine_line, markdown_table, write_results
 
 SQL_SUBSET = r"""
 start: query ";"?
@@ -167,7 +168,11 @@ def prefill_run(target_cls: Any, draft_cls: Any, gg: Any, grammar: Any) -> dict[
     fed0, saved0 = target.prefill_tokens, target.prefill_tokens_saved
     for cut in cuts:
         target.continue_text("Total spent per user older than 30.", doc[:cut], grammar, max_new_tokens=4)
-    successive = {"calls": len(cuts), "fed": target.prefill_tokens - fed0, "saved": target.prefill_tokens_saved - saved0}
+    successive = {
+        "calls": len(cuts),
+        "fed": target.prefill_tokens - fed0,
+        "saved": target.prefill_tokens_saved - saved0,
+    }
     return {
         "successive": successive,
         "draft_calls": len(saved),
@@ -197,8 +202,10 @@ def main(argv: list[str] | None = None) -> int:
         torch.set_num_threads(args.threads)
     lm = load_model()
     info = machine()
-    print(f"# Token masks at {lm.n_vocab} tokens ({lm.name}, {lm.device}, {lm.dtype}); {machine_line(info)}, "
-          f"torch threads {torch.get_num_threads()}\n")
+    print(
+        f"# Token masks at {lm.n_vocab} tokens ({lm.name}, {lm.device}, {lm.dtype}); {machine_line(info)}, "
+        f"torch threads {torch.get_num_threads()}\n"
+    )
 
     grammars = [("SQL subset", gg.Grammar.from_lark(SQL_SUBSET, name="sql-subset"), SQL_CASES)]
     if not args.no_sqlite:
@@ -275,12 +282,22 @@ def main(argv: list[str] | None = None) -> int:
         markdown_table(
             ["model", "calls", "tokens fed", "tokens reused from KV cache", "fed without reuse", "saved"],
             [
-                ["draft", run["draft_calls"], run["draft_fed"], run["draft_saved"],
-                 run["draft_fed"] + run["draft_saved"],
-                 f"{100 * run['draft_saved'] / max(1, run['draft_fed'] + run['draft_saved']):.0f}%"],
-                ["target", run["target_calls"], run["target_fed"], run["target_saved"],
-                 run["target_fed"] + run["target_saved"],
-                 f"{100 * run['target_saved'] / max(1, run['target_fed'] + run['target_saved']):.0f}%"],
+                [
+                    "draft",
+                    run["draft_calls"],
+                    run["draft_fed"],
+                    run["draft_saved"],
+                    run["draft_fed"] + run["draft_saved"],
+                    f"{100 * run['draft_saved'] / max(1, run['draft_fed'] + run['draft_saved']):.0f}%",
+                ],
+                [
+                    "target",
+                    run["target_calls"],
+                    run["target_fed"],
+                    run["target_saved"],
+                    run["target_fed"] + run["target_saved"],
+                    f"{100 * run['target_saved'] / max(1, run['target_fed'] + run['target_saved']):.0f}%",
+                ],
             ],
         )
     )

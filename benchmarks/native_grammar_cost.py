@@ -1,7 +1,8 @@
 """Billed tokens, native grammar against speculative drafting, on the same SQL requests.
 
-The local test server (``tests/support/llm_server.py``: the real SmolLM2-135M-Instruct behind OpenAI's
-wire formats) answers each request of a fixed list (plain-English questions) five ways, through the real ``openai`` SDK, always guided by ``grammars/sqlite.lark``:
+The local test server (``tests/support/llm_server.py``: the real SmolLM2-135M-Instruct behind
+OpenAI's wire formats) answers each request of a fixed list (plain-English questions) five ways,
+through the real ``openai`` SDK, always guided by ``grammars/sqlite.lark``:
 
 - ``native (GPT-5 style)``: the Responses API with the grammar as a forced custom tool
   (``Grammar.to_plain_lark``); the server's llguidance engine masks the model's sampling;
@@ -16,8 +17,8 @@ wire formats) answers each request of a fixed list (plain-English questions) fiv
 Reported per way: valid answers, the path the stats report, draft calls, corrections, billed
 tokens in/out as the server counts them (prompt tokens of every request, tokens generated up to
 the end or the disconnect: a stream the loop closes early is billed for what was generated, and
-its usage never reaches the client), target tokens (local, not billed), wall time. The answers are the same model's; only how the
-grammar is applied differs.
+its usage never reaches the client), target tokens (local, not billed), wall time. The answers
+are the same model's; only how the grammar is applied differs.
 
 Run: ``python -m benchmarks.native_grammar_cost [--quick]``.
 """
@@ -65,8 +66,8 @@ def methods(server: Any) -> dict[str, dict[str, Any]]:
 
 def run(server: Any, options: dict[str, Any], requests: list[str], target: Any) -> list[dict[str, Any]]:
     import grammar_guide as gg
-    from tests.support.llm_server import API_KEY
     from grammar_guide.providers.openai import OpenAIDraft
+    from tests.support.llm_server import API_KEY
 
     grammar = gg.Grammar.builtin("sqlite")
     draft = OpenAIDraft(base_url=f"{server.base_url}/v1", api_key=API_KEY, **options)
@@ -76,27 +77,40 @@ def run(server: Any, options: dict[str, Any], requests: list[str], target: Any) 
         error = None
         try:
             before = len(server.records)
-            result = gg.guide(draft, grammar, PROMPT.format(request=request), target=target,
-                              max_draft_calls=8, max_corrections=8)
+            result = gg.guide(
+                draft, grammar, PROMPT.format(request=request), target=target, max_draft_calls=8, max_corrections=8
+            )
         except gg.GuideExhausted as exc:
             result, error = exc.result, str(exc)
         stats = result.stats
         records = server.records[before:]
         for record in records:
             record.finished.wait(10)
-        rows.append({
-            "request": request, "text": result.text, "valid": grammar.is_complete(result.text), "error": error,
-            "path": stats.path, "draft_calls": stats.draft_calls, "corrections": stats.corrections,
-            "tokens_in": sum(r.prompt_tokens for r in records), "tokens_out": sum(r.tokens_generated for r in records),
-            "reported_in": stats.draft_tokens_in, "reported_out": stats.draft_tokens_out,
-            "refused_requests": sum(r.status == 400 for r in records),
-            "target_tokens": stats.target_tokens, "seconds": time.perf_counter() - t0,
-        })
+        rows.append(
+            {
+                "request": request,
+                "text": result.text,
+                "valid": grammar.is_complete(result.text),
+                "error": error,
+                "path": stats.path,
+                "draft_calls": stats.draft_calls,
+                "corrections": stats.corrections,
+                "tokens_in": sum(r.prompt_tokens for r in records),
+                "tokens_out": sum(r.tokens_generated for r in records),
+                "reported_in": stats.draft_tokens_in,
+                "reported_out": stats.draft_tokens_out,
+                "refused_requests": sum(r.status == 400 for r in records),
+                "target_tokens": stats.target_tokens,
+                "seconds": time.perf_counter() - t0,
+            }
+        )
     return rows
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.native_grammar_cost", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks.native_grammar_cost", description=__doc__.split("\n")[0]
+    )
     parser.add_argument("--quick", action="store_true", help="3 requests instead of 8")
     parser.add_argument("--results-dir", type=Path, default=None)
     args = parser.parse_args(argv)
@@ -118,21 +132,48 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             results[name] = rows
     n = len(requests)
     table = markdown_table(
-        ["way", "valid", "path (native/spec./fallback)", "draft calls", "corrections", "billed in", "billed out",
-         "target tokens", "wall s"],
-        [[name, f"{sum(r['valid'] for r in rows)}/{n}",
-          "/".join(str(sum(r["path"] == p for r in rows)) for p in ("native", "speculative", "fallback")),
-          sum(r["draft_calls"] for r in rows), sum(r["corrections"] for r in rows), sum(r["tokens_in"] for r in rows),
-          sum(r["tokens_out"] for r in rows), sum(r["target_tokens"] for r in rows), sum(r["seconds"] for r in rows)]
-         for name, rows in results.items()],
+        [
+            "way",
+            "valid",
+            "path (native/spec./fallback)",
+            "draft calls",
+            "corrections",
+            "billed in",
+            "billed out",
+            "target tokens",
+            "wall s",
+        ],
+        [
+            [
+                name,
+                f"{sum(r['valid'] for r in rows)}/{n}",
+                "/".join(str(sum(r["path"] == p for r in rows)) for p in ("native", "speculative", "fallback")),
+                sum(r["draft_calls"] for r in rows),
+                sum(r["corrections"] for r in rows),
+                sum(r["tokens_in"] for r in rows),
+                sum(r["tokens_out"] for r in rows),
+                sum(r["target_tokens"] for r in rows),
+                sum(r["seconds"] for r in rows),
+            ]
+            for name, rows in results.items()
+        ],
     )
-    print(f"\nNative grammar vs speculative: {n} SQL requests, grammars/sqlite.lark, SmolLM2-135M behind the "
-          f"local test server (greedy). Machine: {machine_line(info)}\n")
+    print(
+        f"\nNative grammar vs speculative: {n} SQL requests, grammars/sqlite.lark, SmolLM2-135M behind the "
+        f"local test server (greedy). Machine: {machine_line(info)}\n"
+    )
     print(table)
     for name, note in notes.items():
         print(f"\n{name}: {note}")
-    payload = {"benchmark": NAME, "machine": info, "requests": requests, "prompt": PROMPT,
-               "table": table, "notes": notes, "rows": results}
+    payload = {
+        "benchmark": NAME,
+        "machine": info,
+        "requests": requests,
+        "prompt": PROMPT,
+        "table": table,
+        "notes": notes,
+        "rows": results,
+    }
     path = write_results(NAME, payload, args.results_dir)
     print(f"\nwrote {path}", file=sys.stderr)
     server.stop()

@@ -28,9 +28,10 @@ from __future__ import annotations
 import difflib
 import random
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 __all__ = ["CallRecord", "MistakeRates", "SimulatedSQLDraft", "TokenCounter", "lex"]
 
@@ -106,10 +107,69 @@ def lex(text: str) -> list[Lexeme]:
 
 
 _KEYWORDS = frozenset(
-    """SELECT FROM WHERE GROUP ORDER BY HAVING LIMIT OFFSET JOIN LEFT RIGHT INNER OUTER CROSS ON
-    USING AND OR NOT NULL AS DISTINCT UNION ALL EXCEPT INTERSECT CASE WHEN THEN ELSE END BETWEEN
-    EXISTS IN IS INSERT INTO VALUES UPDATE SET DELETE WITH RECURSIVE CREATE TABLE VIEW INDEX DROP
-    PRIMARY KEY DEFAULT ASC DESC LIKE GLOB COLLATE NATURAL WINDOW OVER PARTITION""".split()
+    [
+        "SELECT",
+        "FROM",
+        "WHERE",
+        "GROUP",
+        "ORDER",
+        "BY",
+        "HAVING",
+        "LIMIT",
+        "OFFSET",
+        "JOIN",
+        "LEFT",
+        "RIGHT",
+        "INNER",
+        "OUTER",
+        "CROSS",
+        "ON",
+        "USING",
+        "AND",
+        "OR",
+        "NOT",
+        "NULL",
+        "AS",
+        "DISTINCT",
+        "UNION",
+        "ALL",
+        "EXCEPT",
+        "INTERSECT",
+        "CASE",
+        "WHEN",
+        "THEN",
+        "ELSE",
+        "END",
+        "BETWEEN",
+        "EXISTS",
+        "IN",
+        "IS",
+        "INSERT",
+        "INTO",
+        "VALUES",
+        "UPDATE",
+        "SET",
+        "DELETE",
+        "WITH",
+        "RECURSIVE",
+        "CREATE",
+        "TABLE",
+        "VIEW",
+        "INDEX",
+        "DROP",
+        "PRIMARY",
+        "KEY",
+        "DEFAULT",
+        "ASC",
+        "DESC",
+        "LIKE",
+        "GLOB",
+        "COLLATE",
+        "NATURAL",
+        "WINDOW",
+        "OVER",
+        "PARTITION",
+    ]
 )
 
 

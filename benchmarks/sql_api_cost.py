@@ -29,9 +29,10 @@ import argparse
 import random
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
@@ -63,8 +64,12 @@ def load_sample(n: int, *, seed: int = 0, max_chars: int = 600) -> list[str]:
     seen: set[str] = set()
     for s in load_corpus():
         sql = s.sql.strip()
-        if (s.label == "valid" and 30 <= len(sql) <= max_chars and sql.upper().startswith(("SELECT", "WITH"))
-                and sql not in seen):
+        if (
+            s.label == "valid"
+            and 30 <= len(sql) <= max_chars
+            and sql.upper().startswith(("SELECT", "WITH"))
+            and sql not in seen
+        ):
             seen.add(sql)
             pools[s.source.split("/")[0]].append(sql)
     rng = random.Random(seed)
@@ -90,8 +95,9 @@ def same_query(a: str, b: str) -> bool:
 # -- the methods -------------------------------------------------------------------------------
 
 
-def run_ours(queries: list[str], counter: TokenCounter, rates: MistakeRates, *, target: Any, lookahead: int,
-             seed: int = SEED) -> list[dict[str, Any]]:
+def run_ours(
+    queries: list[str], counter: TokenCounter, rates: MistakeRates, *, target: Any, lookahead: int, seed: int = SEED
+) -> list[dict[str, Any]]:
     import grammar_guide as gg
     from grammar_guide import FunctionDraft, GuideExhausted
 
@@ -103,24 +109,37 @@ def run_ours(queries: list[str], counter: TokenCounter, rates: MistakeRates, *, 
         t0 = time.perf_counter()
         error = None
         try:
-            result = gg.guide(fn, grammar, PROMPT.format(request=i), target=target, lookahead=lookahead,
-                              max_corrections=16, max_draft_calls=16)
+            result = gg.guide(
+                fn,
+                grammar,
+                PROMPT.format(request=i),
+                target=target,
+                lookahead=lookahead,
+                max_corrections=16,
+                max_draft_calls=16,
+            )
         except GuideExhausted as exc:
             result, error = exc.result, str(exc)
         seconds = time.perf_counter() - t0
         stats = result.stats
-        rows.append({
-            "text": result.text,
-            "error": error,
-            "seconds": seconds,
-            "draft_calls": len(draft.calls),
-            "tokens_in": draft.tokens_in,
-            "tokens_out": draft.tokens_out,
-            "corrections": stats.corrections,
-            "calls": draft.calls,
-            "reported": {"tokens_in": stats.draft_tokens_in, "tokens_out": stats.draft_tokens_out,
-                         "discarded_tokens": stats.discarded_tokens, "target_tokens": stats.target_tokens},
-        })
+        rows.append(
+            {
+                "text": result.text,
+                "error": error,
+                "seconds": seconds,
+                "draft_calls": len(draft.calls),
+                "tokens_in": draft.tokens_in,
+                "tokens_out": draft.tokens_out,
+                "corrections": stats.corrections,
+                "calls": draft.calls,
+                "reported": {
+                    "tokens_in": stats.draft_tokens_in,
+                    "tokens_out": stats.draft_tokens_out,
+                    "discarded_tokens": stats.discarded_tokens,
+                    "target_tokens": stats.target_tokens,
+                },
+            }
+        )
     return rows
 
 
@@ -134,8 +153,15 @@ def _extract(answer: str) -> str:
     return answer.strip()
 
 
-def run_retry(queries: list[str], counter: TokenCounter, rates: MistakeRates, *, lookahead: int, attempts: int = 3,
-              seed: int = SEED) -> list[dict[str, Any]]:
+def run_retry(
+    queries: list[str],
+    counter: TokenCounter,
+    rates: MistakeRates,
+    *,
+    lookahead: int,
+    attempts: int = 3,
+    seed: int = SEED,
+) -> list[dict[str, Any]]:
     import grammar_guide as gg
 
     grammar = gg.Grammar.builtin("sqlite")
@@ -155,23 +181,35 @@ def run_retry(queries: list[str], counter: TokenCounter, rates: MistakeRates, *,
             if ok:
                 break
             error = str(checker.violation) if checker.violation else "unexpected end of the statement"
-            conversation += (f"\n\nAssistant: {answer}\n\nUser: That is not valid SQLite ({error}). "
-                             "Write the whole corrected statement.")
-        rows.append({
-            "text": text,
-            "error": None if ok else f"no valid answer in {attempts} attempts",
-            "seconds": time.perf_counter() - t0,
-            "draft_calls": len(draft.calls),
-            "tokens_in": draft.tokens_in,
-            "tokens_out": draft.tokens_out,
-            "corrections": len(draft.calls) - 1,
-            "calls": draft.calls,
-        })
+            conversation += (
+                f"\n\nAssistant: {answer}\n\nUser: That is not valid SQLite ({error}). "
+                "Write the whole corrected statement."
+            )
+        rows.append(
+            {
+                "text": text,
+                "error": None if ok else f"no valid answer in {attempts} attempts",
+                "seconds": time.perf_counter() - t0,
+                "draft_calls": len(draft.calls),
+                "tokens_in": draft.tokens_in,
+                "tokens_out": draft.tokens_out,
+                "corrections": len(draft.calls) - 1,
+                "calls": draft.calls,
+            }
+        )
     return rows
 
 
-def run_gg0011(queries: list[str], counter_file: str | None, rates: MistakeRates, *, lookahead: int,
-               max_corrections: int = 20, seed: int = SEED, timeout: float = 3600) -> dict[str, Any]:
+def run_gg0011(
+    queries: list[str],
+    counter_file: str | None,
+    rates: MistakeRates,
+    *,
+    lookahead: int,
+    max_corrections: int = 20,
+    seed: int = SEED,
+    timeout: float = 3600,
+) -> dict[str, Any]:
     from benchmarks import baseline_env
 
     request = {
@@ -182,7 +220,9 @@ def run_gg0011(queries: list[str], counter_file: str | None, rates: MistakeRates
         "rates": asdict(rates),
         "grammar": (ROOT / "grammars" / "sqlite.lark").read_text(encoding="utf-8"),
         "model": str(baseline_env.compat_model_folder()),
-        "queries": [{"intended": q, "seed": seed + i, "prompt": PROMPT.format(request=i)} for i, q in enumerate(queries)],
+        "queries": [
+            {"intended": q, "seed": seed + i, "prompt": PROMPT.format(request=i)} for i, q in enumerate(queries)
+        ],
         "lookahead": lookahead,
         "max_corrections": max_corrections,
     }
@@ -263,9 +303,12 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         from grammar_guide import TargetModel
 
         target = TargetModel.load()
-        record("ours (SmolLM2 target)", lambda: run_ours(queries, counter, rates, target=target, lookahead=args.lookahead))
+        record(
+            "ours (SmolLM2 target)", lambda: run_ours(queries, counter, rates, target=target, lookahead=args.lookahead)
+        )
     record("validate-and-retry (k=3)", lambda: run_retry(queries, counter, rates, lookahead=args.lookahead))
     if not args.no_baseline:
+
         def gg_rows() -> list[dict[str, Any]]:
             out = run_gg0011(queries, tokenizer_file, rates, lookahead=args.lookahead)
             notes["grammar-guide 0.0.11 versions"] = str(out["versions"])
@@ -275,22 +318,43 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         record("grammar-guide 0.0.11 generic", gg_rows)
 
     header = ["method", "valid", "exact", "mean NED", "draft calls", "tokens in", "tokens out", "discarded", "wall s"]
-    table = markdown_table(header, [
-        [name, f"{m['valid']}/{m['queries']}", f"{m['exact']}/{m['queries']}", m["mean_ned"], m["draft_calls"],
-         m["tokens_in"], m["tokens_out"], m["tokens_discarded"], m["seconds"]]
-        for name, m in methods.items()
-    ])
-    print(f"\nSQL API cost: {len(queries)} SQLite-valid corpus queries, simulated draft (seed {SEED}), "
-          f"lookahead {args.lookahead} tokens; tokens: {counter.rule}. Machine: {machine_line(info)}\n")
+    table = markdown_table(
+        header,
+        [
+            [
+                name,
+                f"{m['valid']}/{m['queries']}",
+                f"{m['exact']}/{m['queries']}",
+                m["mean_ned"],
+                m["draft_calls"],
+                m["tokens_in"],
+                m["tokens_out"],
+                m["tokens_discarded"],
+                m["seconds"],
+            ]
+            for name, m in methods.items()
+        ],
+    )
+    print(
+        f"\nSQL API cost: {len(queries)} SQLite-valid corpus queries, simulated draft (seed {SEED}), "
+        f"lookahead {args.lookahead} tokens; tokens: {counter.rule}. Machine: {machine_line(info)}\n"
+    )
     print(table)
     for name, note in notes.items():
         print(f"\n{name}: {note}")
     payload = {
         "benchmark": NAME,
         "machine": info,
-        "settings": {"queries": len(queries), "lookahead": args.lookahead, "seed": SEED, "rates": asdict(rates),
-                     "token_rule": counter.rule, "retry_attempts": 3, "gg0011_max_grammar_corrections": 20,
-                     "prompt": PROMPT},
+        "settings": {
+            "queries": len(queries),
+            "lookahead": args.lookahead,
+            "seed": SEED,
+            "rates": asdict(rates),
+            "token_rule": counter.rule,
+            "retry_attempts": 3,
+            "gg0011_max_grammar_corrections": 20,
+            "prompt": PROMPT,
+        },
         "methods": methods,
         "notes": notes,
         "table": table,

@@ -17,14 +17,15 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 if __package__ in (None, ""):  # run as a script
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks._common import machine, machine_line, markdown_table, write_results  # noqa: E402
-import grammar_guide as gg  # noqa: E402
+import grammar_guide as gg
+from benchmarks._common import machine, machine_line, markdown_table, write_results
 
 NAME = "violation_bench"
 CHUNK = 64
@@ -107,13 +108,21 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                 "draft_calls": broken["draft_calls"],
             }
         )
-        print(f"  {len(clean):>9,} chars: valid {valid['seconds']:.3f} s, one violation {broken['seconds']:.3f} s", flush=True)
+        print(
+            f"  {len(clean):>9,} chars: valid {valid['seconds']:.3f} s, one violation {broken['seconds']:.3f} s",
+            flush=True,
+        )
     print(f"\nviolation cost, JSON, target=False ({machine_line(info)}), best of {args.repeat}:\n")
     print(
         markdown_table(
             ["text", "valid draft (s)", "one extra comma (s)", "violation cost (s)"],
             [
-                (f"{r['size_chars']:,} chars", r["valid_seconds"], r["one_violation_seconds"], r["violation_cost_seconds"])
+                (
+                    f"{r['size_chars']:,} chars",
+                    r["valid_seconds"],
+                    r["one_violation_seconds"],
+                    r["violation_cost_seconds"],
+                )
                 for r in rows
             ],
         )

@@ -31,8 +31,8 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
 os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
 
-import grammar_guide as gg  # noqa: E402
-from grammar_guide.cli import Progress  # noqa: E402
+import grammar_guide as gg
+from grammar_guide.cli import Progress
 
 DATABASE = Path(__file__).with_name("books.sql")
 QUESTION = "Which books by French authors have more than 500 pages? Give the title and the author's name."
@@ -73,7 +73,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--question", default=QUESTION)
     parser.add_argument(
-        "--draft", choices=("scripted", "local"), default="scripted",
+        "--draft",
+        choices=("scripted", "local"),
+        default="scripted",
         help="scripted: a chat model's typical answer, with its slip (default); local: SmolLM2 drafts",
     )
     parser.add_argument("--threads", type=int, default=None, help="CPU threads for the local model")

@@ -26,7 +26,6 @@ from ._errors import (
     RateLimitError,
     ServerError,
 )
-from ._grammar import Grammar, Rewrite, Terminal
 from ._events import (
     Alternative,
     Correction,
@@ -39,6 +38,7 @@ from ._events import (
     GrammarViolation,
     GuideStats,
 )
+from ._grammar import Grammar, Rewrite, Terminal
 from ._trace import GuideResult
 
 if TYPE_CHECKING:

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import difflib
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 __all__ = ["Aligner"]
 
@@ -130,10 +130,7 @@ def _aligned_end(accepted: str, body: str, accepts: Callable[[str], int] | None 
 
 def _boundaries(text: str, start: int, stop: int) -> list[int]:
     """Positions in ``text[start:stop + 1]`` where a word or mark begins or white space does."""
-    return [
-        i for i in range(start, stop + 1)
-        if i == len(text) or not (text[i].isalnum() and text[i - 1].isalnum())
-    ]
+    return [i for i in range(start, stop + 1) if i == len(text) or not (text[i].isalnum() and text[i - 1].isalnum())]
 
 
 def _suffix_prefix_overlap(accepted: str, new: str) -> int:

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import functools
 import re
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from ._regex import sre_constants as _sre_c
 
@@ -88,19 +89,22 @@ def complement(ranges: Ranges) -> Ranges:
     return out
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def all_chars() -> str:
     return "".join(chr(c) for c in range(UNICODE_MAX + 1) if not SURROGATES[0] <= c <= SURROGATES[1])
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def category(code: Any) -> Ranges:
     """The code points of ``\\d``, ``\\w``, ``\\s`` (or their negations) as Python's ``re`` has
     them for str patterns (Unicode)."""
     names = {
-        _sre_c.CATEGORY_DIGIT: r"\d", _sre_c.CATEGORY_NOT_DIGIT: r"\D",
-        _sre_c.CATEGORY_WORD: r"\w", _sre_c.CATEGORY_NOT_WORD: r"\W",
-        _sre_c.CATEGORY_SPACE: r"\s", _sre_c.CATEGORY_NOT_SPACE: r"\S",
+        _sre_c.CATEGORY_DIGIT: r"\d",
+        _sre_c.CATEGORY_NOT_DIGIT: r"\D",
+        _sre_c.CATEGORY_WORD: r"\w",
+        _sre_c.CATEGORY_NOT_WORD: r"\W",
+        _sre_c.CATEGORY_SPACE: r"\s",
+        _sre_c.CATEGORY_NOT_SPACE: r"\S",
     }
     out: Ranges = []
     text = all_chars()
@@ -113,7 +117,7 @@ def category(code: Any) -> Ranges:
     return normalise(out)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def case_groups() -> dict[int, tuple[int, ...]]:
     """For each code point with other case forms, the code points that Python's ``re`` matches
     against it under IGNORECASE (candidates share a ``lower()`` or an ``upper()``; each is then

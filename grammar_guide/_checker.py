@@ -26,6 +26,7 @@ if TYPE_CHECKING:
 
 __all__ = ["Checker", "CheckerState", "Violation"]
 
+
 @dataclass(frozen=True)
 class CheckerState:
     """A point to ``Checker.rollback`` to (taken with ``Checker.snapshot``)."""

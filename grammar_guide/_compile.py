@@ -9,19 +9,21 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Callable, Literal, Mapping
+from typing import Any, Literal
 
 import lark
 import llguidance as llg
-from lark.grammar import NonTerminal, Terminal as LarkTerminal
+from lark.grammar import NonTerminal
+from lark.grammar import Terminal as LarkTerminal
 from lark.lexer import PatternRE, PatternStr
 
 from ._errors import GrammarError
 from ._exact import exact_regex, lark_regex, needs_exact_classes, regex_rules, regex_rules_not_starting
 from ._hazards import find_hazards, simple_munch
-from ._matcher import regex_is_void
 from ._lark_load import position, position_of_definition, position_of_terminal, position_of_use
+from ._matcher import regex_is_void
 from ._regex import is_regex_error, regex_features, strip_verbose
 
 __all__ = ["Lexer", "Terminal", "compile_lark", "lark_regex", "validate"]
@@ -84,7 +86,6 @@ class Terminal:
 
 
 _REPR_LIMIT = 60
-
 
 
 def compile_lark(
@@ -179,7 +180,7 @@ def compile_lark(
         lines.append(f"{trailing[-1]}: {compiled_terms[name]}")
     if trailing:
         header.append(f"start: {rule_name(start)} gg_trailing")
-        body.append("gg_trailing: \"\" | " + " | ".join(f"gg_trailing {t}" for t in trailing))
+        body.append('gg_trailing: "" | ' + " | ".join(f"gg_trailing {t}" for t in trailing))
     else:
         header.append(f"start: {rule_name(start)}")
     _check_not_empty(parser.rules, start, terminals, source)
@@ -196,7 +197,7 @@ def compile_lark(
                     raise _inexact_error(name, other, terminals, text, source)
                 munch[name] = ranges
             return _scannerless(by_origin, rule_name, start, term_names, terminals, ignore, munch, text, source)
-    tail = body[len(by_origin):]
+    tail = body[len(by_origin) :]
     plain = "\n".join(header + body + lines) + "\n"
     captured = "\n".join(header + captured_body + tail + lines) + "\n"
     return plain, captured, terminals
@@ -236,7 +237,12 @@ def _scannerless(
     rules: dict[str, list[list[str]]] = {"gg_start": [[rule_name(start)] + (["gg_skip"] if ignore else [])]}
     for origin, bodies in by_origin.items():
         rules[rule_name(origin)] = [
-            [y for sym in body.split() if sym != '""' for y in (["gg_skip", sym] if ignore and sym in by_compiled else [sym])]
+            [
+                y
+                for sym in body.split()
+                if sym != '""'
+                for y in (["gg_skip", sym] if ignore and sym in by_compiled else [sym])
+            ]
             for body in bodies
         ]
     if ignore:
@@ -341,7 +347,9 @@ def _check_not_empty(rules: Any, start: str, terminals: Mapping[str, Terminal], 
         raise GrammarError(f"the grammar's language is empty: rule {start!r} derives no text", source=source)
 
 
-def _inexact_error(name: str, other: str, terminals: Mapping[str, Terminal], text: str, source: str | None) -> GrammarError:
+def _inexact_error(
+    name: str, other: str, terminals: Mapping[str, Terminal], text: str, source: str | None
+) -> GrammarError:
     where = position_of_definition(name, text, last=False) if not name.startswith("__") else position_of_use(name, text)
     a, b = terminals[name], terminals.get(other, terminals[name])
     return GrammarError(
@@ -392,8 +400,7 @@ def _terminal(tdef: Any, text: str, source: str | None) -> tuple[Terminal, str]:
             problem, lazy = f"an invalid regex ({exc})", False
         if problem:
             raise GrammarError(
-                f"terminal {tdef.name} uses {problem}, which the incremental matcher cannot honour "
-                "exactly",
+                f"terminal {tdef.name} uses {problem}, which the incremental matcher cannot honour exactly",
                 construct=f"/{pattern.value}/",
                 **position_of_terminal(tdef.name, pattern.value, text),
                 source=source,
@@ -446,4 +453,3 @@ def validate(grammar: str, source: str | None, lark_text: str | None) -> None:
             f"the matcher rejected the grammar: {messages[0].strip()}",
             source=source,
         )
-

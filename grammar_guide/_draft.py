@@ -19,13 +19,23 @@ import contextlib
 import inspect
 import queue
 import threading
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, AsyncGenerator, AsyncIterator, Callable, Iterator, Literal, Mapping
+from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
     from ._grammar import Grammar
 
-__all__ = ["Draft", "DraftCall", "DraftOutputError", "DraftPath", "DraftRequest", "FunctionDraft", "SyncDraft", "as_draft"]
+__all__ = [
+    "Draft",
+    "DraftCall",
+    "DraftOutputError",
+    "DraftPath",
+    "DraftRequest",
+    "FunctionDraft",
+    "SyncDraft",
+    "as_draft",
+]
 
 #: How a draft call used the grammar: ``"native"``, the provider's own grammar engine
 #: constrained it; ``"speculative"``, it wrote freely (the checker and repairs keep the text
@@ -137,7 +147,9 @@ class Worker:
     """
 
     def __init__(self, name: str = "grammar-guide-draft") -> None:
-        self._tasks: queue.SimpleQueue[tuple[concurrent.futures.Future[Any], Callable[..., Any], tuple[Any, ...]] | None]
+        self._tasks: queue.SimpleQueue[
+            tuple[concurrent.futures.Future[Any], Callable[..., Any], tuple[Any, ...]] | None
+        ]
         self._tasks = queue.SimpleQueue()
         threading.Thread(target=self._serve, name=name, daemon=True).start()
 
@@ -315,7 +327,9 @@ class FunctionDraft(Draft):
     def _checked(self, chunk: object) -> bool:
         """Whether ``chunk`` is text to pass on (not empty); a ``TypeError`` when it is not a str."""
         if not isinstance(chunk, str):
-            raise DraftOutputError(f"draft function {self.name} must yield str chunks, but it yielded {_describe(chunk)}")
+            raise DraftOutputError(
+                f"draft function {self.name} must yield str chunks, but it yielded {_describe(chunk)}"
+            )
         return bool(chunk)
 
 

@@ -12,8 +12,8 @@ import asyncio
 import contextlib
 import re
 import time
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
-from typing import AsyncIterator, Callable
 
 from ._align import Aligner
 from ._checker import Checker
@@ -194,8 +194,11 @@ class Drafting:
         await self._after_stream(rnd, stream, preamble)
 
     async def _after_stream(self, rnd: Round, stream: AsyncIterator[str], preamble: str | None) -> None:
-        if rnd.evidence is not None and not rnd.ended and preamble is None and not (
-            self.checker.is_complete and looks_like_aside(self.checker.text, rnd.evidence, False)
+        if (
+            rnd.evidence is not None
+            and not rnd.ended
+            and preamble is None
+            and not (self.checker.is_complete and looks_like_aside(self.checker.text, rnd.evidence, False))
         ):
             await self._read_evidence(rnd, stream)
         if preamble is not None and rnd.ended and rnd.call.finish_reason == "length" and not self.prose_retry:
@@ -217,7 +220,9 @@ class Drafting:
         continued = rnd.call.continued_prefix
         if not (self.draft.continues_prefix if continued is None else continued):
             checker = self.checker
-            rnd.reader.aligner = Aligner(checker.text, tuple(self.earlier_answers), lambda rest: checker.copy().feed(rest))
+            rnd.reader.aligner = Aligner(
+                checker.text, tuple(self.earlier_answers), lambda rest: checker.copy().feed(rest)
+            )
 
     async def _next_chunk(self, stream: AsyncIterator[str]) -> str | None:
         try:

@@ -13,23 +13,25 @@ CPython's parser and written again with every character class spelt out as code-
 from __future__ import annotations
 
 import re
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import llguidance as llg
 
 from ._charclass import Ranges, char_set, normalise, python_class
 from ._errors import GrammarError
-from ._regex import sre_constants as _c, sre_parse as _sre_parse
+from ._regex import sre_constants as _c
+from ._regex import sre_parse as _sre_parse
 
 __all__ = [
     "exact_regex",
-    "lark_regex",
-    "trailing_body",
     "first_chars",
+    "lark_regex",
     "needs_exact_classes",
     "quantifier",
     "regex_rules",
     "regex_rules_not_starting",
+    "trailing_body",
     "trailing_chars",
 ]
 
@@ -106,8 +108,6 @@ class _Writer:
             inner = self.open + (self.sequence(list(body), flags) or self.empty) + self.close
             return inner + quantifier(low, high)
         raise GrammarError(f"no exact translation for the regex construct {op}")
-
-
 
 
 def first_chars(regex: str) -> tuple[Ranges, bool]:

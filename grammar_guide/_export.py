@@ -24,25 +24,26 @@ import functools
 import json
 import re
 import weakref
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Iterable
+from typing import TYPE_CHECKING, Any
 
 from lark.grammar import NonTerminal
-from lark.lexer import PatternStr
 
 from ._charclass import SURROGATES, UNICODE_MAX, Ranges, char_set, complement, normalise, subtract_surrogates
 from ._compile import lark_regex
-from ._exact import quantifier
 from ._errors import GrammarError
+from ._exact import quantifier
 from ._lark_load import position, position_of_terminal
-from ._regex import regex_features, sre_constants as _c, sre_parse as _sre_parse
+from ._regex import regex_features
+from ._regex import sre_constants as _c
+from ._regex import sre_parse as _sre_parse
 
 if TYPE_CHECKING:
     from ._compile import Terminal
     from ._grammar import Grammar
 
 __all__ = ["to_gbnf", "to_plain_lark"]
-
 
 
 # -- the resolved grammar, with names both formats accept ----------------------------------------
@@ -85,7 +86,12 @@ def _resolve(grammar: Grammar, what: str) -> _Resolved:
     return _Resolved(
         start,
         ordered,
-        {n: t for n, t in grammar.terminals.items() if any(s == (True, n) for alts in ordered.values() for alt in alts for s in alt) or n in parser.ignore_tokens},
+        {
+            n: t
+            for n, t in grammar.terminals.items()
+            if any(s == (True, n) for alts in ordered.values() for alt in alts for s in alt)
+            or n in parser.ignore_tokens
+        },
         list(parser.ignore_tokens),
         grammar.lark_source or "",
         None if getattr(parser, "source_path", None) in (None, "<string>") else parser.source_path,
@@ -176,13 +182,13 @@ def to_plain_lark(grammar: Grammar) -> str:
     # Literal terminals are written in place ("select"i); named ones are kept for regexes and
     # for what %ignore names.
     inline = {name for name, t in g.terminals.items() if t.literal is not None and name not in g.ignore}
-    term_names = _allocate(
-        [n for n in g.terminals if n not in inline], upper=True, taken={"EDGE"}, reserved={}
-    )
+    term_names = _allocate([n for n in g.terminals if n not in inline], upper=True, taken={"EDGE"}, reserved={})
     lines: list[str] = []
     if g.ignore:
-        edges = [_allocate([f"{name}_EDGE"], upper=True, taken=set(term_names.values()), reserved={})[f"{name}_EDGE"]
-                 for name in g.ignore]
+        edges = [
+            _allocate([f"{name}_EDGE"], upper=True, taken=set(term_names.values()), reserved={})[f"{name}_EDGE"]
+            for name in g.ignore
+        ]
         term_names.update({f"{name} edge": edge for name, edge in zip(g.ignore, edges, strict=True)})
         skip = _allocate(["ignored"], upper=False, taken=taken, reserved={})["ignored"]
         lines.append(f"start: {skip} {body} {skip}")
@@ -266,7 +272,9 @@ def to_gbnf(grammar: Grammar) -> str:
     rule_names = {k: gbnf_name(v) for k, v in _allocate(g.rules, upper=False, taken=taken, reserved=reserved).items()}
     # Names differ whatever the case: llguidance's reader renames a rule of characters to capitals.
     upper_taken = {n.upper().replace("-", "_") for n in taken | set(rule_names.values())}
-    term_names = {k: gbnf_name(v) for k, v in _allocate(g.terminals, upper=True, taken=upper_taken, reserved={}).items()}
+    term_names = {
+        k: gbnf_name(v) for k, v in _allocate(g.terminals, upper=True, taken=upper_taken, reserved={}).items()
+    }
     for name, terminal in g.terminals.items():
         if _is_lazy(terminal):
             raise _lazy_error(name, terminal, g, "GBNF")
@@ -326,7 +334,6 @@ def _gbnf_escape(cp: int) -> str:
     if cp < 0xA0:
         return f"\\x{cp:02X}"
     return chr(cp)
-
 
 
 def _gbnf_regex(regex: str) -> str:

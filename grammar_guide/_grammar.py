@@ -16,10 +16,11 @@ from __future__ import annotations
 import functools
 import json
 import re
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 import lark
 import llguidance as llg
@@ -72,11 +73,13 @@ def _load_rewrites(path: Path) -> tuple[Rewrite, ...]:
         entries = json.loads(path.read_text(encoding="utf-8"))
         return tuple(Rewrite(e["pattern"], e["replacement"], e.get("reason", "")) for e in entries)
     except json.JSONDecodeError as exc:
-        raise GrammarError(f"bad rewrites file: {exc.msg}", line=exc.lineno, column=exc.colno,
-                           source=str(path)) from None
+        raise GrammarError(
+            f"bad rewrites file: {exc.msg}", line=exc.lineno, column=exc.colno, source=str(path)
+        ) from None
     except (KeyError, TypeError) as exc:
-        raise GrammarError(f"bad rewrites file: each entry needs 'pattern' and 'replacement' ({exc})",
-                           source=str(path)) from None
+        raise GrammarError(
+            f"bad rewrites file: each entry needs 'pattern' and 'replacement' ({exc})", source=str(path)
+        ) from None
 
 
 class Grammar:
@@ -222,9 +225,7 @@ class Grammar:
         try:
             if isinstance(schema, str):
                 json.loads(schema)
-            grammar = llg.LLMatcher.grammar_from_json_schema(
-                schema if isinstance(schema, str) else json.dumps(schema)
-            )
+            grammar = llg.LLMatcher.grammar_from_json_schema(schema if isinstance(schema, str) else json.dumps(schema))
         except ValueError as exc:
             raise GrammarError(f"invalid JSON schema: {exc}") from None
         validate(grammar, None, None)
@@ -279,9 +280,7 @@ class Grammar:
             for i, sym in enumerate(symbols):
                 if isinstance(sym, LarkTerminal):
                     nxt = symbols[i + 1] if i + 1 < len(symbols) else None
-                    followers.setdefault(sym.name, set()).add(
-                        isinstance(nxt, LarkTerminal) and nxt.name in void
-                    )
+                    followers.setdefault(sym.name, set()).add(isinstance(nxt, LarkTerminal) and nxt.name in void)
         return frozenset(void | {name for name, seen in followers.items() if seen == {True}})
 
     def is_void(self, terminal: Terminal) -> bool:
@@ -316,7 +315,6 @@ class Grammar:
         return self._lark
 
 
-
 # -- builtins -----------------------------------------------------------------------------------
 
 
@@ -327,7 +325,7 @@ def _builtin_files() -> Iterable[Any]:
         return list(_BUILTIN_DIR.iterdir()) if _BUILTIN_DIR.is_dir() else []
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _builtin(name: str) -> Grammar:
     entries = {entry.name: entry for entry in _builtin_files()}
     if f"{name}.lark" in entries:

@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-from typing import TYPE_CHECKING, Any, Callable, Literal
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Literal
 
 from ._draft import Draft, as_draft
 from ._events import Event
@@ -32,7 +33,7 @@ def guide(
     draft: Draft | Callable[..., Any],
     grammar: Grammar | str,
     prompt: str,
-    target: TargetModel | None | Literal[False] = None,
+    target: TargetModel | Literal[False] | None = None,
     **options: Any,
 ) -> GuideResult:
     """Generate text with ``draft`` that is complete and valid under ``grammar``.
@@ -58,7 +59,7 @@ async def aguide(
     draft: Draft | Callable[..., Any],
     grammar: Grammar | str,
     prompt: str,
-    target: TargetModel | None | Literal[False] = None,
+    target: TargetModel | Literal[False] | None = None,
     *,
     lookahead: int = 32,
     max_corrections: int = 16,
@@ -80,10 +81,10 @@ async def aguide(
     ``False`` means no target model (repairs then use the grammar and the draft's evidence only).
     ``seed_text`` is a valid prefix the text must start with. ``stop`` ends the draft at any of
     these strings; by default (``None``) a code fence at the start of a line after the answer
-    ends it (pass ``stop=[]`` for grammars where such a line is part of the text). ``on_event`` is called with each event
-    as it happens, ``on_draft_text`` with each raw chunk the draft streams, ``on_target_text`` with
-    the target's text as it writes it (its ``Correction`` event follows). ``limits`` overrides the
-    individual budget arguments.
+    ends it (pass ``stop=[]`` for grammars where such a line is part of the text). ``on_event``
+    is called with each event as it happens, ``on_draft_text`` with each raw chunk the draft
+    streams, ``on_target_text`` with the target's text as it writes it (its ``Correction`` event
+    follows). ``limits`` overrides the individual budget arguments.
 
     Raises ``GuideExhausted`` (with the partial result) when the text cannot be completed, and
     ``ProviderError`` when the draft fails outright.
@@ -105,10 +106,15 @@ async def aguide(
         grammar = Grammar.builtin(grammar)
     stops = (stop,) if isinstance(stop, str) else tuple(stop or ())
     loop = GuideLoop(
-        as_draft(draft), grammar, prompt, target, limits,
-        stops=stops, fences=stop is None, on_event=on_event, on_draft_text=on_draft_text,
+        as_draft(draft),
+        grammar,
+        prompt,
+        target,
+        limits,
+        stops=stops,
+        fences=stop is None,
+        on_event=on_event,
+        on_draft_text=on_draft_text,
         on_target_text=on_target_text,
     )
     return await loop.run(seed_text)
-
-

@@ -24,8 +24,9 @@ from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 from lark.grammar import Terminal as LarkTerminal
 
@@ -146,8 +147,11 @@ def _prefix_expr(expr: str, literal: str | None, pattern: str) -> str:
 
 
 def _quote(text: str) -> str:
-    return '"' + text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n").replace("\t", "\\t").replace(
-        "\r", "\\r") + '"'
+    return (
+        '"'
+        + text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n").replace("\t", "\\t").replace("\r", "\\r")
+        + '"'
+    )
 
 
 @functools.lru_cache(maxsize=4096)

@@ -21,8 +21,9 @@ from __future__ import annotations
 
 import hashlib
 import html
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol, Sequence
+from typing import Any, Protocol
 
 from ._events import Correction, CorrectionReason, Cut, CutReason, DraftSpan, Event, GrammarViolation, GuideStats
 from ._text import line_column
@@ -129,7 +130,12 @@ def _why(event: Correction, violation: GrammarViolation | None) -> str:
     if event.reason == "violation" and violation is not None:
         why = f"the draft wrote {_shorten(_visible(violation.rejected), 24)!r} where the grammar does not allow it"
         if violation.expected:
-            why += " (expected " + ", ".join(sorted(violation.expected)[:4]) + (" …" if len(violation.expected) > 4 else "") + ")"
+            why += (
+                " (expected "
+                + ", ".join(sorted(violation.expected)[:4])
+                + (" …" if len(violation.expected) > 4 else "")
+                + ")"
+            )
         return why
     why = _REASONS.get(event.reason, event.reason)
     if event.source != "repair" and event.detail:
@@ -258,11 +264,7 @@ def _rebuild(result: GuideResult) -> _Rebuilt:
         context = _Context(line, column)
         contexts[i] = context
         if isinstance(event, GrammarViolation):
-            if (
-                leftover is not None
-                and event.offset == len(b.accepted)
-                and event.rejected.startswith(leftover.text)
-            ):
+            if leftover is not None and event.offset == len(b.accepted) and event.rejected.startswith(leftover.text):
                 b.segments.remove(leftover)
         elif not isinstance(event, (DraftSpan, Correction)) or (
             isinstance(event, Correction) and event.source != "repair"
@@ -350,8 +352,10 @@ def _shorten(text: str, limit: int = 60) -> str:
 
 def _visible(text: str) -> str:
     """Text for a label: whitespace made visible."""
-    return text.replace("\n", "↵").replace("\t", "→") if text.strip() else (
-        text.replace(" ", "␣").replace("\n", "↵").replace("\t", "→") or "∅"
+    return (
+        text.replace("\n", "↵").replace("\t", "→")
+        if text.strip()
+        else (text.replace(" ", "␣").replace("\n", "↵").replace("\t", "→") or "∅")
     )
 
 
@@ -363,7 +367,9 @@ def _code(text: str, limit: int = 60) -> str:
 
 
 def _tip_rows(rows: list[tuple[str, str]]) -> str:
-    return "".join(f'<span class="gg-row"><span class="gg-k">{_e(k)}</span><span class="gg-v">{v}</span></span>' for k, v in rows)
+    return "".join(
+        f'<span class="gg-row"><span class="gg-k">{_e(k)}</span><span class="gg-v">{v}</span></span>' for k, v in rows
+    )
 
 
 def _expected_html(expected: tuple[str, ...]) -> str:
@@ -426,7 +432,12 @@ def _tooltip(event: Event, context: _Context) -> str:
         body = _tip_rows(rows)
     elif isinstance(event, Cut):
         title = _LABELS["cut"]
-        rows = [("Text", _code(event.text, 80)), ("At", _e(where)), ("Why", _e(_cut_why(event))), ("Draft call", _e(event.call))]
+        rows = [
+            ("Text", _code(event.text, 80)),
+            ("At", _e(where)),
+            ("Why", _e(_cut_why(event))),
+            ("Draft call", _e(event.call)),
+        ]
         body = _tip_rows(rows)
     else:
         title = _LABELS["draft"]
@@ -502,7 +513,8 @@ def _summary_html(result: GuideResult) -> str:
     if stats.prefill_tokens_saved:
         cells.append(("Prefill tokens saved", _e(f"{stats.prefill_tokens_saved:,}"), "prefill"))
     grid = "".join(
-        f'<div class="gg-stat" data-stat="{key}"><div class="gg-stat-k">{_e(k)}</div><div class="gg-stat-v">{v}</div></div>'
+        f'<div class="gg-stat" data-stat="{key}"><div class="gg-stat-k">{_e(k)}</div>'
+        f'<div class="gg-stat-v">{v}</div></div>'
         for k, v, key in cells
     )
     return (
@@ -528,7 +540,8 @@ def _legend_html(rebuilt: _Rebuilt, result: GuideResult) -> str:
         )
     if restated:
         items.append(
-            '<li class="gg-legend-item" data-kind="restated" title="text the draft repeated; hover the marker to see it">'
+            '<li class="gg-legend-item" data-kind="restated" '
+            'title="text the draft repeated; hover the marker to see it">'
             '<span class="gg-seg gg-cut gg-restated gg-swatch"><span class="gg-t gg-marker">↻ n</span></span>'
             "<span>Restated by the draft (n characters)</span></li>"
         )
@@ -547,7 +560,11 @@ def _timeline_html(result: GuideResult, rebuilt: _Rebuilt, prefix: str) -> str:
             kind, text, note = "draft", event.text, f"draft call {event.call}"
         elif isinstance(event, GrammarViolation):
             kind, text = "violation", event.rejected
-            note = "expected " + ", ".join(sorted(event.expected)[:6]) + (" …" if len(event.expected) > 6 else "") if event.expected else ""
+            note = (
+                "expected " + ", ".join(sorted(event.expected)[:6]) + (" …" if len(event.expected) > 6 else "")
+                if event.expected
+                else ""
+            )
         elif isinstance(event, Correction):
             kind, text = event.source if event.source in _LABELS else "target", event.text
             note = f"{_change(event)}: {_why(event, ctx.violation if ctx else None)}"
@@ -567,7 +584,7 @@ def _timeline_html(result: GuideResult, rebuilt: _Rebuilt, prefix: str) -> str:
         )
     return (
         f'<details class="gg-timeline"><summary>Events ({len(result.events)})</summary>'
-        f'<ol>{"".join(rows)}</ol></details>'
+        f"<ol>{''.join(rows)}</ol></details>"
     )
 
 
@@ -599,7 +616,8 @@ _CSS = """
 .gg-legend-item.gg-unused{opacity:.45}
 .gg-swatch{font:12px ui-monospace,Menlo,Consolas,monospace;pointer-events:none}
 .gg-text{position:relative;font:14px/1.9 ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;white-space:pre-wrap;
- word-break:break-word;background:var(--panel);border:1px solid var(--line);border-radius:8px;padding:12px 14px;margin:0}
+ word-break:break-word;background:var(--panel);border:1px solid var(--line);border-radius:8px;padding:12px 14px;
+ margin:0}
 .gg-warn{color:var(--bad);font-size:13px;margin:8px 0}
 .gg-seg{position:relative;border-radius:3px}
 .gg-seg[tabindex]{cursor:help;outline:none}
@@ -613,12 +631,15 @@ _CSS = """
  opacity:.9;font-size:.92em}
 .gg-cut{background:var(--cut-bg);color:var(--cut);text-decoration:line-through;font-size:.92em}
 .gg-blank .gg-t{min-width:.6em;display:inline-block}
-.gg-restated{text-decoration:none;font:11px/1 system-ui,sans-serif;padding:1px 4px;margin:0 2px;border:1px dashed #afb8c1;
+.gg-restated{text-decoration:none;font:11px/1 system-ui,sans-serif;padding:1px 4px;margin:0 2px;
+ border:1px dashed #afb8c1;
  vertical-align:1px}
 .gg-seg[tabindex]:hover,.gg-seg[tabindex]:focus{outline:2px solid rgba(10,88,202,.45);outline-offset:1px}
 .gg-seg:target{outline:2px solid #f0b400;outline-offset:2px}
-.gg-tip{display:none;position:absolute;z-index:10;left:0;top:calc(100% + 6px);width:max-content;min-width:260px;max-width:400px;
- white-space:normal;word-break:normal;text-decoration:none;font:12.5px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;
+.gg-tip{display:none;position:absolute;z-index:10;left:0;top:calc(100% + 6px);width:max-content;min-width:260px;
+ max-width:400px;
+ white-space:normal;word-break:normal;text-decoration:none;
+ font:12.5px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;
  color:var(--ink);background:#fff;border:1px solid var(--line);border-radius:8px;padding:9px 11px;
  box-shadow:0 8px 24px rgba(31,35,40,.18);cursor:auto}
 .gg-seg:hover>.gg-tip,.gg-seg:focus>.gg-tip,.gg-seg:focus-within>.gg-tip{display:block}
@@ -628,7 +649,8 @@ _CSS = """
 .gg-v{flex:1;min-width:0;overflow-wrap:anywhere}
 .gg-v .gg-code{display:inline-block;max-width:100%}
 .gg-code{background:var(--panel);border:1px solid var(--line);border-radius:4px;padding:0 4px;white-space:pre-wrap}
-.gg-term{display:inline-block;margin:0 4px 3px 0;padding:0 5px;border-radius:4px;background:#fff8c5;border:1px solid #e9d77a}
+.gg-term{display:inline-block;margin:0 4px 3px 0;padding:0 5px;border-radius:4px;background:#fff8c5;
+ border:1px solid #e9d77a}
 .gg-sub{display:block;margin:7px 0 3px;color:var(--muted);font-size:11px;text-transform:uppercase;letter-spacing:.05em}
 .gg-alts{display:block}
 .gg-alt{display:grid;grid-template-columns:110px 1fr 48px;align-items:center;gap:8px;margin:2px 0}
@@ -651,11 +673,14 @@ _CSS = """
 .gg-dot.gg-cut{background:var(--cut)}
 .gg-final{margin-top:10px}
 .gg-final summary{cursor:pointer;color:var(--muted);font-weight:600}
-.gg-final pre{white-space:pre-wrap;background:var(--panel);border:1px solid var(--line);border-radius:8px;padding:10px 14px;
+.gg-final pre{white-space:pre-wrap;background:var(--panel);border:1px solid var(--line);border-radius:8px;
+ padding:10px 14px;
  font:13px/1.6 ui-monospace,SFMono-Regular,Menlo,Consolas,monospace}
 """
 
-_PAGE_CSS = "body{margin:0;padding:28px 16px;background:#eef1f5}body>.gg{margin:0 auto;box-shadow:0 1px 3px rgba(31,35,40,.08)}"
+_PAGE_CSS = (
+    "body{margin:0;padding:28px 16px;background:#eef1f5}body>.gg{margin:0 auto;box-shadow:0 1px 3px rgba(31,35,40,.08)}"
+)
 
 
 def _prefix(result: GuideResult) -> str:
@@ -690,7 +715,7 @@ def render_html(result: GuideResult) -> str:
     return (
         "<!doctype html>\n"
         '<html lang="en"><head><meta charset="utf-8">'
-        '<meta http-equiv="Content-Security-Policy" content="default-src \'none\'; style-src \'unsafe-inline\'; '
+        "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; "
         "img-src data:; script-src 'none'; base-uri 'none'; form-action 'none'\">"
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
         f"<title>{_e(title)}</title><style>{_PAGE_CSS}</style></head>"

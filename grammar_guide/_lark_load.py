@@ -7,8 +7,9 @@ lark reports many grammar errors as text; this module turns them into ``GrammarE
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence, TypedDict
+from typing import TypedDict
 
 import lark
 import lark.exceptions
@@ -175,4 +176,3 @@ def _lark_grammar_error(exc: Exception, text: str, source: str | None) -> Gramma
     if "%declare" in message or "declared" in message:
         named = named or "%declare"
     return GrammarError(message.splitlines()[0], construct=named, source=source, **where)
-

@@ -11,7 +11,8 @@ from __future__ import annotations
 import enum
 import math
 import time
-from typing import TYPE_CHECKING, Callable, Literal
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Literal
 
 from . import _repair as repair
 from ._checker import Checker, expected_terminals
@@ -51,7 +52,7 @@ class GuideLoop(TargetSteps):
         draft: Draft,
         grammar: Grammar,
         prompt: str,
-        target: TargetModel | None | Literal[False],
+        target: TargetModel | Literal[False] | None,
         limits: GuideLimits,
         *,
         stops: tuple[str, ...] = (),
@@ -73,7 +74,15 @@ class GuideLoop(TargetSteps):
         self.reasked: set[str] = set()  # valid prefixes the draft was asked again from
         self.continued: set[str] = set()  # complete texts the draft was asked to continue
         self.drafting = Drafting(
-            draft, self.checker, prompt, stops, fences, self.stats, self.emit, self.count_discarded, on_draft_text,
+            draft,
+            self.checker,
+            prompt,
+            stops,
+            fences,
+            self.stats,
+            self.emit,
+            self.count_discarded,
+            on_draft_text,
             count_tokens=self.count_tokens,
         )
         self.text_tokens = 0  # tokens of the accepted text, as last counted
@@ -198,7 +207,14 @@ class GuideLoop(TargetSteps):
             self.count_discarded(checker.text[decision.at :] + evidence)
             self._emit_kept(rnd, decision.start)
             if isinstance(decision, repair.Cut):
-                self.emit(Cut(decision.start, checker.text[decision.start :] + evidence, reason=decision.reason, call=rnd.index))
+                self.emit(
+                    Cut(
+                        decision.start,
+                        checker.text[decision.start :] + evidence,
+                        reason=decision.reason,
+                        call=rnd.index,
+                    )
+                )
                 checker.rollback_chars(decision.start)
                 return Outcome.DONE
             self.emit(self._violation_event(decision.start, checker.text[decision.start :] + evidence, rnd.index))
@@ -234,7 +250,9 @@ class GuideLoop(TargetSteps):
             if cut is not None:
                 self.count_discarded(self.checker.text[cut.start :] + edit.unread)
                 self._emit_kept(rnd, cut.start)
-                self.emit(Cut(cut.start, self.checker.text[cut.start :] + edit.unread, reason=cut.reason, call=rnd.index))
+                self.emit(
+                    Cut(cut.start, self.checker.text[cut.start :] + edit.unread, reason=cut.reason, call=rnd.index)
+                )
                 self.checker.rollback_chars(cut.start)
                 return None
             self.emit(DraftSpan(offset, edit.kept, call=rnd.index))
@@ -294,6 +312,10 @@ class GuideLoop(TargetSteps):
     def result(self, complete: bool = True) -> GuideResult:
         self.stats.settle_path(cut=any(isinstance(e, Cut) for e in self.events))
         return GuideResult(
-            self.checker.text, self.prompt, self.grammar.name, list(self.events), self.stats,
+            self.checker.text,
+            self.prompt,
+            self.grammar.name,
+            list(self.events),
+            self.stats,
             complete=complete and self.checker.is_complete,
         )

@@ -11,8 +11,8 @@ caller passes a function that says how much of a text the grammar accepts.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 from ._align import Aligner
 

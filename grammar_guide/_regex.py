@@ -48,9 +48,7 @@ def strip_verbose(value: str) -> str:
 
 
 def is_regex_error(exc: BaseException) -> bool:
-    return isinstance(exc, re.error) or (
-        type(exc).__name__ == "error" and type(exc).__module__.startswith("regex")
-    )
+    return isinstance(exc, re.error) or (type(exc).__name__ == "error" and type(exc).__module__.startswith("regex"))
 
 
 if sys.version_info >= (3, 11):
@@ -92,8 +90,7 @@ def regex_features(regex: str) -> tuple[str | None, bool]:
             if _is_single_char(body):
                 return None, True
     return (
-        "a lazy quantifier (*?, +?, ??) in a shape where Python's first match is not the "
-        "shortest match",
+        "a lazy quantifier (*?, +?, ??) in a shape where Python's first match is not the shortest match",
         False,
     )
 
@@ -211,4 +208,3 @@ def _is_single_char(parsed: Any) -> bool:
     if op is _sre_c.BRANCH:
         return all(_is_single_char(alt) for alt in av[1])
     return False
-

@@ -134,7 +134,7 @@ def _before_space(checker: Checker, edit: Edit, floor: int) -> Edit:
 
 
 def prose_cut(checker: Checker, evidence: str, floor: int) -> Cut | None:
-    """"…FROM road)\n\nThis query returns…": the first word of an explanation after the answer
+    """ "…FROM road)\n\nThis query returns…": the first word of an explanation after the answer
     was read as an alias and the violation is in the explanation: cut at the end of the answer."""
 
     def complete_at(end: int) -> bool:
@@ -227,7 +227,13 @@ def propose_edit(checker: Checker, evidence: str, *, final: bool, floor: int = 0
     best: tuple[tuple[int, int], Edit] | None = None
 
     def consider(
-        start: int, insert: str, kept: str, removed: str, description: str, cost: int, base: int = 0,
+        start: int,
+        insert: str,
+        kept: str,
+        removed: str,
+        description: str,
+        cost: int,
+        base: int = 0,
         min_read: int = 2,
     ) -> None:
         """Score an edit by how far into the evidence the checker reads after it (``base`` maps

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import TYPE_CHECKING, Callable, Literal
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Literal
 
 from . import _repair as repair
 from ._checker import Checker
@@ -32,7 +33,7 @@ class TargetSteps:
     checker: Checker
     grammar: Grammar
     prompt: str
-    target: TargetModel | None | Literal[False]
+    target: TargetModel | Literal[False] | None
     limits: GuideLimits
     stats: GuideStats
     floor: int
@@ -77,21 +78,33 @@ class TargetSteps:
         stats.healed_tokens += continuation.healed_tokens
         if continuation.healed_text and continuation.text:  # a healed token alone changes nothing
             healed_at = len(text) - len(continuation.healed_text)
-            self.emit(Correction(healed_at, continuation.healed_text, "healed", reason, tokens=continuation.healed_tokens, detail=detail))
+            self.emit(
+                Correction(
+                    healed_at,
+                    continuation.healed_text,
+                    "healed",
+                    reason,
+                    tokens=continuation.healed_tokens,
+                    detail=detail,
+                )
+            )
         if not continuation.text:
             return False
         accepted = self.checker.feed(continuation.text)
         if accepted != len(continuation.text):
-            raise RuntimeError(f"target text {continuation.text!r} left the grammar at {accepted}: {self.checker.violation}")
+            raise RuntimeError(
+                f"target text {continuation.text!r} left the grammar at {accepted}: {self.checker.violation}"
+            )
         c = continuation
         self.emit(Correction(len(text), c.text, "target", reason, c.alternatives, c.tokens, c.seconds, detail))
         return True
 
     async def _finish(self, why: str, *, draft_done: bool = False) -> None:
         """Complete the text: the grammar's shortest completion when the draft finished its
-        answer and a few marks close it (``"}``: no words, nothing invented), else the target model, then the shortest completion
-        for what the target left open (its budget spent). Without a target a text that needs
-        more than such a close is not completed: ``GuideExhausted``."""
+        answer and a few marks close it (``"}``: no words, nothing invented), else the target
+        model, then the shortest completion for what the target left open (its budget spent).
+        Without a target a text that needs more than such a close is not completed:
+        ``GuideExhausted``."""
         if self.checker.is_complete:
             return
         self._revive()
@@ -107,8 +120,15 @@ class TargetSteps:
                 closing = shortest_completion(self.checker)
                 if closing is None and len(self.checker.text) > start:
                     # What the target wrote leads nowhere the search can see: take it back.
-                    self.emit(Cut(start, self.checker.text[start:], "unrepaired", self.stats.draft_calls,
-                                  detail="the target's text could not be completed"))
+                    self.emit(
+                        Cut(
+                            start,
+                            self.checker.text[start:],
+                            "unrepaired",
+                            self.stats.draft_calls,
+                            detail="the target's text could not be completed",
+                        )
+                    )
                     self.checker.rollback_chars(start)
                     closing = shortest_completion(self.checker)
         if closing:

@@ -16,9 +16,9 @@ from ._html import render_fragment, render_html
 __all__ = ["GuideResult"]
 
 _EVENT_TYPES = {
-    cls.__dataclass_fields__["kind"].default: cls for cls in (DraftSpan, GrammarViolation, Correction, Cut, GrammarRefused)
+    cls.__dataclass_fields__["kind"].default: cls
+    for cls in (DraftSpan, GrammarViolation, Correction, Cut, GrammarRefused)
 }
-
 
 
 @dataclass

@@ -25,8 +25,9 @@ import logging
 import os
 import re
 import sys
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any, Callable, Iterator, Sequence
+from typing import IO, TYPE_CHECKING, Any
 
 from ._draft import DraftOutputError
 from ._errors import GrammarError, GuideExhausted, MissingDependencyError, ProviderError
@@ -391,8 +392,9 @@ def make_target(name: str | None, disabled: bool, *, threads: int | None = None,
     return TargetModel.load(name, threads=threads)
 
 
-def make_draft(spec: str, *, model: str | None = None, endpoint: str = "chat", target: Any = None,
-               threads: int | None = None) -> Draft:
+def make_draft(
+    spec: str, *, model: str | None = None, endpoint: str = "chat", target: Any = None, threads: int | None = None
+) -> Draft:
     """The draft a ``--draft`` value names, from ``grammar_guide.providers`` (imported only here)."""
     from .providers import draft_from_spec
 
@@ -534,8 +536,9 @@ def run_guide(args: argparse.Namespace) -> int:
         return _guide(args, grammar, question, html_path, progress)
 
 
-def _guide(args: argparse.Namespace, grammar: Grammar, question: str, html_path: Path | None,
-           progress: Progress | None) -> int:
+def _guide(
+    args: argparse.Namespace, grammar: Grammar, question: str, html_path: Path | None, progress: Progress | None
+) -> int:
     from ._guide import guide
 
     # Model loading must not write progress bars or advice over our output (a user's setting wins).

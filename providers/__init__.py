@@ -102,7 +102,7 @@ def _draft_from_spec(
         api_key = os.environ.get("GRAMMAR_GUIDE_API_KEY") or None
         return HTTPDraft(spec, model=model, endpoint=endpoint, api_key=api_key)  # type: ignore[arg-type]
     if spec.startswith("python:"):
-        obj = _import_object(spec[len("python:"):])
+        obj = _import_object(spec[len("python:") :])
         if isinstance(obj, Draft):
             return obj
         if isinstance(obj, type) and issubclass(obj, Draft):

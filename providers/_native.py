@@ -22,7 +22,8 @@ from __future__ import annotations
 
 import contextlib
 import re
-from typing import TYPE_CHECKING, AsyncGenerator, AsyncIterator, Callable, Literal
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
+from typing import TYPE_CHECKING, Literal
 
 from grammar_guide import BadRequestError, DraftCall, GrammarError
 

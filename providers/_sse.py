@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterable, AsyncIterator
 from dataclasses import dataclass
-from typing import AsyncIterable, AsyncIterator
 
 __all__ = ["ServerSentEvent", "aiter_sse"]
 

@@ -20,7 +20,8 @@ from __future__ import annotations
 import logging
 import os
 import re
-from typing import Any, AsyncGenerator, AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
+from typing import Any
 
 from grammar_guide import AuthenticationError, BadRequestError, Draft, DraftCall, MissingDependencyError
 

@@ -10,7 +10,8 @@ for it makes the call draft freely, and a server that ignores it is repaired as 
 from __future__ import annotations
 
 import json
-from typing import Any, AsyncGenerator, AsyncIterator, Literal
+from collections.abc import AsyncGenerator, AsyncIterator
+from typing import Any, Literal
 
 import httpx
 
@@ -115,7 +116,9 @@ class HTTPDraft(Draft):
         definition = self.native_grammar.definition_for(call)
         if definition is None:
             return self._retried(call, None)
-        return self.native_grammar.stream(call, definition, self._retried(call, definition), lambda: self._retried(call, None))
+        return self.native_grammar.stream(
+            call, definition, self._retried(call, definition), lambda: self._retried(call, None)
+        )
 
     def _retried(self, call: DraftCall, definition: str | None) -> AsyncIterator[str]:
         return stream_with_retries(call, lambda: self._attempt(call, definition), provider=self.name, policy=self.retry)

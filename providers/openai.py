@@ -25,7 +25,8 @@ vLLM, SGLang or llama.cpp servers in their own request fields instead.
 from __future__ import annotations
 
 import os
-from typing import Any, AsyncGenerator, AsyncIterator, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
+from typing import Any
 
 from grammar_guide import AuthenticationError, Draft, DraftCall, MissingDependencyError
 
@@ -147,7 +148,9 @@ class OpenAIDraft(Draft):
             native = self._retried(call, lambda: self._grammar_tool_attempt(call, definition))
         else:
             native = self._retried(call, lambda: self._attempt(call, definition))
-        return self.native_grammar.stream(call, definition, native, lambda: self._retried(call, lambda: self._attempt(call)))
+        return self.native_grammar.stream(
+            call, definition, native, lambda: self._retried(call, lambda: self._attempt(call))
+        )
 
     async def aclose(self) -> None:
         await self._owned.aclose()

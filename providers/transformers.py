@@ -12,7 +12,8 @@ target can share one loaded model and its KV cache (``TransformersDraft.from_tar
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Iterator
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
 
 from grammar_guide import DraftCall, SyncDraft
 from grammar_guide.local import KVCache, LoadedModel, LookupCache, Sampler, TokenLookup, healing_mask, load_model
@@ -104,8 +105,7 @@ class TransformersDraft(SyncDraft):
         Draft and target then read the same text with the same model, so each reuses what the
         other computed: a repair does not prefill the whole text again, and neither does the
         draft when it resumes after one (the cache keeps the longest common prefix)."""
-        return cls(target.lm, temperature=temperature, top_p=top_p, seed=seed, lookup=lookup,
-                   kv_cache=target.kv_cache)
+        return cls(target.lm, temperature=temperature, top_p=top_p, seed=seed, lookup=lookup, kv_cache=target.kv_cache)
 
     @property
     def kv_cache(self) -> KVCache:
@@ -189,9 +189,9 @@ class TransformersDraft(SyncDraft):
                 piece = table[token]
                 if pending:
                     if pending.startswith(piece):
-                        pending = pending[len(piece):]
+                        pending = pending[len(piece) :]
                         continue
-                    piece = piece[len(pending):]
+                    piece = piece[len(pending) :]
                     pending = b""
                 raw += piece
                 fresh, decoded = _decode_whole(raw, decoded)

@@ -8,9 +8,9 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
-import pytest  # noqa: E402
+import pytest
 
-from grammar_guide import Grammar  # noqa: E402
+from grammar_guide import Grammar
 
 SMALL_SQL = r"""
 start: stmt ";"?

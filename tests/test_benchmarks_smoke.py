@@ -5,24 +5,38 @@ from __future__ import annotations
 
 import importlib
 
-from grammar_guide import Grammar
-
 from benchmarks.simulated_draft import MistakeRates, SimulatedSQLDraft, TokenCounter
 from benchmarks.sql_api_cost import PROMPT, load_sample, run_ours, run_retry, same_query, score
+from grammar_guide import Grammar
 
 NEVER = MistakeRates(0, 0, 0, 0, 0, 0, 0, 0)
 
 
 def test_simulated_draft_and_baselines_on_real_queries():
-    for name in ("benchmarks.sql_api_cost", "benchmarks.json_keys", "benchmarks.baseline_env", "benchmarks.native_grammar_cost"):
-        assert callable(getattr(importlib.import_module(name), "main", None) or importlib.import_module(name).ensure_venv)
+    for name in (
+        "benchmarks.sql_api_cost",
+        "benchmarks.json_keys",
+        "benchmarks.baseline_env",
+        "benchmarks.native_grammar_cost",
+    ):
+        assert callable(
+            getattr(importlib.import_module(name), "main", None) or importlib.import_module(name).ensure_venv
+        )
     counter = TokenCounter()  # chars/4: no model file needed
 
     # Always writing ILIKE for LIKE: our loop closes the stream at the slip and repairs it from
     # the draft's own text; validate-and-retry never gets a valid answer in 3 attempts.
     intended = "SELECT name FROM users WHERE name LIKE 'A%' ORDER BY age"
-    always = MistakeRates(dialect=1.0, misspelt_keyword=0, trailing_comma=0, extra_paren=0,
-                          prose_before=0, code_fence=0, prose_after=0, early_stop=0)
+    always = MistakeRates(
+        dialect=1.0,
+        misspelt_keyword=0,
+        trailing_comma=0,
+        extra_paren=0,
+        prose_before=0,
+        code_fence=0,
+        prose_after=0,
+        early_stop=0,
+    )
     draft = SimulatedSQLDraft(intended, seed=1, counter=counter, rates=always)
     assert draft.complete("p", "", 256) == intended.replace("LIKE", "ILIKE")
     # A continuation after a repair picks up the intended query where the text left it.
@@ -38,7 +52,9 @@ def test_simulated_draft_and_baselines_on_real_queries():
     assert first.streamed == "SELECT name FROM users WHERE name ILIKE 'A%' ORD"
     assert same_query(ours["text"], intended) and ours["draft_calls"] == 2
     assert first.tokens_out == len(counter.split(first.streamed)) < len(counter.split(first.planned))
-    assert ours["tokens_in"] == sum(counter.count(PROMPT.format(request=0)) + counter.count(c.prefix) for c in ours["calls"])
+    assert ours["tokens_in"] == sum(
+        counter.count(PROMPT.format(request=0)) + counter.count(c.prefix) for c in ours["calls"]
+    )
 
     (retry,) = run_retry([intended], counter, always, lookahead=256, seed=1)
     assert retry["draft_calls"] == 3 and retry["error"] is not None

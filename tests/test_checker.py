@@ -7,7 +7,8 @@ import json
 import textwrap
 
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from grammar_guide import Checker, Grammar
 

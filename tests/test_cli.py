@@ -11,9 +11,9 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Iterator
 
 import pytest
 
@@ -99,7 +99,7 @@ def test_check_points_into_a_long_line(tmp_path: Path) -> None:
     done = cli("check", "-g", "json", str(path))
     assert done.returncode == 1
     header, expected, source, caret = done.stdout.splitlines()
-    assert header.startswith(f"{path}:1:{cut + 2}: invalid: unexpected \"x")
+    assert header.startswith(f'{path}:1:{cut + 2}: invalid: unexpected "x')
     assert expected == "  expected: STRING"
     assert source.startswith("  …") and source.endswith("…") and len(source) < 110
     # The caret stands under the offending character.
@@ -117,7 +117,7 @@ def test_check_shows_the_offending_token_escaped_once(tmp_path: Path) -> None:
     assert "\x1b" not in done.stdout
     path.write_text(r'{"a": "x\\y", ' + "'b': 1}", encoding="utf-8")  # an escaped backslash, then a bad quote
     header = cli("check", "-g", "json", str(path)).stdout.splitlines()[0]
-    assert header.endswith("invalid: unexpected \"'\"")
+    assert header.endswith('invalid: unexpected "\'"')
     path.write_text('{"a": tru"e"}', encoding="utf-8")
     header = cli("check", "-g", "json", str(path)).stdout.splitlines()[0]
     assert header.endswith("invalid: unexpected '\"'")  # a quote is quoted with the other quote
@@ -127,7 +127,11 @@ def test_check_reports_the_offending_token_in_json(tmp_path: Path) -> None:
     path = tmp_path / "bad.json"
     path.write_text('{"a": nulx, "b": 2}', encoding="utf-8")
     report = json.loads(cli("check", "-g", "json", "--json", str(path)).stdout)
-    assert (report["found"], report["offset"], report["byte_offset"]) == ("nulx", 9, 9)  # the word the bad character is in
+    assert (report["found"], report["offset"], report["byte_offset"]) == (
+        "nulx",
+        9,
+        9,
+    )  # the word the bad character is in
 
 
 @pytest.mark.parametrize(
@@ -138,7 +142,9 @@ def test_check_reports_the_offending_token_in_json(tmp_path: Path) -> None:
     ],
     ids=["png", "stray-byte"],
 )
-def test_check_binary_input_is_invalid_with_its_byte_offset(tmp_path: Path, data: bytes, offset: int, shown: str) -> None:
+def test_check_binary_input_is_invalid_with_its_byte_offset(
+    tmp_path: Path, data: bytes, offset: int, shown: str
+) -> None:
     path = tmp_path / "data.bin"
     path.write_bytes(data)
     done = cli("check", "-g", "json", str(path))
@@ -202,7 +208,8 @@ def test_check_imports_no_model_or_sdk(tmp_path: Path) -> None:
         "import sys\n"
         "from grammar_guide.cli import main\n"
         f"status = main(['check', '-g', 'json', {str(path)!r}])\n"
-        "heavy = [m for m in ('torch', 'transformers', 'openai', 'anthropic', 'grammar_guide.providers') if m in sys.modules]\n"
+        "heavy = ('torch', 'transformers', 'openai', 'anthropic', 'grammar_guide.providers')\n"
+        "heavy = [m for m in heavy if m in sys.modules]\n"
         "print(status, heavy)\n"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env(), timeout=60)
@@ -257,7 +264,9 @@ def test_help_names_both_commands() -> None:
 
 
 def test_guided_run_prints_the_text(sql_grammar: Path) -> None:
-    done = cli("Names by age", "--grammar", str(sql_grammar), "--draft", "python:cli_drafts:sql_with_typo", "--no-target")
+    done = cli(
+        "Names by age", "--grammar", str(sql_grammar), "--draft", "python:cli_drafts:sql_with_typo", "--no-target"
+    )
     assert done.returncode == 0, done.stderr
     assert done.stdout == "SELECT name FROM users ORDER BY age DESC LIMIT 5;\n"
     assert done.stderr == ""  # not a terminal: quiet
@@ -266,8 +275,15 @@ def test_guided_run_prints_the_text(sql_grammar: Path) -> None:
 def test_guided_run_json_and_html(sql_grammar: Path, tmp_path: Path) -> None:
     html = tmp_path / "trace.html"
     done = cli(
-        "Names by age", "-g", str(sql_grammar), "-d", "python:cli_drafts:sql_with_typo", "--no-target",
-        "--json", "--html", str(html),
+        "Names by age",
+        "-g",
+        str(sql_grammar),
+        "-d",
+        "python:cli_drafts:sql_with_typo",
+        "--no-target",
+        "--json",
+        "--html",
+        str(html),
     )
     assert done.returncode == 0, done.stderr
     result = json.loads(done.stdout)
@@ -281,7 +297,9 @@ def test_guided_run_json_and_html(sql_grammar: Path, tmp_path: Path) -> None:
 
 
 def test_question_from_stdin_and_a_draft_object(tmp_path: Path) -> None:
-    done = cli("-", "-g", "json", "-d", "python:cli_drafts:continuing", "--no-target", "--json", stdin="Numbers, please")
+    done = cli(
+        "-", "-g", "json", "-d", "python:cli_drafts:continuing", "--no-target", "--json", stdin="Numbers, please"
+    )
     assert done.returncode == 0, done.stderr
     result = json.loads(done.stdout)
     assert result["prompt"] == "Numbers, please"
@@ -307,8 +325,12 @@ def run_with_tty_stderr(args: list[str], timeout: float = 60) -> tuple[int, str,
     """Run the command with stderr on a pseudo-terminal (stdout on a pipe)."""
     master, slave = pty.openpty()
     proc = subprocess.Popen(
-        [*COMMAND, *args], stdout=subprocess.PIPE, stderr=slave, stdin=subprocess.DEVNULL,
-        env=env(TERM="xterm"), cwd=TESTS.parent,
+        [*COMMAND, *args],
+        stdout=subprocess.PIPE,
+        stderr=slave,
+        stdin=subprocess.DEVNULL,
+        env=env(TERM="xterm"),
+        cwd=TESTS.parent,
     )
     os.close(slave)
     chunks: list[bytes] = []
@@ -334,7 +356,9 @@ def run_with_tty_stderr(args: list[str], timeout: float = 60) -> tuple[int, str,
 
 
 def test_progress_appears_on_a_terminal_in_colour(sql_grammar: Path) -> None:
-    code, out, err = run_with_tty_stderr(["q", "-g", str(sql_grammar), "-d", "python:cli_drafts:sql_with_typo", "--no-target"])
+    code, out, err = run_with_tty_stderr(
+        ["q", "-g", str(sql_grammar), "-d", "python:cli_drafts:sql_with_typo", "--no-target"]
+    )
     assert code == 0
     assert out == "SELECT name FROM users ORDER BY age DESC LIMIT 5;\n"
     assert "\x1b[31m" in err  # the violation, in red
@@ -379,7 +403,7 @@ class _ErrorAnswer(BaseHTTPRequestHandler):
     def message(self) -> str:
         return "The server had an error."
 
-    def do_POST(self) -> None:  # noqa: N802
+    def do_POST(self) -> None:
         length = int(self.headers.get("Content-Length") or 0)
         self.rfile.read(length)
         body = json.dumps({"error": {"message": self.message(), "type": self.kind}})
@@ -417,7 +441,9 @@ def unauthorized_server() -> Iterator[str]:
 
 def test_provider_failure_exits_3_without_leaking_the_key(unauthorized_server: str) -> None:
     secret = "sk-test-0123456789abcdef"
-    done = cli("q", "-g", "json", "-d", unauthorized_server, "--model", "m", "--no-target", GRAMMAR_GUIDE_API_KEY=secret)
+    done = cli(
+        "q", "-g", "json", "-d", unauthorized_server, "--model", "m", "--no-target", GRAMMAR_GUIDE_API_KEY=secret
+    )
     assert done.returncode == 3, done.stderr
     assert done.stderr.startswith("grammar-guide: error: http (HTTP 401)")
     assert secret not in done.stderr and secret not in done.stdout
@@ -466,7 +492,7 @@ def test_a_refused_connection_exits_3() -> None:
 
 # -- real providers over HTTP on 127.0.0.1 (the SmolLM2 test server) -------------------------------
 
-ANY_TEXT = 'start: TEXT\nTEXT: /[^\\x00]+/\n'
+ANY_TEXT = "start: TEXT\nTEXT: /[^\\x00]+/\n"
 
 
 @pytest.fixture(scope="module")
@@ -495,8 +521,19 @@ def test_provider_drafts_from_the_command_line(kind: str, llm_server, any_text_g
     else:
         args, extra = ["--draft", f"{base}/v1", "--model", "smollm2"], {"GRAMMAR_GUIDE_API_KEY": API_KEY}
     done = cli(
-        "Say hello in five words.", "-g", str(any_text_grammar), *args, "--no-target", "--json",
-        "--max-new-tokens", "4", "--lookahead", "4", "--progress", "always", **extra,
+        "Say hello in five words.",
+        "-g",
+        str(any_text_grammar),
+        *args,
+        "--no-target",
+        "--json",
+        "--max-new-tokens",
+        "4",
+        "--lookahead",
+        "4",
+        "--progress",
+        "always",
+        **extra,
     )
     assert done.returncode == 0, done.stderr
     result = json.loads(done.stdout)
@@ -520,8 +557,15 @@ def test_provider_drafts_from_the_command_line(kind: str, llm_server, any_text_g
 def test_guided_run_with_the_target_model(tmp_path: Path) -> None:
     html = tmp_path / "trace.html"
     done = cli(
-        "Describe Ada Lovelace as JSON", "-g", "json", "-d", "python:cli_drafts:json_with_prose_value",
-        "--json", "--html", str(html), timeout=600,
+        "Describe Ada Lovelace as JSON",
+        "-g",
+        "json",
+        "-d",
+        "python:cli_drafts:json_with_prose_value",
+        "--json",
+        "--html",
+        str(html),
+        timeout=600,
     )
     assert done.returncode == 0, done.stderr
     result = json.loads(done.stdout)
@@ -535,7 +579,9 @@ def test_guided_run_with_the_target_model(tmp_path: Path) -> None:
 
 @pytest.mark.model
 def test_local_draft_is_the_default(any_text_grammar: Path) -> None:
-    done = cli("Say hello.", "-g", str(any_text_grammar), "--max-new-tokens", "8", "--lookahead", "8", "--json", timeout=600)
+    done = cli(
+        "Say hello.", "-g", str(any_text_grammar), "--max-new-tokens", "8", "--lookahead", "8", "--json", timeout=600
+    )
     assert done.returncode == 0, done.stderr
     assert done.stderr == ""  # no model-loading progress bars or warnings when stderr is not a terminal
     result = json.loads(done.stdout)
@@ -563,8 +609,17 @@ def test_check_sql_with_the_builtin_sqlite_grammar(tmp_path: Path, capsys: pytes
 @pytest.mark.model
 def test_progress_shows_the_model_loading_and_the_target_writing() -> None:
     done = cli(
-        "Describe Ada Lovelace as JSON", "-g", "json", "-d", "python:cli_drafts:json_with_prose_value",
-        "--threads", "1", "--progress", "always", timeout=600, NO_COLOR="1",
+        "Describe Ada Lovelace as JSON",
+        "-g",
+        "json",
+        "-d",
+        "python:cli_drafts:json_with_prose_value",
+        "--threads",
+        "1",
+        "--progress",
+        "always",
+        timeout=600,
+        NO_COLOR="1",
     )
     assert done.returncode == 0, done.stderr
     lines = done.stderr.splitlines()

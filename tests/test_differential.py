@@ -26,13 +26,14 @@ import functools
 import random
 import re
 import textwrap
-from pathlib import Path
 from dataclasses import dataclass
+from pathlib import Path
 
 import lark
 import pytest
 import regex
-from hypothesis import HealthCheck, Phase, given, settings, strategies as st
+from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import strategies as st
 from hypothesis.extra.lark import from_lark
 
 from grammar_guide import Grammar, GrammarError
@@ -113,17 +114,14 @@ ISSUE_19 = {
     "int-range-float": 'start: INT ".." INT | FLOAT\nINT: /\\d+/\nFLOAT: /\\d+\\.\\d*/\n',
     "newline-under-ignore": "start: (WORD _NL)+\nWORD: /\\w+/\n_NL: /\\n/\n%ignore /\\s+/\n",
     "literal-under-ignore": 'start: "a" ";" "b"\n%ignore /[ ;]+/\n',
-    "tsv": (
-        'start: row+\nrow: CELL (_TAB CELL)* _NL\nCELL: /[^\\t\\n]+/\n_TAB: "\\t"\n'
-        '_NL: "\\n"+\n'
-    ),
+    "tsv": ('start: row+\nrow: CELL (_TAB CELL)* _NL\nCELL: /[^\\t\\n]+/\n_TAB: "\\t"\n_NL: "\\n"+\n'),
     "keyword-glued": 'start: ("print" NAME ";" | NAME "=" NAME ";")+\nNAME: /[a-z]+/\n%ignore " "\n',
     "unicode-classes": "start: (WORD | SPACE)+\nWORD: /\\w+/\nSPACE: /\\s+/\n",
 }
 
 # Typical grammars built on lark's common.lark (numbers, names, strings, comments, newlines).
 COMMON_IMPORTS = {
-"calc": r'''
+    "calc": r"""
 ?start: sum
       | NAME "=" sum    -> assign_var
 ?sum: product | sum "+" product -> add | sum "-" product -> sub
@@ -133,8 +131,8 @@ COMMON_IMPORTS = {
 %import common.NUMBER
 %import common.WS_INLINE
 %ignore WS_INLINE
-''',
-"json-common": r'''
+""",
+    "json-common": r"""
 ?start: value
 ?value: object | array | string | SIGNED_NUMBER -> number | "true" -> true | "false" -> false | "null" -> null
 array  : "[" [value ("," value)*] "]"
@@ -145,10 +143,11 @@ string : ESCAPED_STRING
 %import common.SIGNED_NUMBER
 %import common.WS
 %ignore WS
-''',
-"c-like": r'''
+""",
+    "c-like": r"""
 start: stmt*
-stmt: "int" NAME ("=" expr)? ";" | "return" expr ";" | NAME "=" expr ";" | "if" "(" expr ")" stmt ("else" stmt)? | "{" stmt* "}"
+stmt: "int" NAME ("=" expr)? ";" | "return" expr ";" | NAME "=" expr ";"
+    | "if" "(" expr ")" stmt ("else" stmt)? | "{" stmt* "}"
 ?expr: expr "+" term | expr "-" term | term
 ?term: NUMBER | NAME | NAME "(" [expr ("," expr)*] ")" | "(" expr ")"
 %import common.CNAME -> NAME
@@ -159,8 +158,8 @@ stmt: "int" NAME ("=" expr)? ";" | "return" expr ";" | NAME "=" expr ";" | "if" 
 %ignore WS
 %ignore C_COMMENT
 %ignore CPP_COMMENT
-''',
-"config": r'''
+""",
+    "config": r"""
 start: (section | _NL)*
 section: "[" NAME "]" _NL (pair _NL | _NL)*
 pair: NAME "=" value
@@ -173,7 +172,7 @@ _NL: /(\r?\n)+/
 %import common.SH_COMMENT
 %ignore WS_INLINE
 %ignore SH_COMMENT
-''',
+""",
 }
 
 FIXTURES = {"arithmetic": ARITHMETIC, "ini": INI, "expressions": EXPRESSIONS}
@@ -199,7 +198,7 @@ class Reference:
         exact = {t.name: re.compile(t.pattern.to_regexp()) for t in parser.terminals}
         return cls(grammar, parser, patterns, exact, frozenset(parser.ignore_tokens))
 
-    @functools.lru_cache(maxsize=None)  # noqa: B019 - one oracle per grammar, kept for the session
+    @functools.cache  # noqa: B019 - one oracle per grammar, kept for the session
     def parse_status(self, text: str) -> tuple[str, frozenset[str]]:
         """('complete' | 'eof' | 'error', terminals lark allows next, or the error position)."""
         try:
@@ -212,7 +211,7 @@ class Reference:
             return "error", frozenset({str(exc.pos_in_stream)})
         return "complete", frozenset()
 
-    @functools.lru_cache(maxsize=None)  # noqa: B019 - one oracle per grammar, kept for the session
+    @functools.cache  # noqa: B019 - one oracle per grammar, kept for the session
     def next_terminals(self, text: str) -> frozenset[str]:
         """Terminals lark allows right after ``text`` (which is complete or a lexeme-level prefix)."""
         status, names = self.parse_status(text)
@@ -235,7 +234,7 @@ class Reference:
         # module (2026.11) wrongly lets the empty class [^\s\S] match any character.
         return match.partial or self.exact[name].fullmatch(text) is not None
 
-    @functools.lru_cache(maxsize=None)  # noqa: B019 - one oracle per grammar, kept for the session
+    @functools.cache  # noqa: B019 - one oracle per grammar, kept for the session
     def status(self, text: str) -> str:
         """'complete', 'prefix' or 'invalid', as lark decides (see the module docstring)."""
         status, info = self.parse_status(text)
@@ -268,7 +267,9 @@ class Reference:
             names = [n for n in self.ignored if self.starts_lexeme(n, rest)]
             if names and self.parse_status(text[:k])[0] != "error":
                 allowed = self.next_terminals(text[:k])
-                if any(self.starts_lexeme(n, rest[:j]) for n in allowed - self.ignored for j in range(1, len(rest) + 1)):
+                if any(
+                    self.starts_lexeme(n, rest[:j]) for n in allowed - self.ignored for j in range(1, len(rest) + 1)
+                ):
                     return False  # the text may end in a token, not (only) in ignored text
                 return not any(self.ignored_run_can_end(n, rest, allowed) for n in names)
         return False
@@ -373,14 +374,18 @@ def grammar_cases() -> list:
     return cases
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def load(case: tuple[str, str]) -> Grammar:
     kind, name = case
     if kind == "lark-package":
         return Grammar.from_file(LARK_GRAMMARS / name, start=LARK_PACKAGE[name])
     if kind == "lark-example":
         return Grammar.from_file(LARK_EXAMPLES / name, start=LARK_EXAMPLE[name][0])
-    return Grammar.builtin(name) if kind == "builtin" else Grammar.from_lark({**FIXTURES, **ISSUE_19, **COMMON_IMPORTS}[name], name=name)
+    return (
+        Grammar.builtin(name)
+        if kind == "builtin"
+        else Grammar.from_lark({**FIXTURES, **ISSUE_19, **COMMON_IMPORTS}[name], name=name)
+    )
 
 
 TALLIES: dict[str, Tally] = {}

@@ -19,13 +19,15 @@ import textwrap
 import lark
 import llguidance as llg
 import pytest
-from hypothesis import HealthCheck, Phase, given, settings, strategies as st
+from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import strategies as st
 from hypothesis.extra.lark import from_lark
 from llguidance.gbnf_to_lark import any_to_lark
 
 from grammar_guide import Grammar, GrammarError
 from grammar_guide._matcher import byte_tokenizer
-from tests.test_differential import ALPHABET, FIXTURES, checker_verdict as verdict, mutations
+from tests.test_differential import ALPHABET, FIXTURES, mutations
+from tests.test_differential import checker_verdict as verdict
 
 COMMON = textwrap.dedent(
     r"""
@@ -47,7 +49,7 @@ def grammar_cases() -> list:
     return cases
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def load(case: tuple[str, str]) -> Grammar:
     kind, name = case
     if kind == "builtin":
@@ -77,8 +79,14 @@ def sample_strings(grammar: Grammar, count: int) -> list[str]:
     three mutations."""
     found: list[str] = []
 
-    @settings(max_examples=1, derandomize=True, deadline=None, database=None,
-              phases=[Phase.generate], suppress_health_check=list(HealthCheck))
+    @settings(
+        max_examples=1,
+        derandomize=True,
+        deadline=None,
+        database=None,
+        phases=[Phase.generate],
+        suppress_health_check=list(HealthCheck),
+    )
     @given(data=st.data())
     def draw(data: st.DataObject) -> None:
         strings = from_lark(grammar.lark_parser, alphabet=ALPHABET)
@@ -122,8 +130,9 @@ def test_exported_grammars_mean_the_same_language(case):
 
 
 def test_plain_lark_is_readable_lark():
-    grammar = Grammar.from_lark(textwrap.dedent(
-        r"""
+    grammar = Grammar.from_lark(
+        textwrap.dedent(
+            r"""
         start: _list{item, ","}
         _list{x, sep}: x (sep x)*
         item: NUMBER | WORD | "null"i
@@ -132,7 +141,8 @@ def test_plain_lark_is_readable_lark():
         %import common.WS
         %ignore WS
         """
-    ))
+        )
+    )
     plain = grammar.to_plain_lark()
     # No template, priority, import or llguidance directive is left; start is "start".
     assert "{" not in plain and "%import" not in plain and "%llguidance" not in plain
@@ -154,7 +164,7 @@ def test_gbnf_spells_unicode_classes_and_case_out():
     "text, line, column",
     [
         # (lark turns the escape \n into a newline, so the terminal's name is what is found.)
-        ('start: COMMENT\nCOMMENT: /\\/\\*(.|\\n)*?\\*\\//\n', 2, 1),
+        ("start: COMMENT\nCOMMENT: /\\/\\*(.|\\n)*?\\*\\//\n", 2, 1),
         ('start: "a" B\n\nB: /b+?c/\n', 3, 4),
     ],
 )

@@ -60,9 +60,9 @@ def test_import_common_terminals():
 
 
 def test_import_from_another_grammar_file(tmp_path: Path):
-    (tmp_path / "words.lark").write_text('WORD: /[a-z]+/\nnumber: /[0-9]+/\n')
+    (tmp_path / "words.lark").write_text("WORD: /[a-z]+/\nnumber: /[0-9]+/\n")
     main = tmp_path / "main.lark"
-    main.write_text("start: WORD \":\" number\n%import .words (WORD, number)\n")
+    main.write_text('start: WORD ":" number\n%import .words (WORD, number)\n')
     g = Grammar.from_file(main)
     assert g.name == "main"
     assert verdict(g, "abc:12") == "complete"
@@ -115,14 +115,14 @@ def test_case_insensitive_literal_and_regex_flags():
     g = Grammar.from_lark('start: "select"i NAME\nNAME: /[a-z]+/i\n%ignore " "\n')
     assert verdict(g, "SeLeCt Users") == "complete"
     assert verdict(g, "SELEC") == "prefix"
-    dot_all = Grammar.from_lark('start: BLOCK\nBLOCK: /<.*>/s\n')
+    dot_all = Grammar.from_lark("start: BLOCK\nBLOCK: /<.*>/s\n")
     assert verdict(dot_all, "<a\nb>") == "complete"
-    no_dot_all = Grammar.from_lark('start: BLOCK\nBLOCK: /<.*>/\n')
+    no_dot_all = Grammar.from_lark("start: BLOCK\nBLOCK: /<.*>/\n")
     assert verdict(no_dot_all, "<a\nb>") == "invalid@2"
 
 
 def test_verbose_regex_flag():
-    text = 'start: NUM\nNUM: /[0-9]+  (\\. [0-9]+)?/x\n'
+    text = "start: NUM\nNUM: /[0-9]+  (\\. [0-9]+)?/x\n"
     g = Grammar.from_lark(text)
     assert verdict(g, "12.5") == "complete"
     assert verdict(g, "12 .5") == "invalid@2"
@@ -141,9 +141,9 @@ def test_lazy_comment_ends_at_the_first_close():
 @pytest.mark.parametrize(
     "text, sample",
     [
-        ("start: \"a\" \"b\"\n%ignore \" \"\n", "  a b  "),
-        ("start: \"a\" \"b\"\n%import common.WS\n%ignore WS\n", "\n\t a \n b \n\n"),
-        ("start: \"a\"*\n%ignore \" \"\n", "   "),
+        ('start: "a" "b"\n%ignore " "\n', "  a b  "),
+        ('start: "a" "b"\n%import common.WS\n%ignore WS\n', "\n\t a \n b \n\n"),
+        ('start: "a"*\n%ignore " "\n', "   "),
     ],
 )
 def test_ignored_text_before_and_after_is_accepted_like_lark(text, sample):
@@ -270,7 +270,7 @@ def test_syntax_errors_have_positions(text, line, column, words):
         ('start: "a" foo\n', "Rule 'foo' used but not defined", 1, 12),
         ('start: a\na: "x"\na: "y"\n', "Rule 'a' defined more than once", 3, 1),
         ('start: X\nX: "a"\nX: "b"\n', "Terminal 'X' defined more than once", 3, 1),
-        ('start: X\nX: /a(/\n', "invalid regex", 2, 4),
+        ("start: X\nX: /a(/\n", "invalid regex", 2, 4),
         ('start: tmpl{"a"}\n', "Template 'tmpl' used but not defined", 1, 8),
     ],
 )
@@ -282,7 +282,7 @@ def test_semantic_grammar_errors_have_positions(text, message, line, column):
 
 def test_from_file_names_the_source_in_errors(tmp_path: Path):
     bad = tmp_path / "bad.lark"
-    bad.write_text('start: X\nX: /a(?=b)/\n')
+    bad.write_text("start: X\nX: /a(?=b)/\n")
     with pytest.raises(GrammarError) as info:
         Grammar.from_file(bad)
     assert str(bad) in str(info.value)

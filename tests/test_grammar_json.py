@@ -26,7 +26,8 @@ import tarfile
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from grammar_guide import Grammar
 
@@ -109,8 +110,7 @@ json_values = st.recursive(
     | st.integers(min_value=-(10**30), max_value=10**30)
     | st.floats(allow_nan=False, allow_infinity=False)
     | st.text(st.characters(codec="utf-8")),
-    lambda children: st.lists(children, max_size=5)
-    | st.dictionaries(st.text(max_size=8), children, max_size=5),
+    lambda children: st.lists(children, max_size=5) | st.dictionaries(st.text(max_size=8), children, max_size=5),
     max_leaves=15,
 )
 WHITESPACE = [" ", "\t", "\n", "\r", "\r\n  "]
@@ -190,8 +190,19 @@ def schema_suite_files() -> list[tuple[str, str]]:
     sdists = sorted(cache.glob("jsonschema-*.tar.gz"))
     if not sdists:
         subprocess.run(
-            [sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--no-binary", ":all:",
-             "jsonschema", "-d", str(cache)],
+            [
+                sys.executable,
+                "-m",
+                "pip",
+                "download",
+                "-q",
+                "--no-deps",
+                "--no-binary",
+                ":all:",
+                "jsonschema",
+                "-d",
+                str(cache),
+            ],
             check=True,
         )
         sdists = sorted(cache.glob("jsonschema-*.tar.gz"))
@@ -228,6 +239,8 @@ def test_json_schema_test_suite_files(grammar: Grammar, schema_suite_files):
                 mutated_total += 1
                 rejected += not ok
     # Figures for grammars/README.md (printed with -s).
-    print(f"\njson.lark vs json.loads: {documents} suite documents accepted, "
-          f"{mutated_total} mutations agreed ({rejected} invalid, {mutated_total - rejected} valid)")
+    print(
+        f"\njson.lark vs json.loads: {documents} suite documents accepted, "
+        f"{mutated_total} mutations agreed ({rejected} invalid, {mutated_total - rejected} valid)"
+    )
     assert documents > 3000 and rejected > 500

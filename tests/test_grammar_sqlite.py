@@ -66,7 +66,16 @@ def test_accepts_the_documented_language(grammar: Grammar, sql: str) -> None:
 
 @pytest.mark.parametrize(
     "sql",
-    ["SELECTx", "SELECT * FROMt", "SELECT (1--x)", "SELECT 1 AS from", "SELECT a like", "SELECT 1 ORDER BY 1 UNION SELECT 2", "SELECT 1e", ""],
+    [
+        "SELECTx",
+        "SELECT * FROMt",
+        "SELECT (1--x)",
+        "SELECT 1 AS from",
+        "SELECT a like",
+        "SELECT 1 ORDER BY 1 UNION SELECT 2",
+        "SELECT 1e",
+        "",
+    ],
 )
 def test_rejects_what_sqlite_rejects(grammar: Grammar, sql: str) -> None:
     assert sqlite_oracle.check_script(sql).label is sqlite_oracle.Label.INVALID
@@ -105,12 +114,16 @@ def test_qualified_keywords_and_finished_postfix_operands(grammar: Grammar, sql:
 
 def test_oracle_sees_past_semantic_errors() -> None:
     # The trigger's table does not exist: SQLite stops at "no such table" before the missing ';'.
-    assert sqlite_oracle.check("CREATE TRIGGER tr AFTER INSERT ON t BEGIN SELECT 1 END").label is sqlite_oracle.Label.INVALID
+    assert (
+        sqlite_oracle.check("CREATE TRIGGER tr AFTER INSERT ON t BEGIN SELECT 1 END").label
+        is sqlite_oracle.Label.INVALID
+    )
     assert sqlite_oracle.check("CREATE TRIGGER tr AFTER INSERT ON t BEGIN SELECT 1; END").valid
     assert sqlite_oracle.check("SELECT * FROM nosuch").valid
-    assert "ENABLE_UPDATE_DELETE_LIMIT" in sqlite_oracle.compile_options() or sqlite_oracle.check(
-        "DELETE FROM t LIMIT 1"
-    ).label is sqlite_oracle.Label.INVALID
+    assert (
+        "ENABLE_UPDATE_DELETE_LIMIT" in sqlite_oracle.compile_options()
+        or sqlite_oracle.check("DELETE FROM t LIMIT 1").label is sqlite_oracle.Label.INVALID
+    )
 
 
 def test_splitter_respects_quotes_comments_and_bodies() -> None:

@@ -94,10 +94,10 @@ def test_no_rule_blows_up_into_many_alternatives() -> None:
         # The restricted forms: a temporary table qualified with temp, a constant DEFAULT, a
         # frame bound that begins with a quoted "unbounded" or a longer word, and the smallest
         # 64-bit hex literal where no minus applies to it alone.
-        "CREATE TEMP TABLE temp.x (a); CREATE TEMP VIEW \"TEMP\".v AS SELECT 1; CREATE TEMP TABLE [temp].y (a)",
+        'CREATE TEMP TABLE temp.x (a); CREATE TEMP VIEW "TEMP".v AS SELECT 1; CREATE TEMP TABLE [temp].y (a)',
         "CREATE TABLE t (a DEFAULT (abs(-1) + 2 || 'x'), b DEFAULT (CASE WHEN TRUE THEN x'00' END), c DEFAULT (1 IN (1, 2)), "
         "d DEFAULT (CAST(1 AS TEXT) COLLATE nocase), e DEFAULT (count(*)), f DEFAULT (false), g DEFAULT x)",
-        "SELECT sum(x) OVER (ROWS BETWEEN \"unbounded\"(1) PRECEDING AND unboundedx FOLLOWING) FROM t",
+        'SELECT sum(x) OVER (ROWS BETWEEN "unbounded"(1) PRECEDING AND unboundedx FOLLOWING) FROM t',
         "SELECT 0x8000000000000000, 1 - 0x8000000000000000, -(+0x8000000000000000), 0x0000ffffffffffffffff",
     ],
 )
@@ -134,7 +134,7 @@ def test_accepts_the_documented_language(grammar: Grammar, sql: str) -> None:
         "CREATE TEMP TRIGGER temp.tr AFTER INSERT ON t BEGIN SELECT 1; END",
         "CREATE TABLE t (a DEFAULT (a))",
         "CREATE TABLE t (a DEFAULT (abs(b)))",
-        "CREATE TABLE t (a DEFAULT (\"quoted\"))",
+        'CREATE TABLE t (a DEFAULT ("quoted"))',
         "CREATE TABLE t (a DEFAULT ((SELECT 1)))",
         "CREATE TABLE t (a DEFAULT (?))",
         "CREATE TABLE t (a DEFAULT (1 IN u))",

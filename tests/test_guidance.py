@@ -20,8 +20,16 @@ def test_a_guidance_grammar_checks_like_any_grammar():
 
 
 def test_a_guidance_json_schema_node():
-    grammar = Grammar.from_guidance(guidance.json(schema={"type": "object", "properties": {"n": {"type": "integer"}},
-                                                          "required": ["n"], "additionalProperties": False}))
+    grammar = Grammar.from_guidance(
+        guidance.json(
+            schema={
+                "type": "object",
+                "properties": {"n": {"type": "integer"}},
+                "required": ["n"],
+                "additionalProperties": False,
+            }
+        )
+    )
     assert grammar.is_complete('{"n": 3}')
     assert not grammar.is_complete('{"n": "3"}')
 

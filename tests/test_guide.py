@@ -92,7 +92,9 @@ def test_answer_that_opens_with_a_fence_split_across_chunks(small_sql):
     result = run(FunctionDraft(lambda prompt, prefix: iter(chunks), continues_prefix=True), small_sql)
     assert result.text == "SELECT * FROM users"
     assert [(c.reason, c.text) for c in result.events if isinstance(c, Cut)] == [
-        ("preamble", "```sql\n"), ("stop", "\n```")]  # closed there: "Done." never read
+        ("preamble", "```sql\n"),
+        ("stop", "\n```"),
+    ]  # closed there: "Done." never read
     assert result.stats.corrections == 0
 
 
@@ -125,12 +127,21 @@ def test_explanation_whose_first_word_reads_as_an_alias_is_cut():
     assert run(lambda prompt: clause, sqlite).text == clause
 
 
-@pytest.mark.parametrize(("draft", "fixed", "detail"), [
-    ("SELECT a::VARCHAR FROM test WHERE b > 1", "SELECT CAST(a AS VARCHAR) FROM test WHERE b > 1",
-     "rewrote 'a::VARCHAR' (PostgreSQL cast)"),
-    ("SELECT * FROM t ORDER BY x FETCH FIRST 5 ROWS ONLY", "SELECT * FROM t ORDER BY x LIMIT 5",
-     "rewrote 'FETCH FIRST 5 ROWS ONLY' (standard SQL row limit)"),
-])
+@pytest.mark.parametrize(
+    ("draft", "fixed", "detail"),
+    [
+        (
+            "SELECT a::VARCHAR FROM test WHERE b > 1",
+            "SELECT CAST(a AS VARCHAR) FROM test WHERE b > 1",
+            "rewrote 'a::VARCHAR' (PostgreSQL cast)",
+        ),
+        (
+            "SELECT * FROM t ORDER BY x FETCH FIRST 5 ROWS ONLY",
+            "SELECT * FROM t ORDER BY x LIMIT 5",
+            "rewrote 'FETCH FIRST 5 ROWS ONLY' (standard SQL row limit)",
+        ),
+    ],
+)
 def test_sqlite_grammar_rewrites_other_dialects(draft, fixed, detail):
     result = run(lambda prompt: draft, Grammar.builtin("sqlite"))
     assert result.text == fixed
@@ -196,8 +207,24 @@ def test_stream_is_closed_a_few_tokens_after_the_first_invalid_byte(small_sql):
 
     def streaming(prompt, prefix):
         try:
-            for token in ["SELECT", " *", " FROM", " users", " WHERE", " x", " ILIKE", " 'a'", " AND", " y",
-                          " =", " 1", " OR", " z", " =", " 2"]:
+            for token in [
+                "SELECT",
+                " *",
+                " FROM",
+                " users",
+                " WHERE",
+                " x",
+                " ILIKE",
+                " 'a'",
+                " AND",
+                " y",
+                " =",
+                " 1",
+                " OR",
+                " z",
+                " =",
+                " 2",
+            ]:
                 pulled.append(token)
                 yield token
         finally:
@@ -301,9 +328,9 @@ def test_invalid_options_are_rejected(small_sql):
 
 
 def test_aguide_runs_concurrently_and_matches_sync(small_sql, json_grammar):
-    drafts = [
-        (lambda prompt, i=i: f"SELECT c{i} FROM t{i} WHERE c{i} ILIKE 'x';", small_sql) for i in range(10)
-    ] + [(lambda prompt, i=i: f"{{'k{i}': [{i}, {i + 1},],}}", json_grammar) for i in range(10)]
+    drafts = [(lambda prompt, i=i: f"SELECT c{i} FROM t{i} WHERE c{i} ILIKE 'x';", small_sql) for i in range(10)] + [
+        (lambda prompt, i=i: f"{{'k{i}': [{i}, {i + 1},],}}", json_grammar) for i in range(10)
+    ]
 
     async def main():
         return await asyncio.gather(*(gg.aguide(d, g, "p", target=False) for d, g in drafts))

@@ -61,7 +61,9 @@ def test_broken_streams_are_resumed_twice_in_a_row_then_the_error_ends_the_run(s
 
     # A call that ends properly resets the count: breaks that are not in a row are resumed.
     calls.clear()
-    answers = iter([("SELECT", True), (" name", True), (" FROM", False), (" users", True), (" WHERE", True), (" a = 1", False)])
+    answers = iter(
+        [("SELECT", True), (" name", True), (" FROM", False), (" users", True), (" WHERE", True), (" a = 1", False)]
+    )
 
     def sometimes(prompt, prefix):
         calls.append(prefix)
@@ -165,7 +167,11 @@ def test_max_new_tokens_bounds_a_single_draft_call(shape, json_grammar):
     # checked between calls.
     text = big_json(40_000)
     assert len(text) > 1_000_000
-    draft = (lambda prompt: text) if shape == "one string" else (lambda prompt: (text[i : i + 64] for i in range(0, len(text), 64)))
+    draft = (
+        (lambda prompt: text)
+        if shape == "one string"
+        else (lambda prompt: (text[i : i + 64] for i in range(0, len(text), 64)))
+    )
     with pytest.raises(gg.GuideExhausted, match=r"max_new_tokens \(100\) reached") as caught:
         run(draft, json_grammar, max_new_tokens=100)
     partial = caught.value.result

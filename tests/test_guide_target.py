@@ -8,13 +8,11 @@ import json
 import pytest
 
 import grammar_guide as gg
-from grammar_guide import Correction, GrammarViolation, GuideExhausted, GuideLimits
+from grammar_guide import Correction, GrammarViolation, GuideLimits
 
 pytestmark = pytest.mark.model
 
-SCHEMA_PROMPT = (
-    "Table users(id, name, age). Write one SQLite query: names of users older than 30, oldest first."
-)
+SCHEMA_PROMPT = "Table users(id, name, age). Write one SQLite query: names of users older than 30, oldest first."
 
 
 @pytest.fixture(scope="module")

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import pytest
 
-from tests.support.browser import browser_context, screenshot_path
 from grammar_guide import (
     Alternative,
     Correction,
@@ -21,6 +20,7 @@ from grammar_guide import (
     GuideStats,
 )
 from grammar_guide._html import render_fragment, render_html
+from tests.support.browser import browser_context, screenshot_path
 
 
 class Story:
@@ -113,7 +113,7 @@ PAYLOADS = [
     "</div></pre><img src=x onerror=\"window.__pwned='img'\">",
     "<svg onload=\"window.__pwned='svg'\"></svg>",
 ]
-ATTR_PAYLOAD = "\" onmouseover=\"window.__pwned='attr'\" data-x=\""
+ATTR_PAYLOAD = '" onmouseover="window.__pwned=\'attr\'" data-x="'
 
 
 def hostile_result() -> GuideResult:
@@ -121,8 +121,12 @@ def hostile_result() -> GuideResult:
     s = Story()
     s.draft('["' + PAYLOADS[0].replace('"', "'") + '", ', 0)
     s.violate(PAYLOADS[1], [ATTR_PAYLOAD, "STRING"], 0)
-    s.correct('"' + PAYLOADS[2].replace('"', "'") + '"', "target", alternatives=(Alternative(ATTR_PAYLOAD, 0.9),),
-              detail=ATTR_PAYLOAD)
+    s.correct(
+        '"' + PAYLOADS[2].replace('"', "'") + '"',
+        "target",
+        alternatives=(Alternative(ATTR_PAYLOAD, 0.9),),
+        detail=ATTR_PAYLOAD,
+    )
     s.correct("]", "forced")
     s.cut(PAYLOADS[1] + ATTR_PAYLOAD, ATTR_PAYLOAD, 0)
     return GuideResult(s.text, PAYLOADS[1] + ATTR_PAYLOAD, "json" + ATTR_PAYLOAD, s.events, GuideStats(draft_calls=1))
@@ -241,7 +245,8 @@ def test_browser_shows_each_kind_of_segment_and_the_text(page, tmp_path: Path) -
     assert order[:3] == ["draft", "violation", "repair"]
     # The kinds look different from each other.
     backgrounds = page.eval_on_selector_all(
-        ".gg-text .gg-seg", "els => Object.fromEntries(els.map(e => [e.dataset.kind, getComputedStyle(e).backgroundColor]))"
+        ".gg-text .gg-seg",
+        "els => Object.fromEntries(els.map(e => [e.dataset.kind, getComputedStyle(e).backgroundColor]))",
     )
     assert len(set(backgrounds.values())) == 7
     assert page.requests == [path.as_uri()]
@@ -262,7 +267,14 @@ def test_browser_shows_legend_and_summary(page, tmp_path: Path) -> None:  # type
         "Drafted, cut",
     ]
     assert legend.evaluate_all("els => els.map(e => e.dataset.kind)") == [
-        "draft", "target", "forced", "healed", "repair", "completion", "violation", "cut"
+        "draft",
+        "target",
+        "forced",
+        "healed",
+        "repair",
+        "completion",
+        "violation",
+        "cut",
     ]
     assert page.locator(".gg-badge").inner_text() == "✓ valid & complete"
     stat = lambda key: page.locator(f'.gg-stat[data-stat="{key}"] .gg-stat-v').inner_text()  # noqa: E731
@@ -336,7 +348,8 @@ HOSTILE_CHECK_JS = """() => ({
   imgs: document.querySelectorAll('img').length,
   scripts: document.querySelectorAll('script').length,
   svgs: document.querySelectorAll('svg').length,
-  handlers: Array.from(document.querySelectorAll('*')).filter(e => Array.from(e.attributes).some(a => a.name.startsWith('on'))).length,
+  handlers: Array.from(document.querySelectorAll('*'))
+    .filter(e => Array.from(e.attributes).some(a => a.name.startsWith('on'))).length,
 })"""
 
 
@@ -403,7 +416,12 @@ def test_browser_renders_a_real_guided_run(page, tmp_path: Path, small_sql: Gram
     import grammar_guide as gg
 
     def draft(prompt: str) -> list[str]:
-        return ["Sure! Here is the query:\n", "SELECT name age FROM users ", "ORDER BY age DESC LIMT 5;", "\nThat's all."]
+        return [
+            "Sure! Here is the query:\n",
+            "SELECT name age FROM users ",
+            "ORDER BY age DESC LIMT 5;",
+            "\nThat's all.",
+        ]
 
     result = gg.guide(draft, small_sql, "The names of the five oldest users", target=False)
     assert result.complete
@@ -411,7 +429,8 @@ def test_browser_renders_a_real_guided_run(page, tmp_path: Path, small_sql: Gram
     assert page.locator(".gg-text").get_attribute("data-exact") == "true"
     assert page.evaluate(KEPT_TEXT_JS) == result.text
     struck = page.eval_on_selector_all(
-        ".gg-text .gg-seg", "els => els.filter(e => ['violation', 'cut'].includes(e.dataset.kind)).map(e => e.textContent)"
+        ".gg-text .gg-seg",
+        "els => els.filter(e => ['violation', 'cut'].includes(e.dataset.kind)).map(e => e.textContent)",
     )
     assert any("Sure! Here is the query:" in t for t in struck)
     assert any(t.startswith("LIMT") for t in struck)
@@ -517,7 +536,24 @@ def test_any_event_sequence_rebuilds_the_text_and_escapes_it(steps: list[tuple[s
     assert 'data-exact="true"' in page
     # Only the page's own elements: nothing from the text became markup.
     assert set(parser.tags) <= {
-        "html", "head", "meta", "title", "style", "body", "div", "header", "span", "code", "p", "q", "ul", "li",
-        "pre", "details", "summary", "ol", "a",
+        "html",
+        "head",
+        "meta",
+        "title",
+        "style",
+        "body",
+        "div",
+        "header",
+        "span",
+        "code",
+        "p",
+        "q",
+        "ul",
+        "li",
+        "pre",
+        "details",
+        "summary",
+        "ol",
+        "a",
     }
     assert "<b " not in page and "<p>" not in page

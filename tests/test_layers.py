@@ -12,8 +12,18 @@ from grammar_guide._text import line_column, offset_of
 PACKAGE = Path(__file__).resolve().parent.parent / "grammar_guide"
 # Bottom to top: each module may import only modules listed before it (at import time).
 GRAMMAR_LAYER = [
-    "_errors", "_text", "_regex", "_charclass", "_matcher", "_exact", "_hazards", "_lark_load", "_compile", "_export",
-    "_grammar", "_checker",
+    "_errors",
+    "_text",
+    "_regex",
+    "_charclass",
+    "_matcher",
+    "_exact",
+    "_hazards",
+    "_lark_load",
+    "_compile",
+    "_export",
+    "_grammar",
+    "_checker",
 ]
 
 

@@ -9,7 +9,6 @@ import pytest
 
 from grammar_guide import DraftCall, DraftRequest, SyncDraft, TargetModel
 from grammar_guide.providers.transformers import TransformersDraft
-
 from tests.support.conftest_models import one_torch_thread, smollm2, tiny_model
 
 
@@ -22,7 +21,9 @@ def _one_thread():
 PROMPT = "Table users(id, name, age). Write one SQL query: the names of users older than 30."
 
 
-def _run(draft: TransformersDraft, accepted: str = "", n: int = 12, stop: tuple[str, ...] = ()) -> tuple[list[str], DraftCall]:
+def _run(
+    draft: TransformersDraft, accepted: str = "", n: int = 12, stop: tuple[str, ...] = ()
+) -> tuple[list[str], DraftCall]:
     call = DraftCall(DraftRequest(PROMPT, accepted, n, stop))
     return list(draft.stream_sync(call)), call
 
@@ -82,7 +83,7 @@ def test_a_healed_boundary_is_rewritten_not_repeated():
     assert ids[: len(kept)] == kept
     produced = lm.ll_tokenizer.decode_bytes(ids)
     assert produced.startswith(text.encode())
-    assert produced[len(text.encode()):].decode("utf-8", errors="ignore").startswith("".join(chunks))
+    assert produced[len(text.encode()) :].decode("utf-8", errors="ignore").startswith("".join(chunks))
 
 
 @pytest.mark.model

@@ -25,7 +25,6 @@ from grammar_guide.local import (
 )
 from grammar_guide.local.loading import pick_device, pick_dtype
 from grammar_guide.local.sampling import nucleus
-
 from tests.support.conftest_models import one_torch_thread, smollm2, tiny_model
 
 
@@ -233,9 +232,10 @@ def test_lookup_guesses_what_followed_the_latest_match_of_the_last_tokens():
 def test_lookup_finds_the_latest_match_whatever_the_token_values():
     """The search runs on the ids as bytes: a match across token boundaries must not count
     (small ids are mostly zero bytes, so such matches are everywhere)."""
+
     def latest(ids, n):
         for i in range(len(ids) - 2, n - 2, -1):
-            if ids[i - n + 1:i + 1] == ids[len(ids) - n:]:
+            if ids[i - n + 1 : i + 1] == ids[len(ids) - n :]:
                 return i + 1
         return None
 
@@ -245,7 +245,7 @@ def test_lookup_finds_the_latest_match_whatever_the_token_values():
         ids = [rng.randrange(alphabet) for _ in range(rng.randrange(1, 30))]
         starts = [latest(ids, n) for n in (3, 2, 1) if len(ids) > n]
         start = next((at for at in starts if at is not None), None)
-        assert TokenLookup(4).guess(ids, 10) == ([] if start is None else ids[start:start + 4]), ids
+        assert TokenLookup(4).guess(ids, 10) == ([] if start is None else ids[start : start + 4]), ids
 
 
 def test_lookup_probes_less_and_less_often_while_its_guesses_stay_wrong():
@@ -301,8 +301,9 @@ def test_a_lookup_cache_gives_the_logits_of_plain_steps_in_fewer_passes():
     cache.advance(prompt + answer[:3], 4)
     other = prompt + lm.text_ids(" x y z")
     guessing.advance(other)
-    torch.testing.assert_close(cache.advance(prompt + answer[:4], 4), plain.advance(prompt + answer[:4]),
-                               atol=1e-3, rtol=1e-3)
+    torch.testing.assert_close(
+        cache.advance(prompt + answer[:4], 4), plain.advance(prompt + answer[:4]), atol=1e-3, rtol=1e-3
+    )
 
 
 def _nucleus_by_full_sort(probs: torch.Tensor, top_p: float) -> torch.Tensor:

@@ -11,8 +11,16 @@ import pytest
 from grammar_guide import AuthenticationError, DraftCall, DraftRequest, ServerError
 from grammar_guide.providers._openai_format import CONTINUE_INSTRUCTION
 from grammar_guide.providers.anthropic import AnthropicDraft, refuses_prefill
-
-from tests.support.llm_server import API_KEY, CLAUDE_46_MODEL, NO_PREFILL_MODEL, Fault, collect, fast_retry, get_server, make_draft
+from tests.support.llm_server import (
+    API_KEY,
+    CLAUDE_46_MODEL,
+    NO_PREFILL_MODEL,
+    Fault,
+    collect,
+    fast_retry,
+    get_server,
+    make_draft,
+)
 
 pytestmark = pytest.mark.model
 
@@ -38,7 +46,9 @@ def test_prefill_continues_the_accepted_text(server):
 def test_trailing_whitespace_is_held_back_from_the_prefill(server):
     # The API rejects a prefill ending in whitespace; the draft sends it without, and drops the
     # whitespace the model then writes first (the accepted text already has it).
-    got = collect(make_draft("anthropic", server), DraftRequest(PROMPT, accepted_text="SELECT name FROM ", max_new_tokens=4))
+    got = collect(
+        make_draft("anthropic", server), DraftRequest(PROMPT, accepted_text="SELECT name FROM ", max_new_tokens=4)
+    )
     assert got.error is None and got.text
     record = server.records[-1]
     assert record.status == 200

@@ -19,7 +19,6 @@ from grammar_guide import (
     RateLimitError,
     ServerError,
 )
-
 from tests.support.llm_server import API_KEY, KINDS, Fault, collect, fast_retry, get_server, make_draft
 
 pytestmark = pytest.mark.model
@@ -33,6 +32,8 @@ RAW_PROMPT = "-- SQLite: the names of all users, oldest first\nSELECT"
 def request_for(kind: str, max_new_tokens: int = 6, **fields) -> DraftRequest:
     prompt = RAW_PROMPT if kind.endswith("completions") else PROMPT
     return DraftRequest(prompt=prompt, max_new_tokens=max_new_tokens, **fields)
+
+
 # The three client stacks: the openai SDK, the anthropic SDK, plain httpx.
 STACKS = ("openai-chat", "anthropic", "http-chat")
 
@@ -168,7 +169,9 @@ def test_read_timeout_mid_stream_ends_the_call_without_hanging(server, kind):
     script = server.script([Fault("stall", after_tokens=2, seconds=5.0)])
     started = time.monotonic()
     got = collect(
-        make_draft(kind, server, script=script, timeout=1.5), DraftRequest(prompt=PROMPT, max_new_tokens=20), timeout=120
+        make_draft(kind, server, script=script, timeout=1.5),
+        DraftRequest(prompt=PROMPT, max_new_tokens=20),
+        timeout=120,
     )
     assert isinstance(got.error, ProviderConnectionError)
     assert "Timeout" in str(got.error)

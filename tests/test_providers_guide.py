@@ -7,7 +7,6 @@ import pytest
 
 import grammar_guide as gg
 from grammar_guide import DraftSpan, ProviderError
-
 from tests.support.llm_server import KINDS, NO_PREFILL_MODEL, Fault, get_server, make_draft
 
 pytestmark = pytest.mark.model

@@ -10,7 +10,6 @@ import pytest
 
 from grammar_guide import DraftCall, DraftRequest, ProviderConnectionError, RateLimitError
 from grammar_guide.providers.http import HTTPDraft
-
 from tests.support.llm_server import API_KEY, Fault, collect, fast_retry, get_server, make_draft
 
 pytestmark = pytest.mark.model

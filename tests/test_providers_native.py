@@ -16,9 +16,15 @@ import pytest
 
 import grammar_guide as gg
 from grammar_guide import DraftRequest, Grammar, GrammarError, GrammarRefused
-
 from tests.support.llm_server import (
-    API_KEY, GRAMMAR_MODEL, IGNORES_GRAMMAR_MODEL, MODEL, SMALL_GRAMMAR_MODEL, collect, get_server, make_draft,
+    API_KEY,
+    GRAMMAR_MODEL,
+    IGNORES_GRAMMAR_MODEL,
+    MODEL,
+    SMALL_GRAMMAR_MODEL,
+    collect,
+    get_server,
+    make_draft,
 )
 
 pytestmark = pytest.mark.model
@@ -107,7 +113,9 @@ def test_a_server_that_ignores_the_grammar_is_caught_and_repaired(server, small_
 
 
 def test_auto_sends_no_grammar_where_the_model_is_not_known_to_take_it(server, small_sql):
-    got = collect(make_draft("openai-chat", server, model=MODEL), DraftRequest(PROMPT, max_new_tokens=3, grammar=small_sql))
+    got = collect(
+        make_draft("openai-chat", server, model=MODEL), DraftRequest(PROMPT, max_new_tokens=3, grammar=small_sql)
+    )
     assert got.error is None and got.call.path == "speculative"
     assert server.records[-1].path == "/v1/chat/completions" and "tools" not in server.records[-1].body
 
@@ -116,7 +124,9 @@ LAZY = Grammar.from_lark('start: "a" B\nB: /b+?c/\n')
 
 
 def test_a_grammar_the_format_cannot_express_is_drafted_freely_or_raises_when_forced(server):
-    got = collect(make_draft("openai-chat", server, model=GRAMMAR_MODEL), DraftRequest(PROMPT, max_new_tokens=3, grammar=LAZY))
+    got = collect(
+        make_draft("openai-chat", server, model=GRAMMAR_MODEL), DraftRequest(PROMPT, max_new_tokens=3, grammar=LAZY)
+    )
     assert got.error is None and got.call.path == "fallback"
     assert got.call.fallback_reason.startswith("not sent: terminal B uses a lazy quantifier")
     assert server.records[-1].path == "/v1/chat/completions"
@@ -128,20 +138,27 @@ def test_a_grammar_the_format_cannot_express_is_drafted_freely_or_raises_when_fo
 @pytest.mark.parametrize(
     "definition, message",
     [
-        ('start: B\nB: /b+?c/\n', "lazy quantifiers"),
+        ("start: B\nB: /b+?c/\n", "lazy quantifiers"),
         ('start: A\nA.2: "a"\n', "terminal priorities"),
-        ('start: A\nA: /(?=a)a/\n', "look-around"),
+        ("start: A\nA: /(?=a)a/\n", "look-around"),
         ("start: x\n%import other.x\n", "%import"),
     ],
 )
 def test_the_server_refuses_grammars_outside_the_subset_as_openai_does(server, definition, message):
     async def main() -> None:
         client = openai.AsyncOpenAI(api_key=API_KEY, base_url=f"{server.base_url}/v1", max_retries=0)
-        tool = {"type": "custom", "name": "answer", "format": {"type": "grammar", "syntax": "lark", "definition": definition}}
+        tool = {
+            "type": "custom",
+            "name": "answer",
+            "format": {"type": "grammar", "syntax": "lark", "definition": definition},
+        }
         try:
             with pytest.raises(openai.BadRequestError) as caught:
                 await client.responses.create(
-                    model=GRAMMAR_MODEL, input=PROMPT, tools=[tool], tool_choice={"type": "custom", "name": "answer"},
+                    model=GRAMMAR_MODEL,
+                    input=PROMPT,
+                    tools=[tool],
+                    tool_choice={"type": "custom", "name": "answer"},
                     stream=True,
                 )
         finally:

@@ -11,7 +11,6 @@ import pytest
 from grammar_guide import AuthenticationError, DraftCall, DraftRequest, ServerError
 from grammar_guide.providers._openai_format import CONTINUE_INSTRUCTION
 from grammar_guide.providers.openai import OpenAIDraft
-
 from tests.support.llm_server import API_KEY, Fault, collect, fast_retry, get_server, make_draft
 
 pytestmark = pytest.mark.model

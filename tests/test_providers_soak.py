@@ -29,7 +29,6 @@ import pytest
 
 import grammar_guide as gg
 from grammar_guide import GrammarGuideError, GuideExhausted, ProviderError
-
 from tests.support.llm_server import KINDS, Fault, fast_retry, get_server, make_draft
 
 pytestmark = pytest.mark.model

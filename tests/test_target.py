@@ -11,7 +11,6 @@ import pytest
 
 from grammar_guide import Alternative, Grammar
 from grammar_guide.local.target import Continuation, TargetModel
-
 from tests.support.conftest_models import greedy_unconstrained, one_torch_thread, smollm2, tiny_model
 
 
@@ -69,7 +68,9 @@ def test_sampled_continuations_of_a_random_model_stay_in_the_grammar(which, json
     for text in _prefixes(samples, rng, 100):
         assert grammar.valid_prefix(text) == len(text)
         finish = rng.random() < 0.2
-        c = target.continue_text("Write one.", text, grammar, max_new_tokens=12, finish=finish, min_terminals=rng.randint(1, 3))
+        c = target.continue_text(
+            "Write one.", text, grammar, max_new_tokens=12, finish=finish, min_terminals=rng.randint(1, 3)
+        )
         _assert_valid(grammar, text, c, 12)
         reasons.add(c.stop_reason)
         # The tokens the target ran are exactly the text it returned (no hidden bytes).
@@ -140,8 +141,10 @@ def test_sampling_smollm2_needs_the_full_mask_only_where_its_own_draw_is_refused
     assert target.choices >= 30
     assert target.full_masks <= 3 + target.choices // 4
     again = TargetModel(smollm2(), temperature=0.8, seed=4)
-    assert [again.continue_text(PERSON_PROMPT, t, json_grammar, max_new_tokens=24, finish=True).text
-            for t in ('{"name": "Ada", ', '{"name": "Ada", "born": 18', '{"tags": ["math", ')] == texts
+    assert [
+        again.continue_text(PERSON_PROMPT, t, json_grammar, max_new_tokens=24, finish=True).text
+        for t in ('{"name": "Ada", ', '{"name": "Ada", "born": 18', '{"tags": ["math", ')
+    ] == texts
 
 
 @pytest.mark.model
@@ -222,13 +225,17 @@ def test_eos_only_where_the_grammar_accepts(small_sql):
 def test_healed_boundary_gives_canonical_tokens(text, json_grammar, small_sql):
     lm = smollm2()
     if text.startswith("{"):
-        grammar = Grammar.from_json_schema(
-            {
-                "type": "object",
-                "properties": {"orderId": {"type": "string"}, "orderName": {"type": "string"}},
-                "additionalProperties": False,
-            }
-        ) if "order" in text else json_grammar
+        grammar = (
+            Grammar.from_json_schema(
+                {
+                    "type": "object",
+                    "properties": {"orderId": {"type": "string"}, "orderName": {"type": "string"}},
+                    "additionalProperties": False,
+                }
+            )
+            if "order" in text
+            else json_grammar
+        )
         prompt = PERSON_PROMPT
     else:
         grammar, prompt = small_sql, SQL_PROMPT
@@ -242,7 +249,10 @@ def test_healed_boundary_gives_canonical_tokens(text, json_grammar, small_sql):
     assert ids[: len(kept)] == kept
     # The whole answer is tokenized as the tokenizer itself would: no token split at the boundary.
     produced = lm.ll_tokenizer.decode_bytes(ids)
-    assert lm.text_ids(produced) == ids, (lm.ll_tokenizer.dbg_tokens(ids), lm.ll_tokenizer.dbg_tokens(lm.text_ids(produced)))
+    assert lm.text_ids(produced) == ids, (
+        lm.ll_tokenizer.dbg_tokens(ids),
+        lm.ll_tokenizer.dbg_tokens(lm.text_ids(produced)),
+    )
 
 
 @pytest.mark.model
@@ -255,11 +265,11 @@ def test_after_a_healed_boundary_the_model_writes_what_it_would_unconstrained(te
     free = greedy_unconstrained(lm, lm.prompt_ids(prompt) + kept, 4)
     free_bytes = lm.ll_tokenizer.decode_bytes(free)
     assert free_bytes.startswith(healed)  # the model's own choice re-writes the healed bytes
-    free_text = free_bytes[len(healed):].decode("utf-8", errors="ignore")
+    free_text = free_bytes[len(healed) :].decode("utf-8", errors="ignore")
     assert grammar.valid_prefix(text + free_text) == len(text + free_text)  # and is valid here
     target = TargetModel(lm)
     c = target.continue_text(prompt, text, grammar, max_new_tokens=4, min_terminals=100)
-    assert list(target.last_token_ids[len(kept):]) == free
+    assert list(target.last_token_ids[len(kept) :]) == free
     assert c.text == free_text
 
 
@@ -286,7 +296,7 @@ def test_constrained_greedy_equals_unconstrained_while_that_is_valid(prompt, tex
         piece = lm.ll_tokenizer.decode_bytes(free[:i])
         if not piece.startswith(healed) or free[i - 1] in lm.eos_token_ids:
             break
-        body = piece[len(healed):].decode("utf-8", errors="ignore")
+        body = piece[len(healed) :].decode("utf-8", errors="ignore")
         if grammar.valid_prefix(text + body) != len(text + body):
             break
         valid = i
@@ -294,7 +304,7 @@ def test_constrained_greedy_equals_unconstrained_while_that_is_valid(prompt, tex
     ends = valid < len(free) and free[valid] in lm.eos_token_ids
     target = TargetModel(lm)
     c = target.continue_text(prompt, text, grammar, max_new_tokens=valid + ends, min_terminals=10**6)
-    assert list(target.last_token_ids[len(kept):]) == free[:valid]
+    assert list(target.last_token_ids[len(kept) :]) == free[:valid]
     if ends:  # the model ended a complete text: so does the target
         assert c.stop_reason == "eos" and c.complete
 
@@ -323,8 +333,10 @@ def test_later_calls_reuse_the_kv_cache(json_grammar):
 def test_guessed_tokens_change_nothing_but_the_forward_passes():
     lm = smollm2()
     pairs = ' ("," STRING ":" STRING)~11'
-    grammar = Grammar.from_lark(f'start: "{{" STRING ":" STRING{pairs} "}}"\n%import common.ESCAPED_STRING -> STRING\n'
-                                "%import common.WS\n%ignore WS\n")
+    grammar = Grammar.from_lark(
+        f'start: "{{" STRING ":" STRING{pairs} "}}"\n%import common.ESCAPED_STRING -> STRING\n'
+        "%import common.WS\n%ignore WS\n"
+    )
     prompt = "Here is a JSON object, with 12 keys, using only string values:\n\n```json\n"
     plain, guessing = TargetModel(lm, lookup=0), TargetModel(lm)
     out = [t.continue_text(prompt, "", grammar, max_new_tokens=200, finish=True) for t in (plain, guessing)]
@@ -372,8 +384,9 @@ def test_the_text_is_reported_as_it_is_written(json_grammar):
             # Called on the event loop's thread, not the target's worker.
             seen.append((piece, asyncio.get_running_loop() is loop))
 
-        return await target.acontinue_text(PERSON_PROMPT, text, json_grammar, max_new_tokens=40, finish=True,
-                                           on_text=on_text), seen
+        return await target.acontinue_text(
+            PERSON_PROMPT, text, json_grammar, max_new_tokens=40, finish=True, on_text=on_text
+        ), seen
 
     again, seen = asyncio.run(streamed())
     assert again.text == c.text and "".join(p for p, _ in seen) == c.text and all(ok for _, ok in seen)

@@ -27,28 +27,164 @@ from __future__ import annotations
 import itertools
 import re
 import sys
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 SOURCE = ROOT / "grammars" / "src" / "sqlite.lark"
 TARGET = ROOT / "grammars" / "sqlite.lark"
 
 # SQLite's keywords (3.40; https://sqlite.org/lang_keywords.html): an IDENT is none of them.
-KEYWORDS = """
-ABORT ACTION ADD AFTER ALL ALTER ALWAYS ANALYZE AND AS ASC ATTACH AUTOINCREMENT BEFORE BEGIN
-BETWEEN BY CASCADE CASE CAST CHECK COLLATE COLUMN COMMIT CONFLICT CONSTRAINT CREATE CROSS CURRENT
-CURRENT_DATE CURRENT_TIME CURRENT_TIMESTAMP DATABASE DEFAULT DEFERRABLE DEFERRED DELETE DESC
-DETACH DISTINCT DO DROP EACH ELSE END ESCAPE EXCEPT EXCLUDE EXCLUSIVE EXISTS EXPLAIN FAIL FILTER
-FIRST FOLLOWING FOR FOREIGN FROM FULL GENERATED GLOB GROUP GROUPS HAVING IF IGNORE IMMEDIATE IN
-INDEX INDEXED INITIALLY INNER INSERT INSTEAD INTERSECT INTO IS ISNULL JOIN KEY LAST LEFT LIKE LIMIT
-MATCH MATERIALIZED NATURAL NO NOT NOTHING NOTNULL NULL NULLS OF OFFSET ON OR ORDER OTHERS OUTER
-OVER PARTITION PLAN PRAGMA PRECEDING PRIMARY QUERY RAISE RANGE RECURSIVE REFERENCES REGEXP REINDEX
-RELEASE RENAME REPLACE RESTRICT RETURNING RIGHT ROLLBACK ROW ROWS SAVEPOINT SELECT SET TABLE TEMP
-TEMPORARY THEN TIES TO TRANSACTION TRIGGER UNBOUNDED UNION UNIQUE UPDATE USING VACUUM VALUES VIEW
-VIRTUAL WHEN WHERE WINDOW WITH WITHOUT
-""".split()
-
+KEYWORDS = [
+    "ABORT",
+    "ACTION",
+    "ADD",
+    "AFTER",
+    "ALL",
+    "ALTER",
+    "ALWAYS",
+    "ANALYZE",
+    "AND",
+    "AS",
+    "ASC",
+    "ATTACH",
+    "AUTOINCREMENT",
+    "BEFORE",
+    "BEGIN",
+    "BETWEEN",
+    "BY",
+    "CASCADE",
+    "CASE",
+    "CAST",
+    "CHECK",
+    "COLLATE",
+    "COLUMN",
+    "COMMIT",
+    "CONFLICT",
+    "CONSTRAINT",
+    "CREATE",
+    "CROSS",
+    "CURRENT",
+    "CURRENT_DATE",
+    "CURRENT_TIME",
+    "CURRENT_TIMESTAMP",
+    "DATABASE",
+    "DEFAULT",
+    "DEFERRABLE",
+    "DEFERRED",
+    "DELETE",
+    "DESC",
+    "DETACH",
+    "DISTINCT",
+    "DO",
+    "DROP",
+    "EACH",
+    "ELSE",
+    "END",
+    "ESCAPE",
+    "EXCEPT",
+    "EXCLUDE",
+    "EXCLUSIVE",
+    "EXISTS",
+    "EXPLAIN",
+    "FAIL",
+    "FILTER",
+    "FIRST",
+    "FOLLOWING",
+    "FOR",
+    "FOREIGN",
+    "FROM",
+    "FULL",
+    "GENERATED",
+    "GLOB",
+    "GROUP",
+    "GROUPS",
+    "HAVING",
+    "IF",
+    "IGNORE",
+    "IMMEDIATE",
+    "IN",
+    "INDEX",
+    "INDEXED",
+    "INITIALLY",
+    "INNER",
+    "INSERT",
+    "INSTEAD",
+    "INTERSECT",
+    "INTO",
+    "IS",
+    "ISNULL",
+    "JOIN",
+    "KEY",
+    "LAST",
+    "LEFT",
+    "LIKE",
+    "LIMIT",
+    "MATCH",
+    "MATERIALIZED",
+    "NATURAL",
+    "NO",
+    "NOT",
+    "NOTHING",
+    "NOTNULL",
+    "NULL",
+    "NULLS",
+    "OF",
+    "OFFSET",
+    "ON",
+    "OR",
+    "ORDER",
+    "OTHERS",
+    "OUTER",
+    "OVER",
+    "PARTITION",
+    "PLAN",
+    "PRAGMA",
+    "PRECEDING",
+    "PRIMARY",
+    "QUERY",
+    "RAISE",
+    "RANGE",
+    "RECURSIVE",
+    "REFERENCES",
+    "REGEXP",
+    "REINDEX",
+    "RELEASE",
+    "RENAME",
+    "REPLACE",
+    "RESTRICT",
+    "RETURNING",
+    "RIGHT",
+    "ROLLBACK",
+    "ROW",
+    "ROWS",
+    "SAVEPOINT",
+    "SELECT",
+    "SET",
+    "TABLE",
+    "TEMP",
+    "TEMPORARY",
+    "THEN",
+    "TIES",
+    "TO",
+    "TRANSACTION",
+    "TRIGGER",
+    "UNBOUNDED",
+    "UNION",
+    "UNIQUE",
+    "UPDATE",
+    "USING",
+    "VACUUM",
+    "VALUES",
+    "VIEW",
+    "VIRTUAL",
+    "WHEN",
+    "WHERE",
+    "WINDOW",
+    "WITH",
+    "WITHOUT",
+]
 
 
 _HEADER = """\
@@ -79,11 +215,22 @@ BLOCK_COMMENT: /\\/\\*(?:[^*\\x00]|\\*+[^*\\/\\x00])*\\*+\\//
 %ignore WS
 %ignore LINE_COMMENT
 %ignore BLOCK_COMMENT
-"""
+"""  # noqa: E501 - grammar text: one terminal a line
 
 # Rules whose every keyword stands where IDENT (a whole word that is not a keyword) may stand too:
 # IDENT already swallows a keyword glued to word characters there, so these need no guard.
-_WORD_LISTS = {"id", "ids", "expr_id", "window_nm", "any_token", "fallback_kw", "alias_kw", "window_nm_kw", "reserved_kw", "window_kw"}
+_WORD_LISTS = {
+    "id",
+    "ids",
+    "expr_id",
+    "window_nm",
+    "any_token",
+    "fallback_kw",
+    "alias_kw",
+    "window_nm_kw",
+    "reserved_kw",
+    "window_kw",
+}
 
 # Of those, the lists of keywords only: each list's keywords become one regex terminal, so that an
 # identifier position predicts one lexeme for them instead of a hundred literal alternatives.
@@ -103,8 +250,9 @@ _KEYWORD_LISTS = {"fallback_kw", "alias_kw", "window_nm_kw", "reserved_kw", "win
 # * INTEGER: a hex literal of more than 16 significant digits ("hex literal too big"; such a
 #   literal is a _NUMWORD dead end), and not HEX_MIN (0x8000000000000000, too big under a minus).
 # Fifteen hex digits that are not all zeros (so that 0x8... is not 0x8000000000000000, HEX_MIN).
-_NOT_ZEROS_15 = "|".join("0" * k + "[1-9a-fA-F]" + "[0-9a-fA-F]" * (14 - k) if k < 14 else "0" * 14 + "[1-9a-fA-F]"
-                         for k in range(15))
+_NOT_ZEROS_15 = "|".join(
+    "0" * k + "[1-9a-fA-F]" + "[0-9a-fA-F]" * (14 - k) if k < 14 else "0" * 14 + "[1-9a-fA-F]" for k in range(15)
+)
 _OVERRIDES = {
     "joinop": """joinop: "," | "join"i | join_type "join"i
 join_type: jt_x | jt_x jt_y | jt_y jt_x | jt_x jt_y jt_y | jt_y jt_x jt_y | jt_y jt_y jt_x
@@ -118,7 +266,7 @@ jt_z: "natural"i | "inner"i | "cross"i""",
 expr_nm: expr_id | STRING | join_kw""",
     "func_name": """func_name: expr_id
 expr_id: IDENT | QUOTED_ID | BRACKET_ID | BACKTICK_ID | "indexed"i | window_kw | EXPR_KW_WORDS""",
-    "INTEGER": f"""INTEGER: /0[xX]0*(?:[0-9a-fA-F]{{1,15}}|[0-79a-fA-F][0-9a-fA-F]{{15}}|8(?:{_NOT_ZEROS_15}))|[0-9]+/""",
+    "INTEGER": f"""INTEGER: /0[xX]0*(?:[0-9a-fA-F]{{1,15}}|[0-79a-fA-F][0-9a-fA-F]{{15}}|8(?:{_NOT_ZEROS_15}))|[0-9]+/""",  # noqa: E501
 }
 _NOT_EXPR_IDS = {"cast", "raise", "current_date", "current_time", "current_timestamp"}
 
@@ -329,7 +477,7 @@ def _replace_rule(lines: list[str], name: str, body: str) -> list[str]:
     hits = [i for i, line in enumerate(lines) if pattern.match(line)]
     if len(hits) != 1:
         raise ValueError(f"expected one rule {name}, found {len(hits)}")
-    return [*lines[:hits[0]], f"{name}: {body}", *lines[hits[0] + 1:]]
+    return [*lines[: hits[0]], f"{name}: {body}", *lines[hits[0] + 1 :]]
 
 
 def _constant_copy(rules: _Rules) -> list[str]:
@@ -353,17 +501,21 @@ def _constant_copy(rules: _Rules) -> list[str]:
                     todo.append(sym)
     out = []
     for name in sorted(reach - {"column_ref"}):
-        alts = [[("TRUTH" if s == "column_ref" else f"c_{s}" if s in reach else s) for s in alt]
-                for alt in rules.alts[name] if not banned(alt)]
+        alts = [
+            [("TRUTH" if s == "column_ref" else f"c_{s}" if s in reach else s) for s in alt]
+            for alt in rules.alts[name]
+            if not banned(alt)
+        ]
         out.append(rules.line(f"c_{name}", alts))
-    out.append('TRUTH: /(?i:true|false)/')
+    out.append("TRUTH: /(?i:true|false)/")
     return out
 
 
 def _without_first_word(rules: _Rules, word: str) -> list[str]:
     matches = re.compile(rf"(?i:{word})")
-    word_terminals = {t for t, body in rules.terminals.items()
-                      if body.startswith("/(?i:") and word in body[5:-2].split("|")}
+    word_terminals = {
+        t for t, body in rules.terminals.items() if body.startswith("/(?i:") and word in body[5:-2].split("|")
+    }
 
     def firsts(alt: list[str]) -> list[str]:
         return [alt[i] for i in rules.left_corner(alt)]
@@ -383,10 +535,17 @@ def _without_first_word(rules: _Rules, word: str) -> list[str]:
         alts = []
         for alt in rules.alts[name]:
             corner = rules.left_corner(alt)
-            if any(alt[i] == f"_k_{word}" or (alt[i].startswith('"') and matches.fullmatch(alt[i].strip('"i'))) for i in corner):
+            if any(
+                alt[i] == f"_k_{word}" or (alt[i].startswith('"') and matches.fullmatch(alt[i].strip('"i')))
+                for i in corner
+            ):
                 continue
-            alts.append([(f"nu_{s}" if s in copied else f"{s}_NU" if s in word_terminals else s) if i in corner else s
-                         for i, s in enumerate(alt)])
+            alts.append(
+                [
+                    (f"nu_{s}" if s in copied else f"{s}_NU" if s in word_terminals else s) if i in corner else s
+                    for i, s in enumerate(alt)
+                ]
+            )
         out.append(rules.line(f"nu_{name}", alts))
     for t in sorted(word_terminals):
         words = [w for w in rules.terminals[t][5:-2].split("|") if w != word]

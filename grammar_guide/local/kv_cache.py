@@ -126,4 +126,3 @@ class KVCache:
             self._cache.crop(-drop)
             del self.ids[n:]
             self._last_logits = self._rows[len(self._rows) - 1 - drop]
-

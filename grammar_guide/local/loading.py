@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import functools
 import importlib
-import logging
 import importlib.util
+import logging
 import os
 import shutil
 import sys
@@ -120,8 +120,7 @@ def ensure_default_model() -> Path:
     target.parent.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
     print(
-        f"grammar-guide: converting {gguf.name} into a Hugging Face model in {target} "
-        "(once; later loads take seconds)",
+        f"grammar-guide: converting {gguf.name} into a Hugging Face model in {target} (once; later loads take seconds)",
         file=sys.stderr,
         flush=True,
     )
@@ -280,7 +279,9 @@ class LoadedModel:
             return ids
         # The tokenizer matched special-token names in the text: tokenize around them, and spell
         # each name as ordinary tokens ("<" then the rest).
-        names = sorted({self.tokenizer.convert_ids_to_tokens(t).encode("utf-8") for t in special}, key=len, reverse=True)
+        names = sorted(
+            {self.tokenizer.convert_ids_to_tokens(t).encode("utf-8") for t in special}, key=len, reverse=True
+        )
         out: list[int] = []
         start = i = 0
         while i < len(data):
@@ -387,4 +388,3 @@ def _load_cached(model: str | None, device: str | None, dtype: Any) -> LoadedMod
     threads = f", {n} CPU thread{'' if n == 1 else 's'}" if chosen_device == "cpu" else ""
     logger.info("loaded %s in %.1f s%s", name, time.perf_counter() - started, threads)
     return LoadedModel(lm, tokenizer, name=name, device=chosen_device)
-

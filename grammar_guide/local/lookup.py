@@ -74,7 +74,7 @@ class TokenLookup:
         for n in (3, 2, 1):
             if end <= n:
                 continue
-            tail = text[4 * (end - n):]
+            tail = text[4 * (end - n) :]
             stop = 4 * (end - 1)  # an occurrence ends before the last token
             at = text.rfind(tail, 0, stop)
             while at > 0 and at % 4:  # across word boundaries: not a token match
@@ -90,7 +90,7 @@ class TokenLookup:
         self._skipped[source] = 0
         self._probing = self._mean[source] < self.WORTH
         self._source, self._start, self._length = source, start, len(ids)
-        return ids[start:start + size]
+        return ids[start : start + size]
 
     def record(self, guessed: int, right: int) -> None:
         """How the last guess, of ``guessed`` tokens, went: the first ``right`` were written
@@ -160,4 +160,3 @@ class LookupCache:
         self.kv.keep(self._base + right)
         self._generation = self.kv.generation
         self._guess, self._rows = [], None
-

@@ -67,4 +67,3 @@ def nucleus(probs: torch.Tensor, top_p: float) -> torch.Tensor:
         k = min(4 * k, n)
     top[cumulative - top >= top_p] = 0
     return torch.zeros_like(probs).scatter_(0, order, top)
-

@@ -22,8 +22,9 @@ import concurrent.futures
 import functools
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
 
 from .._errors import GrammarError
 from .._events import Alternative
@@ -201,8 +202,14 @@ class TargetModel:
 
             relay = relay_text
         run = functools.partial(
-            self.continue_text, prompt, text, grammar,
-            max_new_tokens=max_new_tokens, finish=finish, min_terminals=min_terminals, on_text=relay,
+            self.continue_text,
+            prompt,
+            text,
+            grammar,
+            max_new_tokens=max_new_tokens,
+            finish=finish,
+            min_terminals=min_terminals,
+            on_text=relay,
         )
         return await loop.run_in_executor(self._worker, run)
 
@@ -342,7 +349,7 @@ class TargetModel:
             if pending:
                 healed_count += 1
                 piece = token_bytes[token]
-                pending = pending[len(piece):] if pending.startswith(piece) else b""
+                pending = pending[len(piece) :] if pending.startswith(piece) else b""
             else:
                 sampled += 1
             reason = self._stop(matcher, captured, baseline, finish, min_terminals, pending)
@@ -355,7 +362,7 @@ class TargetModel:
 
         self.last_token_ids = tuple(kept + new)
         generated = b"".join(token_bytes[t] for t in new)
-        tail = generated[len(healed):] if generated.startswith(healed) and not pending else b""
+        tail = generated[len(healed) :] if generated.startswith(healed) and not pending else b""
         continuation, whole = _whole_chars(tail)
         complete = whole and not pending and matcher.is_accepting()
         return Continuation(
@@ -443,7 +450,7 @@ class TargetModel:
                 if not piece:
                     alts.append(Alternative("", float(p)))  # EOS: end the text here
                     continue
-                piece = piece[len(pending):] if piece.startswith(pending) else b""
+                piece = piece[len(pending) :] if piece.startswith(pending) else b""
                 alts.append(Alternative(piece.decode("utf-8", errors="replace"), float(p)))
             alternatives = tuple(alts)
         return self._sampler.choose(scores), alternatives
@@ -466,7 +473,7 @@ class _TextStream:
     def push(self, tokens: list[int]) -> None:
         for t in tokens:
             self._raw += self._table[t]
-        fresh, _ = _whole_chars(bytes(self._raw[self._skip + self._sent:]))
+        fresh, _ = _whole_chars(bytes(self._raw[self._skip + self._sent :]))
         if fresh:
             self._sent += len(fresh.encode("utf-8"))
             self._on_text(fresh)

@@ -10,8 +10,8 @@ import contextlib
 import os
 import shutil
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 CHROMIUM = os.environ.get("GRAMMAR_GUIDE_CHROMIUM", "/usr/bin/chromium")
 

@@ -43,7 +43,9 @@ def hostile(prompt: str) -> str:
 
 
 #: A ``Draft`` object is used as is (here: a function that truly continues the accepted text).
-continuing = FunctionDraft(lambda prompt, prefix: '{"a": [1, 2, 3]}'[len(prefix):], name="continuing", continues_prefix=True)
+continuing = FunctionDraft(
+    lambda prompt, prefix: '{"a": [1, 2, 3]}'[len(prefix) :], name="continuing", continues_prefix=True
+)
 
 
 def returns_a_dict(prompt: str) -> dict[str, str]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
-from typing import Iterator
+from collections.abc import Iterator
 
 from grammar_guide.local import KVCache, LoadedModel, default_model_path, ensure_default_model, load_model
 

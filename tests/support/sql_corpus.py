@@ -28,7 +28,7 @@ if __package__ in (None, ""):  # run as a script: python tests/support/sql_corpu
 else:
     from . import sqlite_oracle
 
-__all__ = ["CorpusStatement", "cache_dir", "load_corpus", "split_script", "build_corpus"]
+__all__ = ["CorpusStatement", "build_corpus", "cache_dir", "load_corpus", "split_script"]
 
 # Pinned so that the measured figures are reproducible.
 PACKAGES = {"sqlglot": "30.30.0", "pglast": "8.8"}
@@ -156,14 +156,18 @@ def split_script(text: str, *, psql: bool = False) -> list[str]:
                 j += 1
             buf.append(text[i : j + 1])
             i = j + 1
-        elif c in "\"`":
+        elif c in '"`':
             j = text.find(c, i + 1)
             while j >= 0 and text.startswith(c * 2, j):
                 j = text.find(c, j + 2)
             j = n - 1 if j < 0 else j
             buf.append(text[i : j + 1])
             i = j + 1
-        elif c == "$" and (m := _DOLLAR_TAG.match(text, i)) and not (i > 0 and (text[i - 1].isalnum() or text[i - 1] == "_")):
+        elif (
+            c == "$"
+            and (m := _DOLLAR_TAG.match(text, i))
+            and not (i > 0 and (text[i - 1].isalnum() or text[i - 1] == "_"))
+        ):
             tag = m.group(0)
             j = text.find(tag, m.end())
             j = n if j < 0 else j + len(tag)
@@ -222,8 +226,20 @@ def _download(dest: Path) -> dict[str, Path]:
         found = sorted(dest.glob(f"{name}-{version}.tar.gz"))
         if not found:
             subprocess.run(
-                [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--no-binary", ":all:",
-                 "--disable-pip-version-check", f"{name}=={version}", "-d", str(dest)],
+                [
+                    sys.executable,
+                    "-m",
+                    "pip",
+                    "download",
+                    "--quiet",
+                    "--no-deps",
+                    "--no-binary",
+                    ":all:",
+                    "--disable-pip-version-check",
+                    f"{name}=={version}",
+                    "-d",
+                    str(dest),
+                ],
                 check=True,
             )
             found = sorted(dest.glob(f"{name}-{version}.tar.gz"))

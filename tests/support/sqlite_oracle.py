@@ -221,8 +221,10 @@ def _repair(conn: _Connection, message: str) -> bool:
     if m := re.match(r"duplicate column name: (.+)$", message):
         if _unquote(m.group(1)).lower() != _PLACEHOLDER or not conn.created:
             return False
-        renamed = [conn.execute(f"ALTER TABLE {t} RENAME COLUMN {_PLACEHOLDER} TO {_quote(_PLACEHOLDER_RENAMED)}")
-                   for t in conn.created]
+        renamed = [
+            conn.execute(f"ALTER TABLE {t} RENAME COLUMN {_PLACEHOLDER} TO {_quote(_PLACEHOLDER_RENAMED)}")
+            for t in conn.created
+        ]
         return any(renamed)
     if m := re.match(r"unknown database (.+)$", message):
         return conn.execute(f"ATTACH ':memory:' AS {_quote(_unquote(m.group(1)))}")
