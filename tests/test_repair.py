@@ -53,4 +53,3 @@ def test_a_doubled_logical_operator_is_not_halved_into_a_bitwise_one(sqlite: Gra
     decision = repair.decide(checker, evidence, final=True, floor=0)  # type: ignore[arg-type]
     assert isinstance(decision, repair.Edit)
     assert decision.removed.strip() == "&&" and decision.text.strip() == "AND"
-
