@@ -135,7 +135,7 @@ def prefill_run(target_cls: Any, draft_cls: Any, gg: Any, grammar: Any) -> dict[
             try:
                 yield from super().stream_sync(call)
             finally:
-                saved.append(call.extra.get("prefill_tokens_saved", 0))
+                saved.append(call.prefill_tokens_saved)
                 fed.append(call.tokens_in or 0)
 
     draft = CountingDraft.from_target(target)  # one model and one KV cache for both
