@@ -109,7 +109,10 @@ def _draft_from_spec(
             return obj()
         if not callable(obj):
             raise ValueError(f"{spec} is not callable")
-        return FunctionDraft(obj)
+        try:
+            return FunctionDraft(obj)
+        except TypeError as exc:  # a function that cannot take the prompt
+            raise ValueError(str(exc)) from None
     raise ValueError(f"unknown draft {spec!r}: use {', '.join(SPEC_FORMS[:-1])} or {SPEC_FORMS[-1]}")
 
 

@@ -236,6 +236,7 @@ def test_check_requires_a_grammar() -> None:
         (["q", "-g", "json", "--draft", "openai:"], "needs a model name"),
         (["q", "-g", "json", "--draft", "python:no_such_module_here:f"], "cannot import no_such_module_here"),
         (["q", "-g", "json", "--draft", "python:cli_drafts:nothing"], "has no attribute nothing"),
+        (["q", "-g", "json", "--draft", "python:cli_drafts:takes_no_prompt"], "takes no positional argument"),
         (["q", "-g", "json", "--lookahead", "0"], "must be at least 1"),
         (["q", "-g", "json", "--timeout", "soon"], "not a number"),
         (["q", "-g", "json", "--seed-text", "]"], "--seed-text is not a valid start"),

@@ -51,3 +51,8 @@ continuing = FunctionDraft(
 def returns_a_dict(prompt: str) -> dict[str, str]:
     """A user's function that returns its API's response object instead of its text."""
     return {"choices": "SELECT name FROM users"}
+
+
+def takes_no_prompt() -> str:
+    """A user's mistake: a generate function that takes no prompt (a usage error, exit 2)."""
+    return "SELECT 1"
