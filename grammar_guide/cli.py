@@ -277,34 +277,25 @@ def _pointer(text: str, line: int, column: int, width: int = 100) -> list[str]:
 # -- guide ------------------------------------------------------------------------------------
 
 
-def _positive_int(value: str) -> int:
-    try:
-        number = int(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number: {value!r}") from None
-    if number < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, not {number}")
-    return number
+def _number(parse: Callable[[str], Any], kind: str, ok: Callable[[Any], bool], rule: str) -> Callable[[str], Any]:
+    """An argparse ``type``: ``parse`` the value (else "not a KIND"), then check it with ``ok``
+    (else "RULE, not VALUE")."""
+
+    def read(value: str) -> Any:
+        try:
+            number = parse(value)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not {kind}: {value!r}") from None
+        if not ok(number):
+            raise argparse.ArgumentTypeError(f"{rule}, not {value}")
+        return number
+
+    return read
 
 
-def _nonnegative_int(value: str) -> int:
-    try:
-        number = int(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number: {value!r}") from None
-    if number < 0:
-        raise argparse.ArgumentTypeError(f"must be 0 or more, not {number}")
-    return number
-
-
-def _positive_float(value: str) -> float:
-    try:
-        number = float(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {value!r}") from None
-    if not number > 0:
-        raise argparse.ArgumentTypeError(f"must be positive, not {value}")
-    return number
+_positive_int = _number(int, "a whole number", lambda n: n >= 1, "must be at least 1")
+_nonnegative_int = _number(int, "a whole number", lambda n: n >= 0, "must be 0 or more")
+_positive_float = _number(float, "a number", lambda n: n > 0, "must be positive")
 
 
 def _guide_parser() -> argparse.ArgumentParser:
