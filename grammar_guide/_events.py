@@ -149,8 +149,10 @@ class GuideStats:
     ``"speculative"``, no grammar was sent (the draft wrote freely, the checker and repairs kept
     it valid); ``"fallback"``, a grammar was sent but the provider refused it (``fallback_calls``)
     or did not enforce it (its text needed a correction, a cut, or another call).
-    ``native_calls`` sent the grammar and were accepted. What was billed is ``draft_tokens_in``
-    + ``draft_tokens_out``.
+    ``native_calls`` sent the grammar and were accepted. "The grammar" is whatever form the
+    provider's engine takes: a Lark or GBNF grammar, or, for Anthropic's JSON-schema outputs, the
+    JSON Schema a grammar was built from. What was billed is ``draft_tokens_in`` +
+    ``draft_tokens_out``.
     """
 
     draft_calls: int = 0

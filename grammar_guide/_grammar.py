@@ -101,8 +101,12 @@ class Grammar:
         captured_grammar: str | None = None,
         rewrites: Sequence[Rewrite] = (),
         lexer: Lexer | None = None,
+        json_schema: Mapping[str, Any] | None = None,
     ) -> None:
         self.name = name
+        #: The JSON Schema this grammar was built from (``from_json_schema``), else ``None``: a
+        #: provider with JSON-schema outputs and no grammars (Anthropic) may send it natively.
+        self.json_schema: Mapping[str, Any] | None = json_schema
         #: How a Lark grammar's terminals are read (``"dynamic"`` or ``"greedy"``; ``None`` for
         #: grammars not written in Lark).
         self.lexer = lexer
@@ -221,15 +225,16 @@ class Grammar:
 
     @classmethod
     def from_json_schema(cls, schema: Mapping[str, Any] | str) -> Grammar:
-        """JSON documents valid under a JSON Schema (llguidance's JSON Schema compiler)."""
+        """JSON documents valid under a JSON Schema (llguidance's JSON Schema compiler). The
+        schema is kept, as a copy, in ``json_schema`` (when it is a JSON object)."""
         try:
-            if isinstance(schema, str):
-                json.loads(schema)
-            grammar = llg.LLMatcher.grammar_from_json_schema(schema if isinstance(schema, str) else json.dumps(schema))
+            text = schema if isinstance(schema, str) else json.dumps(schema)
+            parsed = json.loads(text)
+            grammar = llg.LLMatcher.grammar_from_json_schema(text)
         except ValueError as exc:
             raise GrammarError(f"invalid JSON schema: {exc}") from None
         validate(grammar, None, None)
-        return cls(grammar, name="json-schema")
+        return cls(grammar, name="json-schema", json_schema=parsed if isinstance(parsed, dict) else None)
 
     # -- use --------------------------------------------------------------------------------
 

@@ -11,26 +11,45 @@ Which servers take a grammar, and in which form:
 The three serving engines get GBNF (``Grammar.to_gbnf``): their default backends (xgrammar,
 llama.cpp) read it, and their llguidance backends read it too.
 
-The grammar is sent on a draft's first call only (nothing accepted yet): the engine then writes
-the whole answer. Later calls (after a server ignored the grammar and a repair was made) draft
-freely: a grammar sent with a continuation would constrain the continuation as if it were a
-whole text. The guide loop checks every byte either way. A grammar a server refused (HTTP 400)
-is remembered by the draft and not sent again.
+The grammar is sent on a draft's first call only (nothing accepted yet, or only the text the
+grammar forces at its start, such as the ``{`` of a JSON object, which the guide loop writes
+before the first call), with the prompt alone: the engine then writes the whole answer, and the
+draft hands on what follows the accepted text (or, when the answer does not start with it, the
+whole answer as a restatement, ``call.continued_prefix = False``, which the loop aligns). Later
+calls (after a server ignored the grammar and a repair was made) draft freely: a grammar sent
+with a continuation would constrain the continuation as if it were a whole text. The guide loop
+checks every byte either way. A grammar a server refused (HTTP 400) is remembered by the draft
+and not sent again.
+
+Anthropic has no grammars, only JSON-schema outputs: ``AnthropicDraft(native_schema=...)`` sends a
+grammar built from a JSON Schema (``Grammar.json_schema``) as ``output_config.format``
+(``NativeSchemaPolicy``); any other grammar is drafted speculatively, nothing recorded.
 """
 
 from __future__ import annotations
 
+import abc
 import contextlib
+import dataclasses
+import json
 import re
 from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from typing import TYPE_CHECKING, Literal
 
-from grammar_guide import BadRequestError, DraftCall, GrammarError
+from grammar_guide import BadRequestError, DraftCall, DraftRequest, GrammarError
 
 if TYPE_CHECKING:
     from grammar_guide import Grammar
 
-__all__ = ["GrammarStyle", "NativeGrammar", "NativeGrammarPolicy", "grammar_fields"]
+__all__ = [
+    "GrammarStyle",
+    "NativeGrammar",
+    "NativeGrammarPolicy",
+    "NativePolicy",
+    "NativeSchemaPolicy",
+    "grammar_fields",
+    "whole_answer_request",
+]
 
 GrammarStyle = Literal["openai", "vllm", "sglang", "llama.cpp"]
 GRAMMAR_STYLES: tuple[str, ...] = ("openai", "vllm", "sglang", "llama.cpp")
@@ -46,6 +65,12 @@ GRAMMAR_TOOL_MODELS = re.compile(r"^(?:openai/)?gpt-5", re.IGNORECASE)
 NATIVE_MAX_TOKENS = 512
 
 
+def whole_answer_request(request: DraftRequest) -> DraftRequest:
+    """What a native call asks: the prompt alone, since the engine writes the whole answer (the
+    text accepted so far, at most what the grammar forces at its start, is not sent)."""
+    return dataclasses.replace(request, accepted_text="")
+
+
 def grammar_fields(style: GrammarStyle, definition: str) -> dict[str, object]:
     """The request-body fields that carry a grammar for a serving engine's chat endpoint."""
     if style == "vllm":
@@ -57,42 +82,47 @@ def grammar_fields(style: GrammarStyle, definition: str) -> dict[str, object]:
     raise ValueError(f"style {style!r} does not send the grammar as request fields")
 
 
-class NativeGrammarPolicy:
-    """When a draft sends the grammar, in which form, and what it remembers of refusals.
+class NativePolicy(abc.ABC):
+    """When a draft sends the grammar to the provider's engine, in which form, and what it
+    remembers of refusals; subclasses say which models take it (``known``) and the form
+    (``export``).
 
-    ``setting``: ``True`` (send whenever there is a grammar; a grammar that the form cannot
-    express raises ``GrammarError``), ``False`` (never), ``"auto"`` (send where the model is
-    known to take it: any model for the serving engines, GPT-5 family names for ``"openai"``; a
-    grammar the form cannot express is drafted speculatively, the reason recorded).
+    ``setting``: ``True`` (send whenever the grammar has this form; a grammar that the form
+    cannot express raises ``GrammarError``), ``False`` (never), ``"auto"`` (send where the model
+    is known to take it, ``known``; a grammar the form cannot express is drafted speculatively,
+    the reason recorded).
     """
 
-    def __init__(self, setting: NativeGrammar, style: GrammarStyle, model: str) -> None:
+    #: The draft's argument that holds the setting, for error messages.
+    argument = "native_grammar"
+
+    def __init__(self, setting: NativeGrammar, model: str, *, known: bool) -> None:
         if setting not in (True, False, "auto"):
-            raise ValueError(f"native_grammar must be True, False or 'auto', not {setting!r}")
-        if style not in GRAMMAR_STYLES:
-            raise ValueError(f"grammar style must be one of {GRAMMAR_STYLES}, not {style!r}")
+            raise ValueError(f"{self.argument} must be True, False or 'auto', not {setting!r}")
         self.setting = setting
-        self.style: GrammarStyle = style
         self.model = model
-        self._refused: dict[str, str] = {}  # grammar text -> the server's message
+        self.known = known
+        self._refused: dict[str, str] = {}  # definition text -> the server's message
 
     @property
     def enabled(self) -> bool:
-        if self.setting == "auto":
-            return self.style != "openai" or bool(GRAMMAR_TOOL_MODELS.match(self.model))
-        return bool(self.setting)
+        return self.known if self.setting == "auto" else bool(self.setting)
 
     def definition_for(self, call: DraftCall) -> str | None:
         """The grammar text to send with this call, or None (then ``call.path`` says why)."""
         request = call.request
-        if not self.enabled or request.grammar is None or request.accepted_text:
+        if not self.enabled or request.grammar is None:
             return None
+        if request.accepted_text and request.accepted_text != request.grammar.checker().forced_text():
+            return None  # a continuation: a grammar sent with it would constrain it as a whole text
         try:
             definition = self.export(request.grammar)
         except GrammarError as exc:
             if self.setting is True:
                 raise
             call.path, call.fallback_reason = "fallback", f"not sent: {exc}"
+            return None
+        if definition is None:
             return None
         refused = self._refused.get(definition)
         if refused is not None:
@@ -101,8 +131,10 @@ class NativeGrammarPolicy:
         call.path = "native"
         return definition
 
-    def export(self, grammar: Grammar) -> str:
-        return grammar.to_plain_lark() if self.style == "openai" else grammar.to_gbnf()
+    @abc.abstractmethod
+    def export(self, grammar: Grammar) -> str | None:
+        """The grammar in the form this provider takes; ``None`` when it has no such form and
+        nothing is sent (the call drafts speculatively)."""
 
     def refused(self, call: DraftCall, definition: str, error: BadRequestError) -> None:
         """The server refused the grammar: this call drafts freely, and it is not sent again."""
@@ -116,8 +148,8 @@ class NativeGrammarPolicy:
         native: AsyncIterator[str],
         free: Callable[[], AsyncIterator[str]],
     ) -> AsyncGenerator[str, None]:
-        """The native call's text; on a 400 before any text (the grammar refused), the same call
-        drafted freely by ``free()``."""
+        """The native call's text after the accepted text (see the module docstring); on a 400
+        before any text (the grammar refused), the same call drafted freely by ``free()``."""
         async with contextlib.aclosing(native):  # type: ignore[type-var]
             try:
                 first = await anext(native)
@@ -126,10 +158,48 @@ class NativeGrammarPolicy:
             except BadRequestError as exc:
                 self.refused(call, definition, exc)
             else:
-                yield first
+                accepted = call.request.accepted_text
+                head = first
+                if len(head) < len(accepted) and accepted.startswith(head):
+                    async for chunk in native:  # read until the answer covers the accepted text
+                        head += chunk
+                        if len(head) >= len(accepted) or not accepted.startswith(head):
+                            break
+                if accepted:
+                    call.continued_prefix = head.startswith(accepted)
+                    if call.continued_prefix:
+                        head = head[len(accepted) :]
+                if head:
+                    yield head
                 async for chunk in native:
                     yield chunk
                 return
         async with contextlib.aclosing(free()) as text:  # type: ignore[type-var]
             async for chunk in text:
                 yield chunk
+
+
+class NativeGrammarPolicy(NativePolicy):
+    """Grammars for OpenAI's custom grammar tools (Lark) and the serving engines (GBNF): any model
+    for the serving engines, GPT-5 family names for ``"openai"``, are known to take them."""
+
+    def __init__(self, setting: NativeGrammar, style: GrammarStyle, model: str) -> None:
+        if style not in GRAMMAR_STYLES:
+            raise ValueError(f"grammar style must be one of {GRAMMAR_STYLES}, not {style!r}")
+        super().__init__(setting, model, known=style != "openai" or bool(GRAMMAR_TOOL_MODELS.match(model)))
+        self.style: GrammarStyle = style
+
+    def export(self, grammar: Grammar) -> str:
+        return grammar.to_plain_lark() if self.style == "openai" else grammar.to_gbnf()
+
+
+class NativeSchemaPolicy(NativePolicy):
+    """JSON-schema outputs (Anthropic's ``output_config.format``): a grammar built from a JSON
+    Schema is sent as that schema (its JSON text is the definition); any other grammar has no
+    such form and is drafted speculatively, even with ``True``. Whether the model is known to take
+    it is the provider's rule (``known``)."""
+
+    argument = "native_schema"
+
+    def export(self, grammar: Grammar) -> str | None:
+        return None if grammar.json_schema is None else json.dumps(grammar.json_schema)

@@ -13,18 +13,30 @@ rest of its life, to showing the accepted text as an unfinished answer and askin
 continue it (with a larger token budget, see ``restatement_allowance``); ``continues_prefix``
 becomes False and the guide loop aligns restatements. Each
 call records the mode it actually used in ``call.continued_prefix``.
+
+Anthropic has no grammars, but JSON-schema outputs (``native_schema``, see ``providers._native``):
+for a grammar built from a JSON Schema (``Grammar.from_json_schema``) on a model that takes them
+(``supports_json_schema``: Claude Haiku, Sonnet and Opus 4.5 and later, by name), the first call
+sends the schema as ``output_config={"format": {"type": "json_schema", "schema": ...}}`` (the
+Messages API's structured outputs, GA since SDK 0.77, no beta header) and streams the text:
+Anthropic's engine writes valid JSON, the checker still reads every byte. A 400 for the schema
+(features outside Anthropic's subset, such as an object without ``"additionalProperties":
+false``) makes the call draft freely instead, recorded on the call (``path="fallback"``, the
+server's message in ``fallback_reason``). Other grammars are never sent.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import re
 from collections.abc import AsyncGenerator, AsyncIterator
 from typing import Any
 
-from grammar_guide import AuthenticationError, BadRequestError, Draft, DraftCall, MissingDependencyError
+from grammar_guide import AuthenticationError, BadRequestError, Draft, DraftCall, DraftRequest, MissingDependencyError
 
+from ._native import NATIVE_MAX_TOKENS, NativeGrammar, NativeSchemaPolicy, whole_answer_request
 from ._openai_format import CONTINUE_INSTRUCTION, restatement_allowance
 from ._retry import OwnedClient, RetryPolicy, sdk_error, stream_with_retries, unfinished_stream
 
@@ -35,7 +47,7 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
         "grammar_guide.providers.anthropic needs the anthropic SDK: pip install 'grammar-guide[anthropic]'"
     ) from exc
 
-__all__ = ["AnthropicDraft", "refuses_prefill"]
+__all__ = ["AnthropicDraft", "refuses_prefill", "supports_json_schema"]
 
 logger = logging.getLogger("grammar_guide.providers")
 
@@ -59,14 +71,28 @@ _CLAUDE_VERSION = re.compile(
 )
 
 
+def _claude_version(model: str) -> tuple[int, int] | None:
+    """The Claude family version a model name carries (``(4, 6)`` for ``claude-opus-4-6``)."""
+    match = _CLAUDE_VERSION.search(model)
+    if match is None:
+        return None
+    return int(match.group(1)), int(match.group(2) or 0)
+
+
 def refuses_prefill(model: str) -> bool:
     """Whether ``model`` is known by its name to refuse assistant prefill: the Claude 4.6 family
     and later (older and unknown names: False, and the draft learns from the first 400)."""
-    match = _CLAUDE_VERSION.search(model)
-    if match is None:
-        return False
-    major, minor = int(match.group(1)), int(match.group(2) or 0)
-    return (major, minor) >= (4, 6)
+    version = _claude_version(model)
+    return version is not None and version >= (4, 6)
+
+
+def supports_json_schema(model: str) -> bool:
+    """Whether ``model`` is known by its name to take JSON-schema outputs (``output_config.format``):
+    Claude 4.5 and later (Haiku 4.5, Sonnet 4.5, Opus 4.5, the 4.6 family, Opus 4.7), the models
+    Anthropic's structured-outputs page lists as generally available. Others and unknown names:
+    False (``native_schema=True`` sends the schema anyway)."""
+    version = _claude_version(model)
+    return version is not None and version >= (4, 5)
 
 
 class AnthropicDraft(Draft):
@@ -87,8 +113,11 @@ class AnthropicDraft(Draft):
         timeout: seconds for a request of the client made here.
         retry: the ``RetryPolicy``.
         instruction: the user message that asks the model to continue without prefill.
+        native_schema: ``"auto"`` (default: send a JSON-schema grammar's schema as the output
+            format where the model is known to take it, ``supports_json_schema``), ``True``
+            (for any model) or ``False``. Grammars not built from a JSON Schema are never sent.
         **request_options: more arguments for ``messages.create`` (``system``, ``temperature``,
-            ``extra_headers``, ...).
+            ``extra_headers``, ``output_config`` options such as ``effort``, ...).
     """
 
     def __init__(
@@ -103,6 +132,7 @@ class AnthropicDraft(Draft):
         timeout: float | None = None,
         retry: RetryPolicy | None = None,
         instruction: str = CONTINUE_INSTRUCTION,
+        native_schema: NativeGrammar = "auto",
         **request_options: Any,
     ) -> None:
         if client is not None and not isinstance(client, anthropic.AsyncAnthropic):
@@ -117,6 +147,7 @@ class AnthropicDraft(Draft):
         self.instruction = instruction
         self.request_options = request_options
         self.continues_prefix = not refuses_prefill(model) if prefill is None else prefill
+        self.native_schema = NativeSchemaPolicy(native_schema, model, known=supports_json_schema(model))
         self._user_client: anthropic.AsyncAnthropic | None
         self._api_key: str | None
         if client is not None:
@@ -145,7 +176,17 @@ class AnthropicDraft(Draft):
     async def aclose(self) -> None:
         await self._owned.aclose()
 
-    async def stream(self, call: DraftCall) -> AsyncIterator[str]:
+    def stream(self, call: DraftCall) -> AsyncIterator[str]:
+        definition = self.native_schema.definition_for(call)
+        if definition is None:
+            return self._drafted(call)
+        # Set again by the policy once the answer's start is read (it restates any forced text).
+        call.continued_prefix = self.continues_prefix
+        native = self._stream(call, False, schema=definition)
+        return self.native_schema.stream(call, definition, native, lambda: self._drafted(call))
+
+    async def _drafted(self, call: DraftCall) -> AsyncGenerator[str, None]:
+        """Drafting freely: with prefill, or, when the model rejects it, by instruction."""
         use_prefill = self.continues_prefix
         call.continued_prefix = use_prefill
         inner = self._stream(call, use_prefill)
@@ -173,14 +214,13 @@ class AnthropicDraft(Draft):
         finally:
             await inner.aclose()
 
-    def _stream(self, call: DraftCall, prefill: bool) -> AsyncGenerator[str, None]:
+    def _stream(self, call: DraftCall, prefill: bool, schema: str | None = None) -> AsyncGenerator[str, None]:
         return stream_with_retries(  # type: ignore[return-value]
-            call, lambda: self._attempt(call, prefill), provider=self.name, policy=self.retry
+            call, lambda: self._attempt(call, prefill, schema), provider=self.name, policy=self.retry
         )
 
-    def _messages(self, call: DraftCall, prefill: bool) -> tuple[list[dict[str, str]], str]:
+    def _messages(self, request: DraftRequest, prefill: bool) -> tuple[list[dict[str, str]], str]:
         """The messages, and the whitespace held back from the end of a prefill."""
-        request = call.request
         messages = [{"role": "user", "content": request.prompt}]
         if not request.accepted_text:
             return messages, ""
@@ -193,13 +233,17 @@ class AnthropicDraft(Draft):
         messages.append({"role": "user", "content": self.instruction})
         return messages, ""
 
-    async def _attempt(self, call: DraftCall, prefill: bool) -> AsyncGenerator[str, None]:
+    async def _attempt(self, call: DraftCall, prefill: bool, schema: str | None = None) -> AsyncGenerator[str, None]:
+        """One Messages call; with ``schema`` (a JSON Schema's text), sent as the output format,
+        the call may write the whole answer."""
         client = self._user_client or await self._owned.get()
-        request = call.request
-        messages, held_back = self._messages(call, prefill)
+        request = call.request if schema is None else whole_answer_request(call.request)
+        messages, held_back = self._messages(request, prefill)
         max_tokens = request.max_new_tokens
         if not prefill:
             max_tokens += restatement_allowance(request.accepted_text)
+        if schema is not None:
+            max_tokens = max(max_tokens, NATIVE_MAX_TOKENS)
         if self.max_tokens is not None:
             max_tokens = min(max_tokens, self.max_tokens)
         kwargs: dict[str, Any] = {"model": self.model, "max_tokens": max_tokens, "messages": messages}
@@ -207,6 +251,9 @@ class AnthropicDraft(Draft):
         if stops:
             kwargs["stop_sequences"] = stops
         kwargs.update(self.request_options)
+        if schema is not None:
+            output_format = {"type": "json_schema", "schema": json.loads(schema)}
+            kwargs["output_config"] = {**(kwargs.get("output_config") or {}), "format": output_format}
         skip_space = bool(held_back)
         received = ""
         stopped = False  # a stop_reason or message_stop was read: the message is whole

@@ -17,7 +17,7 @@ import httpx
 
 from grammar_guide import Draft, DraftCall
 
-from ._native import NATIVE_MAX_TOKENS, NativeGrammar, NativeGrammarPolicy, grammar_fields
+from ._native import NATIVE_MAX_TOKENS, NativeGrammar, NativeGrammarPolicy, grammar_fields, whole_answer_request
 from ._openai_format import CONTINUE_INSTRUCTION, PREFILL_MODES, Endpoint, Prefill, build_request, read_chunk
 from ._retry import (
     OwnedClient,
@@ -136,7 +136,7 @@ class HTTPDraft(Draft):
     async def _attempt(self, call: DraftCall, definition: str | None) -> AsyncGenerator[str, None]:
         client = self._user_client or await self._owned.get()
         standard, extra = build_request(
-            call.request,
+            call.request if definition is None else whole_answer_request(call.request),
             model=self.model,
             endpoint=self.endpoint,
             prefill=self.prefill,

@@ -30,7 +30,14 @@ from typing import Any
 
 from grammar_guide import AuthenticationError, Draft, DraftCall, MissingDependencyError
 
-from ._native import NATIVE_MAX_TOKENS, GrammarStyle, NativeGrammar, NativeGrammarPolicy, grammar_fields
+from ._native import (
+    NATIVE_MAX_TOKENS,
+    GrammarStyle,
+    NativeGrammar,
+    NativeGrammarPolicy,
+    grammar_fields,
+    whole_answer_request,
+)
 from ._openai_format import CONTINUE_INSTRUCTION, PREFILL_MODES, Endpoint, Prefill, build_request, read_chunk
 from ._retry import OwnedClient, RetryPolicy, response_error, sdk_error, stream_with_retries, unfinished_stream
 
@@ -209,7 +216,7 @@ class OpenAIDraft(Draft):
         serving engine's request fields and the call may write the whole answer."""
         client = self._user_client or await self._owned.get()
         standard, extra = build_request(
-            call.request,
+            call.request if definition is None else whole_answer_request(call.request),
             model=self.model,
             endpoint=self.endpoint,
             prefill=self.prefill,

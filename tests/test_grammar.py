@@ -182,6 +182,16 @@ def test_from_json_schema():
         Grammar.from_json_schema("{not json")
 
 
+def test_a_json_schema_grammar_keeps_its_schema_as_a_copy():
+    schema = {"type": "object", "properties": {"age": {"type": "integer"}}, "additionalProperties": False}
+    g = Grammar.from_json_schema(schema)
+    assert g.json_schema == schema
+    schema["properties"]["age"]["type"] = "string"  # the caller's dict changes; the grammar's does not
+    assert g.json_schema["properties"]["age"] == {"type": "integer"}
+    assert Grammar.from_json_schema('{"type": "integer"}').json_schema == {"type": "integer"}
+    assert Grammar.from_lark('start: "a"').json_schema is None
+
+
 def test_builtin_json_and_unknown_name():
     g = Grammar.builtin("json")
     assert g is Grammar.builtin("json")  # cached

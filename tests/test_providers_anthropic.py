@@ -10,7 +10,7 @@ import pytest
 
 from grammar_guide import AuthenticationError, DraftCall, DraftRequest, ServerError
 from grammar_guide.providers._openai_format import CONTINUE_INSTRUCTION
-from grammar_guide.providers.anthropic import AnthropicDraft, refuses_prefill
+from grammar_guide.providers.anthropic import AnthropicDraft, refuses_prefill, supports_json_schema
 from tests.support.llm_server import (
     API_KEY,
     CLAUDE_46_MODEL,
@@ -159,6 +159,30 @@ def test_no_key_is_a_clear_error(monkeypatch):
 )
 def test_models_known_to_refuse_prefill_by_name(model, refuses):
     assert refuses_prefill(model) is refuses
+
+
+@pytest.mark.parametrize(
+    "model, supports",
+    [
+        ("claude-haiku-4-5", True),
+        ("claude-sonnet-4-5-20250929", True),
+        ("claude-opus-4-5", True),
+        ("claude-opus-4-6", True),
+        ("claude-opus-4-7", True),
+        ("anthropic.claude-sonnet-4-6-v1:0", True),
+        ("claude-opus-4-1-20250805", False),
+        ("claude-sonnet-4-20250514", False),
+        ("claude-3-5-haiku-20241022", False),
+        ("smollm2", False),
+    ],
+)
+def test_models_known_to_take_json_schema_outputs_by_name(model, supports):
+    assert supports_json_schema(model) is supports
+
+
+def test_native_schema_takes_true_false_or_auto():
+    with pytest.raises(ValueError, match="native_schema must be True, False or 'auto'"):
+        AnthropicDraft("claude-haiku-4-5", api_key=API_KEY, native_schema="yes")
 
 
 def test_a_claude_46_model_is_never_sent_a_prefill_and_guided_runs_succeed(server, small_sql):

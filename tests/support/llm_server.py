@@ -24,6 +24,12 @@ chat endpoint's ``structured_outputs.grammar`` (vLLM), ``ebnf`` (SGLang) and ``g
 (the project's target model under the grammar's token mask), so the answer is always valid;
 grammars outside OpenAI's Lark subset get a 400 as such servers answer. The model
 ``smollm2-ignores-grammar`` ignores the grammar fields, as vLLM before 0.12 did.
+
+Anthropic's JSON-schema outputs (``output_config.format``, GA structured outputs) are applied the
+same way for the models that take them (``claude-haiku-4-5``, ``claude-opus-4-6``): the schema is
+compiled by llguidance, and schemas outside Anthropic's subset (an object without
+``"additionalProperties": false``, numeric and string bounds) get Anthropic's 400 shape; other
+models answer 400 for the field, and ``smollm2-ignores-grammar`` ignores it.
 """
 
 from __future__ import annotations
@@ -57,7 +63,17 @@ SMALL_GRAMMAR_MODEL = "gpt-5-test-small"
 IGNORES_GRAMMAR_MODEL = "smollm2-ignores-grammar"
 # A Claude 4.6 name: like NO_PREFILL_MODEL it answers a prefill with a 400 (as that family does).
 CLAUDE_46_MODEL = "claude-opus-4-6"
-MODELS = (MODEL, NO_PREFILL_MODEL, GRAMMAR_MODEL, SMALL_GRAMMAR_MODEL, IGNORES_GRAMMAR_MODEL, CLAUDE_46_MODEL)
+# A Claude 4.5 name: it takes JSON-schema outputs and prefill.
+JSON_SCHEMA_MODEL = "claude-haiku-4-5"
+MODELS = (
+    MODEL,
+    NO_PREFILL_MODEL,
+    GRAMMAR_MODEL,
+    SMALL_GRAMMAR_MODEL,
+    IGNORES_GRAMMAR_MODEL,
+    CLAUDE_46_MODEL,
+    JSON_SCHEMA_MODEL,
+)
 # The grammar size over which SMALL_GRAMMAR_MODEL answers "too complex".
 SMALL_GRAMMAR_BYTES = 512
 # Seconds without a token after which the stream sends an SSE comment, as real servers send
@@ -93,6 +109,8 @@ class RequestRecord:
     script: str | None
     body: dict[str, Any]
     started: float
+    #: The request's headers, keys lower-case, without the credentials.
+    headers: dict[str, str] = field(default_factory=dict)
     fault: Fault | None = None
     status: int = 200
     max_tokens: int = 0
@@ -426,6 +444,7 @@ class LLMServer:
             script=request.headers.get("x-test-script"),
             body=body if isinstance(body, dict) else {},
             started=time.monotonic(),
+            headers={k: v for k, v in request.headers.items() if k not in ("authorization", "x-api-key")},
         )
         self.records.append(record)
         fault = self._take_fault(request, record)
@@ -639,6 +658,12 @@ class LLMServer:
         stops = list(body.get("stop_sequences") or [])
         max_tokens = int(body["max_tokens"])
         record.max_tokens = max_tokens
+        constrained = None
+        output_format = (body.get("output_config") or {}).get("format")
+        if output_format is not None and body["model"] != IGNORES_GRAMMAR_MODEL:
+            constrained = await self.grammar_mode().answer_messages(body, output_format, messages, max_tokens, record)
+            if isinstance(constrained, Response):
+                return constrained
         prompt_ids = self._encode(prompt_text, record)
         ident = f"msg_{uuid.uuid4().hex[:20]}"
         malformed = b'event: content_block_delta\ndata: {"type": "content_block_delta", "index": 0, "delta": {"te\n\n'
@@ -666,7 +691,10 @@ class LLMServer:
                 "content_block_start",
             )
             yield _sse({"type": "ping"}, "ping")
-            pieces = self._texts(prompt_ids, max_tokens, stops, record, result, request)
+            if constrained is not None:
+                pieces = constrained.pieces(result)
+            else:
+                pieces = self._texts(prompt_ids, max_tokens, stops, record, result, request)
             async for piece in self._faulty(pieces, fault, malformed, record):
                 if piece is _TRUNCATED:
                     return
@@ -776,6 +804,8 @@ class GrammarMode:
 
         if syntax == "regex":
             return llg.LLMatcher.grammar_from_regex(definition)
+        if syntax == "json_schema":
+            return llg.LLMatcher.grammar_from_json_schema(definition)
         # llguidance's reader takes Lark, and GBNF through its GBNF converter.
         return llg.grammar_from("gbnf" if syntax == "gbnf" else "lark", definition)
 
@@ -826,6 +856,80 @@ class GrammarMode:
             return self._refuse(record, problem, param)
         prompt = next((m["content"] for m in messages if m["role"] == "user"), "")
         return await self.generate(prompt, syntax, definition, max_tokens, record)
+
+    # Keywords outside Anthropic's JSON-schema subset (its structured-outputs page lists numeric
+    # bounds, string lengths and array bounds other than minItems 0 or 1 as unsupported).
+    _ANTHROPIC_UNSUPPORTED = (
+        "minimum",
+        "maximum",
+        "exclusiveMinimum",
+        "exclusiveMaximum",
+        "multipleOf",
+        "minLength",
+        "maxLength",
+        "maxItems",
+    )
+
+    def schema_problem(self, schema: Any) -> str | None:
+        """Why Anthropic's structured outputs refuse ``schema`` (its message), or None."""
+        if isinstance(schema, list):
+            return next((p for p in map(self.schema_problem, schema) if p is not None), None)
+        if not isinstance(schema, dict):
+            return None
+        if schema.get("type") == "object" or "properties" in schema:
+            extra = schema.get("additionalProperties")
+            if extra is None:
+                return "For 'object' type, 'additionalProperties' must be explicitly set to false"
+            if extra is not False:
+                return "For 'object' type, 'additionalProperties: true' is not supported. Please set it to false"
+        for keyword in self._ANTHROPIC_UNSUPPORTED:
+            if keyword in schema:
+                return f"For '{schema.get('type', 'any')}' type, property '{keyword}' is not supported"
+        if schema.get("minItems", 0) not in (0, 1):
+            return "For 'array' type, 'minItems' values other than 0 or 1 are not supported"
+        for key in ("properties", "$defs", "definitions"):
+            nested = schema.get(key)
+            if isinstance(nested, dict):
+                problem = self.schema_problem(list(nested.values()))
+                if problem is not None:
+                    return problem
+        for key in ("items", "anyOf", "allOf", "oneOf"):
+            problem = self.schema_problem(schema.get(key))
+            if problem is not None:
+                return problem
+        return None
+
+    async def answer_messages(
+        self,
+        body: dict[str, Any],
+        output_format: Any,
+        messages: list[dict[str, str]],
+        max_tokens: int,
+        record: RequestRecord,
+    ) -> Constrained | Response:
+        """Anthropic's JSON-schema outputs (``output_config.format``), with its 400s."""
+
+        def refuse(message: str) -> Response:
+            record.status = 400
+            return self.server._error(400, message, True)
+
+        if body["model"] not in (JSON_SCHEMA_MODEL, CLAUDE_46_MODEL):
+            return refuse(f"output_config.format: structured outputs are not supported by {body['model']}.")
+        if not isinstance(output_format, dict) or output_format.get("type") != "json_schema":
+            return refuse("output_config.format.type: Input should be 'json_schema'")
+        schema = output_format.get("schema")
+        if not isinstance(schema, dict):
+            return refuse("output_config.format.schema: Field required")
+        problem = self.schema_problem(schema)
+        if problem is None:
+            try:
+                self.compile("json_schema", json.dumps(schema))
+            except ValueError as exc:
+                problem = f"JSON schema is invalid: {str(exc).strip().splitlines()[0]}"
+        if problem is not None:
+            return refuse(f"output_config.format.schema: {problem}")
+        prompt = next((m["content"] for m in messages if m["role"] == "user"), "")
+        return await self.generate(prompt, "json_schema", json.dumps(schema), max_tokens, record)
 
     async def answer_responses(self, record: RequestRecord) -> Response:
         """The Responses API, for a forced custom grammar tool only (what the drafts send)."""
