@@ -15,11 +15,25 @@ The legacy Completions endpoint is a true continuation: the prompt is ``prompt +
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from grammar_guide import DraftCall, DraftRequest
 
-__all__ = ["CONTINUE_INSTRUCTION", "Endpoint", "Prefill", "build_request", "read_chunk", "restatement_allowance"]
+from ._native import NATIVE_MAX_TOKENS, grammar_fields, whole_answer_request
+
+if TYPE_CHECKING:
+    from ._native import NativeGrammarPolicy
+
+__all__ = [
+    "CONTINUE_INSTRUCTION",
+    "Endpoint",
+    "OpenAIWireDraft",
+    "Prefill",
+    "build_request",
+    "draft_request",
+    "read_chunk",
+    "restatement_allowance",
+]
 
 Endpoint = Literal["chat", "completions"]
 Prefill = Literal["continue_final_message"]
@@ -87,6 +101,39 @@ def build_request(
         body["stream_options"] = {"include_usage": True}
     body.update(options)
     return body, extra
+
+
+class OpenAIWireDraft(Protocol):
+    """What ``draft_request`` reads of a draft that speaks this format (OpenAIDraft, HTTPDraft)."""
+
+    model: str
+    endpoint: Endpoint
+    prefill: Prefill | None
+    include_usage: bool
+    instruction: str
+    request_options: dict[str, Any]
+    native_grammar: NativeGrammarPolicy
+
+
+def draft_request(
+    draft: OpenAIWireDraft, request: DraftRequest, definition: str | None
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """``build_request`` with the draft's settings; with a grammar ``definition``, the grammar goes
+    in the serving engine's fields and the call asks for the whole answer (at least
+    ``NATIVE_MAX_TOKENS``)."""
+    standard, extra = build_request(
+        request if definition is None else whole_answer_request(request),
+        model=draft.model,
+        endpoint=draft.endpoint,
+        prefill=draft.prefill,
+        include_usage=draft.include_usage,
+        instruction=draft.instruction,
+        options=draft.request_options,
+    )
+    if definition is not None:
+        extra.update(grammar_fields(draft.native_grammar.style, definition))
+        standard["max_tokens"] = max(standard["max_tokens"], NATIVE_MAX_TOKENS)
+    return standard, extra
 
 
 def read_chunk(chunk: dict[str, Any], call: DraftCall, endpoint: Endpoint) -> str:

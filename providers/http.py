@@ -17,8 +17,8 @@ import httpx
 
 from grammar_guide import Draft, DraftCall
 
-from ._native import NATIVE_MAX_TOKENS, NativeGrammar, NativeGrammarPolicy, grammar_fields, whole_answer_request
-from ._openai_format import CONTINUE_INSTRUCTION, PREFILL_MODES, Endpoint, Prefill, build_request, read_chunk
+from ._native import NativeGrammar, NativeGrammarPolicy
+from ._openai_format import CONTINUE_INSTRUCTION, PREFILL_MODES, Endpoint, Prefill, draft_request, read_chunk
 from ._retry import (
     OwnedClient,
     RetryPolicy,
@@ -135,18 +135,7 @@ class HTTPDraft(Draft):
 
     async def _attempt(self, call: DraftCall, definition: str | None) -> AsyncGenerator[str, None]:
         client = self._user_client or await self._owned.get()
-        standard, extra = build_request(
-            call.request if definition is None else whole_answer_request(call.request),
-            model=self.model,
-            endpoint=self.endpoint,
-            prefill=self.prefill,
-            include_usage=self.include_usage,
-            instruction=self.instruction,
-            options=self.request_options,
-        )
-        if definition is not None:
-            extra.update(grammar_fields(self.native_grammar.style, definition))
-            standard["max_tokens"] = max(standard["max_tokens"], NATIVE_MAX_TOKENS)
+        standard, extra = draft_request(self, call.request, definition)
         received = ""
         call.finish_reason = None  # this attempt's own, read from the stream
         try:

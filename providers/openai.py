@@ -31,14 +31,11 @@ from typing import Any
 from grammar_guide import AuthenticationError, Draft, DraftCall, MissingDependencyError
 
 from ._native import (
-    NATIVE_MAX_TOKENS,
     GrammarStyle,
     NativeGrammar,
     NativeGrammarPolicy,
-    grammar_fields,
-    whole_answer_request,
 )
-from ._openai_format import CONTINUE_INSTRUCTION, PREFILL_MODES, Endpoint, Prefill, build_request, read_chunk
+from ._openai_format import CONTINUE_INSTRUCTION, PREFILL_MODES, Endpoint, Prefill, draft_request, read_chunk
 from ._retry import OwnedClient, RetryPolicy, response_error, sdk_error, stream_with_retries, unfinished_stream
 
 try:
@@ -215,18 +212,7 @@ class OpenAIDraft(Draft):
         """A Chat Completions or Completions call; with ``definition``, the grammar goes in the
         serving engine's request fields and the call may write the whole answer."""
         client = self._user_client or await self._owned.get()
-        standard, extra = build_request(
-            call.request if definition is None else whole_answer_request(call.request),
-            model=self.model,
-            endpoint=self.endpoint,
-            prefill=self.prefill,
-            include_usage=self.include_usage,
-            instruction=self.instruction,
-            options=self.request_options,
-        )
-        if definition is not None:
-            extra.update(grammar_fields(self.native_grammar.style, definition))
-            standard["max_tokens"] = max(standard["max_tokens"], NATIVE_MAX_TOKENS)
+        standard, extra = draft_request(self, call.request, definition)
         if extra:
             standard["extra_body"] = extra
         api = client.completions if self.endpoint == "completions" else client.chat.completions
