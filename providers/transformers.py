@@ -160,7 +160,7 @@ class TransformersDraft(SyncDraft):
         table = lm.token_bytes
         eos = lm.eos_token_ids
         stops = tuple(s for s in request.stop if s)
-        with lm.lock:
+        with self.kv_cache.lock, lm.lock:
             ids, pending = self._context(request.prompt, request.accepted_text.encode("utf-8"))
             saved = min(self.kv_cache.common_prefix(ids), len(ids) - 1)
             call.tokens_in = len(ids) - saved
@@ -175,7 +175,9 @@ class TransformersDraft(SyncDraft):
         cache = self._cache
         try:
             for _ in range(request.max_new_tokens, 0, -1):
-                with lm.lock:
+                # The cache's lock, not the model's: the model's is taken around the forward pass
+                # (a target's batcher may run it, with other users' steps).
+                with self.kv_cache.lock:
                     logits = cache.advance(ids, 0 if pending else GUESS_PAST_END)
                     if pending:
                         logits = logits.masked_fill(~healing_mask(lm, pending), float("-inf"))

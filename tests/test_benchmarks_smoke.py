@@ -18,6 +18,7 @@ def test_simulated_draft_and_baselines_on_real_queries():
         "benchmarks.json_keys",
         "benchmarks.baseline_env",
         "benchmarks.native_grammar_cost",
+        "benchmarks.concurrent_bench",
     ):
         assert callable(
             getattr(importlib.import_module(name), "main", None) or importlib.import_module(name).ensure_venv

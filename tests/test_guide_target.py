@@ -3,6 +3,7 @@ cannot decide, finishing when budgets run out, and local draft + target end to e
 
 from __future__ import annotations
 
+import asyncio
 import json
 
 import pytest
@@ -105,6 +106,59 @@ def test_local_draft_and_target_write_valid_json(json_grammar, target):
     assert isinstance(value, dict)
     assert result.stats.draft_calls >= 1
     assert result.stats.draft_tokens_out and result.stats.draft_tokens_out > 0
+
+
+def test_concurrent_guided_runs_share_the_target_and_write_what_each_writes_alone(json_grammar, target):
+    """Runs at once over one target: each call decodes with its own KV cache, their steps share
+    forward passes, and every text is valid and the same as the run's alone (greedy)."""
+    work = [
+        ("Describe a cat as JSON.", '{"name": "'),
+        ("Describe a city as JSON.", '{"city": "Paris", "population": '),
+        ("List three colours as JSON.", '["red", "'),
+        ("Describe a book as JSON.", '{"title": "Dune", "author": "'),
+    ]
+    limits = GuideLimits(max_draft_calls=1, finish_tokens=16)
+
+    async def run(prompt: str, start: str) -> str:
+        result = await gg.aguide(
+            lambda p, prefix: start if not prefix else "", json_grammar, prompt, target, limits=limits
+        )
+        return result.text
+
+    async def together() -> list[str]:
+        return list(await asyncio.gather(*(run(p, s) for p, s in work)))
+
+    alone = [asyncio.run(run(p, s)) for p, s in work]
+    passes, steps = target.batcher.passes, target.batcher.steps
+    texts = asyncio.run(together())
+    assert texts == alone
+    assert all(json_grammar.is_complete(t) for t in texts)
+    assert target.batcher.steps - steps > 2 * (target.batcher.passes - passes)
+
+
+def test_concurrent_local_drafts_sharing_the_targets_cache_write_valid_json(json_grammar, target):
+    """Drafts made ``from_target`` share its first KV cache with its calls: the cache's lock lets
+    one user at a time decode with it (the runs take turns on it), and nothing deadlocks."""
+    from grammar_guide.providers.transformers import TransformersDraft
+
+    prompts = [
+        "Here is a JSON object, with 3 keys, using only string values:\n\n```json\n",
+        "Here is a JSON object about a car, with 3 keys, using only string values:\n\n```json\n",
+    ]
+
+    async def together() -> list[str]:
+        results = await asyncio.gather(
+            *(
+                gg.aguide(
+                    TransformersDraft.from_target(target), json_grammar, p, target, lookahead=20, max_new_tokens=120
+                )
+                for p in prompts
+            )
+        )
+        return [r.text for r in results]
+
+    for text in asyncio.run(together()):
+        assert isinstance(json.loads(text), dict)
 
 
 def test_restating_chat_draft_with_target_completes(json_grammar, target):

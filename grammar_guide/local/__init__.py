@@ -6,6 +6,7 @@ One module per concern:
   the default SmolLM2-135M-Instruct, devices, dtypes and CPU threads;
 - ``kv_cache``: ``KVCache``, one user's cache over a shared model, keeping the longest common
   prefix between calls;
+- ``batching``: ``ForwardBatcher``, the forward steps of concurrent generations in one pass;
 - ``lookup``: ``TokenLookup`` and ``LookupCache``, guessed tokens checked in one forward pass;
 - ``sampling``: ``Sampler``, greedy or temperature/top-p with a seed;
 - ``healing``: ``TokenHealing``, the tokens that may re-write bytes taken back at a boundary;
@@ -20,6 +21,7 @@ Importing this package imports neither torch nor transformers (the extra
 
 from __future__ import annotations
 
+from .batching import ForwardBatcher
 from .healing import TokenHealing, healing_mask
 from .kv_cache import KVCache
 from .loading import (
@@ -39,6 +41,7 @@ from .target import Continuation, TargetModel
 __all__ = [
     "DEFAULT_MODEL",
     "Continuation",
+    "ForwardBatcher",
     "KVCache",
     "LoadedModel",
     "LookupCache",

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import threading
 from typing import TYPE_CHECKING, Any
+
+from .batching import model_forward
 
 if TYPE_CHECKING:
     import torch
 
+    from .batching import Forward
     from .loading import LoadedModel
 
 __all__ = ["KVCache"]
@@ -18,10 +22,17 @@ class KVCache:
     ``advance(ids)`` makes the cache hold ``ids`` and returns the logits that follow them: the
     longest common prefix with what the cache already holds is kept (the cache is cropped, not
     re-filled) and only the rest is fed to the model.
+
+    ``forward`` runs the model (by default ``model_forward``, in the calling thread; a
+    ``TargetModel`` passes its ``ForwardBatcher.run`` to batch its generations' steps).
+    ``lock`` is held by whoever decodes with this cache, for as long as it relies on what the
+    cache holds (several users may share a cache, one at a time).
     """
 
-    def __init__(self, lm: LoadedModel) -> None:
+    def __init__(self, lm: LoadedModel, forward: Forward | None = None) -> None:
         self.lm = lm
+        self.forward: Forward = forward if forward is not None else self._own_forward
+        self.lock = threading.RLock()
         self.ids: list[int] = []
         self._cache: Any = None
         self._last_logits: torch.Tensor | None = None
@@ -32,6 +43,9 @@ class KVCache:
         #: Changes whenever the cache changes (for users that remember what it held).
         self.generation = 0
 
+    def _own_forward(self, cache: Any, past: int, new: list[int], keep: int) -> tuple[torch.Tensor, Any]:
+        return model_forward(self.lm, cache, past, new, keep)
+
     def reset(self) -> None:
         self.generation += 1
         self.ids = []
@@ -39,16 +53,15 @@ class KVCache:
         self._last_logits = None
 
     def common_prefix(self, ids: list[int]) -> int:
-        n = min(len(ids), len(self.ids))
+        held = self.ids  # replaced, never changed in place: another thread may read it
+        n = min(len(ids), len(held))
         i = 0
-        while i < n and ids[i] == self.ids[i]:
+        while i < n and ids[i] == held[i]:
             i += 1
         return i
 
     def advance(self, ids: list[int]) -> torch.Tensor:
         """Logits (1-D, float32, on the model's device) for the token after ``ids``."""
-        import torch
-
         if not ids:
             raise ValueError("cannot run a model on an empty sequence")
         keep = self.common_prefix(ids)
@@ -62,19 +75,12 @@ class KVCache:
         if keep == 0:
             self._cache = None
         new = ids[keep:]
-        with torch.inference_mode():
-            out = self.lm.model(
-                input_ids=torch.tensor([new], device=self.lm.device),
-                past_key_values=self._cache,
-                use_cache=True,
-                logits_to_keep=1,
-            )
-        self._cache = out.past_key_values
+        rows, self._cache = self.forward(self._cache, keep, new, 1)
         self.ids = list(ids)
         self.prefilled_tokens += len(new)
         self.forward_passes += 1
-        self._last_logits = out.logits[0, -1].float()
-        return self._last_logits
+        self._last_logits = rows[-1]
+        return rows[-1]
 
     def verify(self, ids: list[int], guess: list[int]) -> torch.Tensor:
         """Logits after ``ids`` and after each prefix of ``ids + guess``, from one forward pass.
@@ -98,17 +104,9 @@ class KVCache:
             if keep == 0:
                 self._cache = None
         new = ids[keep:] + guess
-        with torch.inference_mode():
-            out = self.lm.model(
-                input_ids=torch.tensor([new], device=self.lm.device),
-                past_key_values=self._cache,
-                use_cache=True,
-                logits_to_keep=len(guess) + (0 if reuse else 1),
-            )
-        rows: torch.Tensor = out.logits[0].float()
+        rows, self._cache = self.forward(self._cache, keep, new, len(guess) + (0 if reuse else 1))
         if last is not None:
             rows = torch.cat([last[None], rows])
-        self._cache = out.past_key_values
         self.ids = list(ids) + list(guess)
         self.prefilled_tokens += len(new)
         self.forward_passes += 1
@@ -124,5 +122,5 @@ class KVCache:
         if drop:
             self.generation += 1
             self._cache.crop(-drop)
-            del self.ids[n:]
+            self.ids = self.ids[:n]
             self._last_logits = self._rows[len(self._rows) - 1 - drop]

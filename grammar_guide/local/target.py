@@ -13,6 +13,12 @@
   model picks EOS, or when nothing can follow; ``finish=True`` writes until the text is complete.
 
 The KV cache is kept across calls, so a later call only feeds the tokens that differ.
+
+Concurrent calls (``acontinue_text`` from several ``aguide`` runs, or ``continue_text`` from
+several threads) each decode with a KV cache of their own, up to ``batch`` at a time; their
+forward passes run together, one pass for all their steps (``ForwardBatcher``). What each writes
+is what it would write alone (greedy; sampling with a seed is reproducible for calls one at a
+time).
 """
 
 from __future__ import annotations
@@ -22,12 +28,14 @@ import concurrent.futures
 import functools
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from .._errors import GrammarError
 from .._events import Alternative
+from .batching import ForwardBatcher
 from .healing import healing_mask
 from .kv_cache import KVCache
 from .loading import LoadedModel, load_model
@@ -81,10 +89,12 @@ class TargetModel:
     """A local causal LM that continues text under a grammar's token mask.
 
     Build one with ``TargetModel.load()`` (the default SmolLM2-135M-Instruct, or any Hugging Face
-    causal LM by id or folder). Calls are serialised; the KV cache is reused between them.
-    Up to ``lookup`` tokens guessed from the text so far (``TokenLookup``) are run through the
-    model with each step, so a guessed token the target then writes needs no forward pass of its
-    own; ``lookup=0`` turns this off. What the target writes is the same either way.
+    causal LM by id or folder). The KV cache is reused between calls. Up to ``batch`` calls run
+    at once, each with its own KV cache, and their steps share forward passes (``batch=1``: one
+    call at a time); more wait for a free one. Up to ``lookup`` tokens guessed from the text so
+    far (``TokenLookup``) are run through the model with each step, so a guessed token the
+    target then writes needs no forward pass of its own; ``lookup=0`` turns this off. What the
+    target writes is the same either way.
     """
 
     def __init__(
@@ -95,22 +105,32 @@ class TargetModel:
         top_p: float = 1.0,
         seed: int | None = None,
         lookup: int = 5,
+        batch: int = 8,
     ) -> None:
         if lookup < 0:
             raise ValueError("lookup must be >= 0")
+        if batch < 1:
+            raise ValueError("batch must be >= 1")
         self._sampler = Sampler(temperature, top_p, seed)
         self.lm = lm
         self.temperature = temperature
         self.top_p = top_p
         self.seed = seed
+        self.batch = batch
+        #: Runs the forward passes of this target's calls, batched across concurrent calls.
+        self.batcher = ForwardBatcher(lm, batch)
         #: The KV cache of this target's calls. A local draft over the same model may share it
         #: (``TransformersDraft.from_target``): each then reuses what the other computed.
-        self.kv_cache = KVCache(lm)
+        self.kv_cache = KVCache(lm, self.batcher.run)
         #: Guesses of the next tokens, run through the model in one forward pass (``None`` with
         #: ``lookup=0``); what the target writes does not depend on them.
         self.lookup = TokenLookup(lookup) if lookup else None
-        self._lock = threading.Lock()
-        self._worker = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="grammar-guide-target")
+        # What one call decodes with; the first is the cache and lookup above, concurrent calls
+        # get more (up to ``batch``).
+        self._slots = [_Slot(self.kv_cache, self.lookup, self._sampler)]
+        self._free = threading.Condition()
+        self._state = threading.Lock()  # the matchers and the counters
+        self._worker = concurrent.futures.ThreadPoolExecutor(batch, thread_name_prefix="grammar-guide-target")
         self._matchers: dict[str, llg.LLMatcher] = {}
         #: Prompt-and-text tokens that calls took from the KV cache instead of feeding again.
         self.prefill_tokens_saved = 0
@@ -136,11 +156,12 @@ class TargetModel:
         top_p: float = 1.0,
         seed: int | None = None,
         lookup: int = 5,
+        batch: int = 8,
     ) -> TargetModel:
         """Load ``model`` (the default SmolLM2-135M-Instruct when ``None``); see ``load_model``
         (``threads``: torch's CPU threads for the process)."""
         lm = load_model(model, device=device, dtype=dtype, threads=threads)
-        return cls(lm, temperature=temperature, top_p=top_p, seed=seed, lookup=lookup)
+        return cls(lm, temperature=temperature, top_p=top_p, seed=seed, lookup=lookup, batch=batch)
 
     def __repr__(self) -> str:
         return f"<TargetModel {self.lm.name} on {self.lm.device}>"
@@ -175,8 +196,17 @@ class TargetModel:
         (whole characters) as each token is written, for progress; the continuation's ``text``
         is what they add up to. Raises ``ValueError`` if ``text`` is not a valid prefix.
         """
-        with self._lock, self.lm.lock:
-            return self._continue(prompt, text, grammar, max_new_tokens, finish, min_terminals, on_text)
+        data = text.encode("utf-8")
+        lm = self.lm
+        with lm.lock:  # the tokenizers
+            # Token healing: keep the tokens no vocabulary token could extend; re-choose the rest.
+            kept, healed = lm.partial_ids(data)
+            context = lm.prompt_ids(prompt) + kept
+            lm.healing  # noqa: B018 (built once, before calls share it)
+        with self._slot(context) as slot, self.batcher.member():
+            return self._continue(
+                slot, prompt, text, grammar, context, kept, healed, max_new_tokens, finish, min_terminals, on_text
+            )
 
     async def acontinue_text(
         self,
@@ -189,9 +219,9 @@ class TargetModel:
         min_terminals: int = 1,
         on_text: Callable[[str], None] | None = None,
     ) -> Continuation:
-        """``continue_text`` in this target's worker thread (calls run one at a time, always on
-        the same thread: torch's CPU thread pool is per calling thread). ``on_text`` is called on
-        the event loop's thread."""
+        """``continue_text`` in one of this target's worker threads (up to ``batch`` at once; the
+        forward passes all run on the batcher's one thread: torch's CPU thread pool is per
+        calling thread). ``on_text`` is called on the event loop's thread."""
         loop = asyncio.get_running_loop()
         relay: Callable[[str], None] | None = None
         if on_text is not None:
@@ -215,25 +245,54 @@ class TargetModel:
 
     # -- machinery ----------------------------------------------------------------------------
 
+    @contextmanager
+    def _slot(self, context: list[int]) -> Iterator[_Slot]:
+        """A free slot for one call (the one whose cache holds most of ``context``), held until
+        the call ends; a new one while fewer than ``batch`` exist, else wait for one."""
+        with self._free:
+            self._free.wait_for(lambda: len(self._slots) < self.batch or any(not s.busy for s in self._slots))
+            free = [s for s in self._slots if not s.busy]
+            if free:
+                slot = max(free, key=lambda s: s.kv.common_prefix(context))
+            else:
+                seed = None if self.seed is None else self.seed + len(self._slots)
+                sampler = Sampler(self.temperature, self.top_p, seed)
+                lookup = TokenLookup(self.lookup.size) if self.lookup is not None else None
+                slot = _Slot(KVCache(self.lm, self.batcher.run), lookup, sampler)
+                self._slots.append(slot)
+            slot.busy = True
+        try:
+            with slot.kv.lock:  # a draft sharing the cache waits for the call to end
+                yield slot
+        finally:
+            with self._free:
+                slot.busy = False
+                self._free.notify()
+
     def _matcher(self, grammar: Grammar) -> tuple[llg.LLMatcher, bool]:
         import llguidance as llg
 
         source = grammar.captured_grammar or grammar.llguidance_grammar
-        proto = self._matchers.get(source)
-        if proto is None:
-            proto = llg.LLMatcher(self.lm.ll_tokenizer, source, log_level=0)
-            if proto.is_error():
-                raise GrammarError(f"the matcher rejected grammar {grammar.name}: {proto.get_error()}")
-            if len(self._matchers) > 16:
-                self._matchers.clear()
-            self._matchers[source] = proto
-        return proto.deep_copy(), grammar.captured_grammar is not None
+        with self._state:
+            proto = self._matchers.get(source)
+            if proto is None:
+                proto = llg.LLMatcher(self.lm.ll_tokenizer, source, log_level=0)
+                if proto.is_error():
+                    raise GrammarError(f"the matcher rejected grammar {grammar.name}: {proto.get_error()}")
+                if len(self._matchers) > 16:
+                    self._matchers.clear()
+                self._matchers[source] = proto
+            return proto.deep_copy(), grammar.captured_grammar is not None
 
     def _continue(
         self,
+        slot: _Slot,
         prompt: str,
         text: str,
         grammar: Grammar,
+        context: list[int],
+        kept: list[int],
+        healed: bytes,
         max_new_tokens: int,
         finish: bool,
         min_terminals: int,
@@ -245,9 +304,6 @@ class TargetModel:
         token_bytes = lm.token_bytes
         eos = lm.eos_token_ids
         data = text.encode("utf-8")
-
-        # Token healing: keep the tokens no vocabulary token could extend; re-choose the rest.
-        kept, healed = lm.partial_ids(data)
         matcher, captured = self._matcher(grammar)
         if not matcher.consume_tokens(kept):
             raise ValueError(f"text is not a valid prefix of {grammar.name}: {text!r}")
@@ -255,12 +311,19 @@ class TargetModel:
         if healed and matcher.validate_tokens(ll.tokenize_bytes(healed)) == 0:
             raise ValueError(f"text is not a valid prefix of {grammar.name}: {text!r}")
 
-        context = lm.prompt_ids(prompt) + kept
-        saved = min(self.kv_cache.common_prefix(context), len(context) - 1)
-        self.prefill_tokens_saved += saved
-        self.prefill_tokens += len(context) - saved
-        cache = LookupCache(self.kv_cache, self.lookup)
-        logits = cache.advance(context, max_new_tokens)
+        saved = min(slot.kv.common_prefix(context), len(context) - 1)
+        with self._state:
+            self.prefill_tokens_saved += saved
+            self.prefill_tokens += len(context) - saved
+        cache = LookupCache(slot.kv, slot.lookup)
+        sampler = slot.sampler
+        batcher = self.batcher
+
+        def guesses(limit: int) -> int:
+            # Guessed tokens pay for one caller, not in a crowded batch on a CPU.
+            return 0 if batcher.crowded else limit
+
+        logits = cache.advance(context, guesses(max_new_tokens))
 
         # Grammars with dead-end guards (a keyword glued to a word leads to a terminal that
         # matches nothing) look valid to the mask inside such a word: probe each chosen token
@@ -273,10 +336,11 @@ class TargetModel:
         sampled = forced = healed_count = 0
         alternatives: tuple[Alternative, ...] = ()
         stop_reason = "max_new_tokens"
-        greedy = self._sampler.temperature == 0
+        greedy = sampler.temperature == 0
         # The model's own choice (argmax, or without top-p a draw from its whole distribution)
         # can be tried before the mask (`_own_choice`); greedy choice ignores top-p.
-        own_first = greedy or self._sampler.top_p == 1
+        own_first = greedy or sampler.top_p == 1
+        full_masks = choices = 0
         chosen_once = False
         while len(new) < max_new_tokens:
             if not pending:
@@ -295,15 +359,15 @@ class TargetModel:
                         break
                     if len(new) >= max_new_tokens:
                         break
-                    logits = cache.advance(context + new, max_new_tokens - len(new))
+                    logits = cache.advance(context + new, guesses(max_new_tokens - len(new)))
                     continue
             accepting = not pending and matcher.is_accepting()
             own = int(logits.argmax())
             token = -1
             if own_first and chosen_once and not pending:
-                token = self._own_choice(logits, own, matcher, accepting)
+                token = self._own_choice(logits, own, matcher, accepting, sampler)
             if token < 0:
-                self.full_masks += 1
+                full_masks += 1
                 allowed = self._mask(matcher)
                 if pending:
                     allowed &= healing_mask(lm, pending, allowed)
@@ -316,11 +380,11 @@ class TargetModel:
                     # finished the text and goes on to something else (an explanation, a fence).
                     stop_reason = "eos"
                     break
-                token, alts = self._choose(logits, allowed, pending, want_alternatives=not chosen_once)
+                token, alts = self._choose(logits, allowed, pending, want_alternatives=not chosen_once, sampler=sampler)
                 if not chosen_once:
                     alternatives = alts
                     chosen_once = True
-            self.choices += 1
+            choices += 1
             if probe is not None and not pending and token not in eos and probe.leads_nowhere(token_bytes[token]):
                 # The best allowed tokens in the model's order, the first that leads somewhere.
                 import torch
@@ -358,9 +422,12 @@ class TargetModel:
                 break
             if len(new) >= max_new_tokens:
                 break
-            logits = cache.advance(context + new, max_new_tokens - len(new))
+            logits = cache.advance(context + new, guesses(max_new_tokens - len(new)))
 
-        self.last_token_ids = tuple(kept + new)
+        with self._state:
+            self.full_masks += full_masks
+            self.choices += choices
+            self.last_token_ids = tuple(kept + new)
         generated = b"".join(token_bytes[t] for t in new)
         tail = generated[len(healed) :] if generated.startswith(healed) and not pending else b""
         continuation, whole = _whole_chars(tail)
@@ -409,7 +476,9 @@ class TargetModel:
                 return []
         return ff
 
-    def _own_choice(self, logits: torch.Tensor, own: int, matcher: llg.LLMatcher, accepting: bool) -> int:
+    def _own_choice(
+        self, logits: torch.Tensor, own: int, matcher: llg.LLMatcher, accepting: bool, sampler: Sampler | None = None
+    ) -> int:
         """The model's own choice if the grammar allows it, else -1 (then the full mask is needed).
 
         Opportunistic masking: greedy, the own choice is the argmax ``own``. Sampling (without
@@ -418,7 +487,8 @@ class TargetModel:
         sampling: p(x) + (1 - p(A)) p(x) / p(A) = p(x) / p(A)). When the text is complete and
         ``own`` leaves the grammar, -1 too: the full-mask step then ends the text.
         """
-        candidate = own if self._sampler.temperature == 0 else self._sampler.choose(logits)
+        sampler = sampler or self._sampler
+        candidate = own if sampler.temperature == 0 else sampler.choose(logits)
         if matcher.validate_tokens([candidate]) != 1:
             return -1
         if candidate != own and accepting and matcher.validate_tokens([own]) != 1:
@@ -435,9 +505,11 @@ class TargetModel:
         pending: bytes,
         *,
         want_alternatives: bool,
+        sampler: Sampler | None = None,
     ) -> tuple[int, tuple[Alternative, ...]]:
         import torch
 
+        sampler = sampler or self._sampler
         scores = logits.masked_fill(~allowed, float("-inf"))
         alternatives: tuple[Alternative, ...] = ()
         if want_alternatives:
@@ -453,10 +525,20 @@ class TargetModel:
                 piece = piece[len(pending) :] if piece.startswith(pending) else b""
                 alts.append(Alternative(piece.decode("utf-8", errors="replace"), float(p)))
             alternatives = tuple(alts)
-        return self._sampler.choose(scores), alternatives
+        return sampler.choose(scores), alternatives
 
 
 _DEAD_END_CANDIDATES = 256
+
+
+@dataclass(eq=False)
+class _Slot:
+    """What one call decodes with: a KV cache, token guesses and a sampler."""
+
+    kv: KVCache
+    lookup: TokenLookup | None
+    sampler: Sampler
+    busy: bool = False
 
 
 class _TextStream:

@@ -1,0 +1,132 @@
+"""Concurrent guided runs sharing one target model: one by one, concurrent but serialised, batched.
+
+Eight ``aguide`` runs over the JSON grammar, each with its own prompt and a draft that writes the
+start of an object and then stops (``max_draft_calls=1``), so the target (SmolLM2-135M, greedy)
+writes the rest: up to ``--tokens`` tokens each, in one finishing call. Three ways, in one run:
+
+- **one by one**: each run awaited before the next starts;
+- **concurrent, batch=1**: the 8 runs started together on a target with ``batch=1`` (calls one at
+  a time, as every target ran before batching: 63.8 s against 64.6 s one by one in issue 15);
+- **concurrent, batch=8**: the same on a target with ``batch=8`` (the default): each call decodes
+  with its own KV cache and the steps of all calls run in one forward pass.
+
+Every way must write the same texts (greedy; checked, and reported). The table gives the wall
+time, the forward passes the target ran and the mean rows per pass, and the load average before
+and after (the machine is shared: compare the ratio within one run).
+
+``python -m benchmarks.concurrent_bench [--runs 8] [--tokens 64] [--repeat 1]`` prints a table and
+writes ``benchmarks/results/concurrent_bench.json``; with ``--repeat`` the three ways take turns and
+each figure is the best of its turns.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+if __package__ in (None, ""):  # run as a script
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import grammar_guide as gg
+from benchmarks._common import machine, machine_line, markdown_table, write_results
+
+NAME = "concurrent_bench"
+SUBJECTS = ["a cat", "a city", "a book", "a planet", "a song", "a river", "a car", "a tree", "a bird", "a chair"]
+STARTS = ['{"name": "', '{"title": "', '{"kind": "', '{"id": 1, "label": "']
+
+
+def prompts(n: int) -> list[tuple[str, str]]:
+    """``n`` prompts with the start of the draft's answer to each."""
+    return [
+        (f"Describe {SUBJECTS[i % len(SUBJECTS)]} as a JSON object with a few fields.", STARTS[i % len(STARTS)])
+        for i in range(n)
+    ]
+
+
+async def one(target: gg.TargetModel, prompt: str, start: str, tokens: int) -> str:
+    grammar = gg.Grammar.builtin("json")
+    limits = gg.GuideLimits(max_draft_calls=1, finish_tokens=tokens)
+    result = await gg.aguide(lambda p, prefix: start if not prefix else "", grammar, prompt, target, limits=limits)
+    if not grammar.is_complete(result.text):
+        raise AssertionError(f"invalid result {result.text!r}")
+    return result.text
+
+
+async def one_by_one(target: gg.TargetModel, work: list[tuple[str, str]], tokens: int) -> list[str]:
+    return [await one(target, p, s, tokens) for p, s in work]
+
+
+async def together(target: gg.TargetModel, work: list[tuple[str, str]], tokens: int) -> list[str]:
+    return list(await asyncio.gather(*(one(target, p, s, tokens) for p, s in work)))
+
+
+def measure(name: str, target: gg.TargetModel, texts_of: Any) -> tuple[dict[str, Any], list[str]]:
+    passes, steps = target.batcher.passes, target.batcher.steps
+    load = os.getloadavg()[0]
+    started = time.perf_counter()
+    texts = asyncio.run(texts_of)
+    seconds = time.perf_counter() - started
+    passes, steps = target.batcher.passes - passes, target.batcher.steps - steps
+    row = {
+        "way": name,
+        "seconds": round(seconds, 2),
+        "forward_passes": passes,
+        "steps": steps,
+        "rows_per_pass": round(steps / passes, 2) if passes else 0.0,
+        "load_before": round(load, 2),
+        "load_after": round(os.getloadavg()[0], 2),
+    }
+    print(f"[{NAME}] {name}: {seconds:.1f} s, {passes} passes", file=sys.stderr, flush=True)
+    return row, texts
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--runs", type=int, default=8, help="concurrent guided runs")
+    ap.add_argument("--tokens", type=int, default=64, help="the target's token budget in each run")
+    ap.add_argument("--repeat", type=int, default=1, help="turns of the three ways (best of)")
+    args = ap.parse_args(argv)
+    info = machine()
+    work = prompts(args.runs)
+    batched = gg.TargetModel.load()  # batch=8
+    serial = gg.TargetModel(batched.lm, batch=1)
+    asyncio.run(one(batched, *work[0], 4))  # load the tokenizers and the grammar's matcher
+    best: dict[str, dict[str, Any]] = {}
+    outputs = []
+    for _ in range(args.repeat):
+        for name, target, texts_of in (
+            ("one by one", batched, one_by_one(batched, work, args.tokens)),
+            ("concurrent, batch=1", serial, together(serial, work, args.tokens)),
+            (f"concurrent, batch={batched.batch}", batched, together(batched, work, args.tokens)),
+        ):
+            row, texts = measure(name, target, texts_of)
+            if name not in best or row["seconds"] < best[name]["seconds"]:
+                best[name] = row
+            outputs.append(texts)
+    rows = list(best.values())
+    same = all(texts == outputs[0] for texts in outputs)
+    base = rows[0]["seconds"]
+    for row in rows:
+        row["speedup"] = round(base / row["seconds"], 2) if row["seconds"] else 0.0
+    print(
+        f"{args.runs} guided runs, the target writing up to {args.tokens} tokens each; {machine_line(info)}; "
+        f"best of {args.repeat}"
+    )
+    header = ["way", "seconds", "speedup", "forward passes", "rows/pass", "load before", "load after"]
+    keys = ["way", "seconds", "speedup", "forward_passes", "rows_per_pass", "load_before", "load_after"]
+    print(markdown_table(header, [[row[k] for k in keys] for row in rows]))
+    print(f"same texts every way: {'yes' if same else 'NO'}")
+    write_results(
+        NAME,
+        {"machine": info, "runs": args.runs, "tokens": args.tokens, "repeat": args.repeat, "rows": rows, "same": same},
+    )
+    return 0 if same else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
