@@ -7,14 +7,21 @@ size: the valid text, and the same text with one extra comma (``},,{``) nine ten
 checked to be the valid text). The violation's cost is the difference of the two wall times: the
 diagnostics of one violation (expected terminals, line and column), the repair, and the second
 draft call. Flat in the text's size is the goal (issue 15, item 3): the same at 1 KB and 1 MB.
+Streaming a long text varies by more than that from run to run on a busy machine, so the time
+from the last draft text the loop reads before the repair to the repair's ``Correction`` event
+(the violation's handling: its diagnostics and the repair, with nothing streamed in between) is
+measured too.
 
-``python -m benchmarks.violation_bench [--sizes 1000 100000 1000000] [--repeat 3]`` prints a table
-and writes ``benchmarks/results/violation_bench.json``. Each figure is the best of ``--repeat``.
+``python -m benchmarks.violation_bench [--sizes 1000 100000 1000000] [--repeat 3] [--before FILE]``
+prints a table and writes ``benchmarks/results/violation_bench.json``. Each figure is the best of
+``--repeat``. ``--before`` puts the figures of a results file written just before (by another
+version of grammar-guide) in the table beside these.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import time
 from collections.abc import Iterator
@@ -57,6 +64,15 @@ class ContinuingDraft:
         self.first = first
         self.clean = clean
         self.calls = 0
+        self.last_text_at = 0.0  # when the loop last read draft text
+        self.handling: float | None = None  # from then to the first correction
+
+    def read(self, chunk: str) -> None:
+        self.last_text_at = time.perf_counter()
+
+    def event(self, event: gg.Event) -> None:
+        if isinstance(event, gg.Correction) and self.handling is None:
+            self.handling = time.perf_counter() - self.last_text_at
 
     def __call__(self, prompt: str, prefix: str) -> Iterator[str]:
         self.calls += 1
@@ -70,9 +86,20 @@ class ContinuingDraft:
 
 
 def run_once(grammar: gg.Grammar, first: str, clean: str) -> dict[str, Any]:
-    draft = gg.FunctionDraft(ContinuingDraft(first, clean), continues_prefix=True)
+    function = ContinuingDraft(first, clean)
+    draft = gg.FunctionDraft(function, continues_prefix=True)
     started = time.perf_counter()
-    result = gg.guide(draft, grammar, "", target=False, max_new_tokens=10**9, max_draft_calls=8, lookahead=10**6)
+    result = gg.guide(
+        draft,
+        grammar,
+        "",
+        target=False,
+        max_new_tokens=10**9,
+        max_draft_calls=8,
+        lookahead=10**6,
+        on_draft_text=function.read,
+        on_event=function.event,
+    )
     seconds = time.perf_counter() - started
     if result.text != clean:
         raise AssertionError(f"the result is not the valid text (length {len(result.text)} vs {len(clean)})")
@@ -81,6 +108,7 @@ def run_once(grammar: gg.Grammar, first: str, clean: str) -> dict[str, Any]:
         "corrections": result.stats.corrections,
         "draft_calls": result.stats.draft_calls,
         "check_seconds": result.stats.check_seconds,
+        "handling_seconds": function.handling,
     }
 
 
@@ -88,7 +116,11 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--sizes", type=int, nargs="*", default=[1_000, 100_000, 1_000_000])
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--before", type=Path, help="a results file of this benchmark, for the 'before' columns")
     args = ap.parse_args(argv)
+    before = {}
+    if args.before is not None:
+        before = {r["size_chars"]: r for r in json.loads(args.before.read_text(encoding="utf-8"))["rows"]}
     grammar = gg.Grammar.builtin("json")
     info = machine()
     rows = []
@@ -96,7 +128,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         clean = records(size)
         bad = with_extra_comma(clean)
         valid = min((run_once(grammar, clean, clean) for _ in range(args.repeat)), key=lambda r: r["seconds"])
-        broken = min((run_once(grammar, bad, clean) for _ in range(args.repeat)), key=lambda r: r["seconds"])
+        runs = [run_once(grammar, bad, clean) for _ in range(args.repeat)]
+        broken = min(runs, key=lambda r: r["seconds"])
         if broken["corrections"] != 1:
             raise AssertionError(f"expected one correction, got {broken['corrections']}")
         rows.append(
@@ -105,29 +138,32 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                 "valid_seconds": valid["seconds"],
                 "one_violation_seconds": broken["seconds"],
                 "violation_cost_seconds": broken["seconds"] - valid["seconds"],
+                "handling_seconds": min(r["handling_seconds"] or 0.0 for r in runs),
                 "draft_calls": broken["draft_calls"],
             }
         )
         print(
-            f"  {len(clean):>9,} chars: valid {valid['seconds']:.3f} s, one violation {broken['seconds']:.3f} s",
+            f"  {len(clean):>9,} chars: valid {valid['seconds']:.3f} s, one violation {broken['seconds']:.3f} s, "
+            f"handling {rows[-1]['handling_seconds']:.4f} s",
             flush=True,
         )
     print(f"\nviolation cost, JSON, target=False ({machine_line(info)}), best of {args.repeat}:\n")
-    print(
-        markdown_table(
-            ["text", "valid draft (s)", "one extra comma (s)", "violation cost (s)"],
-            [
-                (
-                    f"{r['size_chars']:,} chars",
-                    r["valid_seconds"],
-                    r["one_violation_seconds"],
-                    r["violation_cost_seconds"],
-                )
-                for r in rows
-            ],
-        )
-    )
-    payload = {"machine": info, "chunk": CHUNK, "repeat": args.repeat, "rows": rows}
+    header = ["text", "valid draft (s)", "one extra comma (s)", "violation cost (s)", "handling (s)"]
+    if before:
+        header = [header[0], *(f"before: {h}" for h in header[1:]), *(f"after: {h}" for h in header[1:])]
+
+    def columns(r: dict[str, Any] | None) -> list[Any]:
+        keys = ["valid_seconds", "one_violation_seconds", "violation_cost_seconds", "handling_seconds"]
+        return ["" if r is None or r.get(k) is None else r[k] for k in keys]
+
+    table = [
+        (f"{r['size_chars']:,} chars", *(columns(before.get(r["size_chars"])) if before else []), *columns(r))
+        for r in rows
+    ]
+    print(markdown_table(header, table))
+    payload: dict[str, Any] = {"machine": info, "chunk": CHUNK, "repeat": args.repeat, "rows": rows}
+    if before:
+        payload["before"] = list(before.values())
     write_results(NAME, payload)
     return payload
 

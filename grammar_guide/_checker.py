@@ -4,27 +4,40 @@ llguidance's matcher works on tokens. The checker gives it a vocabulary of the 2
 (plus an end-of-text token), so consuming a "token" is consuming one byte: the matcher then
 answers, byte by byte, whether the text is still a prefix of some valid text, which bytes may
 follow, which bytes are forced, and whether the text is complete. Each ``feed`` costs time in
-proportion to its chunk; ``rollback`` undoes bytes without re-reading the text.
+proportion to its chunk; ``rollback`` undoes bytes without re-reading the text, and ``trial``
+tries text on the checker and comes back, for the same cost.
+
+Which terminals may come next (``expected``, for diagnostics and repairs) is asked of lark's
+parser while the text is short; from ``PROBE_FROM`` bytes on, of the matcher itself: its grammar
+then has a probe beside every terminal (``_compile.probe_grammar``), so the answer costs the same
+at 1 KB and at 1 MB of text.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import re
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import lark
 import lark.exceptions
 
+from ._compile import PROBE_IDS, PROBE_MARKERS
 from ._matcher import regex_accepts_prefix
-from ._text import line_column
+from ._text import is_word_char, line_column, run_start
 
 if TYPE_CHECKING:
     from ._compile import Terminal
     from ._grammar import Grammar
 
 __all__ = ["Checker", "CheckerState", "Violation"]
+
+#: From how many accepted bytes on ``Checker.expected`` probes the matcher instead of asking lark
+#: (whose parse reads the whole text: about 20 µs a character).
+PROBE_FROM = 2048
 
 
 @dataclass(frozen=True)
@@ -61,14 +74,21 @@ class Checker:
 
     ``feed`` accepts ``str`` or ``bytes``; after the first invalid byte the checker stays at the
     end of the valid prefix (``violation`` says where) and accepts nothing more until rolled back.
+    ``probe_from``: from how many accepted bytes on ``expected`` is read from the matcher's probes
+    rather than from a lark parse of the whole text (0: always).
     """
 
-    def __init__(self, grammar: Grammar) -> None:
+    def __init__(self, grammar: Grammar, *, probe_from: int = PROBE_FROM) -> None:
         self.grammar = grammar
         self._matcher = grammar.new_matcher()
         self._bytes = bytearray()
         self._text_cache: str | None = ""
         self._violation: Violation | None = None
+        # From ``probe_from`` accepted bytes on, the matcher is one whose grammar has a probe
+        # beside every terminal (``expected`` then costs the same at any length of text).
+        self._probe_from = probe_from
+        self._probing = False
+        self._low_water = 0  # the fewest bytes accepted since the innermost ``trial`` began
 
     # -- reading ----------------------------------------------------------------------------
 
@@ -79,7 +99,14 @@ class Checker:
             return 0
         is_text = isinstance(chunk, str)
         data = chunk.encode("utf-8") if isinstance(chunk, str) else bytes(chunk)
+        if not self._probing and len(self._bytes) + len(data) >= self._probe_from:
+            self._start_probing()
         tokens = list(data)
+        if not is_text:
+            # Bytes no UTF-8 text holds are never accepted (the probes' markers are among them).
+            stray = _NOT_UTF8.search(data)
+            if stray is not None:
+                tokens = tokens[: stray.start()]
         # Validating, then consuming the valid part, measured about twice as fast as
         # ``try_consume_tokens`` (benchmarks/checker_bench.py).
         n = self._matcher.validate_tokens(tokens)
@@ -149,24 +176,95 @@ class Checker:
         return frozenset(b for b in range(256) if mask[b >> 3] >> (b & 7) & 1)
 
     def _mask_bytes(self) -> bytes:
-        return self._matcher.compute_bitmask()
+        mask = self._matcher.compute_bitmask()
+        if self._probing:  # the probes' markers are not text
+            mask = mask[:30] + bytes([mask[30] & 0x1F, 0]) + mask[32:]
+        return mask
 
     def forced_text(self) -> str:
         """The text the grammar forces next (every valid continuation starts with it)."""
-        forced = self._matcher.compute_ff_bytes()
+        forced = self.forced_bytes()
         # Only whole characters.
         return forced.decode("utf-8", errors="ignore") if forced else ""
 
     def forced_bytes(self) -> bytes:
-        return self._matcher.compute_ff_bytes()
+        if not self._probing:
+            return self._matcher.compute_ff_bytes()
+        # The probes may begin wherever a terminal may, so the matcher forces nothing there;
+        # the same loop as llguidance's, over the bytes of text: one allowed byte is forced.
+        forced = bytearray()
+        while not self._matcher.is_accepting() and len(forced) < _MAX_FORCED:
+            allowed = self.allowed_bytes()
+            if len(allowed) != 1:
+                break
+            (byte,) = allowed
+            if not self._matcher.consume_token(byte):
+                raise RuntimeError(f"llguidance refused a byte it allowed: {self._matcher.get_error()}")
+            forced.append(byte)
+        if forced and not self._matcher.rollback(len(forced)):
+            raise RuntimeError(f"matcher could not roll back: {self._matcher.get_error()}")
+        return bytes(forced)
 
-    def expected(self) -> list[Terminal]:
-        """The terminals that may come next: the one in progress, or those that may start here.
+    def expected(self, upto: int | None = None) -> list[Terminal]:
+        """The terminals that may come after the first ``upto`` characters of the accepted text
+        (all of it by default): the one in progress, or those that may start there.
 
-        Uses the lark reference parser, so it is for diagnostics, not the hot path. Grammars
-        built from a regex or a JSON schema have no named terminals and give ``[]``.
+        A text shorter than ``probe_from`` bytes is asked of the lark reference parser; from there
+        on the matcher answers (its grammar has a probe beside each terminal, so the answer costs
+        the same at any length of text). Grammars built from a regex or a JSON schema have no
+        named terminals and give ``[]``.
         """
-        return expected_terminals(self.grammar, self.text)
+        text = self.text if upto is None else self.text[:upto]
+        if not self._probing:
+            return expected_terminals(self.grammar, text)
+        return _expected(self.grammar, text, self._probe_at)
+
+    def _probe_at(self, end: int) -> frozenset[str]:
+        """The terminals the matcher predicts after the first ``end`` characters of the text
+        (the lexeme in progress there closed), read from its probes."""
+        probes = self.grammar.probe_matchers
+        assert probes is not None
+        names = probes[1]
+        keep = self._byte_offset(end)
+        tail = list(self._bytes[keep:])
+        matcher = self._matcher
+        if tail and not matcher.rollback(len(tail)):
+            raise RuntimeError(f"matcher could not roll back: {matcher.get_error()}")
+        found: set[str] = set()
+        try:
+            for marker in PROBE_MARKERS:
+                if not matcher.validate_tokens([marker]):
+                    continue
+                if not matcher.consume_token(marker):
+                    raise RuntimeError(f"llguidance refused a probe it allowed: {matcher.get_error()}")
+                mask = matcher.compute_bitmask()
+                if not matcher.rollback(1):
+                    raise RuntimeError(f"matcher could not roll back a probe: {matcher.get_error()}")
+                for probe_id in PROBE_IDS:
+                    if mask[probe_id >> 3] >> (probe_id & 7) & 1 and (marker, probe_id) in names:
+                        found.add(names[marker, probe_id])
+        finally:
+            if tail and not matcher.consume_tokens(tail):
+                raise RuntimeError(f"llguidance refused bytes it accepted: {matcher.get_error()}")
+        return frozenset(found)
+
+    def _start_probing(self) -> None:
+        probes = self.grammar.probe_matchers
+        if probes is None or self.grammar.lark_parser is None:
+            self._probe_from = 1 << 62  # nothing to probe: lark (or nothing) answers
+            return
+        matcher = probes[0].new()
+        if self._bytes and not matcher.consume_tokens(list(self._bytes)):
+            raise RuntimeError(f"the probing matcher refused accepted text: {matcher.get_error()}")
+        self._matcher = matcher
+        self._probing = True
+
+    def _byte_offset(self, chars: int) -> int:
+        """How many bytes the first ``chars`` characters of the text take."""
+        text = self.text
+        if len(text) == len(self._bytes):  # ASCII
+            return chars
+        return len(text[:chars].encode("utf-8"))
 
     def snapshot(self) -> CheckerState:
         return CheckerState(len(self._bytes), self._violation)
@@ -182,11 +280,46 @@ class Checker:
                 raise RuntimeError(f"matcher could not roll back {drop} bytes: {self._matcher.get_error()}")
             del self._bytes[n_bytes:]
             self._text_cache = None
+            self._low_water = min(self._low_water, n_bytes)
         self._violation = state.violation if isinstance(state, CheckerState) else None
 
     def rollback_chars(self, n_chars: int) -> None:
         """Keep only the first ``n_chars`` characters of the accepted text."""
-        self.rollback(len(self.text[:n_chars].encode("utf-8")))
+        self.rollback(self._byte_offset(n_chars))
+
+    @contextlib.contextmanager
+    def trial(self, *, clear: bool = True) -> Iterator[Checker]:
+        """This checker, to try text on and come back: on leaving the block the accepted text and
+        the violation are as they were. Costs in proportion to the text rolled back and fed
+        (``copy`` costs in proportion to the whole text). ``clear`` starts without the violation.
+        """
+        saved = bytes(self._bytes)
+        violation, text, outer_low = self._violation, self._text_cache, self._low_water
+        self._low_water = len(saved)
+        if clear:
+            self._violation = None
+        try:
+            yield self
+        finally:
+            # The first ``low`` bytes were never rolled back: only the rest is read again.
+            low = min(self._low_water, len(self._bytes), len(saved))
+            self.rollback(low)
+            rest = list(saved[low:])
+            if rest and not self._matcher.consume_tokens(rest):
+                raise RuntimeError(f"llguidance refused text it had accepted: {self._matcher.get_error()}")
+            self._bytes += saved[low:]
+            self._violation, self._text_cache = violation, text
+            self._low_water = min(outer_low, low)
+
+    def accepts(self, more: str) -> int:
+        """How many characters of ``more`` the checker would accept next (nothing is fed)."""
+        if self._violation is not None or not more:
+            return 0
+        data = more.encode("utf-8")
+        n = self._matcher.validate_tokens(list(data))
+        while 0 < n < len(data) and (data[n] & 0xC0) == 0x80:
+            n -= 1
+        return len(data[:n].decode("utf-8"))
 
     def copy_clear(self) -> Checker:
         """A copy at the same accepted text, without the violation."""
@@ -201,6 +334,7 @@ class Checker:
         other._bytes = bytearray(self._bytes)
         other._text_cache = self._text_cache
         other._violation = self._violation
+        other._probe_from, other._probing, other._low_water = self._probe_from, self._probing, self._low_water
         return other
 
     def __repr__(self) -> str:
@@ -212,26 +346,37 @@ class Checker:
 
 # -- expected terminals (diagnostics) ---------------------------------------------------------
 
-_WORD_RUN = re.compile(r"\w+$")
-_NONSPACE_RUN = re.compile(r"\S+$")
+_NOT_UTF8 = re.compile(rb"[\xf5-\xff]")
+_MAX_FORCED = 1 << 16
+
+
+def _is_nonspace(ch: str) -> bool:
+    return not ch.isspace()
 
 
 def expected_terminals(grammar: Grammar, text: str) -> list[Terminal]:
-    """Terminals that can continue ``text``: either finish the lexeme in progress or start next."""
+    """Terminals that can continue ``text``: either finish the lexeme in progress or start next
+    (asked of the lark reference parser, which reads the whole text)."""
     parser = grammar.lark_parser
     if parser is None:
         return []
+    return _expected(grammar, text, lambda k: _lark_expected(parser, text[:k]))
+
+
+def _expected(grammar: Grammar, text: str, names_at: Callable[[int], frozenset[str]]) -> list[Terminal]:
+    """The terminals that finish the lexeme in progress at the end of ``text`` or start after it,
+    given ``names_at(k)``: the terminals that may start after ``text[:k]``."""
     candidates = [len(text)]
-    for run in (_WORD_RUN, _NONSPACE_RUN):
-        match = run.search(text)
-        if match and match.start() not in candidates:
-            candidates.append(match.start())
+    for is_run_char in (is_word_char, _is_nonspace):
+        start = run_start(text, len(text), is_run_char)
+        if start < len(text) and start not in candidates:
+            candidates.append(start)
     names: dict[str, None] = {}
     for k in candidates:
         rest = text[k:]
         if rest and not any(_terminal_accepts_prefix(t, rest) for t in grammar.terminals.values()):
-            continue  # no terminal begins with the rest: nothing to ask lark
-        for name in _lark_expected(parser, text[:k]):
+            continue  # no terminal begins with the rest: nothing to ask
+        for name in names_at(k):
             terminal = grammar.terminals.get(name)
             if terminal is None or name in grammar.guard_terminals:
                 continue

@@ -453,3 +453,39 @@ def validate(grammar: str, source: str | None, lark_text: str | None) -> None:
             f"the matcher rejected the grammar: {messages[0].strip()}",
             source=source,
         )
+
+
+#: Probe tokens (see ``probe_grammar``): a marker, then an id. Neither can occur in UTF-8 text as
+#: a token boundary the checker feeds: the markers are bytes no UTF-8 text holds, the ids are
+#: continuation bytes, which no lexeme (and no ignored text) begins with.
+PROBE_MARKERS = tuple(range(0xF5, 0xFF))
+PROBE_IDS = tuple(range(0x80, 0xC0))
+
+_CAPTURED_RULE = re.compile(r'(?m)^(\S+)\[capture="([^"]+)"\]: (.*)$')
+
+
+def probe_grammar(captured: str) -> tuple[str, dict[tuple[int, int], str]] | None:
+    """The captured grammar (see ``compile_lark``) with a probe beside every terminal.
+
+    Wherever a terminal may begin, the byte-level matcher also takes the two-token probe
+    ``<[marker]> <[id]>`` (special-token references: in the byte vocabulary, tokens that text never
+    holds). Fed a marker, the matcher closes the lexeme in progress, as lark's parse of the prefix
+    does at its end, and its mask then lists the ids of exactly the terminals that the parser
+    predicts there. Returns the grammar and the Lark name of each (marker, id), or ``None`` when the
+    grammar has more terminals than there are probes.
+    """
+    names: dict[str, tuple[int, int]] = {}
+    capacity = len(PROBE_MARKERS) * len(PROBE_IDS)
+
+    def with_probe(match: re.Match[str]) -> str:
+        rule, name, body = match.groups()
+        if name not in names:
+            i = len(names)
+            names[name] = (PROBE_MARKERS[i // len(PROBE_IDS) % len(PROBE_MARKERS)], PROBE_IDS[i % len(PROBE_IDS)])
+        marker, probe_id = names[name]
+        return f"{rule}: {body} | <[{marker}]> <[{probe_id}]>"
+
+    text = _CAPTURED_RULE.sub(with_probe, captured)
+    if len(names) > capacity:
+        return None
+    return text, {probe: name for name, probe in names.items()}

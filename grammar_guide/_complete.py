@@ -10,7 +10,7 @@ expects there; each search gives up after ``max_nodes`` checker states (about 20
 
 from __future__ import annotations
 
-from ._checker import Checker, expected_terminals
+from ._checker import Checker
 
 __all__ = ["shortest_completion"]
 
@@ -24,21 +24,22 @@ def shortest_completion(checker: Checker, *, max_nodes: int = 4_000) -> str | No
     accepted text, or ``None`` when none is found; ``""`` when it is already complete."""
     if checker.is_complete:
         return ""
-    found = [_search(checker.copy_clear(), max_nodes)]
+    with checker.trial() as trial:
+        found = [_search(trial, max_nodes)]
     if found[0] is None or len(found[0]) > 2:
         for literal in _keywords(checker):
             for start in (literal, " " + literal):
-                trial = checker.copy_clear()
-                if trial.feed(start) == len(start):
-                    rest = _search(trial, max_nodes // 8)
-                    found.append(None if rest is None else start + rest)
+                with checker.trial() as trial:
+                    if trial.feed(start) == len(start):
+                        rest = _search(trial, max_nodes // 8)
+                        found.append(None if rest is None else start + rest)
     return min((f for f in found if f is not None), key=len, default=None)
 
 
 def _keywords(checker: Checker) -> list[str]:
     """The keywords the grammar expects after the text (upper case where case does not matter)."""
     literals = []
-    for terminal in expected_terminals(checker.grammar, checker.text):
+    for terminal in checker.expected():
         literal = terminal.literal
         if literal and literal[0].isalpha():
             literals.append(literal.upper() if terminal.case_insensitive else literal)
@@ -46,24 +47,28 @@ def _keywords(checker: Checker) -> list[str]:
 
 
 def _search(checker: Checker, max_nodes: int, max_length: int = 48) -> str | None:
+    """Breadth-first over suffixes, each tried on ``checker`` and taken back (a node costs its
+    suffix's length, not the text's)."""
     if checker.is_complete:
         return ""
-    frontier: list[tuple[str, Checker]] = [("", checker)]
+    frontier = [""]
     nodes = 0
     for _ in range(max_length):
-        next_frontier: list[tuple[str, Checker]] = []
-        for suffix, state in frontier:
-            for ch in _steps(state, suffix):
-                nodes += 1
-                if nodes > max_nodes:
-                    return None
-                child = state.copy()
-                if child.feed(ch) != len(ch):
-                    continue
-                if child.is_complete:
-                    return suffix + ch
-                if child.allowed_bytes():
-                    next_frontier.append((suffix + ch, child))
+        next_frontier: list[str] = []
+        for suffix in frontier:
+            with checker.trial() as state:
+                state.feed(suffix)
+                for ch in _steps(state, suffix):
+                    nodes += 1
+                    if nodes > max_nodes:
+                        return None
+                    with state.trial() as child:
+                        if child.feed(ch) != len(ch):
+                            continue
+                        if child.is_complete:
+                            return suffix + ch
+                        if child.allowed_bytes():
+                            next_frontier.append(suffix + ch)
         if not next_frontier:
             return None
         frontier = next_frontier

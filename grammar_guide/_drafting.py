@@ -220,9 +220,7 @@ class Drafting:
         continued = rnd.call.continued_prefix
         if not (self.draft.continues_prefix if continued is None else continued):
             checker = self.checker
-            rnd.reader.aligner = Aligner(
-                checker.text, tuple(self.earlier_answers), lambda rest: checker.copy().feed(rest)
-            )
+            rnd.reader.aligner = Aligner(checker.text, tuple(self.earlier_answers), checker.accepts)
 
     async def _next_chunk(self, stream: AsyncIterator[str]) -> str | None:
         try:
@@ -304,7 +302,7 @@ class Drafting:
 
     def _leave_preamble(self, rnd: Round, preamble: str) -> str | None:
         """Where the answer starts in prose the draft wrote first, or None if not yet seen."""
-        start = answer_start(preamble, lambda rest: self.checker.copy().feed(rest))
+        start = answer_start(preamble, self.checker.accepts)
         if start is None:
             return None
         if start:

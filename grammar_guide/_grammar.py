@@ -26,7 +26,7 @@ import lark
 import llguidance as llg
 from lark.grammar import Terminal as LarkTerminal
 
-from ._compile import Lexer, Terminal, compile_lark, validate
+from ._compile import Lexer, Terminal, compile_lark, probe_grammar, validate
 from ._errors import GrammarError
 from ._lark_load import load_lark
 from ._matcher import ByteMatcherFactory, regex_is_void, regex_start_bytes
@@ -293,6 +293,26 @@ class Grammar:
         if terminal.literal is not None:
             return False
         return regex_is_void(terminal.regex or "")
+
+    @functools.cached_property
+    def probe_matchers(self) -> tuple[ByteMatcherFactory, Mapping[tuple[int, int], str]] | None:
+        """Matchers of the grammar with a probe beside each terminal (see ``_compile.probe_grammar``),
+        and the Lark name of each probe; ``None`` for grammars without named terminals. The checker
+        asks one what may follow a long text without parsing it all again."""
+        if self.captured_grammar is None or self._lark is None:
+            return None
+        probed = probe_grammar(self.captured_grammar)
+        if probed is None:
+            return None
+        text, names = probed
+        # Only terminals of rules are predicted; ignored text (read as rules at the character
+        # level) is not one lark names.
+        used = {sym.name for rule in self._lark.rules for sym in rule.expansion if isinstance(sym, LarkTerminal)}
+        try:
+            factory = ByteMatcherFactory(text, f"{self.name} (probes)")
+        except GrammarError:  # lark answers instead
+            return None
+        return factory, {p: n for p, n in names.items() if n in used}
 
     def new_matcher(self) -> llg.LLMatcher:
         """A fresh byte-level llguidance matcher for this grammar, at the start of the text (see

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Literal
 
 from . import _repair as repair
-from ._checker import Checker, expected_terminals
+from ._checker import Checker
 from ._draft import Draft
 from ._drafting import Drafting, Round
 from ._errors import ProviderError
@@ -296,7 +296,7 @@ class GuideLoop(TargetSteps):
 
     def _violation_event(self, offset: int, rejected: str, call: int) -> GrammarViolation:
         text = self.checker.text[:offset]
-        expected = tuple(dict.fromkeys(t.display for t in expected_terminals(self.grammar, text)))
+        expected = tuple(dict.fromkeys(t.display for t in self.checker.expected(offset)))
         line, column = line_column(text, offset)
         return GrammarViolation(offset, rejected, expected, line, column, call)
 

@@ -16,13 +16,13 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from ._checker import Checker, expected_terminals
+from ._checker import Checker
 from ._events import CutReason
 from ._reader import looks_like_aside, prose_after_answer, trailing_word
+from ._text import is_word_char, run_start
 
 __all__ = ["Cut", "Decision", "Edit", "NeedTarget", "decide", "propose_edit", "signature"]
 
-_WORD_TAIL = re.compile(r"\w+$")
 _WORD_HEAD = re.compile(r"^\w+")
 _MAX_DELETE = 3
 _MAX_INSERT_LEN = 2
@@ -92,24 +92,24 @@ def decide(
         return prose
     text = checker.text
     at = _rejected_start(checker, evidence, floor)
-    trial = checker.copy_clear()
-    trial.rollback_chars(at)
     moved = text[at:] + evidence
     fresh = signature(text, evidence, at) != last
-    edit = propose_edit(trial, moved, final=final, floor=floor)
-    if edit is not None and fresh:
-        edit = _before_space(trial, edit, floor)
-        return Edit(edit.start, edit.text, edit.kept, edit.removed, edit.description, edit.unread, at)
-    if trial.is_complete and looks_like_aside(trial.text, moved, final):
-        # A complete text followed by something that cannot extend it: a closing fence, an
-        # explanation. Cut it, with the white space before it, and stop.
-        return Cut(at - len(_trailing_space(trial, floor)), "after complete text", at)
+    with checker.trial() as trial:
+        trial.rollback_chars(at)
+        edit = propose_edit(trial, moved, final=final, floor=floor)
+        if edit is not None and fresh:
+            edit = _before_space(trial, edit, floor)
+            return Edit(edit.start, edit.text, edit.kept, edit.removed, edit.description, edit.unread, at)
+        if trial.is_complete and looks_like_aside(text[:at], moved, final):
+            # A complete text followed by something that cannot extend it: a closing fence, an
+            # explanation. Cut it, with the white space before it, and stop.
+            return Cut(at - len(_trailing_space(trial, floor)), "after complete text", at)
     edit = search_edit(checker, evidence, final=final, floor=floor) if fresh else None
     if edit is not None:
         edit = _before_space(checker, edit, floor)
         return Edit(edit.start, edit.text, edit.kept, edit.removed, edit.description, edit.unread, min(at, edit.start))
     start = at
-    word = trailing_word(trial.text)
+    word = trailing_word(text[:at])
     if word and moved[:1].isalnum() and start - len(word) >= floor:
         start -= len(word)
     return NeedTarget(start, at)
@@ -125,11 +125,11 @@ def _before_space(checker: Checker, edit: Edit, floor: int) -> Edit:
     start = edit.start - gap
     if start < floor:
         return edit
-    trial = checker.copy_clear()
-    trial.rollback_chars(start)
     kept = text[start:] + edit.kept
-    if trial.feed(edit.text) != len(edit.text) or trial.feed(kept) != len(kept):
-        return edit
+    with checker.trial() as trial:
+        trial.rollback_chars(start)
+        if trial.feed(edit.text) != len(edit.text) or trial.feed(kept) != len(kept):
+            return edit
     return Edit(start, edit.text, kept, edit.removed, edit.description, edit.unread, edit.at)
 
 
@@ -138,9 +138,9 @@ def prose_cut(checker: Checker, evidence: str, floor: int) -> Cut | None:
     was read as an alias and the violation is in the explanation: cut at the end of the answer."""
 
     def complete_at(end: int) -> bool:
-        trial = checker.copy_clear()
-        trial.rollback_chars(end)
-        return trial.is_complete
+        with checker.trial() as trial:
+            trial.rollback_chars(end)
+            return trial.is_complete
 
     end = prose_after_answer(checker.text, evidence, floor, complete_at)
     return None if end is None else Cut(end, "after complete text", end)
@@ -170,8 +170,9 @@ def dead_end(checker: Checker, floor: int) -> int | None:
     """Where the trailing dead-end word starts, if the accepted text can never be completed
     because every terminal that may follow matches nothing; ``None`` otherwise."""
     text = checker.text
-    if not checker.copy_clear().is_dead_end():
-        return None
+    with checker.trial() as trial:
+        if not trial.is_dead_end():
+            return None
     start = len(text.rstrip()) - len(trailing_word(text.rstrip()))
     return start if floor <= start < len(text) else None
 
@@ -182,9 +183,9 @@ def _trailing_space(checker: Checker, floor: int) -> str:
     stripped = text.rstrip()
     if stripped == text or len(stripped) < floor:
         return ""
-    trial = checker.copy_clear()
-    trial.rollback_chars(len(stripped))
-    return text[len(stripped) :] if trial.is_complete else ""
+    with checker.trial() as trial:
+        trial.rollback_chars(len(stripped))
+        return text[len(stripped) :] if trial.is_complete else ""
 
 
 def levenshtein(a: str, b: str, *, transpositions: bool = False) -> int:
@@ -204,6 +205,17 @@ def levenshtein(a: str, b: str, *, transpositions: bool = False) -> int:
 
 
 _LEXEME = re.compile(r"\w+|[^\w\s]")
+
+
+def _try_edit(checker: Checker, start: int, insert: str, rest: str) -> tuple[int, bool] | None:
+    """Write ``insert`` then ``rest`` after the first ``start`` characters of ``checker``'s text,
+    and take it back: how many characters of ``rest`` were accepted and whether the text was then
+    complete, or ``None`` when ``insert`` itself was not accepted."""
+    with checker.trial() as trial:
+        trial.rollback_chars(start)
+        if insert and trial.feed(insert) != len(insert):
+            return None
+        return trial.feed(rest), trial.is_complete
 
 
 def _conclusive(kept: str, accepted: int, final: bool, complete: bool, min_read: int = 2) -> bool:
@@ -239,19 +251,18 @@ def propose_edit(checker: Checker, evidence: str, *, final: bool, floor: int = 0
         """Score an edit by how far into the evidence the checker reads after it (``base`` maps
         positions in ``kept`` to positions in the evidence)."""
         nonlocal best
-        trial = checker.copy()
-        trial.rollback_chars(start)  # also clears the violation
-        if insert and trial.feed(insert) != len(insert):
+        tried = _try_edit(checker, start, insert, kept)
+        if tried is None:
             return
-        accepted = trial.feed(kept)
+        accepted, complete = tried
         if not (insert or accepted):
             return
-        if not _conclusive(kept, accepted, final, trial.is_complete, min_read):
+        if not _conclusive(kept, accepted, final, complete, min_read):
             return
         # After a complete text, drafted text is often an aside (a closing fence, prose): an edit
         # must make all of it part of a complete text, or read words of it, not only punctuation,
         # or the aside is cut instead.
-        if was_complete and not (trial.is_complete and accepted == len(kept)) and not re.search(r"\w", kept[:accepted]):
+        if was_complete and not (complete and accepted == len(kept)) and not re.search(r"\w", kept[:accepted]):
             return
         if not insert and accepted == 0:
             return
@@ -260,10 +271,12 @@ def propose_edit(checker: Checker, evidence: str, *, final: bool, floor: int = 0
             best = (score, Edit(start, insert, kept[:accepted], removed, description, kept[accepted:]))
 
     # The word the violation is in: its accepted part, and its rejected part.
-    tail = _WORD_TAIL.search(text)
+    # (Read from the end of the text, as far as each needs: a violation's cost does not grow
+    # with the text's length.)
+    tail_start = run_start(text, len(text), is_word_char)
     head = _WORD_HEAD.search(evidence)
-    in_word = tail is not None and head is not None
-    word_start = tail.start() if in_word and tail else len(text)
+    in_word = tail_start < len(text) and head is not None
+    word_start = tail_start if in_word else len(text)
     word = text[word_start:] + (head.group() if head else "")
     after_word = evidence[len(head.group()) if head else 0 :]
     word_is_whole = bool(word) and (bool(after_word) or final)
@@ -284,7 +297,7 @@ def propose_edit(checker: Checker, evidence: str, *, final: bool, floor: int = 0
 
     # 2. Replace the word with the nearest keyword the grammar expects there.
     if word_is_whole and word_start >= floor and (word[0].isalpha() or word[0] == "_"):
-        for literal in _expected_literals(checker, text[:word_start], like=word):
+        for literal in _expected_literals(checker, word_start, like=word):
             distance = _distance(word, literal)
             if 0 < distance <= max(1, len(word) // 3):
                 consider(
@@ -299,14 +312,15 @@ def propose_edit(checker: Checker, evidence: str, *, final: bool, floor: int = 0
 
     # 3. The previous word was taken as a name but was meant as a keyword (``LIMT 5``).
     if not in_word:
-        prev = re.search(r"(\w+)(\s+)$", text)
-        if prev and prev.start() >= floor and prev.group(1)[0].isalpha():
-            pword, gap = prev.group(1), prev.group(2)
-            for literal in _expected_literals(checker, text[: prev.start()], like=pword):
+        gap_start = run_start(text, len(text), str.isspace)
+        pword_start = run_start(text, gap_start, is_word_char)
+        pword, gap = text[pword_start:gap_start], text[gap_start:]
+        if gap and pword and pword_start >= floor and pword[0].isalpha():
+            for literal in _expected_literals(checker, pword_start, like=pword):
                 distance = _distance(pword, literal)
                 if 0 < distance <= max(1, len(pword) // 3):
                     consider(
-                        prev.start(),
+                        pword_start,
                         literal + gap,
                         evidence,
                         pword,
@@ -321,7 +335,9 @@ def propose_edit(checker: Checker, evidence: str, *, final: bool, floor: int = 0
     #    with its partner further on when it is a quote.
     if evidence and evidence[0] in _SWAPPABLE:
         bad = evidence[0]
-        for code in sorted(checker.copy_clear().allowed_bytes()):
+        with checker.trial() as trial:
+            allowed = trial.allowed_bytes()
+        for code in sorted(allowed):
             good = chr(code)
             if good not in _SWAPPABLE or good == bad:
                 continue
@@ -337,15 +353,14 @@ def propose_edit(checker: Checker, evidence: str, *, final: bool, floor: int = 0
                 consider(len(text), good, evidence[1:], bad, f"replaced {bad!r} with {good!r}", cost=2, base=1)
 
     # 5. Drop the punctuation before the violation (a trailing comma before a closing bracket).
-    before = re.search(r"([^\w\s])(\s*)$", text)
-    if before and before.start() >= floor and before.group(1) not in _QUOTES:
-        gap = before.group(2)
-        consider(
-            before.start(), "", gap + evidence, before.group(1), f"dropped {before.group(1)!r}", cost=3, base=-len(gap)
-        )
+    gap_start = run_start(text, len(text), str.isspace)
+    mark = text[gap_start - 1 : gap_start]
+    if mark and not is_word_char(mark) and not mark.isspace() and gap_start - 1 >= floor and mark not in _QUOTES:
+        gap = text[gap_start:]
+        consider(gap_start - 1, "", gap + evidence, mark, f"dropped {mark!r}", cost=3, base=-len(gap))
 
     # 6. Insert a short token the grammar expects (a missing comma, colon or bracket).
-    for literal in _expected_literals(checker, text):
+    for literal in _expected_literals(checker, len(text)):
         if len(literal) <= _MAX_INSERT_LEN and not literal.isalnum() and not set(literal) & set("([{'\"`"):
             consider(len(text), literal, evidence, "", f"inserted {literal!r}", cost=2 * len(literal) + 1)
 
@@ -390,25 +405,24 @@ def search_edit(checker: Checker, evidence: str, *, final: bool, floor: int = 0)
     or all of a finished draft's text.
     """
     text = checker.text
-    lexemes = list(_LEXEME.finditer(text))[-_SEARCH_LEXEMES:]
+    lexemes = _last_lexemes(text, _SEARCH_LEXEMES)
     # Each lexeme's start, and its end where white space follows (a missing comma goes there).
     positions = {m.start() for m in lexemes} | {m.end() for m in lexemes if text[m.end() : m.end() + 1].isspace()}
     best: tuple[tuple[int, int, int], Edit] | None = None
     for start in sorted(p for p in positions | {len(text)} if p >= floor):
         draft = text[start:] + evidence
-        for insert, skip, description, cost in _candidates(checker, text[:start], draft):
+        for insert, skip, description, cost in _candidates(checker, start, draft):
             rest = draft[skip:]
             if _opens_comment(insert, rest) or not _quotes_balanced(insert, draft[:skip]):
                 continue
             if _joins_words(text[:start] + insert, rest):
                 continue  # 'b.title' must not become 'btitle'
-            trial = checker.copy_clear()
-            trial.rollback_chars(start)
-            if insert and trial.feed(insert) != len(insert):
+            tried = _try_edit(checker, start, insert, rest)
+            if tried is None:
                 continue
-            accepted = trial.feed(rest)
+            accepted, complete = tried
             read_evidence = accepted + skip - (len(text) - start)
-            whole = final and accepted == len(rest) and trial.is_complete
+            whole = final and accepted == len(rest) and complete
             if not whole and len(_LEXEME.findall(evidence[: max(read_evidence, 0)])) < _MIN_READ:
                 continue
             score = (start + skip + accepted, -cost, start)
@@ -417,8 +431,21 @@ def search_edit(checker: Checker, evidence: str, *, final: bool, floor: int = 0)
     return best[1] if best else None
 
 
-def _candidates(checker: Checker, before: str, draft: str) -> list[tuple[str, int, str, int]]:
-    """Edits at the start of ``draft`` (after ``before``): (text inserted, draft characters it
+def _last_lexemes(text: str, n: int) -> list[re.Match[str]]:
+    """The last ``n`` lexemes of ``text``, read from the end as far as they need."""
+    window = 256
+    while True:
+        pos = max(0, len(text) - window)
+        lexemes = list(_LEXEME.finditer(text, pos))
+        # Only the first lexeme found may be the cut end of a longer one.
+        if pos == 0 or len(lexemes) > n:
+            return lexemes[-n:]
+        window *= 4
+
+
+def _candidates(checker: Checker, start: int, draft: str) -> list[tuple[str, int, str, int]]:
+    """Edits at the start of ``draft`` (after the first ``start`` characters of ``checker``'s
+    text): (text inserted, draft characters it
     replaces, description, cost). Keywords the grammar expects are inserted or replace the next
     lexeme (cost: their edit distance); a bare word may be quoted; the next lexeme dropped."""
     stripped = draft.lstrip()
@@ -426,7 +453,7 @@ def _candidates(checker: Checker, before: str, draft: str) -> list[tuple[str, in
     lexeme = _LEXEME.match(stripped)
     word = lexeme.group() if lexeme else ""
     out: list[tuple[str, int, str, int]] = []
-    for literal in dict.fromkeys(_expected_literals(checker, before, like=word)):
+    for literal in dict.fromkeys(_expected_literals(checker, start, like=word)):
         sep = " " if literal[-1].isalnum() and draft[:1].isalnum() else ""
         out.append((literal + sep, 0, f"inserted {literal!r}", len(literal) + 2))
         if word and word != literal:
@@ -487,10 +514,11 @@ def _distance(word: str, literal: str) -> int:
     return folded if folded or word == literal else 1
 
 
-def _expected_literals(checker: Checker, text: str, like: str = "") -> list[str]:
-    """Literal terminals expected after ``text``; case-insensitive ones in ``like``'s case."""
+def _expected_literals(checker: Checker, upto: int, like: str = "") -> list[str]:
+    """Literal terminals expected after the first ``upto`` characters of ``checker``'s text;
+    case-insensitive ones in ``like``'s case."""
     literals = []
-    for terminal in expected_terminals(checker.grammar, text):
+    for terminal in checker.expected(upto):
         if terminal.literal:
             literal = terminal.literal
             if terminal.case_insensitive and like:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-__all__ = ["line_column", "offset_of"]
+from collections.abc import Callable
+
+__all__ = ["is_word_char", "line_column", "offset_of", "run_start"]
 
 
 def line_column(text: str, offset: int) -> tuple[int, int]:
@@ -21,3 +23,17 @@ def offset_of(text: str, line: int, column: int) -> int:
         if start == 0:
             return len(text)
     return start + column - 1
+
+
+def is_word_char(ch: str) -> bool:
+    """Whether ``ch`` is what ``\\w`` matches in a regular expression (a letter, digit or ``_``)."""
+    return ch.isalnum() or ch == "_"
+
+
+def run_start(text: str, end: int, is_char: Callable[[str], bool]) -> int:
+    """Where the run of characters that ``is_char`` accepts and that ends at ``end`` begins (read
+    backwards: the cost is the run's length, not the text's)."""
+    start = end
+    while start and is_char(text[start - 1]):
+        start -= 1
+    return start

@@ -11,6 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from grammar_guide import Checker, Grammar
+from grammar_guide._checker import _lark_expected, expected_terminals
 
 SQL = textwrap.dedent(
     """
@@ -297,3 +298,98 @@ def test_rollback_restores_the_exact_state(sql: Grammar, text: str, mark: int, e
     fresh.feed(text[:k])
     assert checker.feed(text[k:]) == fresh.feed(text[k:])
     assert _state(checker) == _state(fresh)
+
+
+# -- expected terminals from the matcher's probes (issue 15: a violation's cost is flat) ---------
+
+_JSON_DOCS = [
+    '{"a": [1, -2.5e3, "x\\"y", true, null], "b": {}, "c": false}',
+    '[\n  {"id": 0, "name": "user-0", "tags": ["a", "b"]},\n  {"é": "\\u00e9", "n": []}\n]',
+    '{"nested": {"deeper": [[], [{}], [1, [2, [3]]]]}, "s": ""}',
+]
+
+
+def _prefixes(text: str) -> list[str]:
+    return [text[:i] for i in range(len(text) + 1)]
+
+
+def _lark_names(grammar: Grammar, text: str) -> set[str]:
+    return {t.name for t in expected_terminals(grammar, text)}
+
+
+@pytest.mark.parametrize("doc", _JSON_DOCS)
+def test_probed_expectations_are_larks_on_every_json_prefix(json_grammar: Grammar, doc: str):
+    checker = Checker(json_grammar, probe_from=0)
+    assert checker.feed(doc) == len(doc)
+    for i in range(len(doc) + 1):
+        assert {t.name for t in checker.expected(i)} == _lark_names(json_grammar, doc[:i]), doc[:i]
+    assert checker.text == doc and checker.is_complete  # asking moved nothing
+
+
+def test_probed_expectations_of_sql_name_no_terminal_lark_does_not(sql: Grammar):
+    # The SQLite grammar is read greedily (the matcher is its reference): where lark splits a glued
+    # keyword ("SELECT in" read as "i" "n", "ORDER" as "OR" "DER"), it lists more; the probes never
+    # list a terminal that lark does not, and agree elsewhere.
+    grammar = Grammar.builtin("sqlite")
+    texts = ["SELECT a, b FROM t WHERE x = 1 AND y LIKE 'z%' ORDER BY a DESC LIMIT 5;", "SELECT in", SQL_TEXT]
+    same = total = 0
+    for text in texts:
+        checker = Checker(grammar, probe_from=0)
+        checker.feed(text)
+        for i in range(len(checker.text) + 1):
+            probed = {t.name for t in checker.expected(i)}
+            lark = _lark_names(grammar, text[:i])
+            assert probed <= lark, text[:i]
+            same, total = same + (probed == lark), total + 1
+    assert same >= 0.9 * total
+
+
+SQL_TEXT = "WITH c AS (SELECT count(*) AS n FROM t GROUP BY k) SELECT n FROM c"
+
+
+def test_a_long_text_is_checked_alike_with_probes(json_grammar: Grammar):
+    # Past ``probe_from`` bytes the matcher's grammar has a probe beside each terminal: what it
+    # accepts, allows, forces and calls complete is the plain grammar's.
+    head = "[" + ", ".join(f'{{"id": {i}, "v": [true, null]}}' for i in range(40))
+    probing, plain = Checker(json_grammar, probe_from=64), Checker(json_grammar, probe_from=1 << 40)
+    for text in [head + ', {"id": t', head + ', {"i', head + ", ", head + "]", head + ', {"id": 1} ,']:
+        for checker in (probing, plain):
+            checker.rollback(0)
+            checker.feed(text)
+        assert probing.text == plain.text
+        assert probing.allowed_bytes() == plain.allowed_bytes()
+        assert probing.forced_text() == plain.forced_text()
+        assert probing.is_complete == plain.is_complete
+        assert {t.name for t in probing.expected()} == _lark_names(json_grammar, text)
+    # A probe's marker is not text.
+    probing.rollback(0)
+    assert probing.feed(head.encode() + b", \xf8\x80") == len(head) + 2
+    assert probing.violation is not None
+
+
+def test_a_long_texts_expectations_need_no_lark_parse(json_grammar: Grammar):
+    text = "[" + ", ".join(f'{{"id": {i}}}' for i in range(2000)) + ", "
+    checker = json_grammar.checker()
+    checker.feed(text)
+    misses = _lark_expected.cache_info().misses
+    assert {t.name for t in checker.expected()} == {"LBRACE", "LSQB", "STRING", "NUMBER", "TRUE", "FALSE", "NULL"}
+    assert _lark_expected.cache_info().misses == misses
+
+
+def test_trial_comes_back_to_the_same_state(json_grammar: Grammar):
+    checker = json_grammar.checker()
+    checker.feed("[1, 2, 3] x")
+    assert checker.violation is not None
+    with checker.trial() as trial:
+        assert trial.violation is None
+        trial.rollback_chars(4)
+        assert trial.feed('"a", {"b": [') == 12
+        with trial.trial() as inner:
+            inner.rollback(1)
+            assert inner.feed("5]") == 2 and inner.is_complete
+        assert trial.text == '[1, "a", {"b": ['
+    assert checker.text == "[1, 2, 3] " and checker.is_complete
+    assert checker.violation is not None and checker.violation.offset == 10
+    assert checker.accepts(", 4") == 0  # still stopped at the violation
+    checker.rollback(checker.snapshot().n_bytes)
+    assert checker.accepts(", 4]") == 0 and checker.accepts(" ") == 1

@@ -572,16 +572,16 @@ class _DeadEndProbe:
         self._checker.feed(piece)
 
     def leads_nowhere(self, piece: bytes) -> bool:
-        trial = self._checker.copy()
-        if trial.feed(piece) < len(piece):
-            return False  # the mask decides what is invalid
-        if trial.is_dead_end():
-            return True
-        if 0x20 in trial.allowed_bytes():
-            # Inside a word: would it end there? A glued keyword (INTORE) cannot.
-            trial.feed(b" ")
-            return trial.is_dead_end()
-        return False
+        with self._checker.trial(clear=False) as trial:
+            if trial.feed(piece) < len(piece):
+                return False  # the mask decides what is invalid
+            if trial.is_dead_end():
+                return True
+            if 0x20 in trial.allowed_bytes():
+                # Inside a word: would it end there? A glued keyword (INTORE) cannot.
+                trial.feed(b" ")
+                return trial.is_dead_end()
+            return False
 
 
 def bitmask_to_bool(bitmask: bytes, n_vocab: int, device: str = "cpu") -> torch.Tensor:
