@@ -14,8 +14,9 @@ measured too.
 
 ``python -m benchmarks.violation_bench [--sizes 1000 100000 1000000] [--repeat 3] [--before FILE]``
 prints a table and writes ``benchmarks/results/violation_bench.json``. Each figure is the best of
-``--repeat``. ``--before`` puts the figures of a results file written just before (by another
-version of grammar-guide) in the table beside these.
+``--repeat``, each repeat on its own text (records numbered apart), so that nothing one run
+computed (a cached parse) serves the next. ``--before`` puts the figures of a results file
+written just before (by another version of grammar-guide) in the table beside these.
 """
 
 from __future__ import annotations
@@ -38,11 +39,11 @@ NAME = "violation_bench"
 CHUNK = 64
 
 
-def records(size: int) -> str:
-    """A JSON array of small records, about ``size`` characters long."""
+def records(size: int, first: int = 0) -> str:
+    """A JSON array of small records, about ``size`` characters long, numbered from ``first``."""
     parts: list[str] = []
     total = 2
-    i = 0
+    i = first
     while total < size or not parts:
         part = f'{{"id": {i}, "name": "user-{i}", "tags": ["a", "b"], "score": {i % 97 / 10}}}'
         parts.append(part)
@@ -120,20 +121,24 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     args = ap.parse_args(argv)
     before = {}
     if args.before is not None:
-        before = {r["size_chars"]: r for r in json.loads(args.before.read_text(encoding="utf-8"))["rows"]}
+        before = {r["size"]: r for r in json.loads(args.before.read_text(encoding="utf-8"))["rows"]}
     grammar = gg.Grammar.builtin("json")
     info = machine()
     rows = []
     for size in args.sizes:
-        clean = records(size)
-        bad = with_extra_comma(clean)
-        valid = min((run_once(grammar, clean, clean) for _ in range(args.repeat)), key=lambda r: r["seconds"])
-        runs = [run_once(grammar, bad, clean) for _ in range(args.repeat)]
+        valids, runs = [], []
+        for repeat in range(args.repeat):
+            clean = records(size, first=repeat * 1000)
+            valids.append(run_once(grammar, clean, clean))
+            runs.append(run_once(grammar, with_extra_comma(clean), clean))
+        valid = min(valids, key=lambda r: r["seconds"])
         broken = min(runs, key=lambda r: r["seconds"])
-        if broken["corrections"] != 1:
-            raise AssertionError(f"expected one correction, got {broken['corrections']}")
+        if any(r["corrections"] != 1 for r in runs):
+            raise AssertionError(f"expected one correction, got {[r['corrections'] for r in runs]}")
+        clean = records(size)
         rows.append(
             {
+                "size": size,
                 "size_chars": len(clean),
                 "valid_seconds": valid["seconds"],
                 "one_violation_seconds": broken["seconds"],
@@ -157,8 +162,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         return ["" if r is None or r.get(k) is None else r[k] for k in keys]
 
     table = [
-        (f"{r['size_chars']:,} chars", *(columns(before.get(r["size_chars"])) if before else []), *columns(r))
-        for r in rows
+        (f"{r['size_chars']:,} chars", *(columns(before.get(r["size"])) if before else []), *columns(r)) for r in rows
     ]
     print(markdown_table(header, table))
     payload: dict[str, Any] = {"machine": info, "chunk": CHUNK, "repeat": args.repeat, "rows": rows}
