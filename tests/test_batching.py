@@ -32,6 +32,9 @@ def test_passes_for_puts_a_long_guess_apart_on_a_cpu_and_all_together_on_a_gpu()
     # A cold prefill (no cache yet) runs on its own.
     cold = Step(None, 0, [1, 2, 3], 1)
     assert passes_for([*steps[:2], cold], GPU_PASS_COST) == [steps[:2], [cold]]
+    # So does a step whose cache cannot be stacked (a sliding window, say).
+    odd = Step(object(), 5, [1], 1, alone=True)
+    assert passes_for([*steps[:2], odd], GPU_PASS_COST) == [steps[:2], [odd]]
     assert passes_for([], CPU_PASS_COST) == []
 
 
@@ -103,6 +106,19 @@ def test_batch_1_runs_concurrent_calls_one_at_a_time(json_grammar):
     assert len(set(texts)) == 1 and texts[0]
     assert target.batcher.passes == target.batcher.steps and len(target._slots) == 1
     assert isinstance(target.kv_cache, KVCache) and target.kv_cache.ids
+
+
+def test_a_failing_step_raises_in_its_caller_and_the_batcher_goes_on():
+    from grammar_guide.local import ForwardBatcher
+    from tests.support.conftest_models import tiny_model
+
+    lm = tiny_model()
+    batcher = ForwardBatcher(lm)
+    with pytest.raises(IndexError):
+        batcher.run(None, 0, [10**9], 1)  # no such token
+    rows, cache = batcher.run(None, 0, [1, 2, 3], 2)
+    assert rows.shape == (2, lm.n_vocab) and cache.get_seq_length() == 3
+    assert batcher.passes == batcher.steps == 2
 
 
 def test_batch_must_be_at_least_1():

@@ -80,6 +80,9 @@ class Step:
     past: int
     new: list[int]
     keep: int
+    #: Run in a pass of its own: a cache that cannot be stacked (layers other than plain
+    #: ``DynamicLayer``, such as sliding windows).
+    alone: bool = False
     rows: Any = None
     out_cache: Any = None
     error: BaseException | None = None
@@ -135,7 +138,7 @@ class ForwardBatcher:
 
     def run(self, cache: Any, past: int, new: list[int], keep: int) -> tuple[torch.Tensor, Any]:
         """A ``Forward``: the step, run in the next batch."""
-        step = Step(cache, past, list(new), keep)
+        step = Step(cache, past, list(new), keep, alone=past > 0 and not _stackable(cache))
         with self._cond:
             self._pending.append(step)
             if not self._draining:
@@ -160,6 +163,10 @@ class ForwardBatcher:
                     cond.release()
                     try:
                         self._run(batch)
+                    except BaseException as error:  # every caller must wake, with the error
+                        for step in batch:
+                            if step.rows is None and step.error is None:
+                                step.error = error
                     finally:
                         cond.acquire()
                     for step in batch:
@@ -186,9 +193,10 @@ class ForwardBatcher:
 
 def passes_for(steps: list[Step], pass_cost: float) -> list[list[Step]]:
     """``steps`` split into passes at the least cost: a pass costs ``pass_cost`` plus its rows
-    times its longest step's new tokens. Cold prefills (no cache) run on their own."""
-    cold = [[s] for s in steps if not s.past]
-    warm = sorted((s for s in steps if s.past), key=lambda s: len(s.new))
+    times its longest step's new tokens. Cold prefills (no cache) run on their own, and so do
+    steps marked ``alone``."""
+    cold = [[s] for s in steps if not s.past or s.alone]
+    warm = sorted((s for s in steps if s.past and not s.alone), key=lambda s: len(s.new))
     # best[j]: the least cost of the first j steps (by length), and where its last pass starts.
     best: list[tuple[float, int]] = [(0.0, 0)]
     for j in range(1, len(warm) + 1):
@@ -258,6 +266,13 @@ def batched_forward(lm: LoadedModel, steps: list[Step]) -> None:
                 k, v = k[:, :, most_past - s.past :], v[:, :, most_past - s.past :]
             kept.append((k, v))
         s.out_cache = _cache_of(kept)
+
+
+def _stackable(cache: Any) -> bool:
+    from transformers.cache_utils import DynamicLayer
+
+    layers: list[Any] = getattr(cache, "layers", [])
+    return bool(layers) and all(type(layer) is DynamicLayer for layer in layers)
 
 
 def _cache_of(layers: list[tuple[torch.Tensor, torch.Tensor]]) -> Any:

@@ -189,7 +189,8 @@ def pick_dtype(device: str, dtype: str | torch.dtype | None = None) -> torch.dty
 class LoadedModel:
     """A causal LM with its tokenizers, shared by a ``TargetModel`` and a ``TransformersDraft``.
 
-    ``lock`` serialises use of the model by the objects sharing it (each keeps its own KV cache).
+    ``lock`` is held around each forward pass: the objects sharing the model (each with its own KV
+    cache, or one shared with its own ``KVCache.lock``) take turns pass by pass.
     """
 
     def __init__(self, model: Any, tokenizer: Any, *, name: str, device: str) -> None:
