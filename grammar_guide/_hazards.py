@@ -12,7 +12,13 @@ there can go, without going back. The two readings differ only where
   ``/\\d+\\.\\d*/``); or
 - **munch**: a match ``w`` of A may be extended into a longer match ``w v`` of A where ``v`` is
   the beginning of what may follow A: lark's ``re.match`` then takes the longer match, and a
-  reading that splits after ``w`` is not lark's (``%ignore /[ ;]+/`` before ``";"``).
+  reading that splits after ``w`` is not lark's (``%ignore /[ ;]+/`` before ``";"``);
+- **byte**: the matcher's lexer reads bytes, so it also goes on when the next *byte* could
+  continue a lexeme: a match ``w`` of A followed by a character ``c`` of several bytes that starts
+  what may follow A, where ``w d`` begins a match of A or another terminal for some ``d`` that
+  shares its first byte with ``c`` (``/\\s+/`` before ``/\\w+/``: a space, then ``₂`` (E2 82 82),
+  whose first byte also begins ``U+2000``, a space). The lexer is then inside a character when
+  the next byte ends every lexeme, and rejects ``" ₂"``.
 
 Both are decided on the terminals' automata (llguidance's own regex engine: intersections and
 emptiness) and on which terminals may follow which (FIRST/FOLLOW sets of lark's resolved rules),
@@ -83,8 +89,12 @@ def find_hazards(
             continue
         others = {n: e for n, e in expressions.items() if n != name}
         runs_into = f"({expr}) {first} {_ANY}"
+        same_lead = _same_lead_class([patterns[f] for f in sorted(followers)])
+        byte_runs_into = f"({expr}) {same_lead} {_ANY}" if same_lead else None
         if others and not _is_empty(runs_into, "|".join(f"({e})" for e in others.values())):
             greedy[name] = _partner(runs_into, others) or name
+        elif byte_runs_into and not _is_empty(byte_runs_into, "|".join(f"({e})" for e in expressions.values())):
+            greedy[name] = _partner(byte_runs_into, others) or name
         elif not _is_empty(f"((({expr}) {first}) & ~({expr})) /(?s:.)+/", expr):
             # Reading on into the same terminal is lark's longest match too, unless the text
             # read on is not a match itself (``1.`` of ``/\d+(\.\d+)?/`` before ``..``).
@@ -165,15 +175,42 @@ def _is_empty(left: str, right: str) -> bool:
     return not matcher.is_accepting() and not any(matcher.compute_bitmask()[:32])
 
 
-def _first_class(patterns: list[str]) -> str | None:
-    """A one-character lexeme for the first characters of these regexes (``None``: unknown)."""
+def _first_ranges(patterns: list[str]) -> list[tuple[int, int]] | None:
+    """The characters the matches of these regexes may begin with (``None``: unknown)."""
     ranges: list[tuple[int, int]] = []
     for pattern in patterns:
         try:
             ranges += first_chars(pattern)[0]
         except (GrammarError, re.error):
             return None
+    return ranges
+
+
+def _first_class(patterns: list[str]) -> str | None:
+    """A one-character lexeme for the first characters of these regexes (``None``: unknown)."""
+    ranges = _first_ranges(patterns)
     return "/" + python_class(ranges) + "/" if ranges else None
+
+
+def _same_lead_class(patterns: list[str]) -> str | None:
+    """A one-character lexeme for every character whose UTF-8 first byte is the first byte of a
+    character of several bytes that may begin these regexes (``None``: none, or unknown)."""
+    ranges = _first_ranges(patterns) or []
+    spans = [span for span in _LEAD_SPANS if any(lo <= span[1] and span[0] <= hi for lo, hi in ranges)]
+    return "/" + python_class(spans) + "/" if spans else None
+
+
+def _lead_spans() -> list[tuple[int, int]]:
+    """The code points of each first byte of a character of several UTF-8 bytes (C2 .. F4)."""
+    spans = [((lead & 0x1F) << 6, ((lead & 0x1F) << 6) + 0x3F) for lead in range(0xC2, 0xE0)]
+    spans += [((lead & 0x0F) << 12, ((lead & 0x0F) << 12) + 0xFFF) for lead in range(0xE0, 0xF0)]
+    spans += [((lead & 0x07) << 18, min(((lead & 0x07) << 18) + 0x3FFFF, 0x10FFFF)) for lead in range(0xF0, 0xF5)]
+    # E0's and F0's characters begin at U+0800 and U+10000 (shorter forms are overlong).
+    spans[0xE0 - 0xC2], spans[0xF0 - 0xC2] = (0x800, 0xFFF), (0x10000, 0x3FFFF)
+    return spans
+
+
+_LEAD_SPANS = _lead_spans()
 
 
 def _follow_sets(rules: list[Any], start: str) -> dict[str, set[str]]:
