@@ -169,13 +169,19 @@ def subtract_surrogates(ranges: Ranges) -> Ranges:
     return out
 
 
-def python_class(ranges: Ranges) -> str:
-    """A Python (and llguidance) regex class for these code points, every one escaped."""
+def python_class(ranges: Ranges, *, in_lark: bool = False) -> str:
+    """A Python (and llguidance) regex class for these code points, every one escaped.
+
+    ``in_lark``: for a ``/.../`` of Lark text that the ``lark`` package reads too. lark turns
+    ``\\x5c`` into the character itself before Python's ``re`` sees it, so the class's own
+    metacharacters are escaped with a backslash there."""
     ranges = subtract_surrogates(normalise(ranges))
     if not ranges:
         return "[^\\x00-\\U0010ffff]"
 
     def esc(cp: int) -> str:
+        if in_lark and chr(cp) in "\\[]^-":
+            return "\\" + chr(cp)
         if cp < 0x100:
             return f"\\x{cp:02x}"
         if cp < 0x10000:

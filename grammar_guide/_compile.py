@@ -7,11 +7,12 @@ matcher, and raises ``GrammarError`` for a terminal the matcher cannot honour ex
 
 from __future__ import annotations
 
+import functools
 import json
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 import lark
 import llguidance as llg
@@ -19,14 +20,24 @@ from lark.grammar import NonTerminal
 from lark.grammar import Terminal as LarkTerminal
 from lark.lexer import PatternRE, PatternStr
 
+from ._automaton import Dfa, dfa_of, ranges_of, split_ranges
+from ._charclass import python_class
 from ._errors import GrammarError
-from ._exact import exact_regex, lark_regex, needs_exact_classes, regex_rules, regex_rules_not_starting
-from ._hazards import find_hazards, simple_munch
-from ._lark_load import position, position_of_definition, position_of_terminal, position_of_use
+from ._exact import (
+    choice,
+    exact_regex,
+    greedy_regex,
+    lark_regex,
+    needs_exact_classes,
+    regex_rules,
+    regex_rules_not_starting,
+)
+from ._hazards import find_hazards
+from ._lark_load import position, position_of_terminal, position_of_use
 from ._matcher import regex_is_void
 from ._regex import is_regex_error, regex_features, strip_verbose
 
-__all__ = ["Lexer", "Terminal", "compile_lark", "lark_regex", "validate"]
+__all__ = ["Compiled", "Lexer", "Terminal", "compile_lark", "lark_regex", "validate"]
 
 #: How terminals are read: ``"dynamic"`` as lark's Earley parser does by default, ``"greedy"`` as
 #: the matcher's lexer does (contextual longest match, as a tokenizer reads).
@@ -88,13 +99,23 @@ class Terminal:
 _REPR_LIMIT = 60
 
 
-def compile_lark(
-    parser: lark.Lark, text: str, source: str | None, lexer: Lexer = "dynamic"
-) -> tuple[str, str, dict[str, Terminal]]:
-    """Write Lark's resolved grammar in llguidance's dialect.
+class Compiled(NamedTuple):
+    """A Lark grammar written for the matcher."""
 
-    Returns the grammar, the same grammar with every terminal occurrence captured under its Lark
-    name (so a matcher reports each terminal as it completes), and the terminals by Lark name.
+    #: The grammar in llguidance's dialect.
+    grammar: str
+    #: The same grammar with every terminal occurrence captured under its Lark name (so a
+    #: matcher reports each terminal as it completes).
+    captured: str
+    #: The terminals by Lark name.
+    terminals: dict[str, Terminal]
+    #: Whether ``grammar`` is the character-level reading: rules over one-character lexemes, no
+    #: ``%ignore``, no ``""`` and no ``{m,n}``, so that it is plain Lark for lark too.
+    character_level: bool
+
+
+def compile_lark(parser: lark.Lark, text: str, source: str | None, lexer: Lexer = "dynamic") -> Compiled:
+    """Write Lark's resolved grammar in llguidance's dialect (see ``Compiled``).
 
     ``lexer="dynamic"`` (lark's Earley default) is honoured exactly: where the matcher's greedy
     lexer could read the grammar differently (see ``_hazards``), the grammar is written at the
@@ -189,18 +210,11 @@ def compile_lark(
         patterns = {n: t.pattern for n, t in terminals.items()}
         hazards = find_hazards(parser.rules, start, compiled_terms, literals, patterns, ignore)
         if hazards.greedy:
-            munch = {}
-            for name, other in hazards.munch.items():
-                followers = [compiled_terms[f] for f in hazards.followers[name]]
-                ranges = simple_munch(terminals[name].pattern, compiled_terms[name], followers)
-                if ranges is None:
-                    raise _inexact_error(name, other, terminals, text, source)
-                munch[name] = ranges
-            return _scannerless(by_origin, rule_name, start, term_names, terminals, ignore, munch, text, source)
+            return _scannerless(by_origin, rule_name, start, term_names, terminals, ignore, hazards.munch, source)
     tail = body[len(by_origin) :]
     plain = "\n".join(header + body + lines) + "\n"
     captured = "\n".join(header + captured_body + tail + lines) + "\n"
-    return plain, captured, terminals
+    return Compiled(plain, captured, terminals, character_level=False)
 
 
 def _scannerless(
@@ -210,29 +224,19 @@ def _scannerless(
     term_names: Mapping[str, str],
     terminals: Mapping[str, Terminal],
     ignore: list[str],
-    munch: Mapping[str, Any],
-    text: str,
+    munch: Iterable[str],
     source: str | None,
-) -> tuple[str, str, dict[str, Terminal]]:
+) -> Compiled:
     """The grammar at the character level: each terminal a rule over one-character lexemes,
     ignored text a rule before every terminal and at the end. The matcher's lexer then has
     nothing to be greedy about, and its language is exactly the rules' language.
 
-    A terminal in ``munch`` (see ``_hazards``) takes its longest match in lark: whatever follows
-    it may not begin with a character that extends the match. That is a condition on the next
-    terminal, so the rules are multiplied by the last terminal read (a product with a small
-    automaton whose state is "the last terminal, if its match could still be extended")."""
+    A terminal in ``munch`` (see ``_hazards``) takes its longest match in lark: the text after
+    a match ``w`` may not begin with a ``v`` that makes ``w v`` a match too. That is a regular
+    condition on what follows, so the rules are multiplied by a small automaton that watches it
+    (``_Watchers``): its state is the set of such terminals whose match could still be extended,
+    each with its DFA state."""
     by_compiled = {compiled: name for name, compiled in term_names.items()}
-    for lark_name, terminal in terminals.items():
-        if terminal.regex is not None and regex_features(terminal.regex)[1]:
-            raise GrammarError(
-                f"terminal {lark_name} uses a lazy quantifier in a grammar the matcher reads at the "
-                "character level (its terminals overlap); rewrite it without one",
-                construct=str(terminal),
-                **position_of_terminal(lark_name, terminal.regex, text),
-                source=source,
-            )
-    extends = {term_names[name]: ranges for name, ranges in munch.items()}
     # The symbol grammar: tokens are compiled terminal names, gg_skip the ignored text.
     rules: dict[str, list[list[str]]] = {"gg_start": [[rule_name(start)] + (["gg_skip"] if ignore else [])]}
     for origin, bodies in by_origin.items():
@@ -247,89 +251,227 @@ def _scannerless(
         ]
     if ignore:
         rules["gg_skip"] = [[]] + [["gg_skip", term_names[name]] for name in ignore]
-    nullable: set[str] = set()
-    last: dict[str, set[str]] = {n: set() for n in rules}
+    # Two symbols at most per alternative: the product then grows with the number of states,
+    # not with its power (an alternative of k symbols would have up to states**k paths).
+    for origin in list(rules):
+        for i, alt in enumerate(rules[origin]):
+            head = origin
+            while len(alt) > 2:
+                helper = f"{origin}_b{i}_{len(alt)}"
+                rules[helper] = [alt[1:]]
+                rules[head][0 if head != origin else i] = [alt[0], helper]
+                head, alt = helper, alt[1:]
+    tokens = _Watchers(
+        {term_names[n]: t for n, t in terminals.items()},
+        {term_names[n] for n in munch},
+        source,
+    )
+    empty: _State = frozenset()
+    # Which states each (rule, state before) may end in: a least fixed point.
+    reach: dict[tuple[str, _State], set[_State]] = {("gg_start", empty): set()}
     changed = True
     while changed:
         changed = False
-        for n, alts in rules.items():
-            for alt in alts:
-                if n not in nullable and all(x in nullable for x in alt):
-                    nullable.add(n)
-                    changed = True
-                for x in reversed(alt):
-                    add = {x} if x in by_compiled else last.get(x, set())
-                    if not add <= last[n]:
-                        last[n] |= add
-                        changed = True
-                    if x not in nullable:
-                        break
-    state_of = {t: (t if t in extends else "") for t in by_compiled}
-    index = {"": 0, **{t: i + 1 for i, t in enumerate(sorted(extends))}}
-
-    def ends(n: str, p: str) -> set[str]:
-        return {state_of[t] for t in last[n]} | ({p} if n in nullable else set())
-
-    out: dict[str, list[list[str]]] = {}
-    tokens: set[tuple[str, str]] = set()
-    work = [("gg_start", "", q) for q in ends("gg_start", "")]
-    seen = set(work)
-    while work:
-        n, p, q = work.pop()
-        variant = f"{n}__{index[p]}_{index[q]}"
-        alternatives = out.setdefault(variant, [])
+        for (n, p), known in list(reach.items()):
+            found: set[_State] = set()
+            for alt in rules[n]:
+                states = {p}
+                for x in alt:
+                    after: set[_State] = set()
+                    for s in states:
+                        if x in by_compiled:
+                            after |= tokens.transitions(x, s).keys()
+                        else:
+                            if (x, s) not in reach:
+                                reach[(x, s)] = set()
+                                changed = True
+                            after |= reach[(x, s)]
+                    states = after
+                found |= states
+            if not found <= known:
+                known |= found
+                changed = True
+        if len(reach) > _MAX_VARIANTS:
+            raise GrammarError("the grammar is too large to read at the character level", source=source)
+    out: dict[str, list[str]] = {}
+    size = 0
+    for (n, p), ends in reach.items():
+        for q in ends:
+            out[f"{n}__{tokens.index(p)}_{tokens.index(q)}"] = []
         for alt in rules[n]:
-            partial: list[tuple[list[str], str]] = [([], p)]
+            partial: list[tuple[list[str], _State]] = [([], p)]
             for x in alt:
                 grown = []
                 for syms, s in partial:
                     if x in by_compiled:
-                        tokens.add((x, s))
-                        grown.append(([*syms, f"gg_t_{x.lower()}__{index[s]}"], state_of[x]))
+                        grown += [([*syms, rule], q2) for q2, rule in tokens.transitions(x, s).items()]
                     else:
-                        for q2 in ends(x, s):
-                            if (x, s, q2) not in seen:
-                                seen.add((x, s, q2))
-                                work.append((x, s, q2))
-                            grown.append(([*syms, f"{x}__{index[s]}_{index[q2]}"], q2))
+                        grown += [([*syms, f"{x}__{tokens.index(s)}_{tokens.index(q2)}"], q2) for q2 in reach[(x, s)]]
                 partial = grown
-                if len(out) + len(partial) > 20000:
-                    raise GrammarError("the grammar is too large to read at the character level", source=source)
-            alternatives += [syms for syms, s in partial if s == q]
-    token_rules: dict[str, str] = {}
-    for compiled, s in sorted(tokens):
-        pattern = terminals[by_compiled[compiled]].pattern
-        body = regex_rules(pattern) if not s else regex_rules_not_starting(pattern, extends[s])
-        if body is not None:
-            token_rules[f"gg_t_{compiled.lower()}__{index[s]}"] = body
-    # Drop what derives no text (a restricted terminal with no match, and what needs one).
-    productive: set[str] = set(token_rules)
+            size += len(partial)
+            if size > _MAX_VARIANTS * 4:
+                raise GrammarError("the grammar is too large to read at the character level", source=source)
+            for syms, q in partial:
+                out[f"{n}__{tokens.index(p)}_{tokens.index(q)}"].append(" ".join(syms))
+    # Drop what derives no text (a terminal none of whose matches may come there, and what needs one).
+    productive: set[str] = set(tokens.rules)
     changed = True
     while changed:
         changed = False
         for variant, alts in out.items():
-            if variant not in productive and any(all(x in productive for x in alt) for alt in alts):
+            if variant not in productive and any(all(x in productive for x in a.split()) for a in alts):
                 productive.add(variant)
                 changed = True
-    top = f"gg_start__0_{index['']}"
     heads = [v for v in out if v.startswith("gg_start__0_") and v in productive]
     if not heads:
         raise GrammarError("the grammar's language is empty: no text is valid", source=source)
     lines = ["start: " + " | ".join(heads)]
     for variant, alts in out.items():
-        if variant not in productive:
-            continue
-        kept = [" ".join(alt) or '""' for alt in alts if all(x in productive for x in alt)]
-        lines.append(f"{variant}: {' | '.join(kept)}")
+        if variant in productive:
+            kept = [a for a in alts if all(x in productive for x in a.split())]
+            lines.append(f"{variant}: {choice(kept, nested=False)}".rstrip())
     plain_terms, captured_terms = [], []
-    for rule, body in token_rules.items():
-        compiled = rule[len("gg_t_") :].rsplit("__", 1)[0].upper()
-        plain_terms.append(f"{rule}: {body}")
-        captured_terms.append(f'{rule}[capture="{by_compiled[compiled]}"]: {body}')
-    del top
+    for rule, (compiled, body) in tokens.rules.items():
+        plain_terms.append(f"{rule}: {body}".rstrip())
+        captured = f'[capture="{by_compiled[compiled]}"]' if compiled else ""
+        captured_terms.append(f"{rule}{captured}: {body}".rstrip())
     plain = "\n".join(lines + plain_terms) + "\n"
-    captured = "\n".join(lines + captured_terms) + "\n"
-    return plain, captured, dict(terminals)
+    captured_text = "\n".join(lines + captured_terms) + "\n"
+    return Compiled(plain, captured_text, dict(terminals), character_level=True)
+
+
+_MAX_VARIANTS = 20000
+
+#: The watchers' state: the terminals whose last match could still be extended by what follows,
+#: each with the state its DFA is in after the text read since.
+_State = frozenset[tuple[str, int]]
+
+
+class _Watchers:
+    """The terminals' rules at the character level, restricted by the watchers' state before
+    them: ``transitions(x, p)`` maps each state after a match of ``x`` to the rule for those
+    matches of ``x`` that no watcher of ``p`` forbids and that end in that state."""
+
+    def __init__(self, terminals: Mapping[str, Terminal], watched: set[str], source: str | None) -> None:
+        self.terminals = terminals
+        self.watched = watched
+        self.source = source
+        self.rules: dict[str, tuple[str, str]] = {}  # rule -> (compiled terminal or "", body)
+        self._ids: dict[_State, int] = {frozenset(): 0}
+        self._done: dict[tuple[str, _State], dict[_State, str]] = {}
+
+    def index(self, state: _State) -> int:
+        return self._ids.setdefault(state, len(self._ids))
+
+    @functools.cache  # noqa: B019 - one per compilation
+    def dfa(self, x: str) -> Dfa:
+        terminal = self.terminals[x]
+        dfa = dfa_of(terminal.pattern)
+        if terminal.regex is not None and regex_features(terminal.regex)[1]:
+            dfa = dfa.shortest()  # re.match's shortest match (see regex_features)
+        return dfa
+
+    def transitions(self, x: str, p: _State) -> dict[_State, str]:
+        key = (x, p)
+        if key not in self._done:
+            self._done[key] = self._explore(x, p)
+        return self._done[key]
+
+    def _final(self, x: str, d: int, watching: _State) -> _State:
+        dfa = self.dfa(x)
+        return watching | {(x, d)} if x in self.watched and dfa.edges[d] else watching
+
+    def _name(self, x: str, p: _State, q: _State) -> str:
+        return f"gg_t_{x.lower()}__{self.index(p)}_{self.index(q)}"
+
+    def _explore(self, x: str, p: _State) -> dict[_State, str]:
+        dfa = self.dfa(x)
+        if dfa.empty:
+            return {}
+        terminal = self.terminals[x]
+        lazy = terminal.regex is not None and regex_features(terminal.regex)[1]
+        one_step = (
+            all(all(t in self.dfa(y).accepting for _, _, t in self.dfa(y).edges[e]) for y, e in p)
+            and dfa.start not in dfa.accepting
+        )
+        finals = {self._final(x, d, frozenset()) for d in dfa.accepting}
+        if not lazy and one_step and len(finals) == 1:
+            # Every watcher dies or forbids at the first character, and every match of x ends
+            # in the same state: x's regex as rules, its first character restricted.
+            (q,) = finals
+            forbidden = ranges_of(edge for y, e in p for edge in self.dfa(y).edges[e])
+            body = regex_rules(terminal.pattern) if not p else regex_rules_not_starting(terminal.pattern, forbidden)
+            if body is None:
+                return {}
+            name = self._name(x, p, q)
+            self.rules[name] = (x, body)
+            return {q: name}
+        return self._product(x, p)
+
+    def _product(self, x: str, p: _State) -> dict[_State, str]:
+        """The matches of ``x`` read together with the watchers of ``p``, as right-linear rules."""
+        dfa = self.dfa(x)
+        first = (dfa.start, p)
+        ids = {first: 0}
+        order = [first]
+        edges: list[list[tuple[int, int, int]]] = []
+        while len(edges) < len(order):
+            d, watching = order[len(edges)]
+            ordered = sorted(watching)
+            out = []
+            groups = [dfa.edges[d], *(self.dfa(y).edges[e] for y, e in ordered)]
+            for lo, hi, labels in split_ranges(groups):
+                if labels[0] is None:
+                    continue
+                kept = set()
+                for (y, _), t in zip(ordered, labels[1:], strict=True):
+                    if t is None:
+                        continue
+                    if t in self.dfa(y).accepting:
+                        break  # lark would have read y on: its longer match is a match
+                    kept.add((y, t))
+                else:
+                    nxt = (labels[0], frozenset(kept))
+                    if nxt not in ids:
+                        if len(ids) > _MAX_VARIANTS:
+                            raise GrammarError(
+                                "the grammar is too large to read at the character level", source=self.source
+                            )
+                        ids[nxt] = len(order)
+                        order.append(nxt)
+                    out.append((lo, hi, ids[nxt]))
+            edges.append(out)
+        ends = {i: self._final(x, d, w) for (d, w), i in ids.items() if d in dfa.accepting}
+        result: dict[_State, str] = {}
+        for q in set(ends.values()):
+            # The product states from which a match ending in q can still be completed.
+            live = {i for i, e in ends.items() if e == q}
+            grew = True
+            while grew:
+                grew = False
+                for i, out in enumerate(edges):
+                    if i not in live and any(t in live for _, _, t in out):
+                        live.add(i)
+                        grew = True
+            if 0 not in live:
+                continue
+            top = self._name(x, p, q)
+            names = {i: top if i == 0 else f"{top}_{i}" for i in live}
+            for i in sorted(live):
+                loop = [(lo, hi) for lo, hi, t in edges[i] if t == i]
+                by_target: dict[int, list[tuple[int, int]]] = {}
+                for lo, hi, t in edges[i]:
+                    if t in live and t != i:
+                        by_target.setdefault(t, []).append((lo, hi))
+                alts = [f"/{python_class(r, in_lark=True)}/ {names[t]}" for t, r in by_target.items()]
+                if ends.get(i) == q:
+                    alts.append("")
+                body = choice(alts, nested=bool(loop))
+                if loop:
+                    body = f"/{python_class(loop, in_lark=True)}/* {body}".rstrip()
+                self.rules[names[i]] = (x if i == 0 else "", body)
+            result[q] = top
+        return result
 
 
 def _check_not_empty(rules: Any, start: str, terminals: Mapping[str, Terminal], source: str | None) -> None:
@@ -345,24 +487,6 @@ def _check_not_empty(rules: Any, start: str, terminals: Mapping[str, Terminal], 
                 changed = True
     if start not in productive:
         raise GrammarError(f"the grammar's language is empty: rule {start!r} derives no text", source=source)
-
-
-def _inexact_error(
-    name: str, other: str, terminals: Mapping[str, Terminal], text: str, source: str | None
-) -> GrammarError:
-    where = position_of_definition(name, text, last=False) if not name.startswith("__") else position_of_use(name, text)
-    a, b = terminals[name], terminals.get(other, terminals[name])
-    return GrammarError(
-        f"terminal {a.display} can be read two ways here: lark's dynamic lexer takes its longest "
-        f"match even where that runs into the following {b.display}, and the grammar's terminals "
-        "overlap, so neither the matcher's greedy lexer nor a character-level reading is exactly "
-        f"lark's. Suggested rewrite: make {a.display} unable to continue with what starts "
-        f"{b.display} (or write the overlapping part as rules), or load with lexer='greedy' "
-        "for a tokenizer's reading",
-        construct=f"{a.display} / {b.display}",
-        source=source,
-        **where,
-    )
 
 
 def _capture_refs(alternative: str, term_names: Mapping[str, str]) -> str:
@@ -392,6 +516,7 @@ def _terminal(tdef: Any, text: str, source: str | None) -> tuple[Terminal, str]:
             flags.discard("x")
         value = _KNOWN_EQUIVALENTS.get(value, value)
         regex = f"(?{''.join(sorted(flags))}:{value})" if flags else value
+        regex = _lazy_as_greedy(regex)
         try:
             problem, lazy = regex_features(regex)
         except Exception as exc:  # the regex does not compile: lark would have failed first
@@ -417,6 +542,18 @@ def _terminal(tdef: Any, text: str, source: str | None) -> tuple[Terminal, str]:
     raise GrammarError(  # pragma: no cover - lark has only these two
         f"terminal {tdef.name} has an unknown pattern type", construct=tdef.name, source=source
     )
+
+
+def _lazy_as_greedy(regex: str) -> str:
+    """The regex with its lazy quantifiers made greedy when that changes no match: when no match
+    is a proper prefix of another (``"(?:[^"\\\\]|\\\\.)*?"``), ``re.match`` finds the one match at
+    a position either way."""
+    try:
+        if regex_features(regex) == (None, False) or not dfa_of(regex).prefix_free():
+            return regex
+        return greedy_regex(regex)
+    except (GrammarError, re.error):
+        return regex
 
 
 # Terminals of lark's own grammars/common.lark that use constructs the matcher lacks, with an

@@ -24,15 +24,16 @@ from ._regex import sre_constants as _c
 from ._regex import sre_parse as _sre_parse
 
 __all__ = [
+    "choice",
     "exact_regex",
     "first_chars",
+    "greedy_regex",
     "lark_regex",
     "needs_exact_classes",
     "quantifier",
     "regex_rules",
     "regex_rules_not_starting",
-    "trailing_body",
-    "trailing_chars",
+    "rule_repeat",
 ]
 
 
@@ -69,12 +70,45 @@ def exact_regex(regex: str) -> str:
     return exact_regex_of(list(parsed), parsed.state.flags)
 
 
+def greedy_regex(regex: str) -> str:
+    """``regex`` with its lazy quantifiers written greedy (and its classes as ``exact_regex``)."""
+    parsed = _sre_parse.parse(regex, 0)
+    writer = _Writer(python_class, "", "(?:", ")", "(?:)")
+    writer.lazy_as_greedy = True
+    return writer.sequence(list(parsed), parsed.state.flags) or "(?:)"
+
+
 def regex_rules(regex: str) -> str:
     """``regex`` as a rule expression over one-character lexemes (``/[...]/``) in llguidance's
     Lark dialect."""
     parsed = _sre_parse.parse(regex, 0)
-    writer = _Writer(lambda ranges: "/" + python_class(ranges) + "/", " ", "(", ")", '""')
+    writer = _Writer(lambda ranges: "/" + python_class(ranges, in_lark=True) + "/", " ", "(", ")", '""')
     return writer.sequence(list(parsed), parsed.state.flags) or '""'
+
+
+def choice(alternatives: list[str], *, nested: bool) -> str:
+    """Alternatives of a rule in the Lark both lark and llguidance read: no ``""`` (lark has no
+    empty terminal), an empty alternative written as an optional group (nested) or as nothing."""
+    kept = list(dict.fromkeys(a for a in alternatives if a))
+    if not kept:
+        return ""
+    if len(kept) < len(alternatives):
+        return f"({' | '.join(kept)})?" if nested else " | ".join(kept) + " |"
+    if not nested or len(kept) == 1:
+        return " | ".join(kept)
+    return f"({' | '.join(kept)})"
+
+
+def rule_repeat(item: str, low: int, high: int) -> str:
+    """``item`` repeated ``low`` to ``high`` times, in rule syntax both lark and llguidance read
+    (``~ n..m``; ``MAXREPEAT``: no bound)."""
+    if high == _c.MAXREPEAT:
+        return {0: f"{item}*", 1: f"{item}+"}.get(low, f"{item} ~ {low} {item}*")
+    if (low, high) == (0, 1):
+        return f"{item}?"
+    if low == 0:
+        return f"({item} ~ 1..{high})?"
+    return f"{item} ~ {low}" if low == high else f"{item} ~ {low}..{high}"
 
 
 def quantifier(low: int, high: int) -> str:
@@ -89,9 +123,10 @@ def quantifier(low: int, high: int) -> str:
 class _Writer:
     def __init__(self, klass: Callable[[Ranges], str], sep: str, open_: str, close: str, empty: str) -> None:
         self.klass, self.sep, self.open, self.close, self.empty = klass, sep, open_, close, empty
+        self.lazy_as_greedy = False
 
     def sequence(self, items: list[Any], flags: int) -> str:
-        return self.sep.join(self.item(op, av, flags) for op, av in items)
+        return self.sep.join(text for op, av in items if (text := self.item(op, av, flags)))
 
     def item(self, op: Any, av: Any, flags: int) -> str:
         chars = char_set([(op, av)], flags)
@@ -99,14 +134,21 @@ class _Writer:
             return self.klass(chars)
         if op is _c.SUBPATTERN:
             _group, add, remove, body = av
-            return self.open + (self.sequence(list(body), (flags | add) & ~remove) or self.empty) + self.close
+            inner = self.sequence(list(body), (flags | add) & ~remove)
+            if self.sep:  # rules: nothing for an empty group
+                return f"({inner})" if inner else ""
+            return self.open + (inner or self.empty) + self.close
         if op is _c.BRANCH:
-            alts = [self.sequence(list(alt), flags) or self.empty for alt in av[1]]
-            return self.open + ("|" if not self.sep else " | ").join(alts) + self.close
-        if op is _c.MAX_REPEAT:
+            alts = [self.sequence(list(alt), flags) for alt in av[1]]
+            if self.sep:  # rules: an empty alternative makes the group optional
+                return choice(alts, nested=True)
+            return self.open + "|".join(a or self.empty for a in alts) + self.close
+        if op is _c.MAX_REPEAT or (op is _c.MIN_REPEAT and self.lazy_as_greedy):
             low, high, body = av
-            inner = self.open + (self.sequence(list(body), flags) or self.empty) + self.close
-            return inner + quantifier(low, high)
+            text = self.sequence(list(body), flags)
+            if self.sep:
+                return rule_repeat(f"({text})", low, high) if text else ""
+            return self.open + (text or self.empty) + self.close + quantifier(low, high)
         raise GrammarError(f"no exact translation for the regex construct {op}")
 
 
@@ -143,7 +185,7 @@ def regex_rules_not_starting(regex: str, excluded: Ranges) -> str | None:
     """``regex_rules`` for the nonempty matches of ``regex`` whose first character is not in
     ``excluded`` (``None`` when there are none)."""
     parsed = _sre_parse.parse(regex, 0)
-    writer = _Writer(lambda ranges: "/" + python_class(ranges) + "/", " ", "(", ")", '""')
+    writer = _Writer(lambda ranges: "/" + python_class(ranges, in_lark=True) + "/", " ", "(", ")", '""')
     return _Restricted(writer, normalise(excluded)).sequence(list(parsed), parsed.state.flags)
 
 
@@ -213,53 +255,6 @@ def _subtract(ranges: Ranges, excluded: Ranges) -> Ranges:
         if lo <= hi:
             out.append((lo, hi))
     return normalise(out)
-
-
-def trailing_chars(regex: str) -> Ranges:
-    """The characters of the regex's trailing unbounded repeats (``#[^\\n]*``: ``[^\\n]``): the
-    candidates for what may extend a match."""
-    parsed = _sre_parse.parse(regex, 0)
-    return normalise(_trailing(list(parsed), parsed.state.flags))
-
-
-def _trailing(items: list[Any], flags: int) -> Ranges:
-    out: Ranges = []
-    for op, av in reversed(items):
-        if op is _c.SUBPATTERN:
-            sub = list(av[3])
-            out += _trailing(sub, (flags | av[1]) & ~av[2])
-            nullable = _first(sub, flags)[1]
-        elif op is _c.BRANCH:
-            for alt in av[1]:
-                out += _trailing(list(alt), flags)
-            nullable = _first([(op, av)], flags)[1]
-        elif op is _c.MAX_REPEAT:
-            if av[1] == _c.MAXREPEAT:
-                out += _first(list(av[2]), flags)[0]
-            nullable = av[0] == 0
-        else:
-            nullable = False
-        if not nullable:
-            break
-    return out
-
-
-def trailing_body(regex: str) -> str | None:
-    """The body of the regex's last unbounded repeat, as a regex (``(\\r?\\n)+``: ``\\r?\\n``),
-    when everything after it may be empty; ``None`` otherwise."""
-    parsed = _sre_parse.parse(regex, 0)
-    items, flags = list(parsed), parsed.state.flags
-    while items:
-        op, av = items[-1]
-        if op is _c.MAX_REPEAT and av[1] == _c.MAXREPEAT:
-            return exact_regex_of(list(av[2]), flags)
-        if op is _c.SUBPATTERN and not _first(items[-1:], flags)[1]:
-            items, flags = list(av[3]), (flags | av[1]) & ~av[2]
-            continue
-        if not _first(items[-1:], flags)[1]:
-            return None
-        items = items[:-1]
-    return None
 
 
 def exact_regex_of(items: list[Any], flags: int) -> str:

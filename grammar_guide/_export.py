@@ -7,7 +7,10 @@ Servers with their own grammar engine take a grammar in their own text format:
   rules, aliases and terminal priorities (which change parse trees, not the language) are
   dropped, ``%import`` (``common`` or any file) is inlined, ``%ignore`` is kept, and the text
   ignored before the first and after the last token is spelt out (llguidance skips ignored text
-  only between tokens; Lark also at both ends). The start rule is ``start``.
+  only between tokens; Lark also at both ends). The start rule is ``start``. A grammar that a
+  greedy lexer would read differently from lark (``Grammar.character_level``) is written as its
+  character-level form instead: one-character terminals, which any lexer reads as lark reads the
+  original.
 - ``to_gbnf``: llama.cpp's GBNF (also read by Fireworks and xgrammar). GBNF has no lexer: each
   terminal becomes a rule of characters (regexes translated item by item, ``\\d``/``\\w``/``\\s``
   as their exact Unicode classes) and the ignored terminals are written after every terminal.
@@ -173,6 +176,10 @@ def _cached(write: Callable[[Grammar], str]) -> Callable[[Grammar], str]:
 @_cached
 def to_plain_lark(grammar: Grammar) -> str:
     """The grammar in the plain Lark subset (see the module docstring)."""
+    if grammar.character_level:
+        # Lark's dynamic lexer reads it differently from a greedy lexer: the character-level
+        # form is exact for both (one-character terminals leave no lexer anything to decide).
+        return grammar.llguidance_grammar
     g = _resolve(grammar, "Lark")
     taken = {"start"}
     rule_names = _allocate(g.rules, upper=False, taken=taken, reserved={g.start: "start"})

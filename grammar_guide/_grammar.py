@@ -119,6 +119,9 @@ class Grammar:
         self.captured_grammar = captured_grammar
         self.lark_source = lark_source
         self.terminals: Mapping[str, Terminal] = dict(terminals or {})
+        #: Whether the grammar was compiled at the character level (a Lark grammar whose
+        #: terminals a greedy lexer would read differently from lark, see ``from_lark``).
+        self.character_level = False
         self._lark = lark_parser
         self._matchers = ByteMatcherFactory(llguidance_grammar, name)
 
@@ -153,18 +156,20 @@ class Grammar:
         parser = load_lark(text, start, import_paths=import_paths, source=source)
         if lexer not in ("dynamic", "greedy"):
             raise GrammarError(f"lexer={lexer!r}: choose 'dynamic' (lark's Earley default) or 'greedy'")
-        llg_text, captured, terminals = compile_lark(parser, text, source, lexer)
-        validate(llg_text, source, text)
-        return cls(
-            llg_text,
-            captured_grammar=captured,
+        compiled = compile_lark(parser, text, source, lexer)
+        validate(compiled.grammar, source, text)
+        grammar = cls(
+            compiled.grammar,
+            captured_grammar=compiled.captured,
             name=name or source or "lark",
             lark_parser=parser,
-            terminals=terminals,
+            terminals=compiled.terminals,
             lark_source=text,
             rewrites=rewrites,
             lexer=lexer,
         )
+        grammar.character_level = compiled.character_level
+        return grammar
 
     @classmethod
     def from_file(cls, path: str | Path, start: str = "start", *, lexer: Lexer | None = None) -> Grammar:

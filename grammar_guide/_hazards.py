@@ -36,12 +36,12 @@ from typing import Any
 
 from lark.grammar import Terminal as LarkTerminal
 
-from ._charclass import complement, python_class
+from ._charclass import python_class
 from ._errors import GrammarError
-from ._exact import first_chars, lark_regex, trailing_body, trailing_chars
+from ._exact import first_chars
 from ._matcher import ByteMatcherFactory
 
-__all__ = ["Hazards", "find_hazards", "simple_munch"]
+__all__ = ["Hazards", "find_hazards"]
 
 _ANY = "/(?s:.)*/"
 _END = "$END"
@@ -109,36 +109,6 @@ def find_hazards(
             if other != name and other not in greedy and not _is_empty(expressions[name], expr):
                 greedy[other] = name
     return Hazards(greedy, munch, followers_of)
-
-
-def simple_munch(pattern: str, expr: str, followers: list[str]) -> list[tuple[int, int]] | None:
-    """The characters that may extend a match of the terminal, when lark's longest match is
-    exactly "the next character is not one of them" here (``#[^\\n]*``, ``\\s+``, ``[a-z]+``;
-    ``(\\r?\\n)+`` when whatever may follow it and starts with ``\\r`` starts with ``\\r\\n``).
-    ``None`` when the terminal's extensions are not that simple."""
-    try:
-        ranges = trailing_chars(pattern)
-        body = trailing_body(pattern)
-    except GrammarError:
-        return None
-    if not ranges:
-        return None
-    cls = "/" + python_class(ranges) + "/"
-    neg = "/" + python_class(complement(ranges)) + "/"
-    if not _is_empty(f"({expr}) {neg} {_ANY}", expr):
-        return None  # an extension may begin with another character
-    if _is_empty(f"({expr}) {cls}", f"~({expr})"):
-        return ranges  # each of those characters alone extends the match
-    if body is None:
-        return None
-    repeat = f"({lark_regex(body)})+"
-    if not _is_empty(f"({expr}) {repeat}", f"~({expr})"):
-        return None
-    for follower in followers:
-        # What may follow and starts with one of those characters starts with an extension.
-        if not _is_empty(f"({follower}) & ({cls} {_ANY})", f"~({repeat} {_ANY})"):
-            return None
-    return ranges
 
 
 def _partner(left: str, expressions: Mapping[str, str]) -> str | None:

