@@ -26,6 +26,7 @@ from ._errors import GrammarError
 from ._exact import (
     choice,
     exact_regex,
+    first_chars,
     greedy_regex,
     lark_regex,
     needs_exact_classes,
@@ -385,19 +386,21 @@ class _Watchers:
         return f"gg_t_{x.lower()}__{self.index(p)}_{self.index(q)}"
 
     def _explore(self, x: str, p: _State) -> dict[_State, str]:
-        dfa = self.dfa(x)
-        if dfa.empty:
-            return {}
         terminal = self.terminals[x]
         lazy = terminal.regex is not None and regex_features(terminal.regex)[1]
-        one_step = (
-            all(all(t in self.dfa(y).accepting for _, _, t in self.dfa(y).edges[e]) for y, e in p)
-            and dfa.start not in dfa.accepting
-        )
-        finals = {self._final(x, d, frozenset()) for d in dfa.accepting}
-        if not lazy and one_step and len(finals) == 1:
-            # Every watcher dies or forbids at the first character, and every match of x ends
-            # in the same state: x's regex as rules, its first character restricted.
+        if lazy:
+            return {} if self.dfa(x).empty else self._product(x, p)
+        # When every watcher of p dies or forbids at the first character, and every match of x
+        # ends in the same state, x's regex as rules does, its first character restricted (no
+        # automaton of x is needed when x is not watched: a large bounded repeat stays cheap).
+        if x in self.watched:
+            dfa = self.dfa(x)
+            finals = {self._final(x, d, frozenset()) for d in dfa.accepting}
+            nullable = dfa.start in dfa.accepting
+        else:
+            finals, nullable = {frozenset()}, first_chars(terminal.pattern)[1]
+        one_step = all(all(t in self.dfa(y).accepting for _, _, t in self.dfa(y).edges[e]) for y, e in p)
+        if len(finals) == 1 and (not p or (one_step and not nullable)):
             (q,) = finals
             forbidden = ranges_of(edge for y, e in p for edge in self.dfa(y).edges[e])
             body = regex_rules(terminal.pattern) if not p else regex_rules_not_starting(terminal.pattern, forbidden)
@@ -406,6 +409,8 @@ class _Watchers:
             name = self._name(x, p, q)
             self.rules[name] = (x, body)
             return {q: name}
+        if self.dfa(x).empty:
+            return {}
         return self._product(x, p)
 
     def _product(self, x: str, p: _State) -> dict[_State, str]:
