@@ -129,10 +129,16 @@ class Drafting:
                 self.emit(GrammarRefused(rnd.start, call.fallback_reason, call=rnd.index))
         if rnd.reader.raw.strip():
             self.earlier_answers = ([*self.earlier_answers, rnd.reader.raw])[-3:]
-        if rnd.reader.unescaped and (rnd.kept or rnd.evidence):  # not in a restatement aligned away
-            n = rnd.reader.unescaped
-            detail = f"undid {n} Markdown escape{'s' if n > 1 else ''} (\\_ or \\* read as _ or *)"
-            self.emit(Cut(rnd.start, "\\" * n, reason="formatting", call=rnd.index, detail=detail))
+        reader = rnd.reader
+        if (reader.unescaped or reader.ticks) and (rnd.kept or rnd.evidence):  # not in a restatement aligned away
+            n, ticks = reader.unescaped, reader.ticks
+            undone = [f"undid {n} Markdown escape{'s' if n > 1 else ''} (\\_ or \\* read as _ or *)"] if n else []
+            if ticks:
+                undone.append(
+                    "dropped the backtick pair around the answer" if ticks > 1 else "dropped a stray backtick"
+                )
+            text = "\\" * n + "`" * ticks
+            self.emit(Cut(rnd.start, text, reason="formatting", call=rnd.index, detail="; ".join(undone)))
         aligner = rnd.reader.aligner
         if aligner is not None and aligner.dropped:
             self.emit(Cut(rnd.start, "".join(aligner.dropped), reason="restated", call=rnd.index))
@@ -150,7 +156,7 @@ class Drafting:
             chunk = await self._next_chunk(stream)
             if chunk is None:
                 rnd.ended = True
-                if not reader.held:
+                if not reader.holding:
                     break
                 # The stream ended on what might have begun a stop string: it is text.
                 chunk, stopped = reader.release(), True

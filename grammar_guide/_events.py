@@ -36,7 +36,8 @@ CutReason = Literal["preamble", "after complete text", "restated", "stop", "dead
 repeated accepted text), ``stop`` (from a stop string on), ``dead end`` (a word the text could
 never be completed after, taken back before the target wrote), ``unrepaired`` (the rejected
 text after a violation that no edit fixed and no model could repair), ``formatting`` (chat
-formatting that is not the answer: the backslashes of Markdown escapes)."""
+formatting that is not the answer: the backslashes of Markdown escapes, a backtick pair around
+the answer)."""
 
 
 @dataclass(frozen=True)

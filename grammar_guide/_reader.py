@@ -52,8 +52,12 @@ class AnswerReader:
     held: str = ""
     stopped_text: str = ""
     unescaped: int = 0  # Markdown escapes undone (``\_`` read as ``_``)
+    ticks: int = 0  # stray backticks dropped (a pair around the answer)
     _quote: str = ""
     _backslash: bool = False
+    _ticked: bool | None = None  # whether the answer opened with a stray backtick (None: not yet known)
+    _tick_wait: str = ""  # the stream's start, until its first two characters say
+    _tick_tail: str = ""  # a backtick and white space that may end the stream
 
     def push(self, chunk: str, answer_started: bool) -> tuple[str, bool]:
         """The answer's text in ``chunk`` (after what was held back), and whether it stopped."""
@@ -63,14 +67,22 @@ class AnswerReader:
     def align(self, text: str) -> str:
         return self.aligner.push(text) if self.aligner is not None else text
 
+    @property
+    def holding(self) -> bool:
+        """Whether text is held back until the next chunk or the end: what may begin a stop
+        string, a backtick that may end the answer, a backslash that may begin an escape."""
+        return bool(self.held or self._tick_wait or self._tick_tail or self._backslash)
+
     def release(self) -> str:
         """The stream ended: what was held back is text after all."""
         held, self.held = self.held, ""
         return self.align(self._unescape(held, final=True))
 
     def _unescape(self, text: str, final: bool) -> str:
-        """Undo chat formatting that is not the answer: Markdown's ``\\_`` and ``\\*`` outside
-        quotes (``e.event\\_name``). A backslash at the end of a chunk waits for the next."""
+        """Undo chat formatting that is not the answer: a backtick pair around it
+        (`` `SELECT 1` ``) and Markdown's ``\\_`` and ``\\*`` outside quotes (``e.event\\_name``).
+        A backslash at the end of a chunk waits for the next."""
+        text = self._drop_ticks(text, final)
         if self._backslash:
             text, self._backslash = "\\" + text, False
         out: list[str] = []
@@ -99,6 +111,34 @@ class AnswerReader:
             out.append(ch)
             i += 1
         return "".join(out)
+
+    def _drop_ticks(self, text: str, final: bool) -> str:
+        """A single backtick that opens the stream (not a fence, not ``` `` ```) and its partner
+        at the very end of the stream are chat formatting, not the answer: both are dropped."""
+        if self._ticked is None:
+            text, self._tick_wait = self._tick_wait + text, ""
+            lead = len(text) - len(text.lstrip())
+            head = text[lead : lead + 2]
+            if not head or (head == "`" and not final):
+                if head:
+                    self._tick_wait, text = text, ""  # one backtick so far: wait for the next character
+                return text
+            self._ticked = head[0] == "`" and head != "``"
+            if not self._ticked:
+                return text
+            self.ticks += 1
+            text = text[:lead] + text[lead + 1 :]
+        if not self._ticked:
+            return text
+        text, self._tick_tail = self._tick_tail + text, ""
+        end = re.search(r"`\s*$", text)
+        if end is None:
+            return text
+        if not final:
+            self._tick_tail = text[end.start() :]  # the partner if nothing follows it
+            return text[: end.start()]
+        self.ticks += 1
+        return text[: end.start()] + text[end.start() + 1 :]
 
     def _stop(self, chunk: str, answer_started: bool) -> tuple[str, bool]:
         self.raw += chunk

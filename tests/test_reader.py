@@ -89,3 +89,19 @@ def test_an_explanation_after_a_blank_line_ends_a_complete_answer() -> None:
 def test_trailing_word() -> None:
     assert trailing_word("SELECT col_1") == "col_1"
     assert trailing_word("f(") == ""
+
+
+def test_a_backtick_pair_around_the_answer_is_formatting() -> None:
+    for chunks in (["`SELECT a FROM t`"], ["`", "SELECT a ", "FROM t", "`", "\n"], ["  `SELECT a FROM t` "]):
+        reader = AnswerReader()
+        text, _ = read_all(reader, chunks)
+        assert text.strip() == "SELECT a FROM t" and reader.ticks == 2, chunks
+    # A backtick that something follows is the answer's (a MySQL name), and a fence is no stray tick.
+    reader = AnswerReader()
+    assert read_all(reader, ["`SELECT `a", "` FROM t`"])[0] == "SELECT `a` FROM t" and reader.ticks == 2
+    for chunks in (["SELECT `a` FROM `t`"], ["```sql\nSELECT 1\n"], ["``"]):
+        reader = AnswerReader()
+        assert read_all(reader, chunks)[0] == "".join(chunks) and reader.ticks == 0, chunks
+    # Ended by a stop string, the partner before it is still the end of the answer.
+    reader = AnswerReader(stops=(";",), fences=False)
+    assert read_all(reader, ["`SELECT 1`;", " more"]) == ("SELECT 1", True)
