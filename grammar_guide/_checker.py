@@ -376,7 +376,7 @@ def _expected(grammar: Grammar, text: str, names_at: Callable[[int], frozenset[s
         rest = text[k:]
         if rest and not any(_terminal_accepts_prefix(t, rest) for t in grammar.terminals.values()):
             continue  # no terminal begins with the rest: nothing to ask
-        for name in names_at(k):
+        for name in sorted(names_at(k)):  # a set: its order varies by process
             terminal = grammar.terminals.get(name)
             if terminal is None or name in grammar.guard_terminals:
                 continue

@@ -203,6 +203,8 @@ class GuideLoop(TargetSteps):
         while True:
             checker = self.checker
             decision = repair.decide(checker, evidence, final=rnd.ended, floor=rnd.floor, last=self.last_violation)
+            if isinstance(decision, repair.Edit):
+                decision = await self._likeliest(decision)
             self.last_violation = repair.signature(checker.text, evidence, decision.at)
             self.count_discarded(checker.text[decision.at :] + evidence)
             self._emit_kept(rnd, decision.start)

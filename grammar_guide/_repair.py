@@ -14,14 +14,14 @@ model decides.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ._checker import Checker
 from ._events import CutReason
 from ._reader import looks_like_aside, prose_after_answer, trailing_word
 from ._text import is_word_char, run_start
 
-__all__ = ["Cut", "Decision", "Edit", "NeedTarget", "decide", "propose_edit", "signature"]
+__all__ = ["Cut", "Decision", "Edit", "NeedTarget", "decide", "propose_edit", "search_edits", "signature"]
 
 _WORD_HEAD = re.compile(r"^\w+")
 _MAX_DELETE = 3
@@ -37,7 +37,9 @@ class Edit:
 
     ``removed`` is the part of the evidence (and of the accepted text after ``start``) that the edit
     throws away; ``unread`` is the evidence after ``kept`` that is still invalid after the edit;
-    ``description`` says what was done, for the trace.
+    ``description`` says what was done, for the trace. ``ties`` are other edits the evidence
+    supports exactly as well (they read as far into the draft's text at the same cost): with a
+    target model the loop takes the one it finds likeliest, without one this edit.
     """
 
     start: int
@@ -47,6 +49,7 @@ class Edit:
     description: str
     unread: str = ""
     at: int = -1  # where the rejected text begins (set by ``decide``)
+    ties: tuple[Edit, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -98,16 +101,17 @@ def decide(
         trial.rollback_chars(at)
         edit = propose_edit(trial, moved, final=final, floor=floor)
         if edit is not None and fresh:
-            edit = _before_space(trial, edit, floor)
-            return Edit(edit.start, edit.text, edit.kept, edit.removed, edit.description, edit.unread, at)
+            placed = [replace(_before_space(trial, e, floor), at=at) for e in (edit, *edit.ties)]
+            return replace(placed[0], ties=tuple(placed[1:]))
         if trial.is_complete and looks_like_aside(text[:at], moved, final):
             # A complete text followed by something that cannot extend it: a closing fence, an
             # explanation. Cut it, with the white space before it, and stop.
             return Cut(at - len(_trailing_space(trial, floor)), "after complete text", at)
-    edit = search_edit(checker, evidence, final=final, floor=floor) if fresh else None
-    if edit is not None:
-        edit = _before_space(checker, edit, floor)
-        return Edit(edit.start, edit.text, edit.kept, edit.removed, edit.description, edit.unread, min(at, edit.start))
+    edits = search_edits(checker, evidence, final=final, floor=floor) if fresh else []
+    if edits:
+        placed = [_before_space(checker, e, floor) for e in edits]
+        placed = [replace(e, at=min(at, e.start)) for e in placed]
+        return replace(placed[0], ties=tuple(placed[1:]))
     start = at
     word = trailing_word(text[:at])
     if word and moved[:1].isalnum() and start - len(word) >= floor:
@@ -115,12 +119,15 @@ def decide(
     return NeedTarget(start, at)
 
 
+_TIGHT = set(",;:)]}")  # marks written right after the text before them
+
+
 def _before_space(checker: Checker, edit: Edit, floor: int) -> Edit:
-    """A mark inserted after white space goes before it when that reads the same
-    (``[1, 2, 3]``, not ``[1, 2 ,3]``)."""
+    """A separator or closing bracket inserted after white space goes before it when that reads
+    the same (``[1, 2, 3]``, not ``[1, 2 ,3]``); an operator keeps its space (``age > 30``)."""
     text = checker.text[: edit.start]
     gap = len(text) - len(text.rstrip())
-    if not gap or edit.removed or not edit.text or any(ch.isalnum() or ch.isspace() for ch in edit.text):
+    if not gap or edit.removed or not edit.text or not set(edit.text) <= _TIGHT:
         return edit
     start = edit.start - gap
     if start < floor:
@@ -130,7 +137,7 @@ def _before_space(checker: Checker, edit: Edit, floor: int) -> Edit:
         trial.rollback_chars(start)
         if trial.feed(edit.text) != len(edit.text) or trial.feed(kept) != len(kept):
             return edit
-    return Edit(start, edit.text, kept, edit.removed, edit.description, edit.unread, edit.at)
+    return replace(edit, start=start, kept=kept)
 
 
 def prose_cut(checker: Checker, evidence: str, floor: int) -> Cut | None:
@@ -228,7 +235,7 @@ def _conclusive(kept: str, accepted: int, final: bool, complete: bool, min_read:
 
 
 def propose_edit(checker: Checker, evidence: str, *, final: bool, floor: int = 0) -> Edit | None:
-    """The best conclusive edit at ``checker``'s violation, or ``None``.
+    """The best conclusive edit at ``checker``'s violation (with its ties), or ``None``.
 
     ``checker`` holds the accepted text (not modified); ``evidence`` is the rejected draft text from
     the violation point on; ``final`` says the draft wrote nothing after it (its answer ended), so
@@ -236,7 +243,7 @@ def propose_edit(checker: Checker, evidence: str, *, final: bool, floor: int = 0
     """
     text = checker.text
     was_complete = checker.is_complete
-    best: tuple[tuple[int, int], Edit] | None = None
+    best: tuple[tuple[int, int], list[Edit]] | None = None
 
     def consider(
         start: int,
@@ -255,7 +262,7 @@ def propose_edit(checker: Checker, evidence: str, *, final: bool, floor: int = 0
         if tried is None:
             return
         accepted, complete = tried
-        if not (insert or accepted):
+        if not (insert or accepted) or _opens_unclosed(insert, kept[:accepted]):
             return
         if not _conclusive(kept, accepted, final, complete, min_read):
             return
@@ -267,8 +274,13 @@ def propose_edit(checker: Checker, evidence: str, *, final: bool, floor: int = 0
         if not insert and accepted == 0:
             return
         score = (base + accepted, -cost)
+        edit = Edit(start, insert, kept[:accepted], removed, description, kept[accepted:])
         if best is None or score > best[0]:
-            best = (score, Edit(start, insert, kept[:accepted], removed, description, kept[accepted:]))
+            best = (score, [edit])
+        elif score == best[0] and len(best[1]) < _MAX_TIES:
+            result = text[:start] + insert + edit.kept
+            if all(text[: e.start] + e.text + e.kept != result for e in best[1]):
+                best[1].append(edit)
 
     # The word the violation is in: its accepted part, and its rejected part.
     # (Read from the end of the text, as far as each needs: a violation's cost does not grow
@@ -288,8 +300,8 @@ def propose_edit(checker: Checker, evidence: str, *, final: bool, floor: int = 0
             break
         if _QUOTES & set(dropped):
             break  # an unpaired quote would turn the rest into a string
-        if _joins_words(text, evidence[d:]):
-            continue  # 'a::int' must not become 'aint'
+        if _joins_words(text, evidence[d:]) or _splits_word(text, dropped, evidence[d:]):
+            continue  # 'a::int' must not become 'aint', nor 'FROM order' 'FROM rder'
         if _halves_operator(text, dropped):
             continue  # 'a && b' must not become the bitwise 'a & b'
         cost = sum(4 if ch.isalnum() or ch == "_" else 2 for ch in dropped)
@@ -362,7 +374,10 @@ def propose_edit(checker: Checker, evidence: str, *, final: bool, floor: int = 0
     # 6. Insert a short token the grammar expects (a missing comma, colon or bracket).
     for literal in _expected_literals(checker, len(text)):
         if len(literal) <= _MAX_INSERT_LEN and not literal.isalnum() and not set(literal) & set("([{'\"`"):
-            consider(len(text), literal, evidence, "", f"inserted {literal!r}", cost=2 * len(literal) + 1)
+            # An operator written after white space gets white space after it too (``age > 30``).
+            spaced = text[-1:].isspace() and not set(literal) <= _TIGHT and evidence[:1].strip() != ""
+            insert = literal + " " if spaced else literal
+            consider(len(text), insert, evidence, "", f"inserted {literal!r}", cost=2 * len(literal) + 1)
 
     # 7. The grammar's known slips (``Grammar.rewrites``: ``a::int`` for ``CAST(a AS int)``)
     #    whose match spans the violation. The match itself is evidence, so one more token read
@@ -387,28 +402,30 @@ def propose_edit(checker: Checker, evidence: str, *, final: bool, floor: int = 0
                 min_read=1,
             )
 
-    return best[1] if best else None
+    return replace(best[1][0], ties=tuple(best[1][1:])) if best else None
 
 
 _SEARCH_LEXEMES = 6  # how many lexemes before the violation the search may edit at
 _MIN_READ = 2  # lexemes of the evidence an edit found by search must let parse
+_MAX_TIES = 16  # equally good edits handed on for the target to choose between
 
 
-def search_edit(checker: Checker, evidence: str, *, final: bool, floor: int = 0) -> Edit | None:
-    """The least edit that lets the most of the draft's own text parse: insert, delete or replace
+def search_edits(checker: Checker, evidence: str, *, final: bool, floor: int = 0) -> list[Edit]:
+    """The least edits that let the most of the draft's own text parse: insert, delete or replace
     one lexeme at the violation or up to ``_SEARCH_LEXEMES`` lexemes before it
-    (``SELECT (COUNT(*) FROM t`` meant ``SELECT (SELECT COUNT(*) FROM t``), or ``None``.
+    (``SELECT (COUNT(*) FROM t`` meant ``SELECT (SELECT COUNT(*) FROM t``); empty if none.
 
-    Candidates are scored by how far into the draft's text (the accepted text from the edit on,
-    then the evidence) the checker reads after the edit; ties go to the smaller edit, then to the
-    one nearer the violation. An edit must read at least ``_MIN_READ`` lexemes of the evidence,
-    or all of a finished draft's text.
+    Candidates are ranked by how far into the draft's text (the accepted text from the edit on,
+    then the evidence) the checker reads after the edit, then by the smaller edit. All the edits
+    of the best rank are returned, the one nearest the violation first (the evidence cannot
+    choose between them; a target model may). An edit must read at least ``_MIN_READ`` lexemes
+    of the evidence, or all of a finished draft's text.
     """
     text = checker.text
     lexemes = _last_lexemes(text, _SEARCH_LEXEMES)
     # Each lexeme's start, and its end where white space follows (a missing comma goes there).
     positions = {m.start() for m in lexemes} | {m.end() for m in lexemes if text[m.end() : m.end() + 1].isspace()}
-    best: tuple[tuple[int, int, int], Edit] | None = None
+    ranked: list[tuple[tuple[int, int, int], Edit]] = []
     for start in sorted(p for p in positions | {len(text)} if p >= floor):
         draft = text[start:] + evidence
         for insert, skip, description, cost in _candidates(checker, start, draft):
@@ -421,14 +438,28 @@ def search_edit(checker: Checker, evidence: str, *, final: bool, floor: int = 0)
             if tried is None:
                 continue
             accepted, complete = tried
+            if _opens_unclosed(insert, rest[:accepted]):
+                continue
             read_evidence = accepted + skip - (len(text) - start)
             whole = final and accepted == len(rest) and complete
             if not whole and len(_LEXEME.findall(evidence[: max(read_evidence, 0)])) < _MIN_READ:
                 continue
-            score = (start + skip + accepted, -cost, start)
-            if best is None or score > best[0]:
-                best = (score, Edit(start, insert, rest[:accepted], draft[:skip], description, rest[accepted:]))
-    return best[1] if best else None
+            edit = Edit(start, insert, rest[:accepted], draft[:skip], description, rest[accepted:])
+            ranked.append(((start + skip + accepted, -cost, start), edit))
+    if not ranked:
+        return []
+    ranked.sort(key=lambda item: item[0], reverse=True)  # stable: equal edits keep their order
+    best = ranked[0][0][:2]
+    ties: list[Edit] = []
+    seen: set[str] = set()  # one edit per resulting text
+    for rank, edit in ranked:
+        if rank[:2] != best or len(ties) == _MAX_TIES:
+            break
+        result = text[: edit.start] + edit.text + edit.kept
+        if result not in seen:
+            seen.add(result)
+            ties.append(edit)
+    return ties
 
 
 def _last_lexemes(text: str, n: int) -> list[re.Match[str]]:
@@ -464,9 +495,10 @@ def _candidates(checker: Checker, start: int, draft: str) -> list[tuple[str, int
     if word:
         out.append(("", gap + len(word), f"dropped {word!r}", 2 * len(word) + 1))
         if word[0].isalpha():
-            for quote in "\"'":
+            # A name in double quotes; in single quotes (a string SQLite also takes for a name) after.
+            for quote, cost in (('"', 3), ("'", 4)):
                 quoted = quote + word + quote
-                out.append((draft[:gap] + quoted, gap + len(word), f"quoted {word!r}", 3))
+                out.append((draft[:gap] + quoted, gap + len(word), f"quoted {word!r}", cost))
     return out
 
 
@@ -489,6 +521,32 @@ def _joins_words(before: str, after: str) -> bool:
         return ch.isalnum() or ch == "_"
 
     return bool(before) and bool(after) and word(before[-1]) and word(after[0])
+
+
+def _splits_word(before: str, dropped: str, after: str) -> bool:
+    """Whether dropping ``dropped`` between ``before`` and ``after`` takes part of a word and leaves
+    the rest (``FROM order`` is not ``FROM rder``): an edit drops whole words or none."""
+
+    def word(ch: str) -> bool:
+        return ch.isalnum() or ch == "_"
+
+    if not any(word(ch) for ch in dropped):
+        return False
+    return (word(dropped[0]) and bool(before) and word(before[-1])) or (
+        word(dropped[-1]) and bool(after) and word(after[0])
+    )
+
+
+_CLOSERS = {"(": ")", "[": "]", "{": "}"}
+
+
+def _opens_unclosed(insert: str, kept: str) -> bool:
+    """Whether an edit opens a bracket the draft's text read after it never closes: ``LEFT(d, 4)``
+    must not become ``LEFT[d, 4) ...``, where SQLite reads the whole rest as one bracketed name."""
+    for opener, closer in _CLOSERS.items():
+        if insert.count(opener) > insert.count(closer) and closer not in kept:
+            return True
+    return False
 
 
 def _halves_operator(before: str, dropped: str) -> bool:

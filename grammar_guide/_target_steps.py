@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from typing import TYPE_CHECKING, Literal
 
 from . import _repair as repair
@@ -24,6 +25,7 @@ if TYPE_CHECKING:
 
 __all__ = ["TargetSteps"]
 
+_TIE_CONTEXT = 40  # characters of the draft's text after an edit that its likelihood is read over
 _SHORT_CLOSE = 8  # characters of the grammar's completion that close a finished draft's answer
 
 
@@ -140,6 +142,27 @@ class TargetSteps:
                 f"could not complete the text ({why}); the partial result holds the valid prefix",
                 self.result(complete=False),
             )
+
+    async def _likeliest(self, edit: repair.Edit) -> repair.Edit:
+        """Of an edit and its ties (equally supported by the draft's text), the one the target
+        finds likeliest, scored in one batched forward pass; without a target, ``edit``."""
+        if not edit.ties:
+            return edit
+        target = await self._get_target()
+        if target is None:
+            return replace(edit, ties=())
+        candidates = (edit, *edit.ties)
+        text = self.checker.text
+        # Each candidate up to the same point of the draft's text, a little after the last edit.
+        end = max(e.start + len(e.removed) for e in candidates) + _TIE_CONTEXT
+        texts = [text[: e.start] + e.text + e.kept[: max(end - e.start - len(e.removed), 0)] for e in candidates]
+        started = time.perf_counter()
+        scores = await target.alog_likelihoods(self.prompt, texts)
+        self.stats.target_seconds += time.perf_counter() - started
+        best = max(range(len(candidates)), key=lambda i: (scores[i], -i))
+        chosen = candidates[best]
+        detail = f"{chosen.description} (the target's likeliest of {len(candidates)} equal edits)"
+        return replace(chosen, description=detail, ties=())
 
     def _revive(self) -> None:
         """Before the target writes: step back out of a dead end, recording it as a cut."""

@@ -89,6 +89,16 @@ def rewrite(text: str) -> str:
         ("SELECT length(CURRENT_DATE())", "SELECT length(CURRENT_DATE)", 10),
         # MySQL's logical &&: a single & would be SQLite's bitwise AND (2 & 1 is 0, 2 AND 1 is 1).
         ("SELECT 2 && 1", "SELECT 2 AND 1", 1),
+        # PostgreSQL's LIMIT ALL is no limit; SQLite's is a negative one.
+        (
+            "SELECT COUNT(*) FROM (SELECT 1 UNION ALL SELECT 2 LIMIT ALL)",
+            "SELECT COUNT(*) FROM (SELECT 1 UNION ALL SELECT 2 LIMIT -1)",
+            2,
+        ),
+        # A comparison in words (the draft's "more than" is '>', never '<' or '=').
+        ("SELECT 600 is more than 500", "SELECT 600 > 500", 1),
+        ("SELECT 2 greater than 1", "SELECT 2 > 1", 1),
+        ("SELECT 2 less than 1", "SELECT 2 < 1", 0),
     ],
 )
 def test_each_rewrite_means_what_the_slip_meant(slip: str, meant: str, value: object) -> None:
@@ -109,6 +119,7 @@ def test_each_rewrite_means_what_the_slip_meant(slip: str, meant: str, value: ob
         "SELECT SUBSTRING(s FROM -1 FOR 3)",  # a start below 1 counts differently in SQLite
         "SELECT 'C:\\' || name FROM t",  # valid SQLite: a backslash is a character
         "SELECT a FROM t WHERE b = 'x'AND c = 'it'",  # 'x' then AND: no apostrophe inside a word
+        "SELECT a FROM t WHERE b = 'more than' AND c IN ('less than')",  # words inside strings
     ],
 )
 def test_no_rewrite_where_the_meaning_would_change(text: str) -> None:
@@ -153,6 +164,16 @@ def test_no_rewrite_where_the_meaning_would_change(text: str) -> None:
             "SELECT a.account_id FROM loan l WHERE l.date = '1997-01-01'::date ORDER BY l.amount",
             "SELECT a.account_id FROM loan l WHERE l.date = date('1997-01-01') ORDER BY l.amount",
             "PostgreSQL cast to date",
+        ),
+        (
+            "SELECT title FROM posts WHERE view_count is more than 500 ORDER BY title",
+            "SELECT title FROM posts WHERE view_count > 500 ORDER BY title",
+            "a comparison in words",
+        ),
+        (
+            "SELECT title FROM posts ORDER BY title LIMIT ALL OFFSET 5",
+            "SELECT title FROM posts ORDER BY title LIMIT -1 OFFSET 5",
+            "PostgreSQL's LIMIT ALL (no limit)",
         ),
     ],
 )

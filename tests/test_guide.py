@@ -473,6 +473,17 @@ def test_markdown_escapes_are_undone_before_checking_and_recorded():
     assert cut.text == "\\\\\\" and "3 Markdown escapes" in cut.detail
 
 
+def test_a_stray_backtick_pair_around_the_answer_is_dropped_and_recorded():
+    """`SELECT ...` (inline code around the whole answer) is chat formatting; MySQL's backtick-quoted
+    names inside it are the answer's and stay."""
+    draft = "`SELECT `name`, e.event\\_id FROM events e WHERE e.type = 'x'`"
+    result = run(lambda prompt: draft, "sqlite")
+    assert result.text == "SELECT `name`, e.event_id FROM events e WHERE e.type = 'x'"
+    assert result.stats.corrections == 0
+    (cut,) = [e for e in result.events if isinstance(e, Cut) and e.reason == "formatting"]
+    assert cut.text == "\\``" and "backtick pair" in cut.detail and "1 Markdown escape " in cut.detail
+
+
 def test_a_violation_no_edit_fixes_asks_the_draft_again_then_cuts_visibly(small_sql):
     calls = []
 

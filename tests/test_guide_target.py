@@ -175,3 +175,17 @@ def test_restating_chat_draft_with_target_completes(json_grammar, target):
     assert value["born"] == 1815
     assert "Ada Lovelace" in value["name"]
     assert result.stats.draft_calls <= 3
+
+
+def test_the_target_breaks_a_tie_between_equally_good_edits(small_sql, target):
+    """A missing operator: every operator lets the draft's text parse at the same cost, so the
+    evidence cannot choose; the target's likelihood of the candidates (one batched pass) does.
+    Without a target the first in the grammar's order is taken."""
+    draft = "SELECT name FROM users WHERE age 30 ORDER BY age DESC"
+    result = gg.guide(lambda prompt: draft, "sqlite", SCHEMA_PROMPT, target=target)
+    assert result.text == "SELECT name FROM users WHERE age > 30 ORDER BY age DESC"
+    (correction,) = by_kind(result, Correction, source="repair")
+    assert correction.detail.startswith("inserted '>' (the target's likeliest of ")
+    assert result.stats.target_tokens == 0  # it scored; it wrote nothing
+    without = gg.guide(lambda prompt: draft, "sqlite", SCHEMA_PROMPT, target=False)
+    assert without.text != result.text and without.text.endswith("30 ORDER BY age DESC")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from grammar_guide import Grammar
+from grammar_guide import Correction, Grammar, guide
 from grammar_guide import _repair as repair
 
 
@@ -53,3 +53,57 @@ def test_a_doubled_logical_operator_is_not_halved_into_a_bitwise_one(sqlite: Gra
     decision = repair.decide(checker, evidence, final=True, floor=0)  # type: ignore[arg-type]
     assert isinstance(decision, repair.Edit)
     assert decision.removed.strip() == "&&" and decision.text.strip() == "AND"
+
+
+def test_equally_good_edits_are_handed_on_as_ties_in_a_fixed_order(sqlite: Grammar) -> None:
+    """A missing operator: every operator lets the rest parse at the same cost. The evidence
+    cannot choose; all of them come with the edit (a target model may), and their order does
+    not depend on the process (lark's expected set is a set)."""
+    checker, evidence = at_violation(sqlite, "SELECT name FROM users WHERE age 30 ORDER BY age")
+    decision = repair.decide(checker, evidence, final=True, floor=0)  # type: ignore[arg-type]
+    assert isinstance(decision, repair.Edit)
+    inserted = [e.text.strip() for e in (decision, *decision.ties)]
+    assert {">", "<", "="} <= set(inserted) and len(set(inserted)) == len(inserted)
+    assert all(e.kept.startswith("30 ORDER BY age") for e in (decision, *decision.ties))
+    again = repair.decide(checker, evidence, final=True, floor=0)  # type: ignore[arg-type]
+    assert [e.text for e in (again, *again.ties)] == [e.text for e in (decision, *decision.ties)]  # type: ignore[union-attr]
+
+
+def test_without_a_target_the_first_of_the_ties_is_taken(sqlite: Grammar) -> None:
+    checker, evidence = at_violation(sqlite, "SELECT name FROM users WHERE age 30 ORDER BY age")
+    first = repair.decide(checker, evidence, final=True, floor=0)  # type: ignore[arg-type]
+    result = guide(lambda prompt: "SELECT name FROM users WHERE age 30 ORDER BY age", sqlite, "q", target=False)
+    assert isinstance(first, repair.Edit)
+    assert result.text == "SELECT name FROM users WHERE age " + first.text + "30 ORDER BY age"
+    (correction,) = [e for e in result.events if isinstance(e, Correction)]
+    assert correction.detail == first.description
+
+
+@pytest.mark.parametrize(
+    ("answer", "fixed"),
+    [
+        # A keyword used as a table name is quoted, not cut into a new name ('rder').
+        (
+            "SELECT COUNT(*) FROM order WHERE account_id = 3 AND k_symbol = 'SLUZBY'",
+            "SELECT COUNT(*) FROM \"order\" WHERE account_id = 3 AND k_symbol = 'SLUZBY'",
+        ),
+        # MySQL's LEFT(s, n) in a select list: '(' swapped for '[' would open a bracketed name that
+        # swallows the rest of the answer ('LEFT[date, 4) AS year, ... LIMIT 1]'); the rewrite keeps it.
+        (
+            "SELECT LEFT(date, 4) AS year, SUM(consumption) AS total FROM yearmonth GROUP BY year LIMIT 1",
+            "SELECT substr(date, 1, 4) AS year, SUM(consumption) AS total FROM yearmonth GROUP BY year LIMIT 1",
+        ),
+    ],
+)
+def test_edits_keep_the_drafts_words(sqlite: Grammar, answer: str, fixed: str) -> None:
+    assert guide(lambda prompt: answer, sqlite, "q", target=False).text == fixed
+
+
+def test_no_edit_drops_part_of_a_word_or_opens_a_bracket_the_draft_never_closes(sqlite: Grammar) -> None:
+    for draft in ("SELECT a FROM order WHERE b = 1", "SELECT LEFT(d, 4) AS y FROM t"):
+        checker, evidence = at_violation(sqlite, draft)
+        decision = repair.decide(checker, evidence, final=True, floor=0)  # type: ignore[arg-type]
+        assert isinstance(decision, repair.Edit)
+        for edit in (decision, *decision.ties):
+            assert edit.removed in ("order", "LEFT(d, 4)"), edit
+            assert "[" not in edit.text

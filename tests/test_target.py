@@ -390,3 +390,26 @@ def test_the_text_is_reported_as_it_is_written(json_grammar):
 
     again, seen = asyncio.run(streamed())
     assert again.text == c.text and "".join(p for p, _ in seen) == c.text and all(ok for _, ok in seen)
+
+
+def test_log_likelihoods_score_every_text_in_one_batched_pass():
+    """The batched pass over the texts' tails gives what one forward pass per text gives, less
+    the part they share (the same for each), and calls the model once for the tails."""
+    import torch
+
+    target = TargetModel(tiny_model())
+    texts = ["SELECT name FROM users WHERE age > 30", "SELECT name FROM users WHERE age < 30", "SELECT 1"]
+    passes = target.kv_cache.forward_passes
+    scores = target.log_likelihoods(SQL_PROMPT, texts)
+    assert target.kv_cache.forward_passes - passes <= 2  # the shared context (if not cached), the tails
+    lm = target.lm
+    prompt = lm.prompt_ids(SQL_PROMPT)
+    full = []
+    for text in texts:
+        ids = prompt + lm.text_ids(text)
+        with torch.inference_mode():
+            logits = lm.model(input_ids=torch.tensor([ids])).logits[0].float().log_softmax(-1)
+        full.append(sum(float(logits[i - 1, ids[i]]) for i in range(len(prompt), len(ids))))
+    shared = full[0] - scores[0]
+    assert all(abs(f - s - shared) < 1e-3 for f, s in zip(full, scores, strict=True))
+    assert target.log_likelihoods(SQL_PROMPT, texts[:1]) == [0.0]  # one text: all of it is shared

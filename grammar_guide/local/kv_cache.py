@@ -124,3 +124,33 @@ class KVCache:
             self._cache.crop(-drop)
             self.ids = self.ids[:n]
             self._last_logits = self._rows[len(self._rows) - 1 - drop]
+
+    def tail_log_probs(self, ids: list[int], tails: list[list[int]]) -> list[float]:
+        """The log-probability of each of ``tails`` after ``ids``, from one batched forward pass
+        over the tails (the cache, left holding ``ids``, is shared by every row of the batch)."""
+        import copy
+
+        import torch
+
+        first = torch.log_softmax(self.advance(ids), dim=-1)
+        width = max((len(t) for t in tails), default=0)
+        totals = [float(first[t[0]]) if t else 0.0 for t in tails]
+        if width < 2:
+            return totals
+        # Right-padded: a causal model's rows never attend to the padding after their tokens.
+        rows = [t[: width - 1] + [0] * (width - 1 - len(t[: width - 1])) for t in tails]
+        shared = copy.deepcopy(self._cache)
+        shared.batch_repeat_interleave(len(tails))
+        with self.lm.lock, torch.inference_mode():  # the model (a batcher's steps hold it too)
+            out = self.lm.model(
+                input_ids=torch.tensor(rows, device=self.lm.device), past_key_values=shared, use_cache=True
+            )
+        self.forward_passes += 1
+        self.prefilled_tokens += sum(max(len(t) - 1, 0) for t in tails)
+        log_probs = torch.log_softmax(out.logits.float(), dim=-1)
+        for row, tail in enumerate(tails):
+            if len(tail) > 1:
+                index = torch.tensor(tail[1:], device=log_probs.device)
+                picked = log_probs[row, : len(tail) - 1].gather(1, index[:, None])
+                totals[row] += float(picked.sum())
+        return totals

@@ -243,6 +243,25 @@ class TargetModel:
         )
         return await loop.run_in_executor(self._worker, run)
 
+    def log_likelihoods(self, prompt: str, texts: list[str]) -> list[float]:
+        """How likely this model finds each of ``texts`` as the answer to ``prompt``: the summed
+        log-probability of each text's tokens after the tokens all of them share (the shared
+        part would add the same to each), from one batched forward pass over those tails.
+        No grammar is involved; the texts are taken as they are."""
+        with self.lm.lock:  # the tokenizers
+            ids = [self.lm.text_ids(t) for t in texts]
+            shared = 0
+            while ids and all(len(i) > shared for i in ids) and len({i[shared] for i in ids}) == 1:
+                shared += 1
+            context = self.lm.prompt_ids(prompt) + (ids[0][:shared] if ids else [])
+        with self._slot(context) as slot:
+            return slot.kv.tail_log_probs(context, [i[shared:] for i in ids])
+
+    async def alog_likelihoods(self, prompt: str, texts: list[str]) -> list[float]:
+        """``log_likelihoods`` in this target's worker thread."""
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._worker, functools.partial(self.log_likelihoods, prompt, texts))
+
     # -- machinery ----------------------------------------------------------------------------
 
     @contextmanager
