@@ -88,9 +88,10 @@ def decode_and_time(lm: Any, grammar: Any, cases: list[tuple[str, str]], steps: 
     import torch
 
     from grammar_guide.local import KVCache
-    from grammar_guide.local.target import bitmask_to_bool
+    from grammar_guide.local.target import STEP_MAX_ITEMS, bitmask_to_bool
 
-    proto = llg.LLMatcher(lm.ll_tokenizer, grammar.llguidance_grammar, log_level=0)
+    limits = llg.LLParserLimits(step_max_items=STEP_MAX_ITEMS)  # as the target builds its matcher
+    proto = llg.LLMatcher(lm.ll_tokenizer, grammar.llguidance_grammar, log_level=0, limits=limits)
     assert not proto.is_error(), proto.get_error()
     t = StepTimes()
     for prompt, text in cases:
@@ -109,6 +110,7 @@ def decode_and_time(lm: Any, grammar: Any, cases: list[tuple[str, str]], steps: 
             t2 = time.perf_counter()
             bits = matcher.compute_bitmask()
             t3 = time.perf_counter()
+            assert not matcher.is_error(), matcher.get_error()
             allowed = bitmask_to_bool(bits, lm.n_vocab, lm.device)
             token = int(torch.argmax(logits.masked_fill(~allowed, float("-inf"))))
             t4 = time.perf_counter()

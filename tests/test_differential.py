@@ -38,6 +38,7 @@ from hypothesis.extra.lark import from_lark
 
 from grammar_guide import Grammar, GrammarError
 from grammar_guide._automaton import dfa_of
+from grammar_guide._compile import _KNOWN_EQUIVALENTS
 from grammar_guide._exact import exact_regex
 from tests.support.package_grammars import grammar_file
 
@@ -197,7 +198,7 @@ class Reference:
         # The regex module's classes are not Python's (its \\s lacks \\x1c): partial matching
         # uses the pattern with Python's classes written out.
         patterns = {t.name: regex.compile(_explicit(t.pattern.to_regexp())) for t in parser.terminals}
-        exact = {t.name: re.compile(t.pattern.to_regexp()) for t in parser.terminals}
+        exact = {t.name: re.compile(_greedy(t.pattern.to_regexp())) for t in parser.terminals}
         return cls(grammar, parser, patterns, exact, frozenset(parser.ignore_tokens))
 
     @functools.cache  # noqa: B019 - one oracle per grammar, kept for the session
@@ -280,10 +281,8 @@ class Reference:
         """Whether ignored text ``rest`` (the beginning of a lexeme of ``name``) can be completed
         and then followed by a character that ends it (lark takes the longest match) and begins
         a terminal allowed there."""
-        for completion in ["", *PROBE]:
+        for completion in _completions(self.exact[name], rest):
             whole = rest + completion
-            if not self.exact[name].fullmatch(whole):
-                continue
             for c in PROBE:
                 if self.starts_lexeme(name, whole + c):
                     continue
@@ -292,7 +291,21 @@ class Reference:
         return False
 
 
+def _completions(pattern: re.Pattern, rest: str) -> list[str]:
+    """Texts of at most two probe characters after which ``rest`` is a whole match of
+    ``pattern`` (two only when one is not enough: ``/*`` then ``*/``)."""
+    short = [c for c in ["", *PROBE] if pattern.fullmatch(rest + c)]
+    return short or [a + b for a in PROBE for b in PROBE if pattern.fullmatch(rest + a + b)]
+
+
+def _greedy(pattern: str) -> str:
+    """A lazy pattern of common.lark as its exact greedy equivalent: partial and full matching
+    ignore laziness, which decides where lark's match ends (``/* a */ b`` is no comment)."""
+    return _KNOWN_EQUIVALENTS.get(pattern, pattern)
+
+
 def _explicit(pattern: str) -> str:
+    pattern = _greedy(pattern)
     try:
         return exact_regex(pattern)
     except GrammarError:  # a lazy quantifier: keep it

@@ -1,5 +1,6 @@
-"""The target's token masks and forced tokens follow lark's language (issue 19), tried on grammars
-that are read at the character level, at SmolLM2's real 49k-token vocabulary.
+"""The target's token masks and forced tokens follow lark's language (issue 19), tried on issue
+19's minimal cases and typical grammars read at the character level, at SmolLM2's real 49k-token
+vocabulary.
 
 After a valid prefix, a token is lark-valid when ``prefix + token`` is a valid prefix by lark's
 Earley parser (the oracle of ``tests/test_differential.py``). The mask must allow exactly the
@@ -26,9 +27,9 @@ import llguidance as llg
 import pytest
 
 from grammar_guide import Checker, Grammar
-from grammar_guide.local.target import TargetModel
+from grammar_guide.local.target import STEP_MAX_ITEMS, TargetModel
 from tests.support.conftest_models import tiny_model
-from tests.test_differential import ISSUE_19, PROBE, Reference
+from tests.test_differential import COMMON_IMPORTS, FIXTURES, ISSUE_19, PROBE, Reference
 
 # Grammar (from issue 19's minimal cases) -> valid prefixes to take the mask after.
 CASES = {
@@ -40,7 +41,12 @@ CASES = {
     "keyword-glued": ["", "print", "printx", "x =", "x = y; "],
     "tsv": ["", "ada", "ada\t", "ada\t36\n"],
     "unicode-classes": ["", "ab", "ab ", "x²"],
+    # Typical grammars read at the character level: comments under %ignore, newlines.
+    "c-like": ["int x", "int x = 1; //", "int x = 1; /* a */ ret", "if (x) {"],
+    "config": ["[db]\n", "[db]\nport = 5", "[db]\nport = 5 # x\n"],
+    "expressions": ["let x = ", "print", "let x = 1; # c\n"],
 }
+GRAMMARS = {**ISSUE_19, **COMMON_IMPORTS, **FIXTURES}
 # Where the mask holds more than SAMPLE tokens (names, \w, TSV cells), a fixed sample of SAMPLE
 # tokens of the vocabulary and SAMPLE of the allowed ones is compared instead of all 49k.
 SAMPLE = 1000
@@ -58,7 +64,7 @@ def oracle(name: str, prefix: str) -> TokenOracle:
 
 @functools.cache
 def reference(name: str) -> Reference:
-    return Reference.of(Grammar.from_lark(ISSUE_19[name], name=name))
+    return Reference.of(Grammar.from_lark(GRAMMARS[name], name=name))
 
 
 def lark_valid(ref: Reference, text: str) -> bool:
@@ -165,7 +171,8 @@ def matcher_after(grammar: Grammar, prefix: str, captured: bool) -> llg.LLMatche
     if captured:
         matcher, _ = tm._matcher(grammar)
     else:
-        matcher = llg.LLMatcher(tm.lm.ll_tokenizer, grammar.llguidance_grammar, log_level=0)
+        limits = llg.LLParserLimits(step_max_items=STEP_MAX_ITEMS)
+        matcher = llg.LLMatcher(tm.lm.ll_tokenizer, grammar.llguidance_grammar, log_level=0, limits=limits)
     assert matcher.consume_tokens(tm.lm.text_ids(prefix)), (prefix, matcher.get_error())
     return matcher
 
@@ -250,3 +257,15 @@ def test_forced_text_and_mask_after_a_prefix_of_a_longer_literal() -> None:
     allowed = [tm.lm.token_bytes[int(i)] for i in tm._mask(matcher).nonzero().flatten().tolist()]
     assert allowed == [b"ed"]
     assert [tm.lm.token_bytes[t] for t in matcher.compute_ff_tokens()] == [b"ed"]
+
+
+def test_target_finishes_text_in_a_character_level_grammar() -> None:
+    # At llguidance's default item limit (50,000) the mask after "let x = " failed and allowed
+    # only EOS, so the target stopped with an incomplete text as if the model had chosen to end
+    # (with that limit, this test fails: the target now raises when the matcher fails).
+    grammar = reference("expressions").grammar
+    c = target().continue_text("Write one statement.", "let x = ", grammar, max_new_tokens=40, finish=True)
+    text = "let x = " + c.text
+    assert grammar.valid_prefix(text) == len(text), text
+    assert c.stop_reason != "eos" or (c.complete and grammar.is_complete(text)), (c.stop_reason, text)
+    assert c.sampled_tokens + c.forced_tokens > 0

@@ -48,7 +48,14 @@ if TYPE_CHECKING:
 
     from .._grammar import Grammar
 
-__all__ = ["Continuation", "TargetModel", "bitmask_to_bool"]
+__all__ = ["STEP_MAX_ITEMS", "Continuation", "TargetModel", "bitmask_to_bool"]
+
+#: Earley items llguidance may build for one token mask. Its default (50,000) is too few for a
+#: grammar read at the character level (issue 19) at a 49k-token vocabulary: the mask after
+#: ``print`` in a small statement grammar needed more, and the matcher then stopped with an error
+#: and allowed only EOS. 500,000 items is about 25 ms at llguidance's ~20k items/ms; such masks
+#: measured 3-15 ms (SmolLM2, one CPU core).
+STEP_MAX_ITEMS = 500_000
 
 _TOP_ALTERNATIVES = 5
 
@@ -295,7 +302,8 @@ class TargetModel:
         with self._state:
             proto = self._matchers.get(source)
             if proto is None:
-                proto = llg.LLMatcher(self.lm.ll_tokenizer, source, log_level=0)
+                limits = llg.LLParserLimits(step_max_items=STEP_MAX_ITEMS)
+                proto = llg.LLMatcher(self.lm.ll_tokenizer, source, log_level=0, limits=limits)
                 if proto.is_error():
                     raise GrammarError(f"the matcher rejected grammar {grammar.name}: {proto.get_error()}")
                 if len(self._matchers) > 16:
@@ -515,7 +523,11 @@ class TargetModel:
         return candidate
 
     def _mask(self, matcher: llg.LLMatcher) -> torch.Tensor:
-        return bitmask_to_bool(matcher.compute_bitmask(), self.lm.n_vocab, self.lm.device)
+        bits = matcher.compute_bitmask()
+        if matcher.is_error():
+            # Its mask would allow only EOS: an incomplete text would look finished.
+            raise RuntimeError(f"the token matcher failed: {matcher.get_error().splitlines()[0]}")
+        return bitmask_to_bool(bits, self.lm.n_vocab, self.lm.device)
 
     def _choose(
         self,
