@@ -258,6 +258,8 @@ def propose_edit(checker: Checker, evidence: str, *, final: bool, floor: int = 0
         """Score an edit by how far into the evidence the checker reads after it (``base`` maps
         positions in ``kept`` to positions in the evidence)."""
         nonlocal best
+        if _opens_comment(text[:start], insert, kept):
+            return
         tried = _try_edit(checker, start, insert, kept)
         if tried is None:
             return
@@ -430,7 +432,7 @@ def search_edits(checker: Checker, evidence: str, *, final: bool, floor: int = 0
         draft = text[start:] + evidence
         for insert, skip, description, cost in _candidates(checker, start, draft):
             rest = draft[skip:]
-            if _opens_comment(insert, rest) or not _quotes_balanced(insert, draft[:skip]):
+            if _opens_comment(text[:start], insert, rest) or not _quotes_balanced(insert, draft[:skip]):
                 continue
             if _joins_words(text[:start] + insert, rest):
                 continue  # 'b.title' must not become 'btitle'
@@ -507,10 +509,11 @@ def _quotes_balanced(insert: str, removed: str) -> bool:
     return all((insert.count(q) - removed.count(q)) % 2 == 0 for q in _QUOTES)
 
 
-def _opens_comment(insert: str, rest: str) -> bool:
-    """Whether the edit would turn the draft's text into a comment (``/`` before ``*)``)."""
-    joined = insert + rest[:2]
-    return any(marker in joined for marker in ("/*", "--", "//", "#"))
+def _opens_comment(before: str, insert: str, rest: str) -> bool:
+    """Whether the edit would turn the draft's text into a comment: ``/`` before ``*)``, or a
+    ``-`` written after the ``-`` before it (``x -( SELECT`` is not ``x -- SELECT``)."""
+    joined = before[-1:] + insert + rest[:2]
+    return any(marker in joined and marker not in rest[:2] for marker in ("/*", "--", "//", "#"))
 
 
 _CLASSES = (set(")]}"), set("([{"), set(",;"))

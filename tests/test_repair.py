@@ -107,3 +107,14 @@ def test_no_edit_drops_part_of_a_word_or_opens_a_bracket_the_draft_never_closes(
         for edit in (decision, *decision.ties):
             assert edit.removed in ("order", "LEFT(d, 4)"), edit
             assert "[" not in edit.text
+
+
+def test_no_edit_turns_the_drafts_text_into_a_comment(sqlite: Grammar) -> None:
+    """'x - SELECT ...' (a subquery without its brackets): a '-' inserted after the '-' would make
+    '--', and the rest of the line a comment."""
+    draft = "SELECT SUM(c) FROM t WHERE d = 'CZK' - SELECT SUM(c) FROM t WHERE d = 'EUR'"
+    checker, evidence = at_violation(sqlite, draft)
+    decision = repair.decide(checker, evidence, final=True, floor=0)  # type: ignore[arg-type]
+    for edit in (decision, *getattr(decision, "ties", ())):
+        fixed = checker.text[: edit.start] + getattr(edit, "text", "")  # type: ignore[attr-defined]
+        assert "--" not in fixed, edit
