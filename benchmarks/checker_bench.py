@@ -5,6 +5,9 @@ For SQL and JSON texts of about 2 KB, 20 KB and 200 KB, in one run on one machin
 - ``checker stream``: a fresh ``Grammar.checker()`` fed the text in chunks of ``--chunk`` bytes
   (16 by default, a few LLM tokens, as a stream arrives), timing the feeds only;
 - ``checker whole``: the same text fed in one call;
+- ``loop checker stream``: as ``checker stream``, for the guide loop's checker, which from
+  ``PROBE_FROM`` bytes on reads with the probe grammar (a violation's diagnostics then cost the
+  same at any length of text; issue 15);
 - ``lark one parse``: ``lark.Lark(grammar, parser="earley", lexer="dynamic").parse(text)``, once;
 - ``lark re-parse``: what a checker without incremental state does as the text arrives: parse
   the whole text received so far again, here after every ``--reparse-chunk`` bytes (1,024 by
@@ -38,6 +41,7 @@ if __package__ in (None, ""):  # run as a script
 
 from benchmarks._common import machine, machine_line, markdown_table, write_results
 from grammar_guide import Grammar
+from grammar_guide._checker import PROBE_FROM
 
 NAME = "checker_bench"
 SIZES = {"2 KB": 2_000, "20 KB": 20_000, "200 KB": 200_000}
@@ -126,8 +130,8 @@ def best_of(repeat: int, run: Callable[[], float]) -> float:
     return min(run() for _ in range(repeat))
 
 
-def time_checker(grammar: Grammar, data: bytes, chunk: int) -> float:
-    checker = grammar.checker()
+def time_checker(grammar: Grammar, data: bytes, chunk: int, probe_from: int | None = None) -> float:
+    checker = grammar.checker(probe_from=probe_from)
     pieces = [data[i : i + chunk] for i in range(0, len(data), chunk)]
     start = time.perf_counter()
     for piece in pieces:
@@ -220,6 +224,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             whole = best_of(repeat, functools.partial(time_checker, grammar, data, len(data)))
             row["checker_stream_s"] = stream
             row["checker_stream_us_per_byte"] = stream / len(data) * 1e6
+            loop = best_of(repeat, functools.partial(time_checker, grammar, data, args.chunk, PROBE_FROM))
+            row["loop_checker_stream_us_per_byte"] = loop / len(data) * 1e6
             row["checker_whole_s"] = whole
             row["checker_whole_us_per_byte"] = whole / len(data) * 1e6
             estimate = (lark_us_per_byte or 0) * len(data) / 1e6
@@ -257,6 +263,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             "bytes",
             "checker stream (us/byte)",
             "checker whole (us/byte)",
+            "loop checker stream (us/byte)",
             "checker stream (s)",
             "lark one parse (s)",
             "x faster than one parse",
@@ -269,6 +276,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                 r["bytes"],
                 fmt(r["checker_stream_us_per_byte"]),
                 fmt(r["checker_whole_us_per_byte"]),
+                fmt(r["loop_checker_stream_us_per_byte"]),
                 fmt(r["checker_stream_s"]),
                 fmt(r.get("lark_parse_s")),
                 fmt(r.get("speedup_vs_lark_parse")),

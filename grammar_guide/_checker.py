@@ -75,10 +75,15 @@ class Checker:
     ``feed`` accepts ``str`` or ``bytes``; after the first invalid byte the checker stays at the
     end of the valid prefix (``violation`` says where) and accepts nothing more until rolled back.
     ``probe_from``: from how many accepted bytes on ``expected`` is read from the matcher's probes
-    rather than from a lark parse of the whole text (0: always).
+    rather than from a lark parse of the whole text (0: always; ``None``, the default: never).
+    Probing makes every violation's diagnostics cost the same at any length of text, for a
+    slower ``feed`` past that point (the probe grammar's matcher: about 2x on JSON and SQLite):
+    the guide loop, which repairs violation after violation, probes from ``PROBE_FROM`` bytes;
+    a one-shot check (``Grammar.checker()``, ``grammar-guide check``) reads at full speed and
+    asks lark once.
     """
 
-    def __init__(self, grammar: Grammar, *, probe_from: int = PROBE_FROM) -> None:
+    def __init__(self, grammar: Grammar, *, probe_from: int | None = None) -> None:
         self.grammar = grammar
         self._matcher = grammar.new_matcher()
         self._bytes = bytearray()
@@ -86,7 +91,7 @@ class Checker:
         self._violation: Violation | None = None
         # From ``probe_from`` accepted bytes on, the matcher is one whose grammar has a probe
         # beside every terminal (``expected`` then costs the same at any length of text).
-        self._probe_from = probe_from
+        self._probe_from = (1 << 62) if probe_from is None else probe_from
         self._probing = False
         self._low_water = 0  # the fewest bytes accepted since the innermost ``trial`` began
 

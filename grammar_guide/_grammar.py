@@ -243,11 +243,12 @@ class Grammar:
 
     # -- use --------------------------------------------------------------------------------
 
-    def checker(self) -> Checker:
-        """A new incremental checker positioned at the start of the text."""
+    def checker(self, *, probe_from: int | None = None) -> Checker:
+        """A new incremental checker positioned at the start of the text (``probe_from``: see
+        ``Checker``)."""
         from ._checker import Checker
 
-        return Checker(self)
+        return Checker(self, probe_from=probe_from)
 
     def valid_prefix(self, text: str) -> int:
         """Length, in characters, of the longest prefix of ``text`` that some valid text starts with."""

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Literal
 
 from . import _repair as repair
-from ._checker import Checker
+from ._checker import PROBE_FROM, Checker
 from ._draft import Draft
 from ._drafting import Drafting, Round
 from ._errors import ProviderError
@@ -64,7 +64,7 @@ class GuideLoop(TargetSteps):
         self.grammar, self.prompt, self.target, self.limits = grammar, prompt, target, limits
         self.on_event = on_event
         self.on_target_text = on_target_text
-        self.checker: Checker = grammar.checker()
+        self.checker: Checker = grammar.checker(probe_from=PROBE_FROM)
         self.events: list[Event] = []
         self.stats = GuideStats()
         self.deadline: float | None = None

@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from grammar_guide import Checker, Grammar
-from grammar_guide._checker import _lark_expected, expected_terminals
+from grammar_guide._checker import PROBE_FROM, _lark_expected, expected_terminals
 
 SQL = textwrap.dedent(
     """
@@ -369,11 +369,25 @@ def test_a_long_text_is_checked_alike_with_probes(json_grammar: Grammar):
 
 def test_a_long_texts_expectations_need_no_lark_parse(json_grammar: Grammar):
     text = "[" + ", ".join(f'{{"id": {i}}}' for i in range(2000)) + ", "
-    checker = json_grammar.checker()
+    checker = json_grammar.checker(probe_from=PROBE_FROM)
     checker.feed(text)
     misses = _lark_expected.cache_info().misses
     assert {t.name for t in checker.expected()} == {"LBRACE", "LSQB", "STRING", "NUMBER", "TRUE", "FALSE", "NULL"}
     assert _lark_expected.cache_info().misses == misses
+
+
+def test_a_one_shot_check_reads_at_full_speed_and_asks_lark(json_grammar: Grammar):
+    # Grammar.checker() (grammar-guide check, valid_prefix) never switches to the probe grammar:
+    # its feed keeps the plain matcher's speed, and its one diagnosis is one lark parse.
+    text = "[" + ", ".join(f'{{"id": {i}}}' for i in range(2000)) + ", x"
+    checker = json_grammar.checker()
+    checker.feed(text)
+    assert checker.violation is not None and checker.violation.offset == len(text) - 1
+    misses = _lark_expected.cache_info().misses
+    probed = json_grammar.checker(probe_from=PROBE_FROM)
+    probed.feed(text)
+    assert {t.name for t in checker.expected()} == {t.name for t in probed.expected()}
+    assert _lark_expected.cache_info().misses == misses + 1  # the one-shot checker's parse only
 
 
 def test_trial_comes_back_to_the_same_state(json_grammar: Grammar):
