@@ -371,7 +371,8 @@ def propose_edit(checker: Checker, evidence: str, *, final: bool, floor: int = 0
     mark = text[gap_start - 1 : gap_start]
     if mark and not is_word_char(mark) and not mark.isspace() and gap_start - 1 >= floor and mark not in _QUOTES:
         gap = text[gap_start:]
-        consider(gap_start - 1, "", gap + evidence, mark, f"dropped {mark!r}", cost=3, base=-len(gap))
+        if not _joins_words(text[: gap_start - 1], gap + evidence):  # 'step-by' must not become 'stepby'
+            consider(gap_start - 1, "", gap + evidence, mark, f"dropped {mark!r}", cost=3, base=-len(gap))
 
     # 6. Insert a short token the grammar expects (a missing comma, colon or bracket).
     for literal in _expected_literals(checker, len(text)):

@@ -118,3 +118,10 @@ def test_no_edit_turns_the_drafts_text_into_a_comment(sqlite: Grammar) -> None:
     for edit in (decision, *getattr(decision, "ties", ())):
         fixed = checker.text[: edit.start] + getattr(edit, "text", "")  # type: ignore[attr-defined]
         assert "--" not in fixed, edit
+
+
+def test_dropping_the_mark_before_the_violation_never_joins_two_words(sqlite: Grammar) -> None:
+    """Prose after SELECT (a real answer): the '-' of 'step-by-step' is never dropped to make 'stepby'."""
+    answer = "SELECT The question is quite complex. Here is a step-by-step breakdown of the SQL query:"
+    result = guide(lambda prompt: answer, sqlite, "q", target=False)
+    assert "stepby" not in result.text and "step" in result.text
