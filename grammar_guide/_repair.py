@@ -280,8 +280,8 @@ def propose_edit(checker: Checker, evidence: str, *, final: bool, floor: int = 0
         if best is None or score > best[0]:
             best = (score, [edit])
         elif score == best[0] and len(best[1]) < _MAX_TIES:
-            result = text[:start] + insert + edit.kept
-            if all(text[: e.start] + e.text + e.kept != result for e in best[1]):
+            result = _edited(text, edit)
+            if all(_edited(text, e) != result for e in best[1]):
                 best[1].append(edit)
 
     # The word the violation is in: its accepted part, and its rejected part.
@@ -306,7 +306,7 @@ def propose_edit(checker: Checker, evidence: str, *, final: bool, floor: int = 0
             continue  # 'a::int' must not become 'aint', nor 'FROM order' 'FROM rder'
         if _halves_operator(text, dropped):
             continue  # 'a && b' must not become the bitwise 'a & b'
-        cost = sum(4 if ch.isalnum() or ch == "_" else 2 for ch in dropped)
+        cost = sum(4 if is_word_char(ch) else 2 for ch in dropped)
         consider(len(text), "", evidence[d:], dropped, f"dropped {dropped!r}", cost=cost, base=d)
 
     # 2. Replace the word with the nearest keyword the grammar expects there.
@@ -458,11 +458,16 @@ def search_edits(checker: Checker, evidence: str, *, final: bool, floor: int = 0
     for rank, edit in ranked:
         if rank[:2] != best or len(ties) == _MAX_TIES:
             break
-        result = text[: edit.start] + edit.text + edit.kept
+        result = _edited(text, edit)
         if result not in seen:
             seen.add(result)
             ties.append(edit)
     return ties
+
+
+def _edited(text: str, edit: Edit) -> str:
+    """The text as far as ``edit`` reads: what two edits are compared by (one per result)."""
+    return text[: edit.start] + edit.text + edit.kept
 
 
 def _last_lexemes(text: str, n: int) -> list[re.Match[str]]:
@@ -521,23 +526,16 @@ _CLASSES = (set(")]}"), set("([{"), set(",;"))
 
 
 def _joins_words(before: str, after: str) -> bool:
-    def word(ch: str) -> bool:
-        return ch.isalnum() or ch == "_"
-
-    return bool(before) and bool(after) and word(before[-1]) and word(after[0])
+    return bool(before) and bool(after) and is_word_char(before[-1]) and is_word_char(after[0])
 
 
 def _splits_word(before: str, dropped: str, after: str) -> bool:
     """Whether dropping ``dropped`` between ``before`` and ``after`` takes part of a word and leaves
     the rest (``FROM order`` is not ``FROM rder``): an edit drops whole words or none."""
-
-    def word(ch: str) -> bool:
-        return ch.isalnum() or ch == "_"
-
-    if not any(word(ch) for ch in dropped):
+    if not any(is_word_char(ch) for ch in dropped):
         return False
-    return (word(dropped[0]) and bool(before) and word(before[-1])) or (
-        word(dropped[-1]) and bool(after) and word(after[0])
+    return (is_word_char(dropped[0]) and _joins_words(before, dropped)) or (
+        is_word_char(dropped[-1]) and _joins_words(dropped, after)
     )
 
 
