@@ -59,6 +59,7 @@ PROMPT = (
     "statement that does what the user asks, and nothing else.\n\nDatabase: {db_id}\nQuestion: {question}"
 )
 MAX_CORRECTIONS = 16
+MAX_NEW_TOKENS = 2048  # no answer is cut by the budget (the longest rejected one is 766 tokens)
 TIMEOUT_S = 240.0
 
 
@@ -160,6 +161,8 @@ def answer_sql(answer: str) -> str:
     This/The/Note/Here/Explanation) is left out."""
     fenced = _FENCE.search(answer)
     text = fenced.group(1) if fenced else answer
+    if fenced and not text.strip() and answer[: fenced.start()].strip():
+        text = answer[: fenced.start()]  # a closing fence with none before it: the SQL is before it
     start = _STATEMENT.search(text)
     if start and re.search(r"[A-Za-z]", text[: start.start()]):
         text = text[start.start() :]
@@ -276,6 +279,7 @@ def run_ours(items: list[Answer], questions: dict[str, str], *, target: Any) -> 
                 target=target,
                 max_corrections=MAX_CORRECTIONS,
                 max_draft_calls=16,
+                max_new_tokens=MAX_NEW_TOKENS,
                 timeout=TIMEOUT_S,
             )
         except gg.GuideExhausted as exc:

@@ -12,10 +12,14 @@ from __future__ import annotations
 
 from ._checker import Checker
 
-__all__ = ["shortest_completion"]
+__all__ = ["shortest_close", "shortest_completion"]
 
 # Tried first at each depth: what closes things, then what fills a value or a name.
 _PREFERRED = ")]}\"'0a;"
+_QUOTES = "'\"`"
+# What a close may be made of: closing brackets and quotes, a terminator, white space; no value
+# (``*``, ``?``), no operator, nothing that could open a comment.
+_CLOSERS = frozenset(")]}>;." + _QUOTES + " \t\n")
 _CLASSES = ("abcdefghijklmnopqrstuvwxyz", "ABCDEFGHIJKLMNOPQRSTUVWXYZ", "0123456789")
 
 
@@ -36,6 +40,17 @@ def shortest_completion(checker: Checker, *, max_nodes: int = 4_000) -> str | No
     return min((f for f in found if f is not None), key=len, default=None)
 
 
+def shortest_close(checker: Checker, *, max_length: int = 8, max_nodes: int = 400) -> str | None:
+    """The shortest text of closing marks and white space alone (``_CLOSERS``), at most
+    ``max_length`` characters, that completes ``checker``'s text (``"}``, ``))``), or ``None``: a
+    close that invents nothing. It opens no quoted text (``''`` would be an empty string nobody
+    wrote); ``""`` when the text is already complete."""
+    if checker.is_complete:
+        return ""
+    with checker.trial() as trial:
+        return _search(trial, max_nodes, max_length, marks_only=True)
+
+
 def _keywords(checker: Checker) -> list[str]:
     """The keywords the grammar expects after the text (upper case where case does not matter)."""
     literals = []
@@ -46,7 +61,7 @@ def _keywords(checker: Checker) -> list[str]:
     return sorted(set(literals), key=len)[:40]
 
 
-def _search(checker: Checker, max_nodes: int, max_length: int = 48) -> str | None:
+def _search(checker: Checker, max_nodes: int, max_length: int = 48, *, marks_only: bool = False) -> str | None:
     """Breadth-first over suffixes, each tried on ``checker`` and taken back (a node costs its
     suffix's length, not the text's)."""
     if checker.is_complete:
@@ -58,7 +73,7 @@ def _search(checker: Checker, max_nodes: int, max_length: int = 48) -> str | Non
         for suffix in frontier:
             with checker.trial() as state:
                 state.feed(suffix)
-                for ch in _steps(state, suffix):
+                for ch in _steps(state, suffix, marks_only):
                     nodes += 1
                     if nodes > max_nodes:
                         return None
@@ -75,11 +90,15 @@ def _search(checker: Checker, max_nodes: int, max_length: int = 48) -> str | Non
     return None
 
 
-def _steps(state: Checker, suffix: str) -> list[str]:
-    """The characters worth trying after ``suffix``, preferred ones first."""
+def _steps(state: Checker, suffix: str, marks_only: bool = False) -> list[str]:
+    """The characters worth trying after ``suffix``, preferred ones first; with ``marks_only``
+    no letter, digit or ``_``, and no quote that ``suffix`` already holds (one that closes a
+    string may be written, not a pair)."""
     allowed = {chr(b) for b in state.allowed_bytes() if 0x20 <= b < 0x7F}
     if suffix.endswith(" "):
         allowed.discard(" ")
+    if marks_only:
+        allowed = {ch for ch in allowed if ch in _CLOSERS and not (ch in _QUOTES and ch in suffix)}
     for chars in _CLASSES:
         members = allowed & set(chars)
         if len(members) > 6:

@@ -166,7 +166,7 @@ class Drafting:
                 if first:
                     first = False
                     self._choose_alignment(rnd)
-                chunk, stopped = reader.push(chunk, bool(rnd.kept.strip()))
+                chunk, stopped = reader.push(chunk, self._answer_started(rnd, chunk))
             if preamble is not None:
                 preamble += chunk
                 answer = self._leave_preamble(rnd, preamble)
@@ -219,6 +219,17 @@ class Drafting:
             self._feed(rnd, preamble)
         elif rnd.ended and rnd.reader.aligner is not None and rnd.evidence is None:
             self._feed(rnd, rnd.reader.aligner.finish())
+
+    def _answer_started(self, rnd: Round, chunk: str) -> bool:
+        """Whether the answer has begun by the fence in ``chunk``, if it has one: text of it was
+        accepted, or the chunk begins with it: then a bare fence in the same chunk closes the
+        answer (a whole answer that ends in a fence) rather than opening one after prose."""
+        if rnd.kept.strip():
+            return True
+        fence = chunk.find("```")
+        if fence < 0 or not chunk[:fence].strip():
+            return False
+        return answer_start(chunk[:fence], self.checker.accepts) == 0
 
     def _choose_alignment(self, rnd: Round) -> None:
         """A provider may fall back to another mode for this call (a model that rejects

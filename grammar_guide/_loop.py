@@ -123,7 +123,7 @@ class GuideLoop(TargetSteps):
             if outcome is Outcome.DONE:
                 return
             if outcome is Outcome.DRAFT_DONE:
-                await self._finish("the draft finished its answer", draft_done=True)
+                await self._finish("the draft finished its answer")
                 return
             stalls = stalls + 1 if outcome is Outcome.STALLED else 0
             if outcome is Outcome.STALLED and self.checker.is_complete:

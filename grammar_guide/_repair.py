@@ -382,7 +382,12 @@ def propose_edit(checker: Checker, evidence: str, *, final: bool, floor: int = 0
             insert = literal + " " if spaced else literal
             consider(len(text), insert, evidence, "", f"inserted {literal!r}", cost=2 * len(literal) + 1)
 
-    # 7. The grammar's known slips (``Grammar.rewrites``: ``a::int`` for ``CAST(a AS int)``)
+    # 7. Close two or more brackets the draft left open (``... AS x\n;`` inside ``(SELECT (``).
+    closers = _closing_brackets(checker)
+    for n in range(2, len(closers) + 1):
+        consider(len(text), closers[:n], evidence, "", f"inserted {closers[:n]!r}", cost=2 * n + 1)
+
+    # 8. The grammar's known slips (``Grammar.rewrites``: ``a::int`` for ``CAST(a AS int)``)
     #    whose match spans the violation. The match itself is evidence, so one more token read
     #    after it is enough.
     window_start = max(floor, len(text) - _REWRITE_REACH)
@@ -463,6 +468,23 @@ def search_edits(checker: Checker, evidence: str, *, final: bool, floor: int = 0
             seen.add(result)
             ties.append(edit)
     return ties
+
+
+_MAX_CLOSERS = 4
+
+
+def _closing_brackets(checker: Checker) -> str:
+    """The closing brackets the grammar allows one after another at the end of ``checker``'s text
+    (``)))`` for three open ones), up to ``_MAX_CLOSERS``."""
+    out = ""
+    with checker.trial() as trial:
+        while len(out) < _MAX_CLOSERS:
+            allowed = trial.allowed_bytes()
+            closer = next((c for c in ")]}" if ord(c) in allowed), None)
+            if closer is None or trial.feed(closer) != 1:
+                break
+            out += closer
+    return out
 
 
 def _edited(text: str, edit: Edit) -> str:

@@ -13,20 +13,24 @@ from typing import TYPE_CHECKING, Literal
 
 from . import _repair as repair
 from ._checker import Checker
-from ._complete import shortest_completion
+from ._complete import shortest_close, shortest_completion
 from ._errors import GuideExhausted
 from ._events import Correction, CorrectionReason, Cut, Event, GuideStats
 from ._grammar import Grammar
 from ._limits import GuideLimits
+from ._text import is_word_char
 from ._trace import GuideResult
 
 if TYPE_CHECKING:
-    from .local.target import TargetModel
+    from .local.target import Continuation, TargetModel
 
 __all__ = ["TargetSteps"]
 
+_QUOTES = frozenset("'\"`")
+_SEPARATORS = frozenset(",;")
+_OPENERS = frozenset("([{")
+_MAX_STEP_TERMINALS = 3  # a finishing step that adds nothing is tried again for up to this many terminals
 _TIE_CONTEXT = 40  # characters of the draft's text after an edit that its likelihood is read over
-_SHORT_CLOSE = 8  # characters of the grammar's completion that close a finished draft's answer
 
 
 class TargetSteps:
@@ -63,76 +67,84 @@ class TargetSteps:
         return True
 
     async def _target_step(self, reason: CorrectionReason, *, finish: bool = False, detail: str = "") -> bool:
-        target = await self._get_target()
-        if target is None:
+        """The target writes (a terminal or so; with ``finish`` until the text is complete); whether
+        it wrote anything but white space (white space alone is taken back: no progress)."""
+        if await self._get_target() is None:
             return False
         self._revive()
+        start = len(self.checker.text)
+        budget = self.limits.finish_tokens if finish else self.limits.repair_tokens
+        continuation = await self._target_writes(max_new_tokens=budget, finish=finish)
+        if continuation is None:
+            return False
+        if not continuation.text.strip():
+            self.checker.rollback_chars(start)
+            return False
+        self._emit_target(start, continuation, continuation.text, reason, detail)
+        return True
+
+    async def _target_writes(self, *, max_new_tokens: int, finish: bool, min_terminals: int = 1) -> Continuation | None:
+        """The target's continuation of the text, fed to the checker; ``None`` without a target."""
+        target = await self._get_target()
+        if target is None:
+            return None
         text = self.checker.text
         started = time.perf_counter()
-        budget = self.limits.finish_tokens if finish else self.limits.repair_tokens
         continuation = await target.acontinue_text(
-            self.prompt, text, self.grammar, max_new_tokens=budget, finish=finish, on_text=self.on_target_text
+            self.prompt,
+            text,
+            self.grammar,
+            max_new_tokens=max_new_tokens,
+            finish=finish,
+            min_terminals=min_terminals,
+            on_text=self.on_target_text,
         )
         stats = self.stats
         stats.target_seconds += time.perf_counter() - started
         stats.target_tokens += continuation.sampled_tokens + continuation.healed_tokens
         stats.forced_tokens += continuation.forced_tokens
         stats.healed_tokens += continuation.healed_tokens
-        if continuation.healed_text and continuation.text:  # a healed token alone changes nothing
-            healed_at = len(text) - len(continuation.healed_text)
-            self.emit(
-                Correction(
-                    healed_at,
-                    continuation.healed_text,
-                    "healed",
-                    reason,
-                    tokens=continuation.healed_tokens,
-                    detail=detail,
-                )
-            )
-        if not continuation.text:
-            return False
         accepted = self.checker.feed(continuation.text)
         if accepted != len(continuation.text):
             raise RuntimeError(
                 f"target text {continuation.text!r} left the grammar at {accepted}: {self.checker.violation}"
             )
-        c = continuation
-        self.emit(Correction(len(text), c.text, "target", reason, c.alternatives, c.tokens, c.seconds, detail))
-        return True
+        return continuation
 
-    async def _finish(self, why: str, *, draft_done: bool = False) -> None:
-        """Complete the text: the grammar's shortest completion when the draft finished its
-        answer and a few marks close it (``"}``: no words, nothing invented), else the target
-        model, then the shortest completion for what the target left open (its budget spent).
-        Without a target a text that needs more than such a close is not completed:
-        ``GuideExhausted``."""
+    def _emit_target(
+        self, start: int, first: Continuation, text: str, reason: CorrectionReason, detail: str, tokens: int = 0
+    ) -> None:
+        """The target's text from ``start`` (its first continuation ``first``), as events."""
+        if first.healed_text:  # tokens at the end of the text re-chosen by token healing
+            healed_at = start - len(first.healed_text)
+            self.emit(
+                Correction(healed_at, first.healed_text, "healed", reason, tokens=first.healed_tokens, detail=detail)
+            )
+        c = first
+        self.emit(Correction(start, text, "target", reason, c.alternatives, tokens or c.tokens, c.seconds, detail))
+
+    async def _finish(self, why: str) -> None:
+        """Complete the text with as little invented as it needs: a few marks when they close it
+        (``"}``, ``))``: no words), else the target writes on until they do (``_write_to_close``;
+        an empty text it writes whole), then the grammar's shortest completion for what the
+        target left open (its budget spent). Without a target a text that needs more than such a
+        close is not completed: ``GuideExhausted``."""
         if self.checker.is_complete:
             return
         self._revive()
         self._append_forced("finish", detail=why)
         if self.checker.is_complete:
             return
-        closing = shortest_completion(self.checker) if draft_done else None
-        if closing is None or len(closing) > _SHORT_CLOSE or any(ch.isalnum() for ch in closing):
-            closing = None
-            if await self._get_target() is not None:
-                start = len(self.checker.text)
+        closing = shortest_close(self.checker) if self.checker.text.strip() else None
+        if closing is None and await self._get_target() is not None:
+            start = len(self.checker.text)
+            if self.checker.text.strip() and self.grammar.captured_grammar is not None:
+                closing = await self._write_to_close(why)
+            if closing is None:
+                # An empty text, or steps that did not reach a close: the target writes to the end.
                 await self._target_step("finish", finish=True, detail=why)
-                closing = shortest_completion(self.checker)
-                if closing is None and len(self.checker.text) > start:
-                    # What the target wrote leads nowhere the search can see: take it back.
-                    self.emit(
-                        Cut(
-                            start,
-                            self.checker.text[start:],
-                            "unrepaired",
-                            self.stats.draft_calls,
-                            detail="the target's text could not be completed",
-                        )
-                    )
-                    self.checker.rollback_chars(start)
-                    closing = shortest_completion(self.checker)
+            if closing is None:
+                closing = self._completion_or_cut(start)
         if closing:
             offset = len(self.checker.text)
             self.checker.feed(closing)
@@ -142,6 +154,81 @@ class TargetSteps:
                 f"could not complete the text ({why}); the partial result holds the valid prefix",
                 self.result(complete=False),
             )
+
+    async def _write_to_close(self, why: str) -> str | None:
+        """The target writes on a terminal at a time, within ``finish_tokens``, until a few marks
+        close the text (``shortest_close``) at the earliest point of what it wrote; that close
+        (the text taken back to that point), or ``None`` when its budget ran out first. A step
+        that ends inside a terminal at its token limit (a model repeating itself in one name)
+        is taken back, and the target stops; one that adds only white space is followed by a
+        longer one."""
+        start = len(self.checker.text)
+        closing = shortest_close(self.checker)
+        budget = self.limits.finish_tokens
+        first: Continuation | None = None
+        tokens = 0
+        terminals = 1
+        while closing is None and budget > 0 and terminals <= _MAX_STEP_TERMINALS:
+            step_start = len(self.checker.text)
+            step = await self._target_writes(
+                max_new_tokens=min(budget, self.limits.repair_tokens), finish=False, min_terminals=terminals
+            )
+            if step is None:
+                break
+            budget -= max(step.tokens, 1)
+            if step.stop_reason == "max_new_tokens":
+                self.checker.rollback_chars(step_start)
+                break
+            first = first or step
+            tokens += step.tokens
+            terminals = 1 if step.text.strip() else terminals + 1
+            closing = self._earliest_close(step_start)
+        if first is not None and len(self.checker.text) > start:
+            self._emit_target(start, first, self.checker.text[start:], "finish", why, tokens)
+        return closing
+
+    def _earliest_close(self, start: int) -> str | None:
+        """Whether a few marks close the text where the target's step ended: at its end (not
+        after a word it may not have finished, ``AV`` of ``AVG``, nor a bracket it opened), or before a separator it
+        began the next element with (a step ends inside the next terminal: ``"x",`` could have
+        closed after ``"x"``). The text is taken back to that point and the close returned;
+        ``None`` if there is none. A close may end a string the draft opened, not one the target
+        opened (``""``)."""
+        text = self.checker.text
+        ends = []
+        if not is_word_char(text[-1:]) and text.rstrip()[-1:] not in _OPENERS:  # not ``AVG()``
+            ends.append(len(text))
+        before = len(text.rstrip()) - 1
+        if before > start and text[before] in _SEPARATORS:
+            ends.append(len(text[:before].rstrip()))
+        for end in sorted(ends):
+            with self.checker.trial() as trial:
+                trial.rollback_chars(end)
+                closing = shortest_close(trial)
+            if closing is None or (_QUOTES & set(closing) and _QUOTES & set(text[start:end])):
+                continue
+            self.checker.rollback_chars(end)
+            return closing
+        return None
+
+    def _completion_or_cut(self, start: int) -> str | None:
+        """The grammar's shortest completion of the text; when there is none, what the target
+        wrote from ``start`` on is taken back (it leads nowhere the search can see) and the
+        completion is looked for from there."""
+        closing = shortest_completion(self.checker)
+        if closing is None and len(self.checker.text) > start:
+            self.emit(
+                Cut(
+                    start,
+                    self.checker.text[start:],
+                    "unrepaired",
+                    self.stats.draft_calls,
+                    detail="the target's text could not be completed",
+                )
+            )
+            self.checker.rollback_chars(start)
+            closing = shortest_completion(self.checker)
+        return closing
 
     async def _likeliest(self, edit: repair.Edit) -> repair.Edit:
         """Of an edit and its ties (equally supported by the draft's text), the one the target

@@ -530,3 +530,13 @@ def test_the_aligner_never_drops_new_text_for_a_length_that_only_looked_right(js
     result = run(restating, json_grammar, seed_text='{"name": "Ada", "description":')
     assert json.loads(result.text) == {"name": "Ada", "description": 1815, "field": "math"}
     assert result.stats.corrections == 0
+
+
+def test_a_closing_fence_in_the_same_chunk_as_the_answer_ends_it(small_sql):
+    """A whole answer that ends in a bare fence with none before it (seen in real answers): the
+    fence closes the answer. It used to be read as a backtick-quoted alias."""
+    result = run(lambda prompt: "SELECT name FROM users\n```", small_sql)
+    assert result.text == "SELECT name FROM users"
+    assert [(c.reason, c.text) for c in result.events if isinstance(c, Cut)] == [("stop", "\n```")]
+    opened = run(lambda prompt: "Here it is:\n```\nSELECT name FROM users\n```", small_sql)
+    assert opened.text == "SELECT name FROM users"  # a fence after prose still opens the answer

@@ -111,12 +111,9 @@ def test_local_draft_and_target_write_valid_json(json_grammar, target):
 def test_concurrent_guided_runs_share_the_target_and_write_what_each_writes_alone(json_grammar, target):
     """Runs at once over one target: each call decodes with its own KV cache, their steps share
     forward passes, and every text is valid and the same as the run's alone (greedy)."""
-    work = [
-        ("Describe a cat as JSON.", '{"name": "'),
-        ("Describe a city as JSON.", '{"city": "Paris", "population": '),
-        ("List three colours as JSON.", '["red", "'),
-        ("Describe a book as JSON.", '{"title": "Dune", "author": "'),
-    ]
+    # Empty drafts: the target writes each answer whole, in calls long enough to overlap (a text
+    # the draft began is finished a terminal at a time, in calls too short to share many passes).
+    work = [(f"Describe a {thing} as a JSON object with three keys.", "") for thing in ("cat", "city", "book", "car")]
     limits = GuideLimits(max_draft_calls=1, finish_tokens=16)
 
     async def run(prompt: str, start: str) -> str:
@@ -189,3 +186,28 @@ def test_the_target_breaks_a_tie_between_equally_good_edits(small_sql, target):
     assert result.stats.target_tokens == 0  # it scored; it wrote nothing
     without = gg.guide(lambda prompt: draft, "sqlite", SCHEMA_PROMPT, target=False)
     assert without.text != result.text and without.text.endswith("30 ORDER BY age DESC")
+
+
+def test_a_cut_answer_is_finished_with_no_more_than_a_close_needs(target):
+    """An answer cut short mid-subquery (as real ones are, at a length limit): the target writes a
+    terminal at a time and stops at the first point a few closing marks end the text. It used
+    to write on until its budget ran out, repeating the draft's pattern or itself (``adm_adm``)."""
+    draft = "SELECT\n  (SELECT AVG(Consumption) FROM yearmonth WHERE Segment = 'SME') - (\n"
+    result = gg.guide(lambda prompt: draft, "sqlite", SCHEMA_PROMPT, target)
+    assert result.complete and result.text.startswith(draft)
+    written = result.text[len(draft) :]
+    assert len(written) <= 48, written
+    close = by_kind(result, Correction)[-1]
+    assert close.source == "completion" and set(close.text) <= set(")] \n"), close
+
+
+def test_the_target_does_not_repeat_itself_without_end():
+    from grammar_guide.local.target import _repeats
+
+    table = [b"", b"BODY", b"_", b"0", b" ", b"1"]
+    assert not _repeats([1, 2, 1, 2, 1, 2, 1, 2], 3, table)
+    assert _repeats([1, 2, 1, 2, 1, 2, 1, 2, 1], 2, table)  # BODY_ a fifth time
+    assert not _repeats([5, 3, 3, 3, 3, 3], 3, table)  # 1000000: six zeros
+    assert _repeats([5, 3, 3, 3, 3, 3, 3], 3, table)
+    assert not _repeats([4] * 20, 4, table)  # white space (indentation) may repeat
+    assert _repeats([1, 2, 3] * 4 + [1, 2], 3, table)  # a unit of three tokens a fifth time

@@ -67,6 +67,7 @@ def test_the_sql_an_answer_means() -> None:
     assert answer_sql("The query: SELECT a FROM t") == "SELECT a FROM t"
     assert answer_sql("SELECT a\nFROM t;\n\nThis SQL query counts rows.") == "SELECT a\nFROM t;"
     assert answer_sql("SELECT a\n\nFROM t") == "SELECT a\n\nFROM t"  # a keyword after the blank line
+    assert answer_sql("SELECT a\nFROM t\n```") == "SELECT a\nFROM t"  # a closing fence alone
 
 
 def test_names_and_literals_kept_and_invented() -> None:

@@ -125,3 +125,15 @@ def test_dropping_the_mark_before_the_violation_never_joins_two_words(sqlite: Gr
     answer = "SELECT The question is quite complex. Here is a step-by-step breakdown of the SQL query:"
     result = guide(lambda prompt: answer, sqlite, "q", target=False)
     assert "stepby" not in result.text and "step" in result.text
+
+
+def test_brackets_left_open_where_the_statement_ends_are_closed(sqlite: Grammar) -> None:
+    """A finished answer whose ``;`` comes while two subqueries are still open: the brackets are
+    closed before it (one ``)`` is not enough, so the single-mark insert cannot do it)."""
+    draft = "SELECT (SELECT (1 + (SELECT max(a) FROM t) * 100\n;"
+    checker, evidence = at_violation(sqlite, draft)
+    decision = repair.decide(checker, evidence, final=True, floor=0)  # type: ignore[arg-type]
+    assert isinstance(decision, repair.Edit) and decision.text == "))"
+    result = guide(lambda prompt: draft, sqlite, "q", target=False)
+    assert result.text == "SELECT (SELECT (1 + (SELECT max(a) FROM t) * 100))\n;"
+    assert [c.detail for c in result.events if isinstance(c, Correction)] == ["inserted '))'"]

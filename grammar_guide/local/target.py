@@ -412,6 +412,14 @@ class TargetModel:
                     alternatives = alts
                     chosen_once = True
             choices += 1
+            if not pending and token not in eos and _repeats(new, token, token_bytes):
+                # A small model caught in a loop (``BODY_BODY_BODY_``, ``1000000000``): its next
+                # best allowed token instead.
+                allowed = self._mask(matcher)
+                allowed[token] = False
+                full_masks += 1
+                if bool(allowed.any()):
+                    token, _ = self._choose(logits, allowed, b"", want_alternatives=False, sampler=sampler)
             if probe is not None and not pending and token not in eos and probe.leads_nowhere(token_bytes[token]):
                 # The best allowed tokens in the model's order, the first that leads somewhere.
                 import torch
@@ -560,6 +568,23 @@ class TargetModel:
 
 
 _DEAD_END_CANDIDATES = 256
+# A unit of 1, 2 or 3 tokens (not white space) is written at most this many times in a row.
+_MAX_REPEATS = {1: 6, 2: 4, 3: 4}
+
+
+def _repeats(new: list[int], token: int, token_bytes: list[bytes]) -> bool:
+    """Whether writing ``token`` after ``new`` repeats a unit of the target's own tokens once more
+    than ``_MAX_REPEATS`` allows (white space, such as indentation, may repeat)."""
+    seq = [*new[-16:], token]
+    for period, most in _MAX_REPEATS.items():
+        tail = seq[-period * (most + 1) :]
+        if (
+            len(tail) == period * (most + 1)
+            and all(tail[i] == tail[i - period] for i in range(period, len(tail)))
+            and b"".join(token_bytes[t] for t in tail[-period:]).strip()
+        ):
+            return True
+    return False
 
 
 @dataclass(eq=False)

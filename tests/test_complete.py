@@ -1,0 +1,47 @@
+"""The grammar's own completions of a valid prefix: the shortest one, and a close made of closing
+marks alone (what the finish prefers: it invents nothing)."""
+
+from __future__ import annotations
+
+import pytest
+
+from grammar_guide import Grammar
+from grammar_guide._complete import shortest_close, shortest_completion
+
+
+def checker_for(grammar: Grammar, text: str):
+    checker = grammar.checker()
+    assert checker.feed(text) == len(text)
+    return checker
+
+
+@pytest.mark.parametrize(
+    ("grammar", "text", "close"),
+    [
+        ("json", '{"x": "unterminated', '"}'),
+        ("json", '{"a": [1, {"b": 2', "}]}"),
+        ("json", "[1, 2]", ""),
+        ("sqlite", "SELECT (1 + (2", "))"),
+        ("sqlite", "SELECT a FROM t WHERE b IN ('x', 'y", "')"),
+    ],
+)
+def test_a_close_of_marks_alone(grammar: str, text: str, close: str) -> None:
+    g = Grammar.builtin(grammar)
+    found = shortest_close(checker_for(g, text))
+    assert found == close and g.is_complete(text + found)
+
+
+@pytest.mark.parametrize(
+    ("grammar", "text"),
+    [
+        ("sqlite", "SELECT a FROM t WHERE b = "),  # '' would be a string nobody wrote
+        ("sqlite", "SELECT a -"),  # '-' more would turn the rest into a comment
+        ("sqlite", "SELECT a FROM t WHERE b > ("),  # a value is needed
+        ("sqlite", "SELECT"),  # '*' is a value, not a close
+        ("json", "[1, 2, "),
+    ],
+)
+def test_no_close_where_the_text_needs_a_value(grammar: str, text: str) -> None:
+    g = Grammar.builtin(grammar)
+    assert shortest_close(checker_for(g, text)) is None
+    assert shortest_completion(checker_for(g, text))  # the grammar's completion still exists
