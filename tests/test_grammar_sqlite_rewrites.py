@@ -75,6 +75,17 @@ def rewrite(text: str) -> str:
             "SELECT SUM(x) FILTER (WHERE x IN (1, 3)) FROM (SELECT 1 AS x UNION ALL SELECT 2 UNION ALL SELECT 3)",
             4,
         ),
+        # ... or after it, inside a call or a bracket (BIRD's DIVIDE(COUNT(x) WHERE c, COUNT(x))).
+        (
+            "SELECT max(COUNT(x) WHERE x > 1, 0) FROM (SELECT 1 AS x UNION ALL SELECT 2 UNION ALL SELECT 3)",
+            "SELECT max(COUNT(x) FILTER (WHERE x > 1), 0) FROM (SELECT 1 AS x UNION ALL SELECT 2 UNION ALL SELECT 3)",
+            2,
+        ),
+        (
+            "SELECT (SUM(x) WHERE x IN (1, 3)) - (SUM(x) WHERE x = 2) FROM (SELECT 1 AS x UNION ALL SELECT 2)",
+            "SELECT (SUM(x) FILTER (WHERE x IN (1, 3))) - (SUM(x) FILTER (WHERE x = 2)) FROM (SELECT 1 AS x UNION ALL SELECT 2)",
+            -1,
+        ),
         ("SELECT 'Women\\'s Soccer'", "SELECT 'Women''s Soccer'", "Women's Soccer"),
         ("SELECT 'Ancestor's Chosen'", "SELECT 'Ancestor''s Chosen'", "Ancestor's Chosen"),
         ("SELECT LEFT('201305', 4)", "SELECT substr('201305', 1, 4)", "2013"),
@@ -144,6 +155,11 @@ def test_no_rewrite_where_the_meaning_would_change(text: str) -> None:
             "SELECT COUNT(Patient.ID WHERE Patient.SEX = 'M') FROM Patient",
             "SELECT COUNT(Patient.ID) FILTER (WHERE Patient.SEX = 'M') FROM Patient",
             "aggregate with a WHERE inside",
+        ),
+        (
+            "SELECT DIVIDE(COUNT(ID) WHERE SEX = 'F', COUNT(ID)) * 100 AS Percentage\nFROM Patient",
+            "SELECT DIVIDE(COUNT(ID) FILTER (WHERE SEX = 'F'), COUNT(ID)) * 100 AS Percentage\nFROM Patient",
+            "aggregate followed by a WHERE inside brackets",
         ),
         (
             "SELECT COUNT(*) FROM event WHERE event_name = 'Women\\'s Soccer' AND type = 'Game'",
