@@ -83,7 +83,8 @@ def rewrite(text: str) -> str:
         ),
         (
             "SELECT (SUM(x) WHERE x IN (1, 3)) - (SUM(x) WHERE x = 2) FROM (SELECT 1 AS x UNION ALL SELECT 2)",
-            "SELECT (SUM(x) FILTER (WHERE x IN (1, 3))) - (SUM(x) FILTER (WHERE x = 2)) FROM (SELECT 1 AS x UNION ALL SELECT 2)",
+            "SELECT (SUM(x) FILTER (WHERE x IN (1, 3))) - (SUM(x) FILTER (WHERE x = 2))"
+            " FROM (SELECT 1 AS x UNION ALL SELECT 2)",
             -1,
         ),
         ("SELECT 'Women\\'s Soccer'", "SELECT 'Women''s Soccer'", "Women's Soccer"),
