@@ -382,10 +382,12 @@ def propose_edit(checker: Checker, evidence: str, *, final: bool, floor: int = 0
             insert = literal + " " if spaced else literal
             consider(len(text), insert, evidence, "", f"inserted {literal!r}", cost=2 * len(literal) + 1)
 
-    # 7. Close two or more brackets the draft left open (``... AS x\n;`` inside ``(SELECT (``).
-    closers = _closing_brackets(checker)
-    for n in range(2, len(closers) + 1):
-        consider(len(text), closers[:n], evidence, "", f"inserted {closers[:n]!r}", cost=2 * n + 1)
+    # 7. Close two or more brackets the draft left open where its statement ends (``... AS x\n;``
+    #    inside ``(SELECT (``); not before more of it, which may close them itself.
+    if evidence.lstrip()[:1] in ("", ";"):
+        closers = _closing_brackets(checker)
+        for n in range(2, len(closers) + 1):
+            consider(len(text), closers[:n], evidence, "", f"inserted {closers[:n]!r}", cost=2 * n + 1)
 
     # 8. The grammar's known slips (``Grammar.rewrites``: ``a::int`` for ``CAST(a AS int)``)
     #    whose match spans the violation. The match itself is evidence, so one more token read

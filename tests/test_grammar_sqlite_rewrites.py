@@ -64,6 +64,11 @@ def rewrite(text: str) -> str:
             "SELECT CAST(strftime('%M', '2012-05-06 10:11') AS INTEGER)",
             11,
         ),
+        (
+            "SELECT EXTRACT(SECOND FROM '2012-05-06 10:11:12.5')",
+            "SELECT CAST(strftime('%f', '2012-05-06 10:11:12.5') AS REAL)",
+            12.5,
+        ),
         # An aggregate with a WHERE inside: the rows that satisfy it.
         (
             "SELECT COUNT(x WHERE x > 1) FROM (SELECT 1 AS x UNION ALL SELECT 2 UNION ALL SELECT 3)",

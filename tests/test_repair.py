@@ -137,3 +137,12 @@ def test_brackets_left_open_where_the_statement_ends_are_closed(sqlite: Grammar)
     result = guide(lambda prompt: draft, sqlite, "q", target=False)
     assert result.text == "SELECT (SELECT (1 + (SELECT max(a) FROM t) * 100))\n;"
     assert [c.detail for c in result.events if isinstance(c, Correction)] == ["inserted '))'"]
+
+
+def test_open_brackets_are_not_closed_before_more_of_the_statement(sqlite: Grammar) -> None:
+    """``AVG(EXTRACT(SECOND FROM t) + 1)``: closing both brackets at FROM would read the rest as a
+    FROM clause and cut the draft's own closing brackets; brackets are closed only where the
+    statement ends."""
+    checker, evidence = at_violation(sqlite, "SELECT AVG(abs(x FROM t) + 1) AS s FROM r")
+    decision = repair.decide(checker, evidence, final=True, floor=0)  # type: ignore[arg-type]
+    assert not (isinstance(decision, repair.Edit) and decision.text.startswith("))"))
