@@ -25,7 +25,7 @@ answer's SQL and invents no name), content kept (the mean fraction of those name
 (mean Levenshtein distance in characters between the answer's SQL and the output, white space
 collapsed), corrections (ours and 0.0.11's count), seconds (mean wall time per answer).
 
-Run: ``python -m benchmarks.real_sql_repair CLONE [--limit N] [--quick] [--questions FILE]
+Run: ``python -m benchmarks.real_sql_repair CLONE [--limit N] [--skip N] [--quick] [--questions FILE]
 [--no-baseline] [--no-target]``.
 """
 
@@ -130,9 +130,9 @@ def sqlite_rejects(answers: list[Answer]) -> list[Answer]:
     return out
 
 
-def interleave(answers: list[Answer], limit: int | None) -> list[Answer]:
+def interleave(answers: list[Answer], limit: int | None, skip: int = 0) -> list[Answer]:
     """Take answers from each model in turn (and, within a model, from each of its files in
-    turn), so that a limit keeps the mix of models and dialects."""
+    turn), so that a limit keeps the mix of models and dialects; the first ``skip`` left out."""
 
     def rounds(groups: list[list[Answer]]) -> list[Answer]:
         out: list[Answer] = []
@@ -145,7 +145,7 @@ def interleave(answers: list[Answer], limit: int | None) -> list[Answer]:
         by_model.setdefault(a.model, {}).setdefault(a.source, []).append(a)
     models = [rounds([files[s] for s in sorted(files)]) for _, files in sorted(by_model.items())]
     mixed = rounds(models)
-    return mixed if limit is None else mixed[:limit]
+    return mixed[skip:] if limit is None else mixed[skip : skip + limit]
 
 
 # -- what an answer says -------------------------------------------------------------------------
@@ -422,6 +422,12 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "clone", type=Path, help="a local clone of github.com/bird-bench/mini_dev (work tree or git dir)"
     )
     parser.add_argument("--limit", type=int, default=None, help="replay at most N of the rejected answers")
+    parser.add_argument(
+        "--skip",
+        type=int,
+        default=0,
+        help="leave out the first N (in the interleaved order): a held-out set beside the one repairs were tuned on",
+    )
     parser.add_argument("--quick", action="store_true", help="6 answers (unless --limit), no grammar-guide 0.0.11")
     parser.add_argument(
         "--questions",
@@ -437,7 +443,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
 
     answers = load_answers(args.clone)
     rejected = sqlite_rejects(answers)
-    items = interleave(rejected, limit)
+    items = interleave(rejected, limit, args.skip)
     questions: dict[str, str] = {}
     if args.questions:
         data = json.loads(args.questions.read_text(encoding="utf-8"))
@@ -498,6 +504,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             "answers": len(answers),
             "rejected": len(rejected),
             "replayed": len(items),
+            "skipped": args.skip,
             "max_corrections": MAX_CORRECTIONS,
             "timeout_s": TIMEOUT_S,
             "prompt": PROMPT,

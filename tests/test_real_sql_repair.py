@@ -60,6 +60,7 @@ def test_reads_a_clone_and_keeps_what_sqlite_rejects(tmp_path: Path) -> None:
     ]
     # A limit takes from each file in turn.
     assert [a.model[:5] for a in interleave(rejected, 3)] == ["gpt-4", "mistr", "mistr"]
+    assert interleave(rejected, 2, skip=1) == interleave(rejected, 3)[1:]  # a held-out set after them
 
 
 def test_the_sql_an_answer_means() -> None:
