@@ -231,12 +231,16 @@ _APOSTROPHE = re.compile(r"(?<=[A-Za-z])'(?=(?:s|t|re|ve|ll|d|m)\b[^'\n]*')")
 
 def compare(answer: str, output: str) -> dict[str, Any]:
     """How much of the answer's SQL the output keeps: kept fraction, names invented, intact."""
-    a_names, a_lits = content(_APOSTROPHE.sub("''", answer_sql(answer)))
+    sql = answer_sql(answer)
+    a_names, a_lits = content(_APOSTROPHE.sub("''", sql))
     o_names, o_lits = content(output)
     wanted = {("n", n) for n in a_names} | {("l", v) for v in a_lits}
     have = {("n", n) for n in o_names} | {("l", v) for v in o_lits}
     kept = len(wanted & have) / len(wanted) if wanted else 1.0
-    invented = sorted(o_names - a_names)
+    # A name the answer wrote as a word of its own is not invented (``FROM order`` kept as
+    # ``FROM "order"``: a keyword there, a name once quoted).
+    words = {low for low, _, _ in lexemes(sql)}
+    invented = sorted(n for n in o_names - a_names if n not in words)
     return {
         "kept": kept,
         "lost": sorted(f"{k}:{v}" for k, v in wanted - have),
