@@ -152,13 +152,14 @@ def interleave(answers: list[Answer], limit: int | None, skip: int = 0) -> list[
 
 _FENCE = re.compile(r"```[A-Za-z]*[ \t]*\n?(.*?)(?:```|$)", re.DOTALL)
 _STATEMENT = re.compile(r"\b(?:SELECT|WITH)\b", re.IGNORECASE)
+_CODE_LINE = re.compile(r"[()=]|\w_\w|^\w+\s+AS\b", re.IGNORECASE)  # "avg_salaries AS (": a CTE goes on
 _PROSE_LINE = re.compile(r"\n\s*\n\s*(?=[A-Za-z])|\n(?=(?:This|The|Note|Here|Explanation|In this)\b)")
 
 
 def answer_sql(answer: str) -> str:
     """The SQL an answer means: a fenced block's content, else the text from the first SELECT/WITH
-    on; prose after it (a blank line then a word that is not a keyword, or a line starting with
-    This/The/Note/Here/Explanation) is left out."""
+    on; prose after it (a blank line then a word that is not a keyword, on a line with no bracket,
+    ``=`` or snake_case name; or a line starting with This/The/Note/Here/Explanation) is left out."""
     fenced = _FENCE.search(answer)
     text = fenced.group(1) if fenced else answer
     if fenced and not text.strip() and answer[: fenced.start()].strip():
@@ -168,7 +169,8 @@ def answer_sql(answer: str) -> str:
         text = text[start.start() :]
     for m in _PROSE_LINE.finditer(text):
         word = re.match(r"[A-Za-z_]+", text[m.end() :])
-        if word and word.group().upper() not in _keywords():
+        line = text[m.end() :].split("\n", 1)[0]
+        if word and word.group().upper() not in _keywords() and not _CODE_LINE.search(line):
             text = text[: m.start()]
             break
     return text.strip()

@@ -302,12 +302,13 @@ def propose_edit(checker: Checker, evidence: str, *, final: bool, floor: int = 0
             break
         if _QUOTES & set(dropped):
             break  # an unpaired quote would turn the rest into a string
-        if _joins_words(text, evidence[d:]) or _splits_word(text, dropped, evidence[d:]):
-            continue  # 'a::int' must not become 'aint', nor 'FROM order' 'FROM rder'
+        if any(is_word_char(ch) for ch in dropped):
+            break  # a word is the draft's content: the search may drop it, if nothing keeps it
+        if _joins_words(text, evidence[d:]):
+            continue  # 'a::int' must not become 'aint'
         if _halves_operator(text, dropped):
             continue  # 'a && b' must not become the bitwise 'a & b'
-        cost = sum(4 if is_word_char(ch) else 2 for ch in dropped)
-        consider(len(text), "", evidence[d:], dropped, f"dropped {dropped!r}", cost=cost, base=d)
+        consider(len(text), "", evidence[d:], dropped, f"dropped {dropped!r}", cost=2 * d, base=d)
 
     # 2. Replace the word with the nearest keyword the grammar expects there.
     if word_is_whole and word_start >= floor and (word[0].isalpha() or word[0] == "_"):
@@ -551,16 +552,6 @@ _CLASSES = (set(")]}"), set("([{"), set(",;"))
 
 def _joins_words(before: str, after: str) -> bool:
     return bool(before) and bool(after) and is_word_char(before[-1]) and is_word_char(after[0])
-
-
-def _splits_word(before: str, dropped: str, after: str) -> bool:
-    """Whether dropping ``dropped`` between ``before`` and ``after`` takes part of a word and leaves
-    the rest (``FROM order`` is not ``FROM rder``): an edit drops whole words or none."""
-    if not any(is_word_char(ch) for ch in dropped):
-        return False
-    return (is_word_char(dropped[0]) and _joins_words(before, dropped)) or (
-        is_word_char(dropped[-1]) and _joins_words(dropped, after)
-    )
 
 
 _CLOSERS = {"(": ")", "[": "]", "{": "}"}

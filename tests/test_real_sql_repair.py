@@ -69,6 +69,8 @@ def test_the_sql_an_answer_means() -> None:
     assert answer_sql("SELECT a\nFROM t;\n\nThis SQL query counts rows.") == "SELECT a\nFROM t;"
     assert answer_sql("SELECT a\n\nFROM t") == "SELECT a\n\nFROM t"  # a keyword after the blank line
     assert answer_sql("SELECT a\nFROM t\n```") == "SELECT a\nFROM t"  # a closing fence alone
+    cte = "WITH a AS (SELECT 1),\n\nmax_salaries AS (SELECT 2)\nSELECT * FROM a"
+    assert answer_sql(cte) == cte  # a CTE after a blank line is not prose
 
 
 def test_names_and_literals_kept_and_invented() -> None:

@@ -146,3 +146,11 @@ def test_open_brackets_are_not_closed_before_more_of_the_statement(sqlite: Gramm
     checker, evidence = at_violation(sqlite, "SELECT AVG(abs(x FROM t) + 1) AS s FROM r")
     decision = repair.decide(checker, evidence, final=True, floor=0)  # type: ignore[arg-type]
     assert not (isinstance(decision, repair.Edit) and decision.text.startswith("))"))
+
+
+def test_a_keyword_used_as_a_qualifier_is_quoted_not_dropped(sqlite: Grammar) -> None:
+    """A real answer aliased a table ``as`` (a keyword): ``as.district_id`` keeps its qualifier,
+    quoted, rather than losing it (``district_id`` alone may name another table's column)."""
+    draft = 'SELECT c.id FROM c JOIN d "as" ON c.d_id = as.district_id'
+    result = guide(lambda prompt: draft, sqlite, "q", target=False)
+    assert result.text == 'SELECT c.id FROM c JOIN d "as" ON c.d_id = "as".district_id'
