@@ -210,6 +210,8 @@ def content(sql: str) -> tuple[set[str], set[str]]:
         nxt = lx[i + 1][0] if i + 1 < len(lx) else ""
         first = raw[i][0]
         if first == "'":
+            if i + 1 == len(lx) and (len(raw[i]) < 2 or not raw[i].endswith("'")):
+                continue  # a string the answer was cut in: no literal it wrote whole
             literals.add(_string_value(raw[i]))
         elif re.fullmatch(r"[0-9]+(?:\.[0-9]*)?", low):
             literals.add(low)

@@ -88,6 +88,7 @@ def test_names_and_literals_kept_and_invented() -> None:
     assert glued["invented"] == ["ahere"] and not glued["intact"]
     assert compare("SELECT x::FLOAT FROM t", "SELECT CAST(x AS FLOAT) FROM t")["intact"]
     assert compare("SELECT COUNT(*) FROM order", 'SELECT COUNT(*) FROM "order"')["intact"]  # the answer's word
+    assert compare("SELECT a FROM t WHERE b = '", "SELECT a FROM t WHERE b = 'B'")["intact"]  # cut in a string
     apostrophe = "SELECT a FROM t WHERE n = 'Women's Soccer' AND m = 'Medium'"
     assert compare(apostrophe, "SELECT a FROM t WHERE n = 'Women''s Soccer' AND m = 'Medium'")["intact"]
     assert compare(apostrophe, "SELECT a FROM t WHERE n = 'Women'")["lost"] == ["l:Medium", "l:Women's Soccer", "n:m"]
