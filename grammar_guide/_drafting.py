@@ -29,6 +29,9 @@ __all__ = ["Drafting", "Round"]
 _EVIDENCE_CHUNKS = 8
 _EVIDENCE_LEXEMES = 6
 _LEXEME = re.compile(r"\w+|[^\w\s]")
+# Where a rewrite needs the whole statement: how far back its head may begin, how much is read.
+_HEAD_REACH = 200
+_STATEMENT_LIMIT = 4096
 # Streams in a row that may break after some text and be resumed before the error ends the run.
 MAX_BROKEN_IN_A_ROW = 2
 
@@ -256,22 +259,46 @@ class Drafting:
         """After a violation, read a few more chunks of the draft until the evidence holds
         ``_EVIDENCE_LEXEMES`` words or punctuation marks: enough for an edit to be judged on what
         the draft meant (``SELET STDDEV_POP(`` shows ``SELECT``), which costs far fewer tokens
-        than a target repair followed by a new draft call."""
+        than a target repair followed by a new draft call. Where a rewrite that needs the whole
+        statement begins (``Rewrite.head``), read on to the statement's end."""
         for _ in range(_EVIDENCE_CHUNKS):
             if len(_LEXEME.findall(rnd.evidence or "")) >= _EVIDENCE_LEXEMES:
+                break
+            if not await self._more_evidence(rnd, stream):
                 return
-            chunk = await self._next_chunk(stream)
-            if chunk is None:
-                rnd.ended = True
-                rnd.evidence = (rnd.evidence or "") + rnd.reader.release()
+        while self._statement_needed(rnd) and len(rnd.evidence or "") < _STATEMENT_LIMIT:
+            if not await self._more_evidence(rnd, stream):
                 return
-            if self.on_draft_text is not None:
-                self.on_draft_text(chunk)
-            chunk, stopped = rnd.reader.push(chunk, bool(rnd.kept.strip()))
-            rnd.evidence = (rnd.evidence or "") + chunk
-            if stopped:
-                rnd.ended = True
-                return
+
+    async def _more_evidence(self, rnd: Round, stream: AsyncIterator[str]) -> bool:
+        """One more chunk of the draft's answer into the evidence; False when the answer ended."""
+        chunk = await self._next_chunk(stream)
+        if chunk is None:
+            rnd.ended = True
+            rnd.evidence = (rnd.evidence or "") + rnd.reader.release()
+            return False
+        if self.on_draft_text is not None:
+            self.on_draft_text(chunk)
+        chunk, stopped = rnd.reader.push(chunk, bool(rnd.kept.strip()))
+        rnd.evidence = (rnd.evidence or "") + chunk
+        if stopped:
+            rnd.ended = True
+            return False
+        return True
+
+    def _statement_needed(self, rnd: Round) -> bool:
+        """Whether a rewrite's ``head`` spans the violation and the statement's end (``;``) is not
+        yet in the evidence."""
+        evidence = rnd.evidence or ""
+        if ";" in evidence:
+            return False
+        tail = self.checker.text[-_HEAD_REACH:]
+        window = tail + evidence
+        for rewrite in self.checker.grammar.rewrites:
+            head = rewrite.head_regex
+            if head is not None and any(m.start() <= len(tail) < m.end() for m in head.finditer(window)):
+                return True
+        return False
 
     def _feed(self, rnd: Round, chunk: str) -> bool:
         """Feed a chunk (as much of it as the budget allows); True when it had an invalid byte

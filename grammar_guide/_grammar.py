@@ -49,29 +49,41 @@ class Rewrite:
     a few words for the trace: ``Rewrite(r"(\\w+)::(\\w+)", r"CAST(\\1 AS \\2)", "PostgreSQL
     cast")``. A rewrite is one more repair candidate at a violation: it is used when the match
     spans the violation and the checker then reads the draft's text on.
+
+    A rewrite that moves text to the end of a statement (T-SQL's ``SELECT TOP 5 ...`` is
+    ``SELECT ... LIMIT 5``) needs the draft's text to that end: ``head`` is a regular expression
+    for the beginning of its match. Where ``head`` spans a violation, the draft is read on to the
+    end of its statement (``;`` or the end of its answer, 4 KB at most) before the repair is
+    chosen. ``\\Z`` in ``pattern`` matches only at the end of a finished answer.
     """
 
     pattern: str
     replacement: str
     reason: str = ""
+    head: str = ""
 
     def __post_init__(self) -> None:
-        try:
-            re.compile(self.pattern)
-        except re.error as exc:
-            raise GrammarError(f"rewrite pattern {self.pattern!r}: {exc}", offset=exc.pos) from None
+        for source in (self.pattern, self.head):
+            try:
+                re.compile(source)
+            except re.error as exc:
+                raise GrammarError(f"rewrite pattern {source!r}: {exc}", offset=exc.pos) from None
 
     @functools.cached_property
     def regex(self) -> re.Pattern[str]:
         return re.compile(self.pattern)
 
+    @functools.cached_property
+    def head_regex(self) -> re.Pattern[str] | None:
+        return re.compile(self.head) if self.head else None
+
 
 def _load_rewrites(path: Path) -> tuple[Rewrite, ...]:
     """The rewrites in a ``<grammar>.rewrites.json`` file: a list of objects with ``pattern``,
-    ``replacement`` and ``reason``."""
+    ``replacement``, ``reason`` and (optional) ``head``."""
     try:
         entries = json.loads(path.read_text(encoding="utf-8"))
-        return tuple(Rewrite(e["pattern"], e["replacement"], e.get("reason", "")) for e in entries)
+        return tuple(Rewrite(e["pattern"], e["replacement"], e.get("reason", ""), e.get("head", "")) for e in entries)
     except json.JSONDecodeError as exc:
         raise GrammarError(
             f"bad rewrites file: {exc.msg}", line=exc.lineno, column=exc.colno, source=str(path)

@@ -21,7 +21,17 @@ from ._events import CutReason
 from ._reader import looks_like_aside, prose_after_answer, trailing_word
 from ._text import is_word_char, run_start
 
-__all__ = ["Cut", "Decision", "Edit", "NeedTarget", "decide", "propose_edit", "search_edits", "signature"]
+__all__ = [
+    "Cut",
+    "Decision",
+    "Edit",
+    "NeedTarget",
+    "decide",
+    "propose_edit",
+    "rewrite_at_end",
+    "search_edits",
+    "signature",
+]
 
 _WORD_HEAD = re.compile(r"^\w+")
 _MAX_DELETE = 3
@@ -400,8 +410,8 @@ def propose_edit(checker: Checker, evidence: str, *, final: bool, floor: int = 0
             start, end = window_start + match.start(), window_start + match.end()
             if start > len(text):
                 break
-            if end <= len(text):
-                continue
+            if end <= len(text) or (not final and match.end() == len(window)):
+                continue  # not across the violation; or cut where the draft's text is (the rest unread)
             consider(
                 start,
                 match.expand(rewrite.replacement),
@@ -414,6 +424,27 @@ def propose_edit(checker: Checker, evidence: str, *, final: bool, floor: int = 0
             )
 
     return replace(best[1][0], ties=tuple(best[1][1:])) if best else None
+
+
+def rewrite_at_end(checker: Checker, floor: int) -> Edit | None:
+    """A rewrite whose match ends the text of a finished draft (``... LIMIT ALL``): the text is
+    then complete. ``None`` if there is none."""
+    text = checker.text
+    window_start = max(floor, len(text) - _REWRITE_REACH)
+    window = text[window_start:]
+    for rewrite in checker.grammar.rewrites:
+        for match in rewrite.regex.finditer(window):
+            if match.end() != len(window):
+                continue
+            start = window_start + match.start()
+            insert = match.expand(rewrite.replacement)
+            with checker.trial() as trial:
+                trial.rollback_chars(start)
+                if trial.feed(insert) != len(insert) or not trial.is_complete:
+                    continue
+            detail = f"rewrote {match.group()!r}" + (f" ({rewrite.reason})" if rewrite.reason else "")
+            return Edit(start, insert, "", match.group(), detail, at=start)
+    return None
 
 
 _SEARCH_LEXEMES = 6  # how many lexemes before the violation the search may edit at

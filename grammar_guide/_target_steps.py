@@ -131,6 +131,9 @@ class TargetSteps:
         close is not completed: ``GuideExhausted``."""
         if self.checker.is_complete:
             return
+        self._rewrite_at_end()
+        if self.checker.is_complete:
+            return
         self._revive()
         self._append_forced("finish", detail=why)
         if self.checker.is_complete:
@@ -154,6 +157,16 @@ class TargetSteps:
                 f"could not complete the text ({why}); the partial result holds the valid prefix",
                 self.result(complete=False),
             )
+
+    def _rewrite_at_end(self) -> None:
+        """A known slip that the text ends in (``... LIMIT ALL``) is rewritten, as at a violation."""
+        edit = repair.rewrite_at_end(self.checker, self.floor)
+        if edit is None:
+            return
+        self.checker.rollback_chars(edit.start)
+        self.checker.feed(edit.text)
+        self.stats.corrections += 1
+        self.emit(Correction(edit.start, edit.text, "repair", "finish", detail=edit.description))
 
     async def _write_to_close(self, why: str) -> str | None:
         """The target writes on a terminal at a time, within ``finish_tokens``, until a few marks

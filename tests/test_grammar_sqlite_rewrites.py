@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import re
 import sqlite3
+from collections.abc import Iterator
 
 import pytest
 
-from grammar_guide import Correction, Grammar, guide
+from grammar_guide import Correction, FunctionDraft, Grammar, guide
 
 SQLITE = Grammar.builtin("sqlite")
 
@@ -112,6 +113,17 @@ def rewrite(text: str) -> str:
             "SELECT COUNT(*) FROM (SELECT 1 UNION ALL SELECT 2 LIMIT -1)",
             2,
         ),
+        # T-SQL's TOP n: the limit moves to the end of its SELECT (of a subquery, inside it).
+        (
+            "SELECT TOP 2 x FROM (SELECT 1 AS x UNION ALL SELECT 3 UNION ALL SELECT 2) ORDER BY x DESC",
+            "SELECT x FROM (SELECT 1 AS x UNION ALL SELECT 3 UNION ALL SELECT 2) ORDER BY x DESC LIMIT 2",
+            3,
+        ),
+        (
+            "SELECT SUM(y) FROM (SELECT DISTINCT TOP 1 x AS y FROM (SELECT 4 AS x UNION ALL SELECT 5) ORDER BY x);",
+            "SELECT SUM(y) FROM (SELECT DISTINCT x AS y FROM (SELECT 4 AS x UNION ALL SELECT 5) ORDER BY x LIMIT 1);",
+            4,
+        ),
         # A comparison in words (the draft's "more than" is '>', never '<' or '=').
         ("SELECT 600 is more than 500", "SELECT 600 > 500", 1),
         ("SELECT 2 greater than 1", "SELECT 2 > 1", 1),
@@ -128,6 +140,9 @@ def test_each_rewrite_means_what_the_slip_meant(slip: str, meant: str, value: ob
 @pytest.mark.parametrize(
     "text",
     [
+        "SELECT TOP 5 a FROM t LIMIT 3",  # which limit was meant?
+        "SELECT TOP 5 PERCENT a FROM t",  # a share of the rows, not a count
+        "SELECT TOP 2 a FROM t UNION SELECT b FROM u",  # a limit at the end would limit the union
         "SELECT x::regclass",  # no SQLite meaning
         "SELECT 't'::boolean",  # CAST('t' AS boolean) is 0 in SQLite
         "SELECT EXTRACT(YEAR FROM AGE(CURRENT_DATE, d))",  # the years of an interval
@@ -204,3 +219,38 @@ def test_the_guide_loop_applies_them_to_real_answers(answer: str, fixed: str, re
     assert result.text == fixed
     details = [e.detail for e in result.events if isinstance(e, Correction)]
     assert len(details) == 1 and re.search(rf"\({re.escape(reason)}\)$", details[0])
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "SELECT TOP 5 name, age FROM users WHERE age > 30 ORDER BY age DESC, name;",
+        "SELECT name FROM users WHERE id IN (SELECT TOP 1 id FROM visits ORDER BY at DESC) AND age > 30",
+    ],
+)
+@pytest.mark.parametrize("chunk", [None, 4])
+def test_select_top_is_rewritten_whole_or_streamed(answer: str, chunk: int | None) -> None:
+    """``TOP n`` needs the statement's end: from a streaming draft the loop reads on to it (``;``
+    or the answer's end) before it repairs. It used to insert an operator (``TOP & 5``)."""
+
+    def draft(prompt: str, prefix: str) -> Iterator[str]:
+        if prefix:
+            return iter(())
+        return iter([answer] if chunk is None else [answer[i : i + chunk] for i in range(0, len(answer), chunk)])
+
+    result = guide(FunctionDraft(draft, continues_prefix=True), SQLITE, "Answer in SQLite.", target=False)
+    assert result.text == rewrite(answer) and "TOP" not in result.text
+    assert SQLITE.is_complete(result.text)
+    with sqlite3.connect(":memory:") as db:
+        db.execute("CREATE TABLE users (id, name, age)")
+        db.execute("CREATE TABLE visits (id, at)")
+        db.execute(result.text.rstrip(";"))
+    details = [e.detail for e in result.events if isinstance(e, Correction)]
+    assert len(details) == 1 and details[0].endswith("(T-SQL's SELECT TOP n)")
+
+
+def test_a_slip_that_ends_the_answer_is_rewritten_by_the_finish() -> None:
+    result = guide(lambda prompt: "SELECT title FROM posts ORDER BY title LIMIT ALL", SQLITE, "q", target=False)
+    assert result.text == "SELECT title FROM posts ORDER BY title LIMIT -1"
+    (fix,) = [e for e in result.events if isinstance(e, Correction)]
+    assert (fix.source, fix.reason, fix.text) == ("repair", "finish", "LIMIT -1")
