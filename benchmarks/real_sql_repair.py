@@ -373,6 +373,15 @@ def score(rows: list[dict[str, Any]], items: list[Answer]) -> dict[str, Any]:
     }
 
 
+def _scores_only(row: dict[str, Any]) -> dict[str, Any]:
+    """A scored row without the answer's or the output's text (an error keeps its kind only:
+    sqlglot's messages quote the SQL)."""
+    out = {k: v for k, v in row.items() if k not in ("text", "lost")}
+    if out.get("error"):
+        out["error"] = str(out["error"]).split(":", 1)[0]
+    return out
+
+
 def table(methods: dict[str, dict[str, Any]]) -> str:
     header = [
         "method",
@@ -522,8 +531,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "notes": notes,
         "table": text,
         "by_dialect": by_dialect,
-        "items": [asdict(a) for a in items],
-        "rows": rows_by_method,
+        # The answers and outputs (third-party text) are left out: ids and scores only.
+        "items": [{k: v for k, v in asdict(a).items() if k != "text"} for a in items],
+        "rows": {m: [_scores_only(r) for r in rows] for m, rows in rows_by_method.items()},
     }
     path = write_results(NAME, payload, args.results_dir)
     print(f"\nwrote {path}", file=sys.stderr)

@@ -132,3 +132,5 @@ def test_command_line_on_a_clone(tmp_path: Path) -> None:
     assert list(payload["methods"]) == ["ours (target=False)", "sqlglot.transpile"]  # --quick: no 0.0.11
     assert (tmp_path / "out" / "real_sql_repair.json").is_file()
     assert "| postgres | 1 |" in payload["by_dialect"]
+    written = (tmp_path / "out" / "real_sql_repair.json").read_text()
+    assert all(answer not in written for texts in ANSWERS.values() for answer in texts)  # ids, not answers
