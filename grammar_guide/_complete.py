@@ -11,15 +11,15 @@ expects there; each search gives up after ``max_nodes`` checker states (about 20
 from __future__ import annotations
 
 from ._checker import Checker
+from ._text import QUOTES
 
 __all__ = ["shortest_close", "shortest_completion"]
 
 # Tried first at each depth: what closes things, then what fills a value or a name.
 _PREFERRED = ")]}\"'0a;"
-_QUOTES = "'\"`"
 # What a close may be made of: closing brackets and quotes, a terminator, white space; no value
 # (``*``, ``?``), no operator, nothing that could open a comment.
-_CLOSERS = frozenset(")]}>;." + _QUOTES + " \t\n")
+_CLOSERS = frozenset(")]}>;. \t\n") | QUOTES
 _CLASSES = ("abcdefghijklmnopqrstuvwxyz", "ABCDEFGHIJKLMNOPQRSTUVWXYZ", "0123456789")
 
 
@@ -98,7 +98,7 @@ def _steps(state: Checker, suffix: str, marks_only: bool = False) -> list[str]:
     if suffix.endswith(" "):
         allowed.discard(" ")
     if marks_only:
-        allowed = {ch for ch in allowed if ch in _CLOSERS and not (ch in _QUOTES and ch in suffix)}
+        allowed = {ch for ch in allowed if ch in _CLOSERS and not (ch in QUOTES and ch in suffix)}
     for chars in _CLASSES:
         members = allowed & set(chars)
         if len(members) > 6:

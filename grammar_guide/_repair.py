@@ -18,8 +18,9 @@ from dataclasses import dataclass, replace
 
 from ._checker import Checker
 from ._events import CutReason
+from ._grammar import Rewrite
 from ._reader import looks_like_aside, prose_after_answer, trailing_word
-from ._text import is_word_char, run_start
+from ._text import QUOTES, is_word_char, run_start
 
 __all__ = [
     "Cut",
@@ -37,7 +38,6 @@ _WORD_HEAD = re.compile(r"^\w+")
 _MAX_DELETE = 3
 _MAX_INSERT_LEN = 2
 _SWAPPABLE = set("'\"`,;:.()[]{}")
-_QUOTES = set("'\"`")
 _REWRITE_REACH = 200  # how far back before the violation a rewrite's match may begin
 
 
@@ -310,7 +310,7 @@ def propose_edit(checker: Checker, evidence: str, *, final: bool, floor: int = 0
         dropped = evidence[:d]
         if dropped.strip() == "" and d > 1:
             break
-        if _QUOTES & set(dropped):
+        if QUOTES & set(dropped):
             break  # an unpaired quote would turn the rest into a string
         if any(is_word_char(ch) for ch in dropped):
             break  # a word is the draft's content: the search may drop it, if nothing keeps it
@@ -366,10 +366,10 @@ def propose_edit(checker: Checker, evidence: str, *, final: bool, floor: int = 0
             good = chr(code)
             if good not in _SWAPPABLE or good == bad:
                 continue
-            if bad in _QUOTES:
+            if bad in QUOTES:
                 # A quote is swapped with its partner, or not at all.
                 partner = evidence.find(bad, 1)
-                if good in _QUOTES and partner > 0:
+                if good in QUOTES and partner > 0:
                     swapped = evidence[1:partner] + good + evidence[partner + 1 :]
                     consider(
                         len(text), good, swapped, bad, f"replaced {bad}...{bad} with {good}...{good}", cost=3, base=1
@@ -380,7 +380,7 @@ def propose_edit(checker: Checker, evidence: str, *, final: bool, floor: int = 0
     # 5. Drop the punctuation before the violation (a trailing comma before a closing bracket).
     gap_start = run_start(text, len(text), str.isspace)
     mark = text[gap_start - 1 : gap_start]
-    if mark and not is_word_char(mark) and not mark.isspace() and gap_start - 1 >= floor and mark not in _QUOTES:
+    if mark and not is_word_char(mark) and not mark.isspace() and gap_start - 1 >= floor and mark not in QUOTES:
         gap = text[gap_start:]
         if not _joins_words(text[: gap_start - 1], gap + evidence):  # 'step-by' must not become 'stepby'
             consider(gap_start - 1, "", gap + evidence, mark, f"dropped {mark!r}", cost=3, base=-len(gap))
@@ -417,7 +417,7 @@ def propose_edit(checker: Checker, evidence: str, *, final: bool, floor: int = 0
                 match.expand(rewrite.replacement),
                 evidence[end - len(text) :],
                 match.group(),
-                f"rewrote {match.group()!r} ({rewrite.reason})" if rewrite.reason else f"rewrote {match.group()!r}",
+                _rewrote(match, rewrite),
                 cost=2,
                 base=end - len(text),
                 min_read=1,
@@ -442,8 +442,7 @@ def rewrite_at_end(checker: Checker, floor: int) -> Edit | None:
                 trial.rollback_chars(start)
                 if trial.feed(insert) != len(insert) or not trial.is_complete:
                     continue
-            detail = f"rewrote {match.group()!r}" + (f" ({rewrite.reason})" if rewrite.reason else "")
-            return Edit(start, insert, "", match.group(), detail, at=start)
+            return Edit(start, insert, "", match.group(), _rewrote(match, rewrite), at=start)
     return None
 
 
@@ -502,6 +501,11 @@ def search_edits(checker: Checker, evidence: str, *, final: bool, floor: int = 0
             seen.add(result)
             ties.append(edit)
     return ties
+
+
+def _rewrote(match: re.Match[str], rewrite: Rewrite) -> str:
+    """What a rewrite did, for the trace."""
+    return f"rewrote {match.group()!r}" + (f" ({rewrite.reason})" if rewrite.reason else "")
 
 
 _MAX_CLOSERS = 4
@@ -568,7 +572,7 @@ def _candidates(checker: Checker, start: int, draft: str) -> list[tuple[str, int
 
 def _quotes_balanced(insert: str, removed: str) -> bool:
     """An edit may not leave a quote unpaired: the rest of the draft would turn into a string."""
-    return all((insert.count(q) - removed.count(q)) % 2 == 0 for q in _QUOTES)
+    return all((insert.count(q) - removed.count(q)) % 2 == 0 for q in QUOTES)
 
 
 def _opens_comment(before: str, insert: str, rest: str) -> bool:

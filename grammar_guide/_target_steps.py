@@ -18,7 +18,7 @@ from ._errors import GuideExhausted
 from ._events import Correction, CorrectionReason, Cut, Event, GuideStats
 from ._grammar import Grammar
 from ._limits import GuideLimits
-from ._text import is_word_char
+from ._text import QUOTES, is_word_char
 from ._trace import GuideResult
 
 if TYPE_CHECKING:
@@ -26,7 +26,6 @@ if TYPE_CHECKING:
 
 __all__ = ["TargetSteps"]
 
-_QUOTES = frozenset("'\"`")
 _SEPARATORS = frozenset(",;")
 _OPENERS = frozenset("([{")
 _MAX_STEP_TERMINALS = 3  # a finishing step that adds nothing is tried again for up to this many terminals
@@ -201,10 +200,10 @@ class TargetSteps:
         return closing
 
     def _earliest_close(self, start: int) -> str | None:
-        """Whether a few marks close the text where the target's step ended: at its end (not
-        after a word it may not have finished, ``AV`` of ``AVG``, nor a bracket it opened), or before a separator it
-        began the next element with (a step ends inside the next terminal: ``"x",`` could have
-        closed after ``"x"``). The text is taken back to that point and the close returned;
+        """Whether a few marks close the text where the target's step ended: at its end (not after
+        a word it may not have finished, ``AV`` of ``AVG``, nor a bracket it opened), or before a
+        separator it began the next element with (a step ends inside the next terminal: ``"x",``
+        could have closed after ``"x"``). The text is taken back to that point and the close returned;
         ``None`` if there is none. A close may end a string the draft opened, not one the target
         opened (``""``)."""
         text = self.checker.text
@@ -218,7 +217,7 @@ class TargetSteps:
             with self.checker.trial() as trial:
                 trial.rollback_chars(end)
                 closing = shortest_close(trial)
-            if closing is None or (_QUOTES & set(closing) and _QUOTES & set(text[start:end])):
+            if closing is None or (QUOTES & set(closing) and QUOTES & set(text[start:end])):
                 continue
             self.checker.rollback_chars(end)
             return closing

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-__all__ = ["is_word_char", "line_column", "offset_of", "run_start"]
+__all__ = ["QUOTES", "is_word_char", "line_column", "offset_of", "run_start"]
+
+QUOTES = frozenset("'\"`")  # the quotes a grammar's strings and quoted names are written in
 
 
 def line_column(text: str, offset: int) -> tuple[int, int]:
