@@ -70,6 +70,25 @@ def rewrite(text: str) -> str:
             "SELECT CAST(strftime('%f', '2012-05-06 10:11:12.5') AS REAL)",
             12.5,
         ),
+        # PostgreSQL interval arithmetic (where SQLite's parser rejects it: in a select list
+        # "d + INTERVAL '1 day'" is valid, a column INTERVAL with a string alias).
+        (
+            "SELECT COUNT(*) FROM (SELECT '2012-01-31' AS d) WHERE d < '2012-01-01' + INTERVAL '1 month'",
+            "SELECT COUNT(*) FROM (SELECT '2012-01-31' AS d) WHERE d < date('2012-01-01', '+1 month')",
+            1,
+        ),
+        (
+            "SELECT COUNT(*) FROM (SELECT '2011-06-01' AS d) WHERE d > CURRENT_DATE - interval '30 days'",
+            "SELECT COUNT(*) FROM (SELECT '2011-06-01' AS d) WHERE d > date(CURRENT_DATE, '-30 day')",
+            0,
+        ),
+        (
+            "SELECT COUNT(*) FROM (SELECT '2012-01-01 10:00:00' AS t)"
+            " WHERE t = '2012-01-01 08:00:00' + INTERVAL '2 hours'",
+            "SELECT COUNT(*) FROM (SELECT '2012-01-01 10:00:00' AS t)"
+            " WHERE t = datetime('2012-01-01 08:00:00', '+2 hour')",
+            1,
+        ),
         # An aggregate with a WHERE inside: the rows that satisfy it.
         (
             "SELECT COUNT(x WHERE x > 1) FROM (SELECT 1 AS x UNION ALL SELECT 2 UNION ALL SELECT 3)",
@@ -206,6 +225,11 @@ def test_no_rewrite_where_the_meaning_would_change(text: str) -> None:
             "SELECT title FROM posts WHERE view_count is more than 500 ORDER BY title",
             "SELECT title FROM posts WHERE view_count > 500 ORDER BY title",
             "a comparison in words",
+        ),
+        (
+            "SELECT name FROM posts WHERE created > CURRENT_DATE - INTERVAL '30 days' ORDER BY name",
+            "SELECT name FROM posts WHERE created > date(CURRENT_DATE, '-30 day') ORDER BY name",
+            "PostgreSQL interval arithmetic on a date",
         ),
         (
             "SELECT title FROM posts ORDER BY title LIMIT ALL OFFSET 5",
