@@ -13,7 +13,7 @@ from __future__ import annotations
 from ._checker import Checker
 from ._text import QUOTES
 
-__all__ = ["shortest_close", "shortest_completion"]
+__all__ = ["closing_brackets", "shortest_close", "shortest_completion"]
 
 # Tried first at each depth: what closes things, then what fills a value or a name.
 _PREFERRED = ")]}\"'0a;"
@@ -37,18 +37,52 @@ def shortest_completion(checker: Checker, *, max_nodes: int = 4_000) -> str | No
                     if trial.feed(start) == len(start):
                         rest = _search(trial, max_nodes // 8)
                         found.append(None if rest is None else start + rest)
-    return min((f for f in found if f is not None), key=len, default=None)
+    best = min((f for f in found if f is not None), key=len, default=None)
+    return best if best is not None else _after_closers(checker, max_nodes)
+
+
+def _after_closers(checker: Checker, max_nodes: int) -> str | None:
+    """Closing brackets while the grammar allows one, then the search: what a deeply nested text
+    (a hundred open calls) needs, beyond the breadth-first search's reach."""
+    closers = closing_brackets(checker)
+    if not closers:
+        return None
+    with checker.trial() as trial:
+        trial.feed(closers)
+        rest = _search(trial, max_nodes)
+    return None if rest is None else closers + rest
+
+
+def closing_brackets(checker: Checker, limit: int = 4096) -> str:
+    """The closing brackets the grammar allows one after another at the end of ``checker``'s text
+    (``)))`` for three open ones), up to ``limit``."""
+    out = ""
+    with checker.trial() as trial:
+        while len(out) < limit:
+            allowed = trial.allowed_bytes()
+            closer = next((c for c in ")]}" if ord(c) in allowed), None)
+            if closer is None or trial.feed(closer) != 1:
+                break
+            out += closer
+    return out
 
 
 def shortest_close(checker: Checker, *, max_length: int = 8, max_nodes: int = 400) -> str | None:
     """The shortest text of closing marks and white space alone (``_CLOSERS``), at most
-    ``max_length`` characters, that completes ``checker``'s text (``"}``, ``))``), or ``None``: a
-    close that invents nothing. It opens no quoted text (``''`` would be an empty string nobody
-    wrote); ``""`` when the text is already complete."""
+    ``max_length`` characters (or any number of closing brackets alone), that completes
+    ``checker``'s text (``"}``, ``))``), or ``None``: a close that invents nothing. It opens no
+    quoted text (``''`` would be an empty string nobody wrote); ``""`` when the text is already
+    complete."""
     if checker.is_complete:
         return ""
     with checker.trial() as trial:
-        return _search(trial, max_nodes, max_length, marks_only=True)
+        found = _search(trial, max_nodes, max_length, marks_only=True)
+    if found is None:  # more open brackets than the search reaches: all of them closed
+        closers = closing_brackets(checker)
+        with checker.trial() as trial:
+            if closers and trial.feed(closers) == len(closers) and trial.is_complete:
+                found = closers
+    return found
 
 
 def _keywords(checker: Checker) -> list[str]:

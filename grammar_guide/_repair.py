@@ -17,6 +17,7 @@ import re
 from dataclasses import dataclass, replace
 
 from ._checker import Checker
+from ._complete import closing_brackets
 from ._events import CutReason
 from ._grammar import Rewrite
 from ._reader import looks_like_aside, prose_after_answer, trailing_word
@@ -396,7 +397,7 @@ def propose_edit(checker: Checker, evidence: str, *, final: bool, floor: int = 0
     # 7. Close two or more brackets the draft left open where its statement ends (``... AS x\n;``
     #    inside ``(SELECT (``); not before more of it, which may close them itself.
     if evidence.lstrip()[:1] in ("", ";"):
-        closers = _closing_brackets(checker)
+        closers = closing_brackets(checker, _MAX_CLOSERS)
         for n in range(2, len(closers) + 1):
             consider(len(text), closers[:n], evidence, "", f"inserted {closers[:n]!r}", cost=2 * n + 1)
 
@@ -509,20 +510,6 @@ def _rewrote(match: re.Match[str], rewrite: Rewrite) -> str:
 
 
 _MAX_CLOSERS = 4
-
-
-def _closing_brackets(checker: Checker) -> str:
-    """The closing brackets the grammar allows one after another at the end of ``checker``'s text
-    (``)))`` for three open ones), up to ``_MAX_CLOSERS``."""
-    out = ""
-    with checker.trial() as trial:
-        while len(out) < _MAX_CLOSERS:
-            allowed = trial.allowed_bytes()
-            closer = next((c for c in ")]}" if ord(c) in allowed), None)
-            if closer is None or trial.feed(closer) != 1:
-                break
-            out += closer
-    return out
 
 
 def _edited(text: str, edit: Edit) -> str:

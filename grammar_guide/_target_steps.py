@@ -6,6 +6,7 @@ shortest completion that closes the text. A base of ``GuideLoop``; events go thr
 from __future__ import annotations
 
 import asyncio
+import re
 import time
 from collections.abc import Callable
 from dataclasses import replace
@@ -28,6 +29,8 @@ __all__ = ["TargetSteps"]
 
 _SEPARATORS = frozenset(",;")
 _OPENERS = frozenset("([{")
+_LEXEME = re.compile(r"\w+|[^\w\s]")
+_CUT_BACK_LEXEMES = 64  # how far the last resort of the finish takes the text back
 _MAX_STEP_TERMINALS = 3  # a finishing step that adds nothing is tried again for up to this many terminals
 _TIE_CONTEXT = 40  # characters of the draft's text after an edit that its likelihood is read over
 
@@ -226,21 +229,34 @@ class TargetSteps:
     def _completion_or_cut(self, start: int) -> str | None:
         """The grammar's shortest completion of the text; when there is none, what the target
         wrote from ``start`` on is taken back (it leads nowhere the search can see) and the
-        completion is looked for from there."""
+        completion is looked for from there, then, as the last resort, further back."""
         closing = shortest_completion(self.checker)
         if closing is None and len(self.checker.text) > start:
-            self.emit(
-                Cut(
-                    start,
-                    self.checker.text[start:],
-                    "unrepaired",
-                    self.stats.draft_calls,
-                    detail="the target's text could not be completed",
-                )
-            )
-            self.checker.rollback_chars(start)
+            self._cut(start, "the target's text could not be completed")
             closing = shortest_completion(self.checker)
-        return closing
+        return closing if closing is not None else self._completable_before()
+
+    def _completable_before(self) -> str | None:
+        """The text taken back a lexeme at a time (``_CUT_BACK_LEXEMES`` at most) to where the
+        grammar's completion is found, recorded as an unrepaired cut: a result that says what it
+        left out rather than none. That completion, or ``None``."""
+        text = self.checker.text
+        window = max(0, len(text) - 4096)
+        starts = [m.start() for m in _LEXEME.finditer(text, window)][-_CUT_BACK_LEXEMES:]
+        for end in reversed(starts):
+            end = len(text[:end].rstrip())
+            with self.checker.trial() as trial:
+                trial.rollback_chars(end)
+                closing = shortest_completion(trial, max_nodes=500)
+            if closing is not None and not (is_word_char(text[end - 1 : end]) and is_word_char(closing[:1])):
+                # (not glued to the word before it: ``CASE`` + ``0`` would be the name ``CASE0``)
+                self._cut(end, "the text could not be completed: taken back to where it can")
+                return closing
+        return None
+
+    def _cut(self, start: int, detail: str) -> None:
+        self.emit(Cut(start, self.checker.text[start:], "unrepaired", self.stats.draft_calls, detail=detail))
+        self.checker.rollback_chars(start)
 
     async def _likeliest(self, edit: repair.Edit) -> repair.Edit:
         """Of an edit and its ties (equally supported by the draft's text), the one the target

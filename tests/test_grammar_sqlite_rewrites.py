@@ -112,6 +112,11 @@ def rewrite(text: str) -> str:
             " FROM (SELECT 1 AS x UNION ALL SELECT 2)",
             -1,
         ),
+        (
+            "SELECT COUNT(x) - COUNT(x) WHERE x > 1 AS n FROM (SELECT 1 AS x UNION ALL SELECT 2)",
+            "SELECT COUNT(x) - COUNT(x) FILTER (WHERE x > 1) AS n FROM (SELECT 1 AS x UNION ALL SELECT 2)",
+            1,
+        ),
         ("SELECT 'Women\\'s Soccer'", "SELECT 'Women''s Soccer'", "Women's Soccer"),
         ("SELECT 'Ancestor's Chosen'", "SELECT 'Ancestor''s Chosen'", "Ancestor's Chosen"),
         ("SELECT LEFT('201305', 4)", "SELECT substr('201305', 1, 4)", "2013"),

@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 
 import pytest
 
 import grammar_guide as gg
-from grammar_guide import Correction, GrammarViolation, GuideLimits
+from grammar_guide import Correction, Cut, GrammarViolation, GuideLimits
 
 pytestmark = pytest.mark.model
 
@@ -231,3 +232,26 @@ def test_the_target_does_not_repeat_itself_without_end():
     assert _repeats([5, 3, 3, 3, 3, 3, 3], 3, table)
     assert not _repeats([4] * 20, 4, table)  # white space (indentation) may repeat
     assert _repeats([1, 2, 3] * 4 + [1, 2], 3, table)  # a unit of three tokens a fifth time
+
+
+def test_a_text_the_grammar_cannot_complete_from_its_end_is_taken_back_until_it_can(target):
+    """``CASE a | b | c | d |`` needs ``WHEN … THEN … END``: beyond the completion search from its
+    end. The last resort takes the text back, a lexeme at a time, to where a completion is found,
+    never glued to the word before it (``CASE0``), and says so in an unrepaired cut. It used to
+    raise GuideExhausted although a target was loaded."""
+    draft = "SELECT CASE a | b | c | d |"
+    result = gg.guide(lambda prompt: draft, "sqlite", SCHEMA_PROMPT, target, limits=GuideLimits(finish_tokens=1))
+    assert result.complete and gg.Grammar.builtin("sqlite").is_complete(result.text)
+    cut = [e for e in result.events if isinstance(e, Cut) and e.reason == "unrepaired"][-1]
+    assert "taken back" in cut.detail and draft.startswith(result.text[: cut.offset])
+    assert not re.search(r"CASE\w", result.text)
+
+
+def test_a_hundred_open_calls_are_closed():
+    """A real answer (Llama-3-8B asked for MySQL) nests SUBSTRING_INDEX( 130 times and stops: the
+    finish closes every bracket, a close that invents nothing (beyond its search's reach before:
+    GuideExhausted with the target loaded)."""
+    grammar = gg.Grammar.builtin("sqlite")
+    text = "SELECT " + "SUBSTRING_INDEX(" * 130
+    result = gg.guide(lambda prompt: text, grammar, SCHEMA_PROMPT, target=False, max_new_tokens=4096)
+    assert result.text == text + ")" * 130 and grammar.is_complete(result.text)
