@@ -89,6 +89,11 @@ def rewrite(text: str) -> str:
             " WHERE t = datetime('2012-01-01 08:00:00', '+2 hour')",
             1,
         ),
+        (
+            "SELECT COUNT(*) FROM (SELECT '2007-06-01' AS b) WHERE b < '1990-01-01' + INTERVAL 18 YEAR",
+            "SELECT COUNT(*) FROM (SELECT '2007-06-01' AS b) WHERE b < date('1990-01-01', '+18 YEAR')",
+            1,
+        ),
         # An aggregate with a WHERE inside: the rows that satisfy it.
         (
             "SELECT COUNT(x WHERE x > 1) FROM (SELECT 1 AS x UNION ALL SELECT 2 UNION ALL SELECT 3)",
