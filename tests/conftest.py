@@ -40,3 +40,20 @@ def small_sql() -> Grammar:
 @pytest.fixture(scope="session")
 def json_grammar() -> Grammar:
     return Grammar.builtin("json")
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> object:
+    """A test whose requests made the local LLM server raise fails with that exception and its
+    traceback (the client only sees a dropped connection, far from the cause)."""
+    from tests.support.llm_server import running_server
+
+    server = running_server()
+    mark = len(server.failures) if server is not None else 0
+    try:
+        return (yield)
+    finally:
+        server = running_server()
+        failures = server.failures_since(mark) if server is not None else []
+        if failures:
+            raise failures[0]

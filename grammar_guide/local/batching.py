@@ -28,6 +28,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from .model_call import call_model
+
 if TYPE_CHECKING:
     import torch
 
@@ -62,14 +64,9 @@ def model_forward(lm: LoadedModel, cache: Any, past: int, new: list[int], keep: 
     import torch
 
     with lm.lock, torch.inference_mode():
-        out = lm.model(
-            input_ids=torch.tensor([new], device=lm.device),
-            past_key_values=cache,
-            use_cache=True,
-            logits_to_keep=keep,
-        )
-    rows: torch.Tensor = out.logits[0].float()
-    return rows, out.past_key_values
+        logits, out_cache = call_model(lm.model, torch.tensor([new], device=lm.device), cache, logits_to_keep=keep)
+    rows: torch.Tensor = logits[0].float()
+    return rows, out_cache
 
 
 @dataclass(eq=False)
@@ -243,16 +240,15 @@ def batched_forward(lm: LoadedModel, steps: list[Step]) -> None:
         # Padding before the new tokens sits at the row's first new position (it is masked).
         positions[i] = torch.arange(s.past - most_new + n, s.past + n).clamp(min=s.past)
     with torch.inference_mode():
-        out = lm.model(
-            input_ids=input_ids.to(device),
-            past_key_values=cache,
+        out_logits, done = call_model(
+            lm.model,
+            input_ids.to(device),
+            cache,
             attention_mask=mask.to(device),
             position_ids=positions.to(device),
-            use_cache=True,
             logits_to_keep=most_keep,
         )
-    logits = out.logits.float()
-    done = out.past_key_values
+    logits = out_logits.float()
     for i, s in enumerate(steps):
         s.rows = logits[i, most_keep - s.keep :]
         gap = most_new - len(s.new)

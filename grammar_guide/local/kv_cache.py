@@ -6,6 +6,7 @@ import threading
 from typing import TYPE_CHECKING, Any
 
 from .batching import model_forward
+from .model_call import call_model
 
 if TYPE_CHECKING:
     import torch
@@ -142,12 +143,10 @@ class KVCache:
         shared = copy.deepcopy(self._cache)
         shared.batch_repeat_interleave(len(tails))
         with self.lm.lock, torch.inference_mode():  # the model (a batcher's steps hold it too)
-            out = self.lm.model(
-                input_ids=torch.tensor(rows, device=self.lm.device), past_key_values=shared, use_cache=True
-            )
+            logits, _ = call_model(self.lm.model, torch.tensor(rows, device=self.lm.device), shared)
         self.forward_passes += 1
         self.prefilled_tokens += sum(max(len(t) - 1, 0) for t in tails)
-        log_probs = torch.log_softmax(out.logits.float(), dim=-1)
+        log_probs = torch.log_softmax(logits.float(), dim=-1)
         for row, tail in enumerate(tails):
             if len(tail) > 1:
                 index = torch.tensor(tail[1:], device=log_probs.device)

@@ -49,11 +49,13 @@ from typing import Any
 
 import uvicorn
 from starlette.applications import Starlette
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-__all__ = ["API_KEY", "Fault", "LLMServer", "RequestRecord", "get_server"]
+from grammar_guide.local.model_call import call_model
+
+__all__ = ["API_KEY", "Fault", "LLMServer", "RequestRecord", "get_server", "running_server"]
 
 API_KEY = "sk-test-0123456789abcdefSECRET"
 MODEL = "smollm2"
@@ -224,6 +226,11 @@ class LLMServer:
         self._thread: threading.Thread | None = None
         self._grammar_mode: GrammarMode | None = None
         self.port = 0
+        #: Exceptions raised while serving that no fault script asked for, in order (see
+        #: ``failures_since``): a test fails with the first one, not with the dropped connection
+        #: its client saw.
+        self.failures: list[BaseException] = []
+        self._failures_lock = threading.Lock()
         self.app = Starlette(
             routes=[
                 Route("/v1/chat/completions", self._chat, methods=["POST"]),
@@ -245,7 +252,7 @@ class LLMServer:
         sock.bind(("127.0.0.1", 0))
         self.port = sock.getsockname()[1]
         config = uvicorn.Config(
-            self.app,
+            self._recording_failures,
             log_level="critical",
             lifespan="off",
             http="h11",
@@ -260,6 +267,27 @@ class LLMServer:
             if time.monotonic() > deadline or not self._thread.is_alive():
                 raise RuntimeError("the test LLM server did not start")
             time.sleep(0.02)
+
+    def record_failure(self, exc: BaseException) -> None:
+        """Keep an exception raised while serving (the test that caused it fails with it)."""
+        if isinstance(exc, _Drop | asyncio.CancelledError | ClientDisconnect):
+            return  # a scripted fault, or the client leaving: part of the test
+        with self._failures_lock:
+            if not any(exc is seen for seen in self.failures):  # a worker's error is raised again
+                self.failures.append(exc)
+
+    def failures_since(self, mark: int) -> list[BaseException]:
+        """The failures recorded after the first ``mark`` (``len(self.failures)`` taken earlier)."""
+        with self._failures_lock:
+            return self.failures[mark:]
+
+    async def _recording_failures(self, scope: Any, receive: Any, send: Any) -> None:
+        """The app, with what it raises recorded before uvicorn turns it into a dropped connection."""
+        try:
+            await self.app(scope, receive, send)
+        except BaseException as exc:
+            self.record_failure(exc)
+            raise
 
     def stop(self) -> None:
         if self._server is not None:
@@ -320,15 +348,15 @@ class LLMServer:
                         token = canned[i] if i < len(canned) else eos
                     else:
                         with self._lock:
-                            out = self.model(input_ids=ids, past_key_values=past, use_cache=True)
-                        past = out.past_key_values
-                        token = int(out.logits[0, -1].argmax())
+                            logits, past = call_model(self.model, ids, past)
+                        token = int(logits[0, -1].argmax())
                     record.tokens_generated += 1
                     if token == eos:
                         break
                     emit(token)
                     ids = torch.tensor([[token]])
         except BaseException as exc:  # reported to the stream, never an unhandled thread error
+            self.record_failure(exc)
             emit(exc)
         finally:
             emit(_DONE)
@@ -1014,6 +1042,11 @@ class GrammarMode:
 
 _SERVER: LLMServer | None = None
 _SERVER_LOCK = threading.Lock()
+
+
+def running_server() -> LLMServer | None:
+    """The server of this test session if one has started (nothing is started)."""
+    return _SERVER
 
 
 def get_server() -> LLMServer:
