@@ -6,7 +6,9 @@ moment leaves whole lines and at most one torn last line (a line without its new
 once every ``sync_seconds``, and at the end) makes them survive the machine going down too.
 
 Every line carries the job's ``config`` digest: a log written under another configuration is
-refused, so rows made with another grammar, draft, target or options never mix.
+refused, so rows made with another grammar, draft, target or options never mix. A job holds an
+exclusive lock on its output file (``flock``, where the system has it): a second job on the same
+file is refused rather than doing the same rows again.
 """
 
 from __future__ import annotations
@@ -69,7 +71,9 @@ class ResultLog:
         line is cut away; a line of another configuration, or one that is not a row, raises
         ``BatchOutputError``."""
         done: dict[str, bool] = {}
-        if path.exists():
+        stream = path.open("ab")
+        try:
+            _lock(stream, path)
             whole = _cut_torn_tail(path)
             for number, line in enumerate(whole.splitlines(), 1):
                 record = _record_of(line, path, number)
@@ -83,7 +87,10 @@ class ResultLog:
                         line=number,
                     )
                 done[row_key(record.get("id"), record.get("line"))] = record.get("error") is not None
-        return cls(path, path.open("ab"), done, sync_seconds)
+        except BaseException:
+            stream.close()
+            raise
+        return cls(path, stream, done, sync_seconds)
 
     def append(self, record: dict[str, Any]) -> None:
         """Write one row's line whole: one write, then a flush (and an fsync when due)."""
@@ -102,6 +109,21 @@ class ResultLog:
         if not self._stream.closed:
             self.sync()
             self._stream.close()
+
+
+def _lock(stream: IO[bytes], path: Path) -> None:
+    """Hold an exclusive lock on the open output file until it is closed (no-op without fcntl)."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - Windows
+        return
+    try:
+        fcntl.flock(stream.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        raise BatchOutputError(
+            f"{path} is being written by another job: wait for it to end, or give another output file",
+            path=str(path),
+        ) from None
 
 
 def _cut_torn_tail(path: Path) -> bytes:

@@ -225,3 +225,13 @@ def test_a_rate_gate_holds_every_waiter_until_it_opens() -> None:
         return list(await asyncio.gather(*(waiter() for _ in range(3))))
 
     assert all(t >= 0.29 for t in asyncio.run(main()))
+
+
+def test_a_second_job_on_the_same_output_is_refused_while_the_first_runs(tmp_path: Path) -> None:
+    first = ResultLog.open(tmp_path / "out.jsonl", "x")
+    try:
+        with pytest.raises(gg.BatchOutputError, match="being written by another job"):
+            ResultLog.open(tmp_path / "out.jsonl", "x")
+    finally:
+        first.close()
+    ResultLog.open(tmp_path / "out.jsonl", "x").close()
