@@ -30,10 +30,17 @@ __all__ = ["JobCounts", "config_digest", "run_job"]
 
 
 def config_digest(grammar: Grammar, settings: Mapping[str, Any]) -> str:
-    """A short digest of what a row's result depends on: the grammar (its compiled form and its
-    rewrites) and ``settings`` (the draft, the target, the loop's options), as JSON."""
+    """A short digest of what a row's result depends on: the grammar and ``settings`` (the draft,
+    the target, the loop's options), as JSON.
+
+    The grammar counts by its Lark text (with its lexer and rewrites) when it has one: the compiled
+    form of some Lark grammars differs from process to process (set order), which would refuse a
+    resume of the very same job. Other grammars count by their compiled form. Files a Lark grammar
+    ``%import``s do not count.
+    """
     described = {
-        "grammar": grammar.llguidance_grammar,
+        "grammar": grammar.lark_source if grammar.lark_source is not None else grammar.llguidance_grammar,
+        "lexer": grammar.lexer,
         "rewrites": repr(grammar.rewrites),
         "settings": settings,
     }

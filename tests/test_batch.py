@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -235,3 +238,20 @@ def test_a_second_job_on_the_same_output_is_refused_while_the_first_runs(tmp_pat
     finally:
         first.close()
     ResultLog.open(tmp_path / "out.jsonl", "x").close()
+
+
+def test_the_configuration_digest_is_the_same_in_every_process() -> None:
+    # The compiled form of this Lark grammar differs with the hash seed; the digest must not.
+    code = (
+        "from grammar_guide import Grammar\nfrom grammar_guide._batch_job import config_digest\n"
+        "from tests.conftest import SMALL_SQL\nprint(config_digest(Grammar.from_lark(SMALL_SQL), {'draft': 'x'}))"
+    )
+    root = Path(__file__).resolve().parent.parent
+    digests = {
+        subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=root,
+            env={**os.environ, "PYTHONHASHSEED": str(seed)}, timeout=120,
+        ).stdout.strip()
+        for seed in (1, 2, 3)
+    }  # fmt: skip
+    assert len(digests) == 1
