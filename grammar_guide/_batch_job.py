@@ -112,7 +112,9 @@ async def run_job(
     log = ResultLog.open(out_path, config)
     try:
         counts = JobCounts(count_rows(in_path))
-        rows = _rows_to_do(in_path, log.done, retry_errors, counts)
+        # Counted before the job starts, for the ETA (the input is read twice: it is only text).
+        counts.skipped = counts.total - sum(1 for _ in _rows_to_do(in_path, log.done, retry_errors))
+        rows = _rows_to_do(in_path, log.done, retry_errors)
         results = guide_many(draft, grammar, rows, target, concurrency=concurrency, gate=gate, **dict(options or {}))
         try:
             async for outcome in results:
@@ -127,10 +129,9 @@ async def run_job(
         log.close()
 
 
-def _rows_to_do(path: Path, done: Mapping[str, bool], retry_errors: bool, counts: JobCounts) -> Iterator[BatchRow]:
+def _rows_to_do(path: Path, done: Mapping[str, bool], retry_errors: bool) -> Iterator[BatchRow]:
+    """The rows of ``path`` not in ``done`` (and, with ``retry_errors``, those that failed)."""
     for row in read_rows(path):
         failed = done.get(row_key(row.id, row.line))
         if failed is None or (failed and retry_errors):
             yield row
-        else:
-            counts.skipped += 1

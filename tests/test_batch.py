@@ -255,3 +255,12 @@ def test_the_configuration_digest_is_the_same_in_every_process() -> None:
         for seed in (1, 2, 3)
     }  # fmt: skip
     assert len(digests) == 1
+
+
+def test_rows_done_before_are_counted_before_the_job_starts(tmp_path: Path) -> None:
+    prompts = ["fail 1", "a", "b", "fail 2", "c", "d"]
+    write_lines(tmp_path / "in.jsonl", [{"prompt": p} for p in prompts])
+    job(tmp_path)
+    seen: list[tuple[int, int]] = []
+    job(tmp_path, retry_errors=True, concurrency=1, on_row=lambda c, _: seen.append((c.skipped, c.done)))
+    assert seen == [(4, 1), (4, 2)]  # the ETA knows from the first row that one row is left
