@@ -128,6 +128,7 @@ async def guide_many(
 
     with gate.entered():  # the workers' tasks copy this context: their providers find the gate
         workers = [asyncio.create_task(worker()) for _ in range(concurrency)]
+    getting: asyncio.Future[RowResult] | None = None
     try:
         while True:
             _raise_a_failure(workers)
@@ -141,6 +142,8 @@ async def guide_many(
             else:
                 getting.cancel()
     finally:
+        if getting is not None:
+            getting.cancel()
         for w in workers:
             w.cancel()
         with contextlib.suppress(asyncio.CancelledError):

@@ -264,3 +264,23 @@ def test_rows_done_before_are_counted_before_the_job_starts(tmp_path: Path) -> N
     seen: list[tuple[int, int]] = []
     job(tmp_path, retry_errors=True, concurrency=1, on_row=lambda c, _: seen.append((c.skipped, c.done)))
     assert seen == [(4, 1), (4, 2)]  # the ETA knows from the first row that one row is left
+
+
+def test_closing_the_iterator_cancels_the_rows_in_flight() -> None:
+    started, finished = [], []
+
+    async def draft(prompt: str) -> str:
+        started.append(prompt)
+        await asyncio.sleep(0.01 if prompt == "p0" else 5)
+        finished.append(prompt)
+        return "[1]"
+
+    async def main() -> list[Any]:
+        rows = gg.guide_many(draft, JSON, [f"p{i}" for i in range(8)], False, concurrency=3)
+        first = await anext(rows)
+        await rows.aclose()
+        await asyncio.sleep(0.05)
+        return [first.row.id, len(asyncio.all_tasks())]
+
+    assert asyncio.run(main()) == [0, 1]  # only main itself is left
+    assert finished == ["p0"] and len(started) == 4
