@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import subprocess
@@ -266,7 +267,7 @@ def test_rows_done_before_are_counted_before_the_job_starts(tmp_path: Path) -> N
     assert seen == [(4, 1), (4, 2)]  # the ETA knows from the first row that one row is left
 
 
-def test_closing_the_iterator_cancels_the_rows_in_flight() -> None:
+def test_cancelling_the_reader_cancels_the_rows_in_flight_and_leaves_no_task() -> None:
     started, finished = [], []
 
     async def draft(prompt: str) -> str:
@@ -276,11 +277,19 @@ def test_closing_the_iterator_cancels_the_rows_in_flight() -> None:
         return "[1]"
 
     async def main() -> list[Any]:
-        rows = gg.guide_many(draft, JSON, [f"p{i}" for i in range(8)], False, concurrency=3)
-        first = await anext(rows)
-        await rows.aclose()
-        await asyncio.sleep(0.05)
-        return [first.row.id, len(asyncio.all_tasks())]
+        got: list[Any] = []
 
-    assert asyncio.run(main()) == [0, 1]  # only main itself is left
+        async def read() -> None:
+            async for result in gg.guide_many(draft, JSON, [f"p{i}" for i in range(8)], False, concurrency=3):
+                got.append(result.row.id)
+
+        reader = asyncio.create_task(read())
+        await asyncio.sleep(0.2)
+        reader.cancel()  # Ctrl-C: the reader waits for the next row
+        with contextlib.suppress(asyncio.CancelledError):
+            await reader
+        await asyncio.sleep(0.05)
+        return [got, len(asyncio.all_tasks())]
+
+    assert asyncio.run(main()) == [[0], 1]  # only main itself is left
     assert finished == ["p0"] and len(started) == 4
