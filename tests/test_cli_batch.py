@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from tests.test_cli import COMMAND, TESTS, cli, env
+from tests.test_cli import COMMAND, TESTS, cli, env, run_with_tty_stderr
 
 ROWS = 40
 
@@ -97,3 +97,14 @@ def test_an_output_of_another_configuration_is_refused(tmp_path: Path) -> None:
     assert refused.returncode == 2
     assert "was written under another configuration" in refused.stderr
     assert (tmp_path / "out.jsonl").read_bytes() == before
+
+
+def test_progress_shows_on_a_terminal_and_not_on_a_pipe(tmp_path: Path) -> None:
+    inputs(tmp_path, rows=6)
+    status, _, terminal = run_with_tty_stderr(batch_args(tmp_path))
+    assert status == 0, terminal
+    assert "\r\x1b[K6/6 rows" in terminal and "rows/s" in terminal and "ETA" in terminal
+    (tmp_path / "out.jsonl").unlink()
+    piped = cli(*batch_args(tmp_path))
+    assert piped.returncode == 0 and "rows/s" not in piped.stderr and "\x1b" not in piped.stderr
+    assert "valid 100.0%" in piped.stderr  # the summary still comes
