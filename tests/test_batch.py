@@ -293,3 +293,23 @@ def test_cancelling_the_reader_cancels_the_rows_in_flight_and_leaves_no_task() -
 
     assert asyncio.run(main()) == [[0], 1]  # only main itself is left
     assert finished == ["p0"] and len(started) == 4
+
+
+def test_a_draft_function_that_raises_a_rate_limit_pauses_every_row() -> None:
+    starts: dict[str, float] = {}
+    limited_at: list[float] = []
+
+    async def draft(prompt: str) -> str:
+        starts.setdefault(prompt, time.monotonic())
+        if prompt == "p0":
+            limited_at.append(time.monotonic())
+            error = gg.RateLimitError("slow down", provider="mine", status_code=429)
+            error.retry_after = 0.5
+            raise error
+        await asyncio.sleep(0.01)
+        return "[1]"
+
+    results = collect(draft, JSON, [f"p{i}" for i in range(6)], False, concurrency=2)
+    assert [r.error.kind for r in results if r.error] == ["RateLimitError"]
+    later = [t - limited_at[0] for p, t in starts.items() if p not in ("p0", "p1")]
+    assert len(later) == 4 and min(later) >= 0.49
