@@ -16,6 +16,7 @@ from ._draft import Draft, DraftCall, DraftPath, DraftRequest, FunctionDraft, Sy
 from ._errors import (
     AuthenticationError,
     BadRequestError,
+    BatchOutputError,
     GrammarError,
     GrammarGuideError,
     GuideExhausted,
@@ -39,9 +40,11 @@ from ._events import (
     GuideStats,
 )
 from ._grammar import Grammar, Rewrite, Terminal
+from ._rate_gate import RateGate
 from ._trace import GuideResult
 
 if TYPE_CHECKING:
+    from ._batch import BatchRow, RowError, RowResult, guide_many
     from ._guide import GuideLimits, aguide, guide
     from .local.target import Continuation, TargetModel
 
@@ -51,6 +54,8 @@ __all__ = [
     "Alternative",
     "AuthenticationError",
     "BadRequestError",
+    "BatchOutputError",
+    "BatchRow",
     "Checker",
     "CheckerState",
     "Continuation",
@@ -78,8 +83,11 @@ __all__ = [
     "ProviderConnectionError",
     "ProviderError",
     "ProviderResponseError",
+    "RateGate",
     "RateLimitError",
     "Rewrite",
+    "RowError",
+    "RowResult",
     "ServerError",
     "SyncDraft",
     "TargetModel",
@@ -88,6 +96,7 @@ __all__ = [
     "aguide",
     "as_draft",
     "guide",
+    "guide_many",
 ]
 
 # Names whose modules are imported on first use (the target pulls in torch).
@@ -95,6 +104,10 @@ _LAZY = {
     "guide": "._guide",
     "aguide": "._guide",
     "GuideLimits": "._guide",
+    "guide_many": "._batch",
+    "BatchRow": "._batch",
+    "RowError": "._batch",
+    "RowResult": "._batch",
     "TargetModel": ".local.target",
     "Continuation": ".local.target",
 }

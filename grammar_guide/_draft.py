@@ -23,6 +23,9 @@ from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator, M
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
+from ._errors import RateLimitError
+from ._rate_gate import RateGate
+
 if TYPE_CHECKING:
     from ._grammar import Grammar
 
@@ -231,6 +234,10 @@ class FunctionDraft(Draft):
 
     Anything else it returns or yields (``None``, a dict, bytes, a number) is a ``TypeError`` at
     the first call, naming the function and what it gave.
+
+    In a batch job (``guide_many``) each call waits at the job's ``RateGate`` first, and a
+    ``RateLimitError`` the function raises with ``retry_after`` set closes the gate for that long:
+    every row waits, as with the providers.
     """
 
     def __init__(
@@ -285,6 +292,19 @@ class FunctionDraft(Draft):
         return self.fn(request.prompt + request.accepted_text, **kwargs)
 
     async def stream(self, call: DraftCall) -> AsyncIterator[str]:
+        gate = RateGate.current()
+        if gate is not None:
+            await gate.wait()
+        try:
+            async with contextlib.aclosing(self._chunks(call)) as chunks:
+                async for chunk in chunks:
+                    yield chunk
+        except RateLimitError as exc:
+            if gate is not None and exc.retry_after is not None:
+                gate.hold(exc.retry_after)
+            raise
+
+    async def _chunks(self, call: DraftCall) -> AsyncGenerator[str, None]:
         if inspect.iscoroutinefunction(self.fn) or inspect.isasyncgenfunction(self.fn):
             out = self._invoke(call)
         else:

@@ -14,8 +14,10 @@ Exceptions are for misuse and for infrastructure failures::
     │   ├── ServerError             5xx after the retries ran out
     │   ├── ProviderConnectionError connection refused/dropped, read timeout, after retries
     │   └── ProviderResponseError   the provider answered something that is not its protocol
-    └── GuideExhausted          the budgets ran out and the text could not be completed;
-                                carries the partial ``GuideResult``
+    ├── GuideExhausted          the budgets ran out and the text could not be completed;
+    │                           carries the partial ``GuideResult``
+    └── BatchOutputError        a batch job's output file cannot be resumed (written under
+                                another configuration, or not a batch job's output)
 
 Positions are ``line`` and ``column`` (1-based) and ``offset`` (0-based, in characters),
 each ``None`` when unknown.
@@ -31,6 +33,7 @@ if TYPE_CHECKING:
 __all__ = [
     "AuthenticationError",
     "BadRequestError",
+    "BatchOutputError",
     "GrammarError",
     "GrammarGuideError",
     "GuideExhausted",
@@ -161,4 +164,15 @@ class GuideExhausted(GrammarGuideError):
 
     def __init__(self, message: str, result: GuideResult | Any) -> None:
         self.result = result
+        super().__init__(message)
+
+
+class BatchOutputError(GrammarGuideError):
+    """A batch job's output file cannot be resumed: its rows were made under another
+    configuration (grammar, draft, target, options), or a line of it is not a row. ``path`` is
+    the file, ``line`` the first line in question (1-based, ``None`` when not one line)."""
+
+    def __init__(self, message: str, *, path: str, line: int | None = None) -> None:
+        self.path = path
+        self.line = line
         super().__init__(message)

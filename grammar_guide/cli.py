@@ -5,15 +5,19 @@
     grammar-guide "QUESTION" --grammar sqlite|json|PATH [--draft local|openai:MODEL|anthropic:MODEL|URL]
                   [--target MODEL] [--html out.html] [--json]
     grammar-guide check --grammar G FILE
+    grammar-guide batch IN.jsonl OUT.jsonl --grammar G [--draft DRAFT] [--concurrency N] [--no-target]
+                        [--retry-errors]
 
 The first prints the guided text on stdout (with ``--json`` the whole result) and shows its
 progress on stderr when stderr is a terminal: the draft's text as it streams, and each
 correction as it happens. The second tells whether a file is valid under a grammar and, when it is
-not, where it goes wrong and what was expected there.
+not, where it goes wrong and what was expected there. The third guides every prompt of a JSONL
+file and appends one line a row to OUT.jsonl; run again, it resumes (see ``_batch_job``).
 
-Exit status: 0 a valid result (``check``: a valid file), 1 ``check``: an invalid file, 2 bad
-arguments, a bad grammar or a missing extra, 3 the draft provider failed, 4 the budgets ran out
-before the text could be completed, 130 interrupted.
+Exit status: 0 a valid result (``check``: a valid file; ``batch``: every row written, errors
+included), 1 ``check``: an invalid file, 2 bad arguments, a bad grammar, a missing extra or
+(``batch``) an output file of another configuration, 3 the draft provider failed, 4 the budgets
+ran out before the text could be completed, 130 interrupted.
 """
 
 from __future__ import annotations
@@ -30,11 +34,13 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 from ._draft import DraftOutputError
-from ._errors import GrammarError, GuideExhausted, MissingDependencyError, ProviderError
+from ._errors import BatchOutputError, GrammarError, GuideExhausted, MissingDependencyError, ProviderError
 from ._grammar import Grammar, Terminal
 from ._text import line_column
 
 if TYPE_CHECKING:
+    from ._batch import RowResult
+    from ._batch_job import JobCounts
     from ._draft import Draft
     from ._events import Event
     from ._trace import GuideResult
@@ -301,12 +307,17 @@ _positive_float = _number(float, "a number", lambda n: n > 0, "must be positive"
 def _guide_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog=PROG,
-        usage=f'{PROG} "QUESTION" --grammar G [options]\n       {PROG} check --grammar G FILE',
+        usage=(
+            f'{PROG} "QUESTION" --grammar G [options]\n       {PROG} check --grammar G FILE\n'
+            f"       {PROG} batch IN.jsonl OUT.jsonl --grammar G [options]"
+        ),
         description=(
             "Answer QUESTION with text that is guaranteed valid under a grammar: a draft model writes,\n"
             "the grammar checks, a small local target model repairs. The text goes to stdout; live\n"
             "progress goes to stderr when it is a terminal.\n\n"
-            f"To check a file against a grammar: {PROG} check --grammar G FILE (see {PROG} check --help)."
+            f"To check a file against a grammar: {PROG} check --grammar G FILE (see {PROG} check --help).\n"
+            f"To guide every prompt of a JSONL file: {PROG} batch IN.jsonl OUT.jsonl --grammar G "
+            f"(see {PROG} batch --help)."
         ),
         epilog=(
             "Exit status: 0 valid result, 2 bad arguments or grammar, 3 provider failure, "
@@ -318,6 +329,22 @@ def _guide_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--grammar", "-g", required=True, metavar="G", help="a builtin grammar (sqlite, json, ...) or a .lark file"
     )
+    _add_model_options(parser)
+    parser.add_argument("--html", metavar="PATH", help="also write the corrections as an HTML page")
+    parser.add_argument("--json", action="store_true", help="print the whole result as JSON instead of the text")
+    _add_loop_options(parser)
+    parser.add_argument(
+        "--progress",
+        choices=("auto", "always", "never"),
+        default="auto",
+        help="live progress on stderr: auto (when stderr is a terminal), always, never",
+    )
+    parser.add_argument("--quiet", "-q", action="store_true", help="same as --progress never")
+    return parser
+
+
+def _add_model_options(parser: argparse.ArgumentParser) -> None:
+    """--draft, --model, --endpoint, --target/--no-target, --threads."""
     parser.add_argument(
         "--draft",
         "-d",
@@ -347,8 +374,10 @@ def _guide_parser() -> argparse.ArgumentParser:
         metavar="N",
         help="CPU threads for local models (default: half the cores, 1 to 4, unless OMP_NUM_THREADS is set)",
     )
-    parser.add_argument("--html", metavar="PATH", help="also write the corrections as an HTML page")
-    parser.add_argument("--json", action="store_true", help="print the whole result as JSON instead of the text")
+
+
+def _add_loop_options(parser: argparse.ArgumentParser) -> None:
+    """--seed-text, --stop and the budgets."""
     parser.add_argument("--seed-text", metavar="TEXT", default="", help="a valid prefix the text must start with")
     parser.add_argument("--stop", action="append", metavar="TEXT", help="a string the draft stops at (repeatable)")
     budgets = parser.add_argument_group("budgets")
@@ -357,14 +386,20 @@ def _guide_parser() -> argparse.ArgumentParser:
     budgets.add_argument("--max-draft-calls", type=_positive_int, metavar="N", help="calls of the draft")
     budgets.add_argument("--max-new-tokens", type=_positive_int, metavar="N", help="length of the text")
     budgets.add_argument("--timeout", type=_positive_float, metavar="SECONDS", help="seconds of drafting")
-    parser.add_argument(
-        "--progress",
-        choices=("auto", "always", "never"),
-        default="auto",
-        help="live progress on stderr: auto (when stderr is a terminal), always, never",
-    )
-    parser.add_argument("--quiet", "-q", action="store_true", help="same as --progress never")
-    return parser
+
+
+def _loop_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The options for ``aguide`` given on the command line (budgets, stop strings, seed text)."""
+    options: dict[str, Any] = {}
+    for name in ("lookahead", "max_corrections", "max_draft_calls", "max_new_tokens", "timeout"):
+        value = getattr(args, name)
+        if value is not None:
+            options[name] = value
+    if args.stop:
+        options["stop"] = tuple(args.stop)
+    if args.seed_text:
+        options["seed_text"] = args.seed_text
+    return options
 
 
 def make_target(name: str | None, disabled: bool, *, threads: int | None = None, load: bool = False) -> Any:
@@ -538,15 +573,7 @@ def _guide(
     local_draft = args.draft == "local" or args.draft.startswith("local:")
     target = make_target(args.target, args.no_target, threads=args.threads, load=local_draft)
     draft = make_draft(args.draft, model=args.model, endpoint=args.endpoint, target=target, threads=args.threads)
-    options: dict[str, Any] = {}
-    for name in ("lookahead", "max_corrections", "max_draft_calls", "max_new_tokens", "timeout"):
-        value = getattr(args, name)
-        if value is not None:
-            options[name] = value
-    if args.stop:
-        options["stop"] = tuple(args.stop)
-    if args.seed_text:
-        options["seed_text"] = args.seed_text
+    options = _loop_options(args)
     if progress is not None:
         options["on_event"] = progress.event
         options["on_draft_text"] = progress.draft_text
@@ -584,6 +611,151 @@ def _write_outputs(result: GuideResult, args: argparse.Namespace, html_path: Pat
     sys.stdout.flush()
 
 
+# -- batch ------------------------------------------------------------------------------------
+
+
+def _batch_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog=f"{PROG} batch",
+        description=(
+            "Guide every prompt of IN.jsonl (one JSON object a line: prompt, optional id) and append one\n"
+            "line a row to OUT.jsonl: id, line, text, valid, faithful (not measured yet: null), error,\n"
+            "stats, config. Run the same command again to resume: rows already in OUT.jsonl under the\n"
+            "same grammar, draft, target and options are skipped."
+        ),
+        epilog=(
+            "Exit status: 0 every row written (errors are rows), 2 bad arguments or an OUT of another "
+            "configuration, 130 interrupted."
+        ),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("input", metavar="IN.jsonl", help="the prompts, one JSON object a line")
+    parser.add_argument("output", metavar="OUT.jsonl", help="the results, appended (created if missing)")
+    parser.add_argument(
+        "--grammar", "-g", required=True, metavar="G", help="a builtin grammar (sqlite, json, ...) or a .lark file"
+    )
+    _add_model_options(parser)
+    parser.add_argument("--concurrency", "-c", type=_positive_int, default=4, metavar="N", help="rows at once (4)")
+    parser.add_argument("--retry-errors", action="store_true", help="redo the rows that ended in an error")
+    _add_loop_options(parser)
+    parser.add_argument(
+        "--progress",
+        choices=("auto", "always", "never"),
+        default="auto",
+        help="a progress line on stderr: auto (when stderr is a terminal), always, never",
+    )
+    parser.add_argument("--quiet", "-q", action="store_true", help="no progress line and no summary")
+    return parser
+
+
+def _job_settings(args: argparse.Namespace) -> dict[str, Any]:
+    """What the rows' results depend on besides the grammar (the configuration a resumed job
+    must share): the draft, the target and the loop's options."""
+    url_draft = args.draft.startswith(("http://", "https://"))
+    return {
+        "draft": args.draft,
+        "model": args.model if url_draft else None,
+        "endpoint": args.endpoint if url_draft else None,
+        "target": False if args.no_target else (args.target or "default"),
+        "options": _loop_options(args),
+    }
+
+
+class BatchProgress:
+    """A progress line on a terminal (rewritten in place) and the summary at the end."""
+
+    def __init__(self, stream: IO[str], live: bool) -> None:
+        self.stream = stream
+        self.live = live
+        self.shown = False
+
+    def row(self, counts: JobCounts, outcome: RowResult) -> None:
+        if not self.live:
+            return
+        eta = counts.eta_seconds
+        line = (
+            f"{counts.skipped + counts.done}/{counts.total} rows · {counts.rows_per_second:.2f} rows/s · "
+            f"{counts.errors} error{'' if counts.errors == 1 else 's'} · {counts.billed_tokens:,} billed tokens"
+            f" · ETA {_duration(eta) if eta is not None else '?'}"
+        )
+        self.stream.write("\r\x1b[K" + line)
+        self.stream.flush()
+        self.shown = True
+
+    def summary(self, counts: JobCounts, *, interrupted: bool = False) -> None:
+        if self.shown:
+            self.stream.write("\n")
+        valid = f"{100 * counts.valid / counts.done:.1f}%" if counts.done else "-"
+        head = "interrupted" if interrupted else "done"
+        skipped = f" ({counts.skipped} done before, skipped)" if counts.skipped else ""
+        left = counts.total - counts.skipped - counts.done
+        self.stream.write(
+            f"{PROG} batch: {head}: {counts.done} rows this run{skipped}, {left} left; valid {valid}, "
+            f"{counts.errors} error{'' if counts.errors == 1 else 's'}, {counts.corrections} corrections, "
+            f"{counts.billed_tokens:,} billed tokens, {_duration(counts.seconds)} (faithful: not measured yet)\n"
+        )
+        if interrupted:
+            self.stream.write(f"{PROG} batch: run the same command again to resume\n")
+        self.stream.flush()
+
+
+def _duration(seconds: float) -> str:
+    if seconds < 60:
+        return f"{seconds:.1f} s"
+    minutes, secs = divmod(int(seconds), 60)
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes}:{secs:02d}"
+
+
+def run_batch(args: argparse.Namespace) -> int:
+    import asyncio
+
+    from ._batch_job import run_job
+
+    in_path, out_path = Path(args.input), Path(args.output)
+    if not in_path.is_file():
+        raise UsageError(f"no such file: {args.input}" if not in_path.exists() else f"not a file: {args.input}")
+    if not out_path.parent.is_dir():
+        raise UsageError(f"cannot write {args.output}: no directory {out_path.parent}")
+    grammar = load_grammar(args.grammar)
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+    os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+    local_draft = args.draft == "local" or args.draft.startswith("local:")
+    target = make_target(args.target, args.no_target, threads=args.threads, load=local_draft)
+    draft = make_draft(args.draft, model=args.model, endpoint=args.endpoint, target=target, threads=args.threads)
+    live = not args.quiet and (args.progress == "always" or (args.progress == "auto" and _isatty(sys.stderr)))
+    progress = BatchProgress(sys.stderr, live)
+    last: list[JobCounts] = []
+
+    def on_row(counts: JobCounts, outcome: RowResult) -> None:
+        last[:] = [counts]
+        progress.row(counts, outcome)
+
+    job = run_job(
+        in_path,
+        out_path,
+        draft,
+        grammar,
+        target,
+        settings=_job_settings(args),
+        concurrency=args.concurrency,
+        retry_errors=args.retry_errors,
+        options=_loop_options(args),
+        on_row=on_row,
+    )
+    try:
+        counts = asyncio.run(job)
+    except KeyboardInterrupt:
+        if not args.quiet and last:
+            progress.summary(last[0], interrupted=True)
+        raise
+    except BatchOutputError as exc:
+        raise UsageError(str(exc)) from None
+    if not args.quiet:
+        progress.summary(counts)
+    return EXIT_OK
+
+
 # -- entry point --------------------------------------------------------------------------------
 
 
@@ -594,6 +766,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args_list[:1] == ["check"]:
         args = _check_parser().parse_args(args_list[1:])
         runner = run_check
+    elif args_list[:1] == ["batch"]:
+        args = _batch_parser().parse_args(args_list[1:])
+        runner = run_batch
     else:
         args = _guide_parser().parse_args(args_list)
         runner = run_guide

@@ -7,6 +7,10 @@ text and may call again), because a retried stream would restate what was alread
 What is retried: 429 (waiting at least ``Retry-After``), 5xx, 408, dropped or refused
 connections and read timeouts, with exponential backoff up to a cap. What is never retried:
 400, 401, 403, 404, 422 and anything that is not the provider's protocol.
+
+Inside a batch job (``grammar_guide.guide_many``) every attempt first waits at the job's
+``RateGate``, and a 429 closes that gate for its ``Retry-After`` (else the backoff): one rate
+limit slows every row, not only the one that met it.
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ from grammar_guide import (
     ProviderConnectionError,
     ProviderError,
     ProviderResponseError,
+    RateGate,
     RateLimitError,
     ServerError,
 )
@@ -255,17 +260,22 @@ async def stream_with_retries(
         before_sleep=_log_retry(provider),
         reraise=True,
     )
+    gate = RateGate.current()
     async for try_ in retrying:
         with try_:
             attempts += 1
             call.extra["attempts"] = attempts
+            if gate is not None:
+                await gate.wait()
             stream = attempt()
             try:
                 first = await stream.__anext__()
             except StopAsyncIteration:
                 first = None
-            except BaseException:
+            except BaseException as exc:
                 await stream.aclose()
+                if gate is not None and isinstance(exc, RateLimitError):
+                    gate.hold(exc.retry_after if exc.retry_after is not None else policy.wait_for(attempts, None))
                 raise
     assert stream is not None
     if first is None:

@@ -56,3 +56,14 @@ def returns_a_dict(prompt: str) -> dict[str, str]:
 def takes_no_prompt() -> str:
     """A user's mistake: a generate function that takes no prompt (a usage error, exit 2)."""
     return "SELECT 1"
+
+
+async def slow_json(prompt: str) -> str:
+    """A draft that takes a tenth of a second per answer (an API's latency), for batch jobs;
+    it fails on prompts that ask it to."""
+    import asyncio
+
+    await asyncio.sleep(0.1)
+    if "fail" in prompt:
+        raise RuntimeError("the draft failed")
+    return '{"answer": "ok"}'

@@ -253,7 +253,9 @@ class LLMServer:
         self.port = sock.getsockname()[1]
         config = uvicorn.Config(
             self._recording_failures,
-            interface="asgi3",  # a bound method: uvicorn's guess would be ASGI 2
+            # Said, not guessed: uvicorn takes this bound method for an ASGI2 app (every request
+            # then failed with a TypeError inside uvicorn, a bare 500, before the app was reached).
+            interface="asgi3",
             log_level="critical",
             lifespan="off",
             http="h11",
