@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from ._changes import Changes
 from ._checker import Checker, CheckerState, Violation
 from ._draft import Draft, DraftCall, DraftPath, DraftRequest, FunctionDraft, SyncDraft, as_draft
 from ._errors import (
@@ -34,6 +35,7 @@ from ._events import (
     Cut,
     CutReason,
     DraftSpan,
+    EditRule,
     Event,
     GrammarRefused,
     GrammarViolation,
@@ -56,6 +58,7 @@ __all__ = [
     "BadRequestError",
     "BatchOutputError",
     "BatchRow",
+    "Changes",
     "Checker",
     "CheckerState",
     "Continuation",
@@ -68,6 +71,7 @@ __all__ = [
     "DraftPath",
     "DraftRequest",
     "DraftSpan",
+    "EditRule",
     "Event",
     "FunctionDraft",
     "Grammar",

@@ -51,12 +51,13 @@ def config_digest(grammar: Grammar, settings: Mapping[str, Any]) -> str:
 @dataclass
 class JobCounts:
     """A job's progress: ``total`` rows in the input, ``skipped`` (done by an earlier run),
-    ``done`` by this run (``valid`` of them, ``errors``), their corrections and billed tokens."""
+    ``done`` by this run (``valid`` of them, ``faithful`` of those, ``errors``), their corrections and billed tokens."""
 
     total: int
     skipped: int = 0
     done: int = 0
     valid: int = 0
+    faithful: int = 0
     errors: int = 0
     corrections: int = 0
     billed_tokens: int = 0
@@ -80,6 +81,7 @@ class JobCounts:
     def add(self, outcome: RowResult) -> None:
         self.done += 1
         self.valid += outcome.valid
+        self.faithful += bool(outcome.valid and outcome.result is not None and outcome.result.faithful)
         self.errors += outcome.error is not None
         stats = outcome.result.stats if outcome.result is not None else None
         if stats is not None:

@@ -27,11 +27,8 @@ __all__ = ["ResultLog", "row_record"]
 
 
 def row_record(outcome: RowResult, config: str) -> dict[str, Any]:
-    """The JSON object of one row's line.
-
-    ``faithful`` is ``None``: whether the text keeps the draft's meaning needs the provenance
-    of every span, which results do not record yet.
-    """
+    """The JSON object of one row's line. ``faithful`` (``GuideResult.faithful``) is ``None``
+    where the row has no valid text."""
     result, error = outcome.result, outcome.error
     stats = result.stats if result is not None else None
     billed = None
@@ -42,7 +39,7 @@ def row_record(outcome: RowResult, config: str) -> dict[str, Any]:
         "line": outcome.row.line,
         "text": result.text if result is not None else None,
         "valid": outcome.valid,
-        "faithful": None,
+        "faithful": result.faithful if result is not None and outcome.valid else None,
         "error": {"kind": error.kind, "message": error.message} if error is not None else None,
         "stats": {
             "draft_calls": stats.draft_calls if stats is not None else 0,

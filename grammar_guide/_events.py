@@ -18,6 +18,7 @@ __all__ = [
     "Cut",
     "CutReason",
     "DraftSpan",
+    "EditRule",
     "Event",
     "GrammarRefused",
     "GrammarViolation",
@@ -29,6 +30,12 @@ CorrectionReason = Literal["violation", "forced", "finish", "stalled"]
 grammar allowed only this text before the draft went on), ``finish`` (a budget ran out and the text
 was completed; ``detail`` names the budget), ``stalled`` (the draft added nothing the grammar
 allows)."""
+
+EditRule = Literal["edit", "rewrite"]
+"""What kind of repair an edit was: ``rewrite``, one of the grammar's known slips of another
+dialect rewritten to what it means (``x::int`` to ``CAST(x AS int)``: the draft's meaning kept);
+``edit``, the least edit of the draft's text that lets it go on parsing (a dropped, inserted or
+replaced lexeme: the draft's text changed)."""
 
 CutReason = Literal["preamble", "after complete text", "restated", "stop", "dead end", "unrepaired", "formatting"]
 """Why drafted text was left out: ``preamble`` (prose before the answer), ``after complete text``
@@ -100,6 +107,10 @@ class Correction:
     tokens: int = 0
     seconds: float = 0.0
     detail: str = ""
+    #: For a ``repair``: a ``rewrite`` of a known slip or an ``edit`` (see ``EditRule``), and the
+    #: draft's text it took away (the rewritten match; a dropped or replaced lexeme).
+    rule: EditRule | None = None
+    removed: str = ""
     kind: Literal["correction"] = "correction"
 
 

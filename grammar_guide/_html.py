@@ -25,6 +25,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from ._changes import changes_of
 from ._events import Correction, CorrectionReason, Cut, CutReason, DraftSpan, Event, GrammarViolation, GuideStats
 from ._text import line_column
 
@@ -486,6 +487,11 @@ def _summary_html(result: GuideResult) -> str:
         badge = '<span class="gg-badge gg-ok" data-valid="true">✓ valid &amp; complete</span>'
     else:
         badge = '<span class="gg-badge gg-bad" data-valid="false">✗ incomplete: the budget ran out</span>'
+    changes = changes_of(result.events)
+    kind = "gg-ok" if changes.faithful else "gg-bad"
+    badge += (
+        f'<span class="gg-badge {kind}" data-faithful="{str(changes.faithful).lower()}">{_e(changes.summary())}</span>'
+    )
     tokens_io = f"{_count(stats.draft_tokens_in)} / {_count(stats.draft_tokens_out)}"
     discarded = f"{stats.discarded_tokens:,}"
     if stats.discarded_chars:
@@ -601,6 +607,7 @@ _CSS = """
 .gg-grammar{color:var(--muted)}
 .gg-grammar code{color:var(--ink);background:var(--panel);padding:1px 6px;border-radius:4px}
 .gg-badge{margin-left:auto;font-weight:600;font-size:13px;padding:3px 10px;border-radius:999px}
+.gg-badge+.gg-badge{margin-left:6px}
 .gg-ok{color:#116329;background:#dafbe1;border:1px solid #8fd19e}
 .gg-bad{color:var(--bad);background:var(--bad-bg);border:1px solid #f5a5a8}
 .gg-stats{display:grid;grid-template-columns:repeat(auto-fit,minmax(118px,1fr));gap:8px}

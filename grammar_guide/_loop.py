@@ -243,7 +243,11 @@ class GuideLoop(TargetSteps):
         ``None`` when that turned out to be prose after the answer (cut)."""
         if edit.text:
             self.checker.feed(edit.text)
-        self.emit(Correction(edit.start, edit.text, source="repair", detail=edit.description))
+        self.emit(
+            Correction(
+                edit.start, edit.text, source="repair", detail=edit.description, rule=edit.rule, removed=edit.removed
+            )
+        )
         if edit.kept:
             offset = len(self.checker.text)
             self.checker.feed(edit.kept)

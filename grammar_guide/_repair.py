@@ -18,7 +18,7 @@ from dataclasses import dataclass, replace
 
 from ._checker import Checker
 from ._complete import closing_brackets
-from ._events import CutReason
+from ._events import CutReason, EditRule
 from ._grammar import Rewrite
 from ._reader import looks_like_aside, prose_after_answer, trailing_word
 from ._text import QUOTES, is_word_char, run_start
@@ -61,6 +61,9 @@ class Edit:
     unread: str = ""
     at: int = -1  # where the rejected text begins (set by ``decide``)
     ties: tuple[Edit, ...] = ()
+    #: ``rewrite``: one of the grammar's known slips, rewritten to what it means (a dialect's
+    #: spelling); ``edit``: the least edit the draft's text supports.
+    rule: EditRule = "edit"
 
 
 @dataclass(frozen=True)
@@ -265,6 +268,7 @@ def propose_edit(checker: Checker, evidence: str, *, final: bool, floor: int = 0
         cost: int,
         base: int = 0,
         min_read: int = 2,
+        rule: EditRule = "edit",
     ) -> None:
         """Score an edit by how far into the evidence the checker reads after it (``base`` maps
         positions in ``kept`` to positions in the evidence)."""
@@ -287,7 +291,7 @@ def propose_edit(checker: Checker, evidence: str, *, final: bool, floor: int = 0
         if not insert and accepted == 0:
             return
         score = (base + accepted, -cost)
-        edit = Edit(start, insert, kept[:accepted], removed, description, kept[accepted:])
+        edit = Edit(start, insert, kept[:accepted], removed, description, kept[accepted:], rule=rule)
         if best is None or score > best[0]:
             best = (score, [edit])
         elif score == best[0] and len(best[1]) < _MAX_TIES:
@@ -422,6 +426,7 @@ def propose_edit(checker: Checker, evidence: str, *, final: bool, floor: int = 0
                 cost=2,
                 base=end - len(text),
                 min_read=1,
+                rule="rewrite",
             )
 
     return replace(best[1][0], ties=tuple(best[1][1:])) if best else None
@@ -443,7 +448,7 @@ def rewrite_at_end(checker: Checker, floor: int) -> Edit | None:
                 trial.rollback_chars(start)
                 if trial.feed(insert) != len(insert) or not trial.is_complete:
                     continue
-            return Edit(start, insert, "", match.group(), _rewrote(match, rewrite), at=start)
+            return Edit(start, insert, "", match.group(), _rewrote(match, rewrite), at=start, rule="rewrite")
     return None
 
 

@@ -168,7 +168,11 @@ class TargetSteps:
         self.checker.rollback_chars(edit.start)
         self.checker.feed(edit.text)
         self.stats.corrections += 1
-        self.emit(Correction(edit.start, edit.text, "repair", "finish", detail=edit.description))
+        self.emit(
+            Correction(
+                edit.start, edit.text, "repair", "finish", detail=edit.description, rule=edit.rule, removed=edit.removed
+            )
+        )
 
     async def _write_to_close(self, why: str) -> str | None:
         """The target writes on a terminal at a time, within ``finish_tokens``, until a few marks

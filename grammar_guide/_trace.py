@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ._changes import Changes, changes_of
 from ._events import Alternative, Correction, Cut, DraftSpan, Event, GrammarRefused, GrammarViolation, GuideStats
 from ._html import render_fragment, render_html
 
@@ -32,12 +33,27 @@ class GuideResult:
     stats: GuideStats = field(default_factory=GuideStats)
     complete: bool = True
 
+    @property
+    def changes(self) -> Changes:
+        """What was changed of the draft's answer: edits, rewrites, invented text, dropped text,
+        closing marks (read from ``events``)."""
+        return changes_of(self.events)
+
+    @property
+    def faithful(self) -> bool:
+        """Whether the text is what the draft wrote: nothing of its answer edited or dropped and
+        nothing invented, beyond text the grammar forces, closing marks, recorded formatting and
+        the grammar's rewrites of known slips (see ``Changes``)."""
+        return self.changes.faithful
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "text": self.text,
             "prompt": self.prompt,
             "grammar": self.grammar_name,
             "complete": self.complete,
+            "faithful": self.faithful,
+            "changes": dataclasses.asdict(self.changes),
             "stats": dataclasses.asdict(self.stats),
             "events": [dataclasses.asdict(e) for e in self.events],
         }

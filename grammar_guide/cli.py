@@ -17,7 +17,8 @@ file and appends one line a row to OUT.jsonl; run again, it resumes (see ``_batc
 Exit status: 0 a valid result (``check``: a valid file; ``batch``: every row written, errors
 included), 1 ``check``: an invalid file, 2 bad arguments, a bad grammar, a missing extra or
 (``batch``) an output file of another configuration, 3 the draft provider failed, 4 the budgets
-ran out before the text could be completed, 130 interrupted.
+ran out before the text could be completed, 5 (with ``--require-faithful``) a valid text that is not
+what the draft wrote, 130 interrupted.
 """
 
 from __future__ import annotations
@@ -52,6 +53,7 @@ EXIT_INVALID = 1
 EXIT_USAGE = 2
 EXIT_PROVIDER = 3
 EXIT_EXHAUSTED = 4
+EXIT_UNFAITHFUL = 5
 EXIT_INTERRUPTED = 130
 
 PROG = "grammar-guide"
@@ -321,11 +323,17 @@ def _guide_parser() -> argparse.ArgumentParser:
         ),
         epilog=(
             "Exit status: 0 valid result, 2 bad arguments or grammar, 3 provider failure, "
-            "4 budget exhausted before the text was complete."
+            "4 budget exhausted before the text was complete, 5 (--require-faithful) a valid text that "
+            "is not what the draft wrote."
         ),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("question", metavar="QUESTION", help="the prompt; - reads it from standard input")
+    parser.add_argument(
+        "--require-faithful",
+        action="store_true",
+        help="fail (exit 5) when the text is not what the draft wrote: an edit, invented or dropped text",
+    )
     parser.add_argument(
         "--grammar", "-g", required=True, metavar="G", help="a builtin grammar (sqlite, json, ...) or a .lark file"
     )
@@ -532,8 +540,11 @@ class Progress:
         def plural(n: int, word: str) -> str:
             return f"{n} {word}{'' if n == 1 else 's'}"
 
+        changes = result.changes
+        said = changes.summary()
+        said = self.style.green(said) if changes.faithful else self.style.red(said)
         self._line(
-            f"{state} {result.grammar_name} · {plural(st.draft_calls, 'draft call')} · "
+            f"{state} · {said} · {result.grammar_name} · {plural(st.draft_calls, 'draft call')} · "
             f"{plural(st.corrections, 'correction')} · {st.total_seconds:.1f} s"
         )
 
@@ -598,7 +609,12 @@ def _guide(
     _write_outputs(result, args, html_path, text=True)
     if html_path is not None and progress is not None:
         progress.status(f"wrote {html_path}")
-    return EXIT_OK if result.complete else EXIT_EXHAUSTED
+    if not result.complete:
+        return EXIT_EXHAUSTED
+    if args.require_faithful and not result.faithful:
+        _error(f"the text is not what the draft wrote: {result.changes.summary()}")
+        return EXIT_UNFAITHFUL
+    return EXIT_OK
 
 
 def _write_outputs(result: GuideResult, args: argparse.Namespace, html_path: Path | None, *, text: bool) -> None:
@@ -619,7 +635,7 @@ def _batch_parser() -> argparse.ArgumentParser:
         prog=f"{PROG} batch",
         description=(
             "Guide every prompt of IN.jsonl (one JSON object a line: prompt, optional id) and append one\n"
-            "line a row to OUT.jsonl: id, line, text, valid, faithful (not measured yet: null), error,\n"
+            "line a row to OUT.jsonl: id, line, text, valid, faithful, error,\n"
             "stats, config. Run the same command again to resume: rows already in OUT.jsonl under the\n"
             "same grammar, draft, target and options are skipped."
         ),
@@ -686,13 +702,15 @@ class BatchProgress:
         if self.shown:
             self.stream.write("\n")
         valid = f"{100 * counts.valid / counts.done:.1f}%" if counts.done else "-"
+        faithful = f"{100 * counts.faithful / counts.done:.1f}%" if counts.done else "-"
         head = "interrupted" if interrupted else "done"
         skipped = f" ({counts.skipped} done before, skipped)" if counts.skipped else ""
         left = counts.total - counts.skipped - counts.done
         self.stream.write(
             f"{PROG} batch: {head}: {counts.done} rows this run{skipped}, {left} left; valid {valid}, "
+            f"faithful {faithful}, "
             f"{counts.errors} error{'' if counts.errors == 1 else 's'}, {counts.corrections} corrections, "
-            f"{counts.billed_tokens:,} billed tokens, {_duration(counts.seconds)} (faithful: not measured yet)\n"
+            f"{counts.billed_tokens:,} billed tokens, {_duration(counts.seconds)}\n"
         )
         if interrupted:
             self.stream.write(f"{PROG} batch: run the same command again to resume\n")

@@ -317,9 +317,19 @@ def test_progress_on_request_shows_draft_and_each_correction(sql_grammar: Path) 
     assert '✂ cut "Sure! Here is the query:\\n" (preamble)' in err
     assert '✗ 1:12 rejected " age FROM users WHERE age > 30;"' in err
     assert '✓ repaired with ","' in err
-    assert err.rstrip().splitlines()[-1].startswith("✓ valid small_sql · ")
+    # The summary says what was changed of the draft's answer: one edit (the comma).
+    assert err.rstrip().splitlines()[-1].startswith("✓ valid · 1 edit · small_sql · ")
     # Events are reported in the order they happened.
     assert err.index("✂ cut") < err.index("✗ 1:12") < err.index("✓ repaired")
+
+
+def test_require_faithful_fails_a_valid_text_that_is_not_what_the_draft_wrote(sql_grammar: Path) -> None:
+    edited = cli("q", "-g", str(sql_grammar), "-d", "python:cli_drafts:chatty_sql", "--no-target", "--require-faithful")
+    assert edited.returncode == 5
+    assert edited.stdout == "SELECT name, age FROM users WHERE age > 30;\n"  # the text is still written
+    assert "not what the draft wrote: 1 edit" in edited.stderr
+    kept = cli("q", "-g", "json", "-d", "python:cli_drafts:continuing", "--no-target", "--require-faithful")
+    assert kept.returncode == 0, kept.stderr
 
 
 def run_with_tty_stderr(args: list[str], timeout: float = 60) -> tuple[int, str, str]:

@@ -85,6 +85,9 @@ def test_errors_are_rows_and_the_summary_counts_them(tmp_path: Path) -> None:
     assert rows[5]["error"]["kind"] == "InputError" and rows[5]["error"]["message"].startswith("line 5: not JSON")
     assert "rows/s" in done.stderr and "ETA" in done.stderr and "billed tokens" in done.stderr
     assert "5 rows this run" in done.stderr and "valid 60.0%" in done.stderr and "2 errors" in done.stderr
+    # The draft's answers are kept as written: faithful; an error row has no text to judge.
+    assert rows[1]["faithful"] is True and rows[4]["faithful"] is None
+    assert "faithful 60.0%" in done.stderr
     again = cli(*batch_args(tmp_path, "--retry-errors"))
     assert "2 rows this run (3 done before, skipped)" in again.stderr
 

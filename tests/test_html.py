@@ -276,7 +276,11 @@ def test_browser_shows_legend_and_summary(page, tmp_path: Path) -> None:  # type
         "violation",
         "cut",
     ]
-    assert page.locator(".gg-badge").inner_text() == "✓ valid & complete"
+    assert page.locator(".gg-badge[data-valid]").inner_text() == "✓ valid & complete"
+    # Beside it, what was changed of the draft's answer: a repair and the target's text.
+    faithful = page.locator(".gg-badge[data-faithful]")
+    assert faithful.get_attribute("data-faithful") == "false"
+    assert faithful.inner_text() == "1 edit, 1 invented"
     stat = lambda key: page.locator(f'.gg-stat[data-stat="{key}"] .gg-stat-v').inner_text()  # noqa: E731
     assert stat("calls") == "3"
     assert stat("tokens") == "412 / 57"
@@ -406,7 +410,7 @@ def test_browser_incomplete_result_says_so(page, tmp_path: Path) -> None:  # typ
     s.violate("Ada}", ["STRING"], 0)
     result = GuideResult(s.text, "p", "json", s.events, GuideStats(draft_calls=5), complete=False)
     open_result(page, result, tmp_path)
-    badge = page.locator(".gg-badge")
+    badge = page.locator(".gg-badge[data-valid]")
     assert badge.get_attribute("data-valid") == "false"
     assert "incomplete" in badge.inner_text()
     assert page.locator('.gg-stat[data-stat="tokens"] .gg-stat-v').inner_text() == "n/a / n/a"

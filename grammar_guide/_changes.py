@@ -1,0 +1,100 @@
+"""What a guided generation changed of the draft's answer, read from its events.
+
+The events are the record of where each part of the text came from (``DraftSpan``: the draft;
+``Correction``: the grammar, an edit, a rewrite, the target; ``Cut``: what was left out and why).
+``changes_of`` counts them by what they did to the draft's answer:
+
+- kept as written: the draft's text, text the grammar forces (no choice was made), a token
+  re-chosen by healing (same text), formatting undone (Markdown escapes, a backtick pair), prose
+  before or after the answer, a restated answer;
+- ``rewrites``: the grammar's known slips of another dialect, rewritten to what they mean;
+- ``closed``: closing marks only (brackets, quotes, ``;``) that end an unfinished text;
+- ``edits``: the least edit of the draft's text (a lexeme dropped, inserted or replaced);
+- ``invented``: text that the target wrote, or a completion beyond closing marks;
+- ``dropped``: the draft's answer left out (a dead end, text no edit could repair).
+
+The text is ``faithful`` to the draft when it has no edit, nothing invented and nothing dropped,
+and some of it is the draft's (a draft that wrote only prose has no answer to be faithful to).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from ._events import Correction, Cut, DraftSpan, Event
+
+__all__ = ["Changes", "changes_of"]
+
+#: Marks that close what the text opened: a close made of these (and white space) invents nothing.
+CLOSING_MARKS = frozenset(")]}\"'`;")
+#: Cuts that leave out the draft's answer itself (every other cut is not part of the answer).
+_ANSWER_CUTS = frozenset({"dead end", "unrepaired"})
+
+
+@dataclass(frozen=True)
+class Changes:
+    """Counts of what was changed of the draft's answer (see the module's docstring)."""
+
+    edits: int = 0
+    rewrites: int = 0
+    invented: int = 0
+    dropped: int = 0
+    closed: int = 0
+    #: Characters of the text the draft wrote, kept as written.
+    drafted_chars: int = 0
+
+    @property
+    def faithful(self) -> bool:
+        """Nothing edited, invented or dropped, and the text has some of the draft's own."""
+        return not (self.edits or self.invented or self.dropped) and self.drafted_chars > 0
+
+    def summary(self) -> str:
+        """``faithful``, or what was changed: ``2 edits, 1 invented``; rewrites and closing
+        marks are named too, after ``faithful`` when they are all there is."""
+        changed = _counted((self.edits, "edit"), (self.invented, "invented"), (self.dropped, "dropped"))
+        kept = _counted((self.rewrites, "rewrite"), (self.closed, "closed"))
+        if self.faithful:
+            return "faithful" + (f" ({kept})" if kept else "")
+        if not changed:
+            return "no text of the draft's answer"
+        return changed
+
+
+def _counted(*counts: tuple[int, str]) -> str:
+    words = []
+    for n, word in counts:
+        if n:
+            plural = "s" if n > 1 and word not in ("invented", "dropped", "closed") else ""
+            words.append(f"{n} {word}{plural}")
+    return ", ".join(words)
+
+
+def _is_close(text: str) -> bool:
+    return bool(text.strip()) and all(c in CLOSING_MARKS or c.isspace() for c in text)
+
+
+def changes_of(events: Iterable[Event]) -> Changes:
+    """Count what ``events`` did to the draft's answer."""
+    counts = {"edits": 0, "rewrites": 0, "invented": 0, "dropped": 0, "closed": 0, "drafted_chars": 0}
+    for event in events:
+        if isinstance(event, DraftSpan):
+            counts["drafted_chars"] += len(event.text)
+        elif isinstance(event, Cut) and event.reason in _ANSWER_CUTS and event.text.strip():
+            counts["dropped"] += 1
+        elif isinstance(event, Correction):
+            kind = _correction_kind(event)
+            if kind is not None:
+                counts[kind] += 1
+    return Changes(**counts)
+
+
+def _correction_kind(event: Correction) -> str | None:
+    """Which count a correction adds to (``None``: it changes nothing of the draft's answer)."""
+    if event.source in ("forced", "healed") or not (event.text.strip() or event.source == "repair"):
+        return None
+    if _is_close(event.text) and not event.removed:
+        return "closed"
+    if event.source == "repair":
+        return "rewrites" if event.rule == "rewrite" else "edits"
+    return "invented"

@@ -1,0 +1,68 @@
+"""``GuideResult.changes`` and ``faithful``: what was changed of the draft's answer, read from the
+events of real guided runs (real grammars, drafts that make real slips, no target model)."""
+
+from __future__ import annotations
+
+import pytest
+
+import grammar_guide as gg
+from grammar_guide import Changes, Correction, Cut, DraftSpan
+from grammar_guide._changes import changes_of
+
+
+def run(grammar: str, answer: str) -> gg.GuideResult:
+    return gg.guide(lambda prompt: answer, grammar, "q", target=False)
+
+
+@pytest.mark.parametrize(
+    ("grammar", "answer", "text", "summary"),
+    [
+        ("json", '{"a": [1, 2, 3]}', '{"a": [1, 2, 3]}', "faithful"),
+        # Cut short: closing marks end it, nothing invented.
+        ("json", '{"a": [1, 2, 3', '{"a": [1, 2, 3]}', "faithful (1 closed)"),
+        # Prose and a fence around the answer are not the answer.
+        ("sqlite", "Sure!\n```sql\nSELECT a FROM t\n```\nThis selects a.", "SELECT a FROM t", "faithful"),
+        # A known slip of another dialect, rewritten to what it means.
+        ("sqlite", "SELECT a::int FROM t", "SELECT CAST(a AS int) FROM t", "faithful (1 rewrite)"),
+        # Edits of the draft's words: the text is valid, but not what the draft wrote.
+        ("sqlite", "SELECT name FROM users WHERE name ILIKE 'a%' LIMT 5", None, "2 edits"),
+        ("sqlite", "SELECT * FROM p WHERE age 30", None, "1 edit"),
+    ],
+)
+def test_what_a_run_changed_of_the_drafts_answer(grammar: str, answer: str, text: str | None, summary: str) -> None:
+    result = run(grammar, answer)
+    if text is not None:
+        assert result.text == text
+    assert result.changes.summary() == summary
+    assert result.faithful is summary.startswith("faithful")
+    assert result.to_dict()["faithful"] is result.faithful
+
+
+def test_a_prose_answer_made_valid_is_not_faithful() -> None:
+    result = run("json", "So the number is nine")
+    assert result.faithful is False
+    assert result.changes.edits > 0
+
+
+def test_repairs_record_their_rule_and_what_they_removed() -> None:
+    result = run("sqlite", "SELECT a::int FROM t WHERE b ILIKE 'x'")
+    repairs = [e for e in result.events if isinstance(e, Correction) and e.source == "repair"]
+    assert [(e.rule, e.removed, e.text) for e in repairs] == [
+        ("rewrite", "a::int", "CAST(a AS int)"),
+        ("edit", "ILIKE", "LIKE"),
+    ]
+
+
+def test_counts_from_events() -> None:
+    events = [
+        DraftSpan(0, "SELECT a FROM t WHERE b = ", 0),
+        Correction(26, "1", "target"),
+        Correction(27, ")", "completion", "finish"),
+        Cut(0, "Here it is:", "preamble", 0),
+        Cut(27, "frobnicate", "unrepaired", 0),
+    ]
+    assert changes_of(events) == Changes(invented=1, dropped=1, closed=1, drafted_chars=26)
+    assert changes_of(events).summary() == "1 invented, 1 dropped"
+    # Only prose, cut: no answer of the draft's at all.
+    prose = changes_of([Cut(0, "I cannot answer that.", "preamble", 0)])
+    assert prose.faithful is False and prose.summary() == "no text of the draft's answer"
