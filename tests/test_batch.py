@@ -131,7 +131,7 @@ def test_a_job_writes_one_line_a_row_and_errors_are_rows(tmp_path: Path) -> None
     assert (counts.done, counts.valid, counts.errors) == (3, 1, 2)
     rows = {json.dumps(r["id"]) + str(r["line"]): r for r in read_out(tmp_path / "out.jsonl")}
     ok = rows["11"]
-    assert ok["text"] == '{"q": "ok"}' and ok["valid"] is True and ok["error"] is None and ok["faithful"] is None
+    assert ok["text"] == '{"q": "ok"}' and ok["valid"] is True and ok["error"] is None and ok["faithful"] is True
     assert ok["stats"]["draft_calls"] >= 1 and ok["stats"]["corrections"] == 0 and ok["stats"]["billed_tokens"] is None
     assert ok["config"] == config_digest(JSON, SETTINGS)
     assert rows["null2"]["error"]["kind"] == "InputError" and "line 2" in rows["null2"]["error"]["message"]
