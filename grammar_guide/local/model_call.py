@@ -17,11 +17,11 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import torch
 
-__all__ = ["call_model", "cache_argument"]
+__all__ = ["cache_argument", "call_model"]
 
 
 @functools.cache
-def _cache_argument_of(forward_owner: type) -> str:
+def _cache_argument_of(forward_owner: Any) -> str:  # a model class
     parameters = inspect.signature(forward_owner.forward).parameters
     return "cache" if "cache" in parameters else "past_key_values"
 
@@ -29,7 +29,8 @@ def _cache_argument_of(forward_owner: type) -> str:
 def cache_argument(model: Any) -> str:
     """The name ``model.forward`` takes its KV cache under: ``cache`` (transformers 5.x, once the
     rename reached the model's class) or ``past_key_values`` (before)."""
-    return _cache_argument_of(type(model))
+    owner: Any = type(model)
+    return _cache_argument_of(owner)
 
 
 def call_model(model: Any, input_ids: torch.Tensor, cache: Any, **inputs: Any) -> tuple[torch.Tensor, Any]:
