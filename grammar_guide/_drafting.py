@@ -50,7 +50,8 @@ class Round:
     ``floor``: repairs do not take back text before it (the end of the last correction);
     ``broken``: the provider error that cut the stream short after some text (the loop resumes);
     ``tokens_left``: how many more tokens of text this call may add (``max_new_tokens``), and
-    ``over_budget``: it wrote more, and was cut and closed there.
+    ``over_budget``: it wrote more, and was cut and closed there (``beyond_budget``: the text of
+    its last chunk past the cut).
     """
 
     call: DraftCall
@@ -66,6 +67,7 @@ class Round:
     broken: ProviderError | None = None
     tokens_left: int | None = None
     over_budget: bool = False
+    beyond_budget: str = ""
 
 
 @dataclass
@@ -326,6 +328,7 @@ class Drafting:
         left = rnd.tokens_left
         if left is None or not chunk:
             return chunk
+        rnd.beyond_budget = ""
         head = chunk[: 8 * left + 8]
         used = self.count_tokens(head)
         if used <= left and len(head) == len(chunk):
@@ -342,6 +345,7 @@ class Drafting:
             head = head[:low]
         rnd.tokens_left = 0
         rnd.over_budget = True
+        rnd.beyond_budget = chunk[len(head) :]
         return head
 
     def _leave_preamble(self, rnd: Round, preamble: str) -> str | None:

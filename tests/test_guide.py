@@ -289,6 +289,38 @@ def test_exhausted_without_target_raises_with_valid_partial_result(small_sql):
     assert small_sql.valid_prefix(partial.text) == len(partial.text)
 
 
+def long_json_answer(items: int) -> str:
+    return json.dumps({"items": [{"id": i, "name": f"item {i}", "ok": i % 2 == 0} for i in range(items)]})
+
+
+def test_a_long_valid_answer_is_not_cut_by_the_default_budgets(json_grammar):
+    # Issue 25: a valid 5 KB JSON answer of 120 items came back as 34 (512 tokens), closed.
+    answer = long_json_answer(120)
+    assert len(answer) > 5000
+    result = run(lambda prompt: answer, json_grammar)
+    assert result.text == answer and result.complete
+    assert not [e for e in result.events if isinstance(e, Cut)]
+
+
+def test_a_budget_reached_is_an_incomplete_result_with_a_budget_cut(json_grammar):
+    answer = long_json_answer(120)
+    result = run(lambda prompt: answer, json_grammar, max_new_tokens=182)  # ends after an item
+    assert result.complete is False
+    assert json_grammar.is_complete(result.text)  # closed with marks, not left open...
+    (cut,) = [e for e in result.events if isinstance(e, Cut)]
+    assert cut.reason == "budget" and "max_new_tokens (182)" in cut.detail  # ...but never quietly
+    closed_at = cut.offset
+    assert answer.startswith(result.text[:closed_at]) and answer[closed_at:] == cut.text
+
+
+def test_the_draft_call_budget_is_a_budget_cut_too(json_grammar):
+    pieces = iter(['{"a": [1', ", 2", ", 3", ", 4", "]}"])
+    result = run(lambda prompt, prefix: next(pieces), json_grammar, max_draft_calls=2)
+    assert result.text == '{"a": [1, 2]}' and result.complete is False
+    (cut,) = [e for e in result.events if isinstance(e, Cut)]
+    assert cut.reason == "budget" and "max_draft_calls (2)" in cut.detail
+
+
 def test_seed_text_must_be_a_valid_prefix(small_sql):
     with pytest.raises(ValueError, match="seed_text"):
         run(lambda prompt: "", small_sql, seed_text="DELETE")
