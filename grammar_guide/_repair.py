@@ -403,7 +403,8 @@ def propose_edit(checker: Checker, evidence: str, *, final: bool, floor: int = 0
 
     # 8. The grammar's known slips (``Grammar.rewrites``: ``a::int`` for ``CAST(a AS int)``)
     #    whose match spans the violation. The match itself is evidence, so one more token read
-    #    after it is enough.
+    #    after it is enough, and it costs less than a generic edit that reads as far (JSON's
+    #    ``\\/`` is ``/``, not ``\\`` with the ``/`` dropped, which makes the escape ``\\b``).
     window_start = max(floor, len(text) - _REWRITE_REACH)
     window = text[window_start:] + evidence
     for rewrite in checker.grammar.rewrites:
@@ -419,7 +420,7 @@ def propose_edit(checker: Checker, evidence: str, *, final: bool, floor: int = 0
                 evidence[end - len(text) :],
                 match.group(),
                 _rewrote(match, rewrite),
-                cost=2,
+                cost=1,
                 base=end - len(text),
                 min_read=1,
             )
