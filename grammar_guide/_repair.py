@@ -17,7 +17,7 @@ import re
 from dataclasses import dataclass, replace
 
 from ._checker import Checker
-from ._complete import closing_brackets
+from ._complete import closing_brackets, shortest_close
 from ._events import CutReason
 from ._grammar import Rewrite
 from ._reader import looks_like_aside, prose_after_answer, trailing_word
@@ -405,18 +405,25 @@ def propose_edit(checker: Checker, evidence: str, *, final: bool, floor: int = 0
     #    whose match spans the violation. The match itself is evidence, so one more token read
     #    after it is enough, and it costs less than a generic edit that reads as far (JSON's
     #    ``\\/`` is ``/``, not ``\\`` with the ``/`` dropped, which makes the escape ``\\b``).
+    #    (Or the match spans where the evidence first fails: past ``text``'s end when the
+    #    rejected text begins with the word before it, ``line1`` of ``"line1⏎line2"``.)
     window_start = max(floor, len(text) - _REWRITE_REACH)
     window = text[window_start:] + evidence
+    read = _try_edit(checker, len(text), "", evidence)
+    violation = len(text) + (read[0] if read else 0)
     for rewrite in checker.grammar.rewrites:
         for match in rewrite.regex.finditer(window):
             start, end = window_start + match.start(), window_start + match.end()
-            if start > len(text):
+            if start > violation:
                 break
-            if end <= len(text) or (not final and match.end() == len(window)):
+            spans = start <= len(text) < end or start <= violation < end
+            if not spans or (not final and match.end() == len(window)):
                 continue  # not across the violation; or cut where the draft's text is (the rest unread)
+            # (A match that begins in the evidence keeps the draft's text before it.)
+            before = evidence[: max(start - len(text), 0)]
             consider(
-                start,
-                match.expand(rewrite.replacement),
+                min(start, len(text)),
+                before + match.expand(rewrite.replacement),
                 evidence[end - len(text) :],
                 match.group(),
                 _rewrote(match, rewrite),
@@ -430,8 +437,10 @@ def propose_edit(checker: Checker, evidence: str, *, final: bool, floor: int = 0
 
 def rewrite_at_end(checker: Checker, floor: int) -> Edit | None:
     """A rewrite whose match ends the text of a finished draft (``... LIMIT ALL``): the text is
-    then complete. ``None`` if there is none."""
+    then complete; or, where no closing marks end the text as it is (``[1, 2,``, ``{"a": 2e``),
+    they then do (the separator, the unfinished number dropped). ``None`` if there is none."""
     text = checker.text
+    closable = shortest_close(checker) is not None
     window_start = max(floor, len(text) - _REWRITE_REACH)
     window = text[window_start:]
     for rewrite in checker.grammar.rewrites:
@@ -442,7 +451,9 @@ def rewrite_at_end(checker: Checker, floor: int) -> Edit | None:
             insert = match.expand(rewrite.replacement)
             with checker.trial() as trial:
                 trial.rollback_chars(start)
-                if trial.feed(insert) != len(insert) or not trial.is_complete:
+                if trial.feed(insert) != len(insert):
+                    continue
+                if not (trial.is_complete or (not closable and shortest_close(trial) is not None)):
                     continue
             return Edit(start, insert, "", match.group(), _rewrote(match, rewrite), at=start)
     return None
@@ -565,11 +576,13 @@ def _quotes_balanced(insert: str, removed: str) -> bool:
 
 def _opens_comment(before: str, insert: str, rest: str) -> bool:
     """Whether the edit would turn the draft's text into a comment: ``/`` before ``*)``, or a
-    ``-`` written after the ``-`` before it (``x -( SELECT`` is not ``x -- SELECT``)."""
-    joined = before[-1:] + insert + rest[:2]
+    ``-`` written after the ``-`` before it (``x -( SELECT`` is not ``x -- SELECT``). A marker
+    inside a string the edit writes whole (``"https://x"``) is the string's text."""
+    joined = before[-1:] + _QUOTED.sub('""', insert) + rest[:2]
     return any(marker in joined and marker not in rest[:2] for marker in ("/*", "--", "//", "#"))
 
 
+_QUOTED = re.compile(r'"[^"]*"|\'[^\']*\'')
 _CLASSES = (set(")]}"), set("([{"), set(",;"))
 
 
