@@ -51,7 +51,8 @@ class Round:
     ``broken``: the provider error that cut the stream short after some text (the loop resumes);
     ``tokens_left``: how many more tokens of text this call may add (``max_new_tokens``), and
     ``over_budget``: it wrote more, and was cut and closed there (``beyond_budget``: the text of
-    its last chunk past the cut).
+    its last chunk past the cut). ``repeated``: a draft that restates its answer gave one it gave
+    before, word for word (it has nothing to add).
     """
 
     call: DraftCall
@@ -68,6 +69,7 @@ class Round:
     tokens_left: int | None = None
     over_budget: bool = False
     beyond_budget: str = ""
+    repeated: bool = False
 
 
 @dataclass
@@ -133,6 +135,7 @@ class Drafting:
             if call.fallback_reason is not None:
                 self.emit(GrammarRefused(rnd.start, call.fallback_reason, call=rnd.index))
         if rnd.reader.raw.strip():
+            rnd.repeated = rnd.reader.aligner is not None and rnd.reader.raw in self.earlier_answers
             self.earlier_answers = ([*self.earlier_answers, rnd.reader.raw])[-3:]
         reader = rnd.reader
         if (reader.unescaped or reader.ticks) and (rnd.kept or rnd.evidence):  # not in a restatement aligned away

@@ -178,6 +178,11 @@ class GuideLoop(TargetSteps):
             self.count_discarded(rnd.beyond_budget)
         if rnd.retry:
             return Outcome.CONTINUE, None
+        if rnd.repeated and rnd.call.whole_answer and rnd.evidence is None:
+            # The same whole answer again: all of it was read before, so what the alignment let
+            # through now (the ``1`` of ``[1`` once more, a hundred times) is not the draft's.
+            self._take_back_repeat(rnd)
+            return Outcome.DRAFT_DONE, None
         if rnd.evidence is not None:
             return await self._repair(rnd, rnd.evidence), None
         self._emit_span(rnd)
@@ -196,6 +201,13 @@ class GuideLoop(TargetSteps):
         # believed: it has nothing to add.
         said_done = rnd.call.whole_answer or rnd.call.finish_reason == "stop"
         return (Outcome.DRAFT_DONE if said_done and rnd.ended else Outcome.STALLED), None
+
+    def _take_back_repeat(self, rnd: Round) -> None:
+        if rnd.kept:
+            self.emit(Cut(rnd.start, rnd.kept, reason="restated", call=rnd.index))
+            self.count_discarded(rnd.kept)
+            self.checker.rollback_chars(rnd.start)
+            rnd.kept = ""
 
     def _may_go_on(self, rnd: Round) -> bool:
         """A complete-looking text from a draft that cannot say its answer ended (a function that

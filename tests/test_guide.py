@@ -321,6 +321,14 @@ def test_the_draft_call_budget_is_a_budget_cut_too(json_grammar):
     assert cut.reason == "budget" and "max_draft_calls (2)" in cut.detail
 
 
+def test_a_draft_that_repeats_its_whole_answer_adds_nothing_the_second_time(json_grammar):
+    # Before: each call restated '["a" "b" "c" 1', the alignment let the last '1' through again,
+    # and the number grew by a digit a call until the draft-call budget ran out.
+    result = run(lambda prompt: '["a" "b" "c" 1', json_grammar)
+    assert result.text == '["a", "b", "c", 1]' and result.complete
+    assert result.stats.draft_calls == 2
+
+
 def test_seed_text_must_be_a_valid_prefix(small_sql):
     with pytest.raises(ValueError, match="seed_text"):
         run(lambda prompt: "", small_sql, seed_text="DELETE")
