@@ -35,6 +35,13 @@ SLIPS = [
     ('{name: "Ada", age: 36}', {"name": "Ada", "age": 36}),
     ('{"key": value}', {"key": "value"}),
     ('{"a": "b" "c": "d"}', {"a": "b", "c": "d"}),
+    ('{"key": TRUE, "key2": FALSE, "key3": Null}', {"key": True, "key2": False, "key3": None}),
+    ('{"value": 82_461_110}', {"value": 82461110}),
+    ('{"key": .25}', {"key": 0.25}),
+    ('{"key": 1/3, "foo": "bar"}', {"key": "1/3", "foo": "bar"}),
+    ('{"id": 57eeeeb1-450b-482c-81b9-4be77e95dee2}', {"id": "57eeeeb1-450b-482c-81b9-4be77e95dee2"}),
+    ('{"key": , "key2": "value2"}', {"key": "", "key2": "value2"}),
+    ('{"coords": (1, 2), "ok": true}', {"coords": [1, 2], "ok": True}),
 ]
 
 # A finished answer cut short: closed with the least text, what cannot be closed dropped.
@@ -49,6 +56,8 @@ TRUNCATED = [
     ("[1, -", [1]),
     ('{"a": -', {}),
     ('["a", "b', ["a", "b"]),
+    ('{"lorem": "sic tamet, fox. }', {"lorem": "sic tamet, fox."}),
+    ('{"key": ["value]}', {"key": ["value"]}),
     ('{"a": [{"b": 1}, {"c": 2', {"a": [{"b": 1}, {"c": 2}]}),
 ]
 
