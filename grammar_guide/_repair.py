@@ -275,9 +275,10 @@ def propose_edit(checker: Checker, evidence: str, *, final: bool, floor: int = 0
         if tried is None:
             return
         accepted, complete = tried
-        if not (insert or accepted) or _opens_unclosed(insert, kept[:accepted]):
+        read = _whole_words(kept, accepted)  # what counts as read; the edit keeps all it accepted
+        if not (insert or read) or _opens_unclosed(insert, kept[:accepted]):
             return
-        if not _conclusive(kept, accepted, final, complete, min_read):
+        if not _conclusive(kept, read, final, complete, min_read):
             return
         # After a complete text, drafted text is often an aside (a closing fence, prose): an edit
         # must make all of it part of a complete text, or read words of it, not only punctuation,
@@ -286,7 +287,7 @@ def propose_edit(checker: Checker, evidence: str, *, final: bool, floor: int = 0
             return
         if not insert and accepted == 0:
             return
-        score = (base + accepted, -cost)
+        score = (base + read, -cost)
         edit = Edit(start, insert, kept[:accepted], removed, description, kept[accepted:])
         if best is None or score > best[0]:
             best = (score, [edit])
@@ -492,14 +493,15 @@ def search_edits(checker: Checker, evidence: str, *, final: bool, floor: int = 0
             if tried is None:
                 continue
             accepted, complete = tried
+            read = _whole_words(rest, accepted)  # what counts as read; the edit keeps all it accepted
             if _opens_unclosed(insert, rest[:accepted]):
                 continue
-            read_evidence = accepted + skip - (len(text) - start)
+            read_evidence = read + skip - (len(text) - start)
             whole = final and accepted == len(rest) and complete
             if not whole and len(_LEXEME.findall(evidence[: max(read_evidence, 0)])) < _MIN_READ:
                 continue
             edit = Edit(start, insert, rest[:accepted], draft[:skip], description, rest[accepted:])
-            ranked.append(((start + skip + accepted, -cost, start), edit))
+            ranked.append(((start + skip + read, -cost, start), edit))
     if not ranked:
         return []
     ranked.sort(key=lambda item: item[0], reverse=True)  # stable: equal edits keep their order
@@ -514,6 +516,14 @@ def search_edits(checker: Checker, evidence: str, *, final: bool, floor: int = 0
             seen.add(result)
             ties.append(edit)
     return ties
+
+
+def _whole_words(kept: str, accepted: int) -> int:
+    """How much of the draft's ``kept`` text an edit reads, in whole words: half a word is not
+    read (``t`` of ``the`` is not the start of ``true``)."""
+    while 0 < accepted < len(kept) and is_word_char(kept[accepted - 1]) and is_word_char(kept[accepted]):
+        accepted -= 1
+    return accepted
 
 
 def _rewrote(match: re.Match[str], rewrite: Rewrite) -> str:

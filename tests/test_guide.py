@@ -469,10 +469,23 @@ def test_readme_example_without_a_model():
 
 
 def test_a_finished_draft_with_an_open_string_is_closed_by_the_grammar(json_grammar):
-    result = run(lambda prompt: '{"x": "unterminated}', json_grammar)
-    assert result.text == '{"x": "unterminated}"}'
+    result = run(lambda prompt: '{"x": "unterminated', json_grammar)
+    assert result.text == '{"x": "unterminated"}'
     (close,) = corrections(result)
     assert (close.source, close.reason, close.text) == ("completion", "finish", '"}')
+    # Issue 25: the draft's own closing bracket is read as one, as json_repair reads it (before:
+    # '{"x": "unterminated}"}').
+    result = run(lambda prompt: '{"x": "unterminated}', json_grammar)
+    assert result.text == '{"x": "unterminated"}'
+
+
+def test_a_prose_answer_is_not_made_into_a_json_literal(json_grammar):
+    # Issue 25: 'So the number is nine' became 'true' ("dropped 'So'" read the 't' of 'the' as
+    # the start of 'true'): half a word of the draft is not read.
+    with pytest.raises(GuideExhausted) as caught:
+        run(lambda prompt: "So the number is nine", json_grammar)
+    partial = caught.value.result
+    assert partial.text == "" and [e.reason for e in partial.events if isinstance(e, Cut)] == ["unrepaired"]
 
 
 def test_the_least_edit_may_lie_before_the_violation():
