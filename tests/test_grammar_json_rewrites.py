@@ -42,6 +42,8 @@ SLIPS = [
     ('{"id": 57eeeeb1-450b-482c-81b9-4be77e95dee2}', {"id": "57eeeeb1-450b-482c-81b9-4be77e95dee2"}),
     ('{"key": , "key2": "value2"}', {"key": "", "key2": "value2"}),
     ('{"coords": (1, 2), "ok": true}', {"coords": [1, 2], "ok": True}),
+    ('{"e": \U0001f600}', {"e": "\U0001f600"}),
+    ('{"key": value "key2" : "value2" }', {"key": "value", "key2": "value2"}),
 ]
 
 # A finished answer cut short: closed with the least text, what cannot be closed dropped.
