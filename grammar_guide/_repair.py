@@ -325,6 +325,8 @@ def propose_edit(checker: Checker, evidence: str, *, final: bool, floor: int = 0
     # 2. Replace the word with the nearest keyword the grammar expects there.
     if word_is_whole and word_start >= floor and (word[0].isalpha() or word[0] == "_"):
         for literal in _expected_literals(checker, word_start, like=word):
+            if not is_word_char(literal[:1]):
+                continue  # a word is not a typo of a mark: 'e' is not '{'
             distance = _distance(word, literal)
             if 0 < distance <= max(1, len(word) // 3):
                 consider(

@@ -44,6 +44,7 @@ SLIPS = [
     ('{"coords": (1, 2), "ok": true}', {"coords": [1, 2], "ok": True}),
     ('{"e": \U0001f600}', {"e": "\U0001f600"}),
     ('{"key": value "key2" : "value2" }', {"key": "value", "key2": "value2"}),
+    ('{"k": e},', {"k": "e"}),  # before: "replaced 'e' with '{'", {"k": {}}
 ]
 
 # A finished answer cut short: closed with the least text, what cannot be closed dropped.
