@@ -11,7 +11,8 @@ The events are the record of where each part of the text came from (``DraftSpan`
 - ``closed``: closing marks only (brackets, quotes, ``;``) that end an unfinished text;
 - ``edits``: the least edit of the draft's text (a lexeme dropped, inserted or replaced);
 - ``invented``: text that the target wrote, or a completion beyond closing marks;
-- ``dropped``: the draft's answer left out (a dead end, text no edit could repair).
+- ``dropped``: the draft's answer left out (a dead end, text no edit could repair, text a budget
+  left unread).
 
 The text is ``faithful`` to the draft when it has no edit, nothing invented and nothing dropped,
 and some of it is the draft's (a draft that wrote only prose has no answer to be faithful to).
@@ -29,7 +30,7 @@ __all__ = ["Changes", "changes_of"]
 #: Marks that close what the text opened: a close made of these (and white space) invents nothing.
 CLOSING_MARKS = frozenset(")]}\"'`;")
 #: Cuts that leave out the draft's answer itself (every other cut is not part of the answer).
-_ANSWER_CUTS = frozenset({"dead end", "unrepaired"})
+_ANSWER_CUTS = frozenset({"dead end", "unrepaired", "budget"})
 
 
 @dataclass(frozen=True)

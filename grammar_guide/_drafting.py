@@ -50,7 +50,9 @@ class Round:
     ``floor``: repairs do not take back text before it (the end of the last correction);
     ``broken``: the provider error that cut the stream short after some text (the loop resumes);
     ``tokens_left``: how many more tokens of text this call may add (``max_new_tokens``), and
-    ``over_budget``: it wrote more, and was cut and closed there.
+    ``over_budget``: it wrote more, and was cut and closed there (``beyond_budget``: the text of
+    its last chunk past the cut). ``repeated``: a draft that restates its answer gave one it gave
+    before, word for word (it has nothing to add).
     """
 
     call: DraftCall
@@ -66,6 +68,8 @@ class Round:
     broken: ProviderError | None = None
     tokens_left: int | None = None
     over_budget: bool = False
+    beyond_budget: str = ""
+    repeated: bool = False
 
 
 @dataclass
@@ -131,6 +135,7 @@ class Drafting:
             if call.fallback_reason is not None:
                 self.emit(GrammarRefused(rnd.start, call.fallback_reason, call=rnd.index))
         if rnd.reader.raw.strip():
+            rnd.repeated = rnd.reader.aligner is not None and rnd.reader.raw in self.earlier_answers
             self.earlier_answers = ([*self.earlier_answers, rnd.reader.raw])[-3:]
         reader = rnd.reader
         if (reader.unescaped or reader.ticks) and (rnd.kept or rnd.evidence):  # not in a restatement aligned away
@@ -326,6 +331,7 @@ class Drafting:
         left = rnd.tokens_left
         if left is None or not chunk:
             return chunk
+        rnd.beyond_budget = ""
         head = chunk[: 8 * left + 8]
         used = self.count_tokens(head)
         if used <= left and len(head) == len(chunk):
@@ -342,6 +348,7 @@ class Drafting:
             head = head[:low]
         rnd.tokens_left = 0
         rnd.over_budget = True
+        rnd.beyond_budget = chunk[len(head) :]
         return head
 
     def _leave_preamble(self, rnd: Round, preamble: str) -> str | None:

@@ -37,14 +37,17 @@ dialect rewritten to what it means (``x::int`` to ``CAST(x AS int)``: the draft'
 ``edit``, the least edit of the draft's text that lets it go on parsing (a dropped, inserted or
 replaced lexeme: the draft's text changed)."""
 
-CutReason = Literal["preamble", "after complete text", "restated", "stop", "dead end", "unrepaired", "formatting"]
+CutReason = Literal[
+    "preamble", "after complete text", "restated", "stop", "dead end", "unrepaired", "formatting", "budget"
+]
 """Why drafted text was left out: ``preamble`` (prose before the answer), ``after complete text``
 (a closing fence or an explanation after a complete answer), ``restated`` (a restating draft
 repeated accepted text), ``stop`` (from a stop string on), ``dead end`` (a word the text could
 never be completed after, taken back before the target wrote), ``unrepaired`` (the rejected
 text after a violation that no edit fixed and no model could repair), ``formatting`` (chat
 formatting that is not the answer: the backslashes of Markdown escapes, a backtick pair around
-the answer)."""
+the answer), ``budget`` (a budget ran out: the draft's text from here on was not read, or not all
+of it, and the result is not complete; ``detail`` names the budget)."""
 
 
 @dataclass(frozen=True)

@@ -28,6 +28,7 @@ from lark.grammar import Terminal as LarkTerminal
 
 from ._compile import Lexer, Terminal, compile_lark, probe_grammar, validate
 from ._errors import GrammarError
+from ._json_schema import SOLIDUS_REWRITE, llguidance_schema
 from ._lark_load import load_lark
 from ._matcher import ByteMatcherFactory, regex_is_void, regex_start_bytes
 
@@ -242,16 +243,23 @@ class Grammar:
 
     @classmethod
     def from_json_schema(cls, schema: Mapping[str, Any] | str) -> Grammar:
-        """JSON documents valid under a JSON Schema (llguidance's JSON Schema compiler). The
-        schema is kept, as a copy, in ``json_schema`` (when it is a JSON object)."""
+        """JSON documents valid under a JSON Schema (llguidance's JSON Schema compiler; strings take
+        every escape JSON allows, ``\\/`` through a rewrite to ``/``). A keyword the grammar cannot
+        honour (``uniqueItems``, ``not``, ...: ``UNHONOURED_KEYWORDS``) raises ``GrammarError``
+        naming it and its JSON Pointer. The schema is kept, as a copy, in ``json_schema`` (when it
+        is a JSON object)."""
         try:
-            text = schema if isinstance(schema, str) else json.dumps(schema)
-            parsed = json.loads(text)
-            grammar = llg.LLMatcher.grammar_from_json_schema(text)
+            parsed = json.loads(schema) if isinstance(schema, str) else json.loads(json.dumps(schema))
+            grammar = llg.LLMatcher.grammar_from_json_schema(llguidance_schema(parsed))
         except ValueError as exc:
             raise GrammarError(f"invalid JSON schema: {exc}") from None
         validate(grammar, None, None)
-        return cls(grammar, name="json-schema", json_schema=parsed if isinstance(parsed, dict) else None)
+        return cls(
+            grammar,
+            name="json-schema",
+            json_schema=parsed if isinstance(parsed, dict) else None,
+            rewrites=[Rewrite(*SOLIDUS_REWRITE)],
+        )
 
     # -- use --------------------------------------------------------------------------------
 

@@ -109,6 +109,7 @@ _CUT_REASONS: dict[CutReason, str] = {
     "dead end": "a word the text could never be completed after",
     "unrepaired": "no edit fixed the violation and no model could repair it",
     "formatting": "chat formatting that is not part of the answer",
+    "budget": "a budget ran out: the draft's answer was not read to its end",
 }
 
 

@@ -19,12 +19,17 @@ class GuideLimits:
     seconds of drafting before the target finishes; a draft call still running then is abandoned
     at once (a blocking synchronous draft runs on in its own daemon thread, its answer unread).
     ``finish_tokens``: the target's budget for finishing; ``repair_tokens``: for one repair.
+
+    Reaching any of the first five ends the run short of the draft's answer: the result is not
+    ``complete`` and a ``Cut`` with reason ``budget`` says which budget and what of the draft was
+    left unread, whatever closes the text after it. The defaults are sized so that real answers
+    never reach them (8192 tokens is about 32 KB of text; 256 calls of 32 tokens write it).
     """
 
     lookahead: int = 32
     max_corrections: int = 16
-    max_draft_calls: int = 32
-    max_new_tokens: int = 512
+    max_draft_calls: int = 256
+    max_new_tokens: int = 8192
     timeout: float | None = None
     finish_tokens: int = 256
     repair_tokens: int = 24

@@ -69,6 +69,8 @@ class GuideLoop(TargetSteps):
         self.stats = GuideStats()
         self.deadline: float | None = None
         self.exhausted: str | None = None
+        self.budget_reached: str | None = None  # the budget that ended the run, if one did
+        self.unread_draft = ""  # the draft's text a budget kept from being read, where known
         self.last_violation: tuple[int, str] | None = None
         self.floor = 0  # text someone other than the draft chose is never taken back
         self.reasked: set[str] = set()  # valid prefixes the draft was asked again from
@@ -102,7 +104,7 @@ class GuideLoop(TargetSteps):
             raise
         finally:
             self.stats.total_seconds = time.perf_counter() - started
-        return self.result()
+        return self.result(complete=self.budget_reached is None)
 
     async def _rounds(self) -> None:
         stalls = 0
@@ -114,6 +116,7 @@ class GuideLoop(TargetSteps):
                     # No budget left to resume the broken stream: its text may be cut short, so
                     # the run ends with the provider's error, not a quiet result.
                     raise broken
+                self._cut_at_budget(spent)
                 await self._finish(spent)
                 return
             self._append_forced("forced")
@@ -138,6 +141,13 @@ class GuideLoop(TargetSteps):
     def _done(self) -> bool:  # complete, and nothing but white space may follow
         return self.checker.is_complete and self.checker.allowed_bytes() <= _WHITESPACE
 
+    def _cut_at_budget(self, spent: str) -> None:
+        """A budget ended the run: the result is not complete, and a cut says so (with the
+        draft's text it kept from being read, where known), whatever closes the text after it."""
+        self.budget_reached = spent
+        offset = len(self.checker.text)
+        self.emit(Cut(offset, self.unread_draft, reason="budget", call=self.stats.draft_calls, detail=spent))
+
     def _budget_spent(self) -> str | None:
         limits = self.limits
         if self.exhausted:
@@ -158,13 +168,21 @@ class GuideLoop(TargetSteps):
     async def _round(self) -> tuple[Outcome, ProviderError | None]:
         """Run one round; how it ended, and the error that broke its stream, if one did."""
         tokens_left = self.limits.max_new_tokens - self.text_tokens
+        self.unread_draft = ""
         rnd = await self.drafting.read(self.limits.lookahead, self.floor, tokens_left)
         if rnd.timed_out:
             self.exhausted = f"timeout ({self.limits.timeout} s) reached"
         if rnd.over_budget:
             self.exhausted = f"max_new_tokens ({self.limits.max_new_tokens}) reached"
+            self.unread_draft = rnd.beyond_budget
+            self.count_discarded(rnd.beyond_budget)
         if rnd.retry:
             return Outcome.CONTINUE, None
+        if rnd.repeated and rnd.call.whole_answer and rnd.evidence is None:
+            # The same whole answer again: all of it was read before, so what the alignment let
+            # through now (the ``1`` of ``[1`` once more, a hundred times) is not the draft's.
+            self._take_back_repeat(rnd)
+            return Outcome.DRAFT_DONE, None
         if rnd.evidence is not None:
             return await self._repair(rnd, rnd.evidence), None
         self._emit_span(rnd)
@@ -183,6 +201,13 @@ class GuideLoop(TargetSteps):
         # believed: it has nothing to add.
         said_done = rnd.call.whole_answer or rnd.call.finish_reason == "stop"
         return (Outcome.DRAFT_DONE if said_done and rnd.ended else Outcome.STALLED), None
+
+    def _take_back_repeat(self, rnd: Round) -> None:
+        if rnd.kept:
+            self.emit(Cut(rnd.start, rnd.kept, reason="restated", call=rnd.index))
+            self.count_discarded(rnd.kept)
+            self.checker.rollback_chars(rnd.start)
+            rnd.kept = ""
 
     def _may_go_on(self, rnd: Round) -> bool:
         """A complete-looking text from a draft that cannot say its answer ended (a function that
@@ -233,6 +258,7 @@ class GuideLoop(TargetSteps):
             if not unread:
                 return Outcome.DONE if checker.is_complete else Outcome.REPAIRED
             if self.stats.corrections >= self.limits.max_corrections:
+                self.unread_draft = unread  # (counted as discarded with the evidence)
                 return Outcome.REPAIRED
             rnd.start, rnd.kept, evidence = len(checker.text), "", unread
             self.stats.discarded_chars -= len(unread)  # counted again as evidence

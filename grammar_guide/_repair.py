@@ -17,7 +17,7 @@ import re
 from dataclasses import dataclass, replace
 
 from ._checker import Checker
-from ._complete import closing_brackets
+from ._complete import closing_brackets, shortest_close
 from ._events import CutReason, EditRule
 from ._grammar import Rewrite
 from ._reader import looks_like_aside, prose_after_answer, trailing_word
@@ -279,9 +279,10 @@ def propose_edit(checker: Checker, evidence: str, *, final: bool, floor: int = 0
         if tried is None:
             return
         accepted, complete = tried
-        if not (insert or accepted) or _opens_unclosed(insert, kept[:accepted]):
+        read = _whole_words(kept, accepted)  # what counts as read; the edit keeps all it accepted
+        if not (insert or read) or _opens_unclosed(insert, kept[:accepted]):
             return
-        if not _conclusive(kept, accepted, final, complete, min_read):
+        if not _conclusive(kept, read, final, complete, min_read):
             return
         # After a complete text, drafted text is often an aside (a closing fence, prose): an edit
         # must make all of it part of a complete text, or read words of it, not only punctuation,
@@ -290,7 +291,7 @@ def propose_edit(checker: Checker, evidence: str, *, final: bool, floor: int = 0
             return
         if not insert and accepted == 0:
             return
-        score = (base + accepted, -cost)
+        score = (base + read, -cost)
         edit = Edit(start, insert, kept[:accepted], removed, description, kept[accepted:], rule=rule)
         if best is None or score > best[0]:
             best = (score, [edit])
@@ -328,6 +329,8 @@ def propose_edit(checker: Checker, evidence: str, *, final: bool, floor: int = 0
     # 2. Replace the word with the nearest keyword the grammar expects there.
     if word_is_whole and word_start >= floor and (word[0].isalpha() or word[0] == "_"):
         for literal in _expected_literals(checker, word_start, like=word):
+            if not is_word_char(literal[:1]):
+                continue  # a word is not a typo of a mark: 'e' is not '{'
             distance = _distance(word, literal)
             if 0 < distance <= max(1, len(word) // 3):
                 consider(
@@ -407,23 +410,31 @@ def propose_edit(checker: Checker, evidence: str, *, final: bool, floor: int = 0
 
     # 8. The grammar's known slips (``Grammar.rewrites``: ``a::int`` for ``CAST(a AS int)``)
     #    whose match spans the violation. The match itself is evidence, so one more token read
-    #    after it is enough.
+    #    after it is enough, and it costs less than a generic edit that reads as far (JSON's
+    #    ``\\/`` is ``/``, not ``\\`` with the ``/`` dropped, which makes the escape ``\\b``).
+    #    (Or the match spans where the evidence first fails: past ``text``'s end when the
+    #    rejected text begins with the word before it, ``line1`` of ``"line1⏎line2"``.)
     window_start = max(floor, len(text) - _REWRITE_REACH)
     window = text[window_start:] + evidence
+    read = _try_edit(checker, len(text), "", evidence)
+    violation = len(text) + (read[0] if read else 0)
     for rewrite in checker.grammar.rewrites:
         for match in rewrite.regex.finditer(window):
             start, end = window_start + match.start(), window_start + match.end()
-            if start > len(text):
+            if start > violation:
                 break
-            if end <= len(text) or (not final and match.end() == len(window)):
+            spans = start <= len(text) < end or start <= violation < end
+            if not spans or (not final and match.end() == len(window)):
                 continue  # not across the violation; or cut where the draft's text is (the rest unread)
+            # (A match that begins in the evidence keeps the draft's text before it.)
+            before = evidence[: max(start - len(text), 0)]
             consider(
-                start,
-                match.expand(rewrite.replacement),
+                min(start, len(text)),
+                before + match.expand(rewrite.replacement),
                 evidence[end - len(text) :],
                 match.group(),
                 _rewrote(match, rewrite),
-                cost=2,
+                cost=1,
                 base=end - len(text),
                 min_read=1,
                 rule="rewrite",
@@ -434,8 +445,10 @@ def propose_edit(checker: Checker, evidence: str, *, final: bool, floor: int = 0
 
 def rewrite_at_end(checker: Checker, floor: int) -> Edit | None:
     """A rewrite whose match ends the text of a finished draft (``... LIMIT ALL``): the text is
-    then complete. ``None`` if there is none."""
+    then complete; or, where no closing marks end the text as it is (``[1, 2,``, ``{"a": 2e``),
+    they then do (the separator, the unfinished number dropped). ``None`` if there is none."""
     text = checker.text
+    closable = shortest_close(checker) is not None
     window_start = max(floor, len(text) - _REWRITE_REACH)
     window = text[window_start:]
     for rewrite in checker.grammar.rewrites:
@@ -446,7 +459,9 @@ def rewrite_at_end(checker: Checker, floor: int) -> Edit | None:
             insert = match.expand(rewrite.replacement)
             with checker.trial() as trial:
                 trial.rollback_chars(start)
-                if trial.feed(insert) != len(insert) or not trial.is_complete:
+                if trial.feed(insert) != len(insert):
+                    continue
+                if not (trial.is_complete or (not closable and shortest_close(trial) is not None)):
                     continue
             return Edit(start, insert, "", match.group(), _rewrote(match, rewrite), at=start, rule="rewrite")
     return None
@@ -485,14 +500,15 @@ def search_edits(checker: Checker, evidence: str, *, final: bool, floor: int = 0
             if tried is None:
                 continue
             accepted, complete = tried
+            read = _whole_words(rest, accepted)  # what counts as read; the edit keeps all it accepted
             if _opens_unclosed(insert, rest[:accepted]):
                 continue
-            read_evidence = accepted + skip - (len(text) - start)
+            read_evidence = read + skip - (len(text) - start)
             whole = final and accepted == len(rest) and complete
             if not whole and len(_LEXEME.findall(evidence[: max(read_evidence, 0)])) < _MIN_READ:
                 continue
             edit = Edit(start, insert, rest[:accepted], draft[:skip], description, rest[accepted:])
-            ranked.append(((start + skip + accepted, -cost, start), edit))
+            ranked.append(((start + skip + read, -cost, start), edit))
     if not ranked:
         return []
     ranked.sort(key=lambda item: item[0], reverse=True)  # stable: equal edits keep their order
@@ -507,6 +523,14 @@ def search_edits(checker: Checker, evidence: str, *, final: bool, floor: int = 0
             seen.add(result)
             ties.append(edit)
     return ties
+
+
+def _whole_words(kept: str, accepted: int) -> int:
+    """How much of the draft's ``kept`` text an edit reads, in whole words: half a word is not
+    read (``t`` of ``the`` is not the start of ``true``)."""
+    while 0 < accepted < len(kept) and is_word_char(kept[accepted - 1]) and is_word_char(kept[accepted]):
+        accepted -= 1
+    return accepted
 
 
 def _rewrote(match: re.Match[str], rewrite: Rewrite) -> str:
@@ -569,11 +593,13 @@ def _quotes_balanced(insert: str, removed: str) -> bool:
 
 def _opens_comment(before: str, insert: str, rest: str) -> bool:
     """Whether the edit would turn the draft's text into a comment: ``/`` before ``*)``, or a
-    ``-`` written after the ``-`` before it (``x -( SELECT`` is not ``x -- SELECT``)."""
-    joined = before[-1:] + insert + rest[:2]
+    ``-`` written after the ``-`` before it (``x -( SELECT`` is not ``x -- SELECT``). A marker
+    inside a string the edit writes whole (``"https://x"``) is the string's text."""
+    joined = before[-1:] + _QUOTED.sub('""', insert) + rest[:2]
     return any(marker in joined and marker not in rest[:2] for marker in ("/*", "--", "//", "#"))
 
 
+_QUOTED = re.compile(r'"[^"]*"|\'[^\']*\'')
 _CLASSES = (set(")]}"), set("([{"), set(",;"))
 
 

@@ -24,7 +24,11 @@ _EVENT_TYPES = {
 
 @dataclass
 class GuideResult:
-    """The outcome of ``guide``: ``text`` is complete and valid under ``grammar_name``'s grammar."""
+    """The outcome of ``guide``: ``text`` is complete and valid under ``grammar_name``'s grammar.
+
+    ``complete`` is False when a budget ended the run (the text is closed under the grammar, short
+    of the draft's answer: a ``Cut`` with reason ``budget`` says so) and in the partial result of
+    ``GuideExhausted`` (a valid prefix only)."""
 
     text: str
     prompt: str

@@ -572,7 +572,7 @@ def test_guided_run_with_the_target_model(tmp_path: Path) -> None:
         "-g",
         "json",
         "-d",
-        "python:cli_drafts:json_with_prose_value",
+        "python:cli_drafts:silent",  # the target writes the whole answer
         "--json",
         "--html",
         str(html),
@@ -581,8 +581,7 @@ def test_guided_run_with_the_target_model(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     result = json.loads(done.stdout)
     parsed = json.loads(result["text"])
-    assert isinstance(parsed, dict) and parsed  # valid JSON, whatever the target chose
-    assert result["text"].startswith('{"name": ')
+    assert parsed is not None  # valid JSON, whatever the target chose
     sources = [e.get("source") for e in result["events"] if e["kind"] == "correction"]
     assert "target" in sources
     assert 'data-kind="target"' in html.read_text(encoding="utf-8")
@@ -593,10 +592,12 @@ def test_local_draft_is_the_default(any_text_grammar: Path) -> None:
     done = cli(
         "Say hello.", "-g", str(any_text_grammar), "--max-new-tokens", "8", "--lookahead", "8", "--json", timeout=600
     )
-    assert done.returncode == 0, done.stderr
+    # 8 tokens are a budget the draft reaches: the text is closed but not complete, and exit 4.
+    assert done.returncode == 4, done.stderr
     assert done.stderr == ""  # no model-loading progress bars or warnings when stderr is not a terminal
     result = json.loads(done.stdout)
-    assert result["complete"] is True and result["text"].strip()
+    assert result["complete"] is False and result["text"].strip()
+    assert [e["detail"] for e in result["events"] if e.get("reason") == "budget"] == ["max_new_tokens (8) reached"]
     assert result["stats"]["draft_calls"] >= 1
     assert result["stats"]["draft_tokens_out"] >= 1  # the local draft reports its tokens
 
@@ -624,7 +625,7 @@ def test_progress_shows_the_model_loading_and_the_target_writing() -> None:
         "-g",
         "json",
         "-d",
-        "python:cli_drafts:json_with_prose_value",
+        "python:cli_drafts:silent",
         "--threads",
         "1",
         "--progress",

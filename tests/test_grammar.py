@@ -3,6 +3,7 @@ matcher cannot honour."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import textwrap
@@ -180,6 +181,53 @@ def test_from_json_schema():
     assert g.valid_prefix('{"age": "') < len('{"age": "')
     with pytest.raises(GrammarError, match="JSON schema"):
         Grammar.from_json_schema("{not json")
+
+
+NAME_SCHEMA = {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}
+
+
+@pytest.mark.parametrize("name", ["café", "😀 and 中文", "\u0000\u001f", "a/b", 'quote " and \\'])
+def test_a_json_schema_grammar_takes_what_json_dumps_writes(name):
+    # Issue 25: every \uXXXX escape (json.dumps' default for non-ASCII text) and surrogate pairs
+    # were violations.
+    text = json.dumps({"name": name})
+    assert Grammar.from_json_schema(NAME_SCHEMA).is_complete(text), text
+
+
+def test_a_json_schema_grammar_reads_an_escaped_solidus_as_a_solidus():
+    import grammar_guide as gg
+
+    draft = '{"name": "a\\/b"}'
+    result = gg.guide(lambda prompt: draft, Grammar.from_json_schema(NAME_SCHEMA), "p", target=False)
+    assert result.text == '{"name": "a/b"}' and json.loads(result.text) == json.loads(draft)
+
+
+@pytest.mark.parametrize(
+    ("schema", "keyword", "pointer"),
+    [
+        ({"type": "array", "uniqueItems": True}, "uniqueItems", "#/uniqueItems"),
+        (
+            {"type": "object", "properties": {"a/b": {"type": "array", "items": {"not": {"type": "string"}}}}},
+            "not",
+            "#/properties/a~1b/items/not",
+        ),
+        (
+            {"anyOf": [{"type": "string"}, {"type": "object", "propertyNames": {}}]},
+            "propertyNames",
+            "#/anyOf/1/propertyNames",
+        ),
+    ],
+)
+def test_a_json_schema_keyword_the_grammar_cannot_honour_is_refused_with_its_path(schema, keyword, pointer):
+    with pytest.raises(GrammarError) as info:
+        Grammar.from_json_schema(schema)
+    message = str(info.value)
+    assert f"{keyword!r} at {pointer} cannot be honoured" in message
+    assert "Unimplemented" not in message  # our words, not the matcher's
+
+
+def test_a_json_schema_keyword_that_constrains_nothing_is_not_refused():
+    assert Grammar.from_json_schema({"type": "array", "uniqueItems": False}).is_complete("[1, 1]")
 
 
 def test_a_json_schema_grammar_keeps_its_schema_as_a_copy():

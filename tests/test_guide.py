@@ -289,6 +289,46 @@ def test_exhausted_without_target_raises_with_valid_partial_result(small_sql):
     assert small_sql.valid_prefix(partial.text) == len(partial.text)
 
 
+def long_json_answer(items: int) -> str:
+    return json.dumps({"items": [{"id": i, "name": f"item {i}", "ok": i % 2 == 0} for i in range(items)]})
+
+
+def test_a_long_valid_answer_is_not_cut_by_the_default_budgets(json_grammar):
+    # Issue 25: a valid 5 KB JSON answer of 120 items came back as 34 (512 tokens), closed.
+    answer = long_json_answer(120)
+    assert len(answer) > 5000
+    result = run(lambda prompt: answer, json_grammar)
+    assert result.text == answer and result.complete
+    assert not [e for e in result.events if isinstance(e, Cut)]
+
+
+def test_a_budget_reached_is_an_incomplete_result_with_a_budget_cut(json_grammar):
+    answer = long_json_answer(120)
+    result = run(lambda prompt: answer, json_grammar, max_new_tokens=182)  # ends after an item
+    assert result.complete is False
+    assert json_grammar.is_complete(result.text)  # closed with marks, not left open...
+    (cut,) = [e for e in result.events if isinstance(e, Cut)]
+    assert cut.reason == "budget" and "max_new_tokens (182)" in cut.detail  # ...but never quietly
+    closed_at = cut.offset
+    assert answer.startswith(result.text[:closed_at]) and answer[closed_at:] == cut.text
+
+
+def test_the_draft_call_budget_is_a_budget_cut_too(json_grammar):
+    pieces = iter(['{"a": [1', ", 2", ", 3", ", 4", "]}"])
+    result = run(lambda prompt, prefix: next(pieces), json_grammar, max_draft_calls=2)
+    assert result.text == '{"a": [1, 2]}' and result.complete is False
+    (cut,) = [e for e in result.events if isinstance(e, Cut)]
+    assert cut.reason == "budget" and "max_draft_calls (2)" in cut.detail
+
+
+def test_a_draft_that_repeats_its_whole_answer_adds_nothing_the_second_time(json_grammar):
+    # Before: each call restated '["a" "b" "c" 1', the alignment let the last '1' through again,
+    # and the number grew by a digit a call until the draft-call budget ran out.
+    result = run(lambda prompt: '["a" "b" "c" 1', json_grammar)
+    assert result.text == '["a", "b", "c", 1]' and result.complete
+    assert result.stats.draft_calls == 2
+
+
 def test_seed_text_must_be_a_valid_prefix(small_sql):
     with pytest.raises(ValueError, match="seed_text"):
         run(lambda prompt: "", small_sql, seed_text="DELETE")
@@ -429,10 +469,23 @@ def test_readme_example_without_a_model():
 
 
 def test_a_finished_draft_with_an_open_string_is_closed_by_the_grammar(json_grammar):
-    result = run(lambda prompt: '{"x": "unterminated}', json_grammar)
-    assert result.text == '{"x": "unterminated}"}'
+    result = run(lambda prompt: '{"x": "unterminated', json_grammar)
+    assert result.text == '{"x": "unterminated"}'
     (close,) = corrections(result)
     assert (close.source, close.reason, close.text) == ("completion", "finish", '"}')
+    # Issue 25: the draft's own closing bracket is read as one, as json_repair reads it (before:
+    # '{"x": "unterminated}"}').
+    result = run(lambda prompt: '{"x": "unterminated}', json_grammar)
+    assert result.text == '{"x": "unterminated"}'
+
+
+def test_a_prose_answer_is_not_made_into_a_json_literal(json_grammar):
+    # Issue 25: 'So the number is nine' became 'true' ("dropped 'So'" read the 't' of 'the' as
+    # the start of 'true'): half a word of the draft is not read.
+    with pytest.raises(GuideExhausted) as caught:
+        run(lambda prompt: "So the number is nine", json_grammar)
+    partial = caught.value.result
+    assert partial.text == "" and [e.reason for e in partial.events if isinstance(e, Cut)] == ["unrepaired"]
 
 
 def test_the_least_edit_may_lie_before_the_violation():

@@ -172,10 +172,13 @@ def test_max_new_tokens_bounds_a_single_draft_call(shape, json_grammar):
         if shape == "one string"
         else (lambda prompt: (text[i : i + 64] for i in range(0, len(text), 64)))
     )
-    with pytest.raises(gg.GuideExhausted, match=r"max_new_tokens \(100\) reached") as caught:
-        run(draft, json_grammar, max_new_tokens=100)
-    partial = caught.value.result
-    assert 0 < len(partial.text) <= 400 and text.startswith(partial.text)  # 100 tokens of 4 characters
+    partial = run(draft, json_grammar, max_new_tokens=100)
+    assert not partial.complete
+    (cut,) = [e for e in partial.events if isinstance(e, gg.Cut) and e.reason == "budget"]
+    assert "max_new_tokens (100) reached" in cut.detail
+    # 100 tokens of 4 characters read; then closed (issue 25: a budget is never a quiet close)
+    assert 0 < cut.offset <= 400 and text.startswith(partial.text.rstrip('"]}'))  # a dangling key dropped
+    assert json_grammar.is_complete(partial.text) and len(partial.text) < cut.offset + 8
     assert partial.stats.draft_calls == 1
 
 

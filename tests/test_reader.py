@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import grammar_guide as gg
 from grammar_guide._align import Aligner
 from grammar_guide._reader import (
     AnswerReader,
@@ -63,6 +64,16 @@ def test_the_answer_starts_at_the_first_line_the_grammar_reads_far() -> None:
     assert answer_start("Sure! Here it is:\nSELECT 1", accepts_sql) == len("Sure! Here it is:\n")
     assert answer_start("Sure! Here it is:\n", accepts_sql) is None
     assert answer_start("Sure!\n```sql\nSELECT 1", accepts_sql) == len("Sure!\n```sql\n")
+
+
+def test_the_answer_may_start_after_the_colon_that_introduces_it_on_its_line() -> None:
+    # Issue 25: 'Here is your JSON: {"key": "value' gave nothing (GuideExhausted).
+    accepts_json = lambda text: len(text) if text.startswith("{") else 0  # noqa: E731
+    assert answer_start('Here is your JSON: {"key": "value', accepts_json) == len("Here is your JSON: ")
+    assert answer_start("Note: the answer is {", accepts_json) is None
+    assert answer_start("At 10:30 {", accepts_json) is None  # a colon between digits introduces nothing
+    result = gg.guide(lambda prompt: 'Here is your JSON: {"key": "value', "json", "p", target=False)
+    assert result.text == '{"key": "value"}'
 
 
 def test_prose_and_asides_are_told_from_broken_answers() -> None:

@@ -21,7 +21,7 @@ __all__ = ["cache_argument", "call_model"]
 
 
 @functools.cache
-def _cache_argument_of(forward_owner: Any) -> str:
+def _cache_argument_of(forward_owner: Any) -> str:  # a model class
     parameters = inspect.signature(forward_owner.forward).parameters
     return "cache" if "cache" in parameters else "past_key_values"
 

@@ -27,7 +27,7 @@ def _json_with_prose_value(prompt: str, prefix: str) -> str:
     return ' "born": 1815}' if prefix.rstrip().endswith(",") else ', "born": 1815}'
 
 
-#: A JSON answer whose value is unquoted prose: only the target model can repair it. The draft
+#: A JSON answer whose value is unquoted prose (the json grammar's rewrites quote it). The draft
 #: truly continues the accepted text, as a completion endpoint would.
 json_with_prose_value = FunctionDraft(_json_with_prose_value, name="json_with_prose_value", continues_prefix=True)
 

@@ -1,0 +1,224 @@
+"""Broken LLM JSON, repaired: grammar-guide beside json_repair on json_repair's own test suite.
+
+The cases are json_repair's (https://github.com/mangiucugna/json_repair, ``tests/test_*.py``): each
+``assert repair_json(BROKEN) == EXPECTED`` (or with ``return_objects=True``) whose arguments are
+literals, read with ``ast`` from a local clone named on the command line (see benchmarks/README.md
+for the commit); nothing of them is vendored here. Calls with other options (a schema, strict mode,
+``skip_json_loads``, ...) are left out. The expected value is ``json.loads(EXPECTED)`` (or the
+object itself); an expected ``""`` (json_repair finds no JSON at all) is its own category.
+
+Each broken text is replayed as a black-box draft (a function returning the whole text) through
+
+- ``ours``: ``grammar_guide.guide(draft, "json", prompt, target=False)``;
+- ``ours+target``: the same with the default SmolLM2 target (``--target``; slow on a CPU);
+- ``json_repair``: ``json_repair.loads(text)`` from the package index (its own expected values, so
+  it agrees with itself nearly everywhere: the column shows how far the suite is its own reading).
+
+Reported per category (the test file) and over all: valid (a JSON text came back: for ours a
+complete result), agrees (its value equals the expected one), invented (the mean count of words in
+the output that are nowhere in the broken text), seconds per case. The cases are split by a hash of
+the broken text into a development half (``dev``: its failures were read while the JSON rewrites
+were tuned) and a held-out half (``held-out``: only counted), reported separately.
+
+Run: ``python -m benchmarks.json_repair_suite CLONE [--target] [--limit N] [--show dev|held-out]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import hashlib
+import json
+import re
+import sys
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from benchmarks._common import machine, machine_line, markdown_table, write_results  # noqa: E402
+
+NAME = "json_repair_suite"
+PROMPT = "Answer with one JSON value."
+NO_JSON = object()  # json_repair's expected "" (no JSON found)
+_WORD = re.compile(r"\w+")
+
+
+@dataclass(frozen=True)
+class Case:
+    category: str
+    broken: str
+    expected: Any
+    split: str  # "dev" or "held-out"
+
+
+@dataclass(frozen=True)
+class Outcome:
+    valid: bool
+    agrees: bool
+    invented: int
+    seconds: float
+    text: str
+
+
+def read_cases(clone: Path) -> list[Case]:
+    """Every literal ``repair_json``/``loads`` assertion of the clone's tests, deduplicated."""
+    seen: set[str] = set()
+    cases = []
+    for path in sorted((clone / "tests").glob("test_*.py")):
+        for broken, expected in _assertions(ast.parse(path.read_text(encoding="utf-8"))):
+            if broken in seen:
+                continue
+            seen.add(broken)
+            category = path.stem.removeprefix("test_") + (" (no JSON)" if expected is NO_JSON else "")
+            cases.append(Case(category, broken, expected, _split(broken)))
+    return cases
+
+
+def _assertions(tree: ast.AST) -> Iterator[tuple[str, Any]]:
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Compare) and len(node.ops) == 1 and isinstance(node.ops[0], ast.Eq)):
+            continue
+        call, want = node.left, node.comparators[0]
+        if not (isinstance(call, ast.Call) and _name(call.func) in ("repair_json", "loads") and call.args):
+            continue
+        options = {k.arg: k.value for k in call.keywords}
+        if set(options) - {"return_objects"} or len(call.args) != 1:
+            continue
+        try:
+            broken, expected = ast.literal_eval(call.args[0]), ast.literal_eval(want)
+        except ValueError:
+            continue
+        if not isinstance(broken, str):
+            continue
+        flag = options.get("return_objects")
+        as_objects = _name(call.func) == "loads" or (isinstance(flag, ast.Constant) and flag.value is True)
+        value = _expected_value(expected, as_objects)
+        if value is not None:
+            yield broken, value[0]
+
+
+def _expected_value(expected: Any, as_objects: bool) -> tuple[Any] | None:
+    if as_objects:
+        return (NO_JSON,) if expected == "" else (expected,)
+    if not isinstance(expected, str):
+        return None
+    if expected == "":
+        return (NO_JSON,)
+    try:
+        return (json.loads(expected),)
+    except ValueError:
+        return None
+
+
+def _name(func: ast.expr) -> str:
+    return func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+
+
+def _split(text: str) -> str:
+    return "dev" if hashlib.sha1(text.encode("utf-8")).digest()[0] < 128 else "held-out"
+
+
+def invented_words(output: str, broken: str) -> int:
+    have = {w.lower() for w in _WORD.findall(broken)}
+    return sum(1 for w in _WORD.findall(output) if w.lower() not in have)
+
+
+def run_case(case: Case, method: Callable[[str], str | None]) -> Outcome:
+    started = time.perf_counter()
+    text = method(case.broken)
+    seconds = time.perf_counter() - started
+    if text is None:
+        return Outcome(False, case.expected is NO_JSON, 0, seconds, "")
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return Outcome(False, False, invented_words(text, case.broken), seconds, text)
+    agrees = case.expected is not NO_JSON and value == case.expected and type(value) is type(case.expected)
+    return Outcome(True, agrees, invented_words(text, case.broken), seconds, text)
+
+
+def ours(target: Any) -> Callable[[str], str | None]:
+    import grammar_guide as gg
+
+    grammar = gg.Grammar.builtin("json")
+
+    def method(broken: str) -> str | None:
+        try:
+            result = gg.guide(lambda prompt: broken, grammar, PROMPT, target)
+        except gg.GuideExhausted:
+            return None
+        return result.text if result.complete else None
+
+    return method
+
+
+def json_repair_method() -> Callable[[str], str | None]:
+    import json_repair
+
+    def method(broken: str) -> str | None:
+        try:
+            value = json_repair.loads(broken)
+        except Exception:  # a peer that fails is counted as invalid, not a crash of the run
+            return None
+        return None if value == "" else json.dumps(value)
+
+    return method
+
+
+def summarise(cases: list[Case], outcomes: list[Outcome]) -> dict[str, float]:
+    n = len(cases) or 1
+    return {
+        "cases": len(cases),
+        "valid": sum(o.valid for o in outcomes) / n,
+        "agrees": sum(o.agrees for o in outcomes) / n,
+        "invented": sum(o.invented for o in outcomes) / n,
+        "seconds": sum(o.seconds for o in outcomes) / n,
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("clone", type=Path, help="a clone of mangiucugna/json_repair")
+    parser.add_argument("--target", action="store_true", help="also run ours with the default target")
+    parser.add_argument("--limit", type=int, default=None)
+    parser.add_argument("--show", choices=["dev", "held-out"], help="print that split's disagreements (ours)")
+    args = parser.parse_args(argv)
+    cases = read_cases(args.clone)[: args.limit]
+    methods: dict[str, Callable[[str], str | None]] = {"ours": ours(False)}
+    if args.target:
+        methods["ours+target"] = ours(None)
+    methods["json_repair"] = json_repair_method()
+    outcomes = {name: [run_case(c, m) for c in cases] for name, m in methods.items()}
+    payload: dict[str, Any] = {"machine": machine(), "splits": {}}
+    for split in ("dev", "held-out"):
+        chosen = [i for i, c in enumerate(cases) if c.split == split]
+        categories = sorted({cases[i].category for i in chosen})
+        rows, table = [], {}
+        for category in [*categories, "all"]:
+            picked = [i for i in chosen if category in ("all", cases[i].category)]
+            for name, outs in outcomes.items():
+                s = summarise([cases[i] for i in picked], [outs[i] for i in picked])
+                table[f"{category}/{name}"] = s
+                rows.append([category, name, s["cases"], s["valid"], s["agrees"], s["invented"], s["seconds"]])
+        payload["splits"][split] = table
+        print(f"\n### {split} ({len(chosen)} cases)\n")
+        print(markdown_table(["category", "method", "cases", "valid", "agrees", "invented", "s/case"], rows))
+    print(f"\n{machine_line(payload['machine'])}")
+    if args.show:
+        for i, c in enumerate(cases):
+            o = outcomes["ours"][i]
+            if c.split == args.show and not o.agrees:
+                want = json.dumps(c.expected) if c.expected is not NO_JSON else "(none)"
+                print(f"{c.broken!r}\n    ours {o.text!r}\n    want {want}")
+    write_results(NAME, payload)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

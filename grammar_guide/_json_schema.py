@@ -1,0 +1,112 @@
+"""JSON Schema to grammar: the schema read for keywords the grammar cannot honour (refused at load,
+each with its JSON Pointer), then compiled by llguidance's JSON Schema compiler so that strings take
+every escape JSON allows.
+
+llguidance's compiler, left to its defaults, accepts only the short escapes (``\\n``, ``\\"``): a
+``\\u00e9`` or a surrogate pair ``\\ud83d\\ude00`` (what ``json.dumps`` writes for any non-ASCII
+text) is a violation. Its option ``json_allow_general_unicode_escapes`` allows every ``\\uXXXX``
+that names a character (a high surrogate only followed by a low one); we set it unless the
+schema's own ``x-guidance`` says otherwise. It has no way to allow ``\\/`` (the solidus, which RFC
+8259 lets a string escape): that one is a rewrite of the grammar, ``\\/`` read as ``/``, the same
+string.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from ._errors import GrammarError
+
+__all__ = ["SOLIDUS_REWRITE", "UNHONOURED_KEYWORDS", "llguidance_schema", "unhonoured_keywords"]
+
+#: Keywords the compiler does not implement, and what a grammar without them would let through.
+UNHONOURED_KEYWORDS: Mapping[str, str] = {
+    "uniqueItems": "arrays whose items repeat",
+    "contains": "arrays without the item it asks for",
+    "minContains": "arrays without the items it counts",
+    "maxContains": "arrays with more of the items it counts",
+    "not": "documents the subschema matches",
+    "if": "documents its condition rules out",
+    "then": "documents its condition rules out",
+    "else": "documents its condition rules out",
+    "dependentRequired": "objects without the members it makes required",
+    "dependentSchemas": "objects its dependent schemas reject",
+    "dependencies": "objects without the members it makes required",
+    "propertyNames": "member names it rejects",
+    "unevaluatedProperties": "members no other keyword accounts for",
+    "unevaluatedItems": "items no other keyword accounts for",
+    "$dynamicRef": "documents the dynamic reference rejects",
+}
+
+#: ``(pattern, replacement, reason)`` of the rewrite that reads ``\\/`` as ``/``.
+SOLIDUS_REWRITE = (r"\\/", "/", "JSON's escaped solidus \\/ is the same string as /")
+
+# Keywords whose value is a subschema, a list of subschemas, or a map of names to subschemas.
+_ONE = frozenset(
+    {"additionalProperties", "additionalItems", "items", "not", "if", "then", "else", "contains", "propertyNames"}
+    | {"unevaluatedProperties", "unevaluatedItems"}
+)
+_LIST = frozenset({"anyOf", "allOf", "oneOf", "prefixItems", "items"})
+_MAP = frozenset({"properties", "patternProperties", "$defs", "definitions", "dependentSchemas"})
+_DEFAULT_OPTIONS = {"json_allow_general_unicode_escapes": True}
+
+
+def unhonoured_keywords(schema: Any, pointer: str = "#") -> Iterator[tuple[str, str]]:
+    """Each keyword of ``schema`` (and its subschemas) in ``UNHONOURED_KEYWORDS`` that constrains
+    anything (``uniqueItems: false`` does not), as ``(JSON Pointer, keyword)``."""
+    if not isinstance(schema, Mapping):
+        return
+    for key, value in schema.items():
+        here = f"{pointer}/{_escape(key)}"
+        if key in UNHONOURED_KEYWORDS and not (key == "uniqueItems" and value is False):
+            yield here, key
+        if key in _ONE and isinstance(value, Mapping):
+            yield from unhonoured_keywords(value, here)
+        if key in _LIST and isinstance(value, list):
+            for i, item in enumerate(value):
+                yield from unhonoured_keywords(item, f"{here}/{i}")
+        if key in _MAP and isinstance(value, Mapping):
+            for name, item in value.items():
+                yield from unhonoured_keywords(item, f"{here}/{_escape(name)}")
+
+
+def llguidance_schema(schema: Any) -> str:
+    """The schema as llguidance's compiler reads it: refused with ``GrammarError`` (the keyword and
+    its JSON Pointer) where it uses a keyword the grammar cannot honour; otherwise as JSON text,
+    with every JSON string escape allowed (``x-guidance``, the schema's own options first)."""
+    for pointer, keyword in unhonoured_keywords(schema):
+        raise GrammarError(
+            f"JSON Schema keyword {keyword!r} at {pointer} cannot be honoured by the grammar "
+            f"(it would accept {UNHONOURED_KEYWORDS[keyword]}); remove it or check it after generation"
+        )
+    schema = _without_inert(schema)
+    if isinstance(schema, Mapping):
+        options = {**_DEFAULT_OPTIONS, **schema.get("x-guidance", {})}
+        schema = {**schema, "x-guidance": options}
+    return json.dumps(schema)
+
+
+def _without_inert(schema: Any) -> Any:
+    """The schema without the keywords that constrain nothing (``uniqueItems: false``), which the
+    compiler would refuse all the same."""
+    if not isinstance(schema, Mapping):
+        return schema
+    out: dict[str, Any] = {}
+    for key, value in schema.items():
+        if key == "uniqueItems" and value is False:
+            continue
+        if key in _ONE and isinstance(value, Mapping):
+            value = _without_inert(value)
+        elif key in _LIST and isinstance(value, list):
+            value = [_without_inert(item) for item in value]
+        elif key in _MAP and isinstance(value, Mapping):
+            value = {name: _without_inert(item) for name, item in value.items()}
+        out[key] = value
+    return out
+
+
+def _escape(name: str) -> str:
+    """A name as a JSON Pointer segment (RFC 6901)."""
+    return str(name).replace("~", "~0").replace("/", "~1")

@@ -1,0 +1,99 @@
+"""grammars/json.rewrites.json: the JSON slips of LLM answers, read as the repair libraries
+(json_repair, jsonrepair) read them, through the guide loop's general mechanisms (rewrites at a
+violation and at the end of a finished answer) and without a target model. Issue 25."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from grammar_guide import Correction, Grammar, guide
+
+JSON = Grammar.builtin("json")
+
+# (the draft's answer, the value it means)
+SLIPS = [
+    ('{url:https://www.bible.com/,"id":2}', {"url": "https://www.bible.com/", "id": 2}),
+    ("{greeting: hello world!}", {"greeting": "hello world!"}),
+    ('{"a":foo","b":"bar"}', {"a": "foo", "b": "bar"}),
+    ('{\n"a":"foo",//hello\n"b":"bar"\n}', {"a": "foo", "b": "bar"}),
+    ('[ "value", /* comment */ "value2" ]', ["value", "value2"]),
+    ('{"a": "x", # note\n "b": 1}', {"a": "x", "b": 1}),
+    ('{"a": "line1\nline2"}', {"a": "line1\nline2"}),
+    ('{"a": "col1\tcol2"}', {"a": "col1\tcol2"}),
+    ("[https://www.bible.com/]", ["https://www.bible.com/"]),
+    ("{'name': 'Ada', 'age': 36}", {"name": "Ada", "age": 36}),
+    ("{\u201cname\u201d: \u201cAda\u201d}", {"name": "Ada"}),
+    ('{"ok": True, "bad": False, "none": None}', {"ok": True, "bad": False, "none": None}),
+    ('{"x": undefined}', {"x": None}),
+    ('{"a": 1, "b": 2,}', {"a": 1, "b": 2}),
+    ("[1, 2, 3, ...]", [1, 2, 3]),
+    ('{\n  "a": 1\n  "b": 2\n}', {"a": 1, "b": 2}),
+    ('{"html": "<h3 id="aaa">Hi</h3>"}', {"html": '<h3 id="aaa">Hi</h3>'}),
+    ('{"q": "He said "yes" to me"}', {"q": 'He said "yes" to me'}),
+    ('{name: "Ada", age: 36}', {"name": "Ada", "age": 36}),
+    ('{"key": value}', {"key": "value"}),
+    ('{"a": "b" "c": "d"}', {"a": "b", "c": "d"}),
+    ('{"key": TRUE, "key2": FALSE, "key3": Null}', {"key": True, "key2": False, "key3": None}),
+    ('{"value": 82_461_110}', {"value": 82461110}),
+    ('{"key": .25}', {"key": 0.25}),
+    ('{"key": 1/3, "foo": "bar"}', {"key": "1/3", "foo": "bar"}),
+    ('{"id": 57eeeeb1-450b-482c-81b9-4be77e95dee2}', {"id": "57eeeeb1-450b-482c-81b9-4be77e95dee2"}),
+    ('{"key": , "key2": "value2"}', {"key": "", "key2": "value2"}),
+    ('{"coords": (1, 2), "ok": true}', {"coords": [1, 2], "ok": True}),
+    ('{"e": \U0001f600}', {"e": "\U0001f600"}),
+    ('{"key": value "key2" : "value2" }', {"key": "value", "key2": "value2"}),
+    ('{"k": e},', {"k": "e"}),  # before: "replaced 'e' with '{'", {"k": {}}
+]
+
+# A finished answer cut short: closed with the least text, what cannot be closed dropped.
+TRUNCATED = [
+    ("[1,2,3,", [1, 2, 3]),
+    ('{"a": "foo', {"a": "foo"}),
+    ('{"a": 1, "b": [1, 2', {"a": 1, "b": [1, 2]}),
+    ('{"a": 1, "b"', {"a": 1}),
+    ('{"a": 1, "b":', {"a": 1}),
+    ('{"a": 1, "b": ', {"a": 1}),
+    ('{"a": 2e', {"a": 2}),
+    ("[1, -", [1]),
+    ('{"a": -', {}),
+    ('["a", "b', ["a", "b"]),
+    ('{"lorem": "sic tamet, fox. }', {"lorem": "sic tamet, fox."}),
+    ('{"key": ["value]}', {"key": ["value"]}),
+    ('{"a": [{"b": 1}, {"c": 2', {"a": [{"b": 1}, {"c": 2}]}),
+]
+
+
+def repaired(answer: str) -> tuple[object, str]:
+    result = guide(lambda prompt: answer, JSON, "Answer in JSON.", target=False)
+    assert result.complete and JSON.is_complete(result.text)
+    return json.loads(result.text), result.text
+
+
+@pytest.mark.parametrize(("answer", "meant"), SLIPS)
+def test_a_slip_is_read_as_the_repair_libraries_read_it(answer: str, meant: object) -> None:
+    assert repaired(answer)[0] == meant
+
+
+@pytest.mark.parametrize(("answer", "meant"), TRUNCATED)
+def test_a_truncated_answer_is_closed_not_completed(answer: str, meant: object) -> None:
+    value, text = repaired(answer)
+    assert value == meant
+    # Nothing invented: the text is the draft's, less what was dropped, plus closing marks.
+    assert set(text) - set(answer) <= set('"]}')
+
+
+def test_each_rewrite_is_recorded_with_its_reason() -> None:
+    result = guide(lambda prompt: '{"ok": True, // yes\n"n": None}', JSON, "p", target=False)
+    details = [e.detail for e in result.events if isinstance(e, Correction)]
+    assert any("Python's True" in d for d in details)
+    assert any("// comment" in d for d in details)
+    assert json.loads(result.text) == {"ok": True, "n": None}
+
+
+def test_valid_json_is_left_alone() -> None:
+    answer = '{"url": "https://x.org/#a", "s": "it\'s \\"fine\\" // not a comment", "n": [1e5, -0.5]}'
+    result = guide(lambda prompt: answer, JSON, "p", target=False)
+    assert result.text == answer
+    assert not [e for e in result.events if isinstance(e, Correction)]
