@@ -35,8 +35,10 @@ from ._exact import (
 )
 from ._hazards import find_hazards
 from ._lark_load import position, position_of_terminal, position_of_use
+from ._lazy import LazyReading, lazy_reading
 from ._matcher import regex_is_void
-from ._regex import is_regex_error, regex_features, strip_verbose
+from ._regex import is_regex_error, regex_features, sre_parse, strip_verbose
+from ._regex_module import case_insensitive_literal, python_re_of
 
 __all__ = ["Compiled", "Lexer", "Terminal", "compile_lark", "lark_regex", "validate"]
 
@@ -143,7 +145,7 @@ def compile_lark(parser: lark.Lark, text: str, source: str | None, lexer: Lexer 
     lines: list[str] = []
     compiled_terms: dict[str, str] = {}
     for tdef in parser.terminals:
-        terminal, expression = _terminal(tdef, text, source)
+        terminal, expression = _terminal(tdef, text, source, bool(parser.options.regex))
         terminals[tdef.name] = terminal
         compiled_terms[tdef.name] = expression
         lines.append(f"{term_name(tdef.name)}: {expression}")
@@ -367,10 +369,8 @@ class _Watchers:
     @functools.cache  # noqa: B019 - one per compilation
     def dfa(self, x: str) -> Dfa:
         terminal = self.terminals[x]
-        dfa = dfa_of(terminal.pattern)
-        if terminal.regex is not None and regex_features(terminal.regex)[1]:
-            dfa = dfa.shortest()  # re.match's shortest match (see regex_features)
-        return dfa
+        reading = _lazy_of(terminal)
+        return reading.dfa if reading else dfa_of(terminal.pattern)
 
     def transitions(self, x: str, p: _State) -> dict[_State, str]:
         key = (x, p)
@@ -387,8 +387,7 @@ class _Watchers:
 
     def _explore(self, x: str, p: _State) -> dict[_State, str]:
         terminal = self.terminals[x]
-        lazy = terminal.regex is not None and regex_features(terminal.regex)[1]
-        if lazy:
+        if _lazy_of(terminal):
             return {} if self.dfa(x).empty else self._product(x, p)
         # When every watcher of p dies or forbids at the first character, and every match of x
         # ends in the same state, x's regex as rules does, its first character restricted (no
@@ -499,13 +498,17 @@ def _capture_refs(alternative: str, term_names: Mapping[str, str]) -> str:
     return " ".join(f"gg_cap_{sym.lower()}" if sym in compiled else sym for sym in alternative.split())
 
 
-def _terminal(tdef: Any, text: str, source: str | None) -> tuple[Terminal, str]:
-    """The terminal, and its definition in llguidance's dialect (the text after ``NAME:``)."""
+def _terminal(tdef: Any, text: str, source: str | None, regex_module: bool) -> tuple[Terminal, str]:
+    """The terminal, and its definition in llguidance's dialect (the text after ``NAME:``).
+    ``regex_module``: lark matches with the ``regex`` module (``regex=True``), not ``re``."""
     pattern = tdef.pattern
     if isinstance(pattern, PatternStr):
         flags = set(pattern.flags)
         ci = "i" in flags
         escaped = _escape_literal(pattern.value)
+        if ci and regex_module:  # the regex module's case folding (``ı`` is no ``i``)
+            folded = case_insensitive_literal(pattern.value)
+            return Terminal(tdef.name, regex=folded), lark_regex(folded)
         if ci:  # case-insensitivity as Python's re has it (``ſ`` is an ``s``)
             return Terminal(tdef.name, literal=pattern.value, case_insensitive=True), lark_regex(
                 exact_regex(f"(?i:{re.escape(pattern.value)})")
@@ -519,6 +522,8 @@ def _terminal(tdef: Any, text: str, source: str | None) -> tuple[Terminal, str]:
             # remove comments and insignificant whitespace here.
             value = strip_verbose(value)
             flags.discard("x")
+        if regex_module:
+            value = _python_re_of(tdef.name, pattern.value, value, flags, text, source)
         value = _KNOWN_EQUIVALENTS.get(value, value)
         regex = f"(?{''.join(sorted(flags))}:{value})" if flags else value
         regex = _lazy_as_greedy(regex)
@@ -529,24 +534,82 @@ def _terminal(tdef: Any, text: str, source: str | None) -> tuple[Terminal, str]:
                 raise
             problem, lazy = f"an invalid regex ({exc})", False
         if problem:
+            what, _, instead = problem.partition("; ")
+            where, written = position_of_terminal(tdef.name, pattern.value, text, _has_unsupported)
             raise GrammarError(
-                f"terminal {tdef.name} uses {problem}, which the incremental matcher cannot honour exactly",
-                construct=f"/{pattern.value}/",
-                **position_of_terminal(tdef.name, pattern.value, text),
+                f"terminal {tdef.name} uses {what}, which the incremental matcher cannot honour exactly"
+                + (f"; {instead}" if instead else ""),
+                construct=written or f"/{pattern.value}/",
+                **where,
                 source=source,
             )
         # Classes as Python's re reads them; control characters (lark writes a "\t" inside a
         # composite terminal as a backslash then a tab) come out as plain escapes.
-        exact = regex if lazy or not needs_exact_classes(regex) else exact_regex(regex)
-        expression = lark_regex(exact)
         if lazy:
-            # Python's re returns the shortest match of this pattern (see regex_features): the
-            # strings of the language none of whose proper prefixes is in the language.
-            expression = f"{expression} & ~{lark_regex(f'(?:{regex})(?s:.)+')}"
-        return Terminal(tdef.name, regex=regex), expression
+            # The matches Python's re.match returns (see _lazy), or no exact reading.
+            reading = lazy_reading(regex)
+            if isinstance(reading, str):
+                where, written = position_of_terminal(tdef.name, pattern.value, text, _has_lazy)
+                raise GrammarError(
+                    f"terminal {tdef.name} uses {reading}",
+                    construct=written or f"/{pattern.value}/",
+                    **where,
+                    source=source,
+                )
+            return Terminal(tdef.name, regex=regex), reading.expression
+        exact = regex if not needs_exact_classes(regex) else exact_regex(regex)
+        return Terminal(tdef.name, regex=regex), lark_regex(exact)
     raise GrammarError(  # pragma: no cover - lark has only these two
         f"terminal {tdef.name} has an unknown pattern type", construct=tdef.name, source=source
     )
+
+
+def _python_re_of(name: str, written: str, value: str, flags: set[str], text: str, source: str | None) -> str:
+    """A pattern of ``regex=True`` in Python's ``re`` (see ``_regex_module``), or ``GrammarError``
+    where the two modules differ in a way not written out."""
+    problem = None
+    try:
+        value = python_re_of(value)
+        sre_parse.parse(value, 0)
+    except Exception as exc:
+        if not is_regex_error(exc):
+            raise
+        problem = f"a construct of the regex module that Python's re lacks ({exc}); write it without it"
+    if problem is None and _case_insensitive(value if not flags else f"(?{''.join(sorted(flags))}:{value})"):
+        if regex_features(value)[0] is not None:
+            return value  # refused for that construct, which no reading has
+        problem = (
+            "case-insensitive matching with regex=True: the regex module folds case differently "
+            'from Python\'s re (``ı`` is no ``i``); write the cases out ([iI]) or use a "..."i literal'
+        )
+    if problem is None:
+        return value
+    where, literal = position_of_terminal(name, written, text, _case_insensitive if "case" in problem else None)
+    raise GrammarError(f"terminal {name} uses {problem}", construct=literal or f"/{written}/", **where, source=source)
+
+
+def _case_insensitive(regex: str) -> bool:
+    return (
+        re.match(r"\(\?[a-zA-Z]*i", regex) is not None or re.search(r"\(\?[a-zA-Z]*i[a-zA-Z]*[:)]", regex) is not None
+    )
+
+
+def _has_unsupported(regex: str) -> bool:
+    return regex_features(regex)[0] is not None
+
+
+def _has_lazy(regex: str) -> bool:
+    return regex_features(regex)[1]
+
+
+def _lazy_of(terminal: Terminal) -> LazyReading | None:
+    """The lazy reading of a terminal whose regex has a lazy quantifier (``_terminal`` refused
+    the others)."""
+    if terminal.regex is None or not regex_features(terminal.regex)[1]:
+        return None
+    reading = lazy_reading(terminal.regex)
+    assert not isinstance(reading, str), reading
+    return reading
 
 
 def _lazy_as_greedy(regex: str) -> str:

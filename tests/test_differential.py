@@ -39,7 +39,8 @@ from hypothesis.extra.lark import from_lark
 from grammar_guide import Grammar, GrammarError
 from grammar_guide._automaton import dfa_of
 from grammar_guide._compile import _KNOWN_EQUIVALENTS
-from grammar_guide._exact import exact_regex
+from grammar_guide._exact import greedy_regex
+from grammar_guide._regex import regex_features
 from tests.support.package_grammars import grammar_file
 
 ARITHMETIC = textwrap.dedent(
@@ -190,6 +191,7 @@ class Reference:
     patterns: dict[str, regex.Pattern]
     exact: dict[str, re.Pattern]
     ignored: frozenset[str]
+    lazy: dict[str, re.Pattern]  # the terminals with a lazy quantifier, as lark matches them
 
     @classmethod
     def of(cls, grammar: Grammar) -> Reference:
@@ -199,7 +201,8 @@ class Reference:
         # uses the pattern with Python's classes written out.
         patterns = {t.name: regex.compile(_explicit(t.pattern.to_regexp())) for t in parser.terminals}
         exact = {t.name: re.compile(_greedy(t.pattern.to_regexp())) for t in parser.terminals}
-        return cls(grammar, parser, patterns, exact, frozenset(parser.ignore_tokens))
+        lazy = {t.name: re.compile(t.pattern.to_regexp()) for t in parser.terminals if _is_lazy(t.pattern.to_regexp())}
+        return cls(grammar, parser, patterns, exact, frozenset(parser.ignore_tokens), lazy)
 
     @functools.cache  # noqa: B019 - one oracle per grammar, kept for the session
     def parse_status(self, text: str) -> tuple[str, frozenset[str]]:
@@ -233,6 +236,12 @@ class Reference:
         match = self.patterns[name].fullmatch(text, partial=True)
         if match is None:
             return False
+        if name in self.lazy:
+            # re.match returns one match, and a lazy one may end before the text does
+            # (``/* a */ b``): no text after it changes that.
+            found = self.lazy[name].match(text)
+            if found is not None and found.end() < len(text):
+                return False
         # A whole match is confirmed with Python's re, which lark matches with: the regex
         # module (2026.11) wrongly lets the empty class [^\s\S] match any character.
         return match.partial or self.exact[name].fullmatch(text) is not None
@@ -305,11 +314,13 @@ def _greedy(pattern: str) -> str:
 
 
 def _explicit(pattern: str) -> str:
-    pattern = _greedy(pattern)
-    try:
-        return exact_regex(pattern)
-    except GrammarError:  # a lazy quantifier: keep it
-        return pattern
+    """The pattern with Python's classes written out, and greedy: partial and full matching
+    read its language, in which laziness changes nothing."""
+    return greedy_regex(_greedy(pattern))
+
+
+def _is_lazy(pattern: str) -> bool:
+    return regex_features(pattern)[1]
 
 
 def checker_verdict(grammar: Grammar, text: str) -> tuple[str, int]:

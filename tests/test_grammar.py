@@ -12,6 +12,7 @@ import lark
 import pytest
 
 from grammar_guide import Grammar, GrammarError, Rewrite
+from tests.support.package_grammars import grammar_file
 
 
 def verdict(grammar: Grammar, text: str) -> str:
@@ -228,7 +229,7 @@ def test_valid_prefix_is_complete_and_parse():
         ("start: X\nX: /(a)\\1/\n", "/(a)\\1/", "back-reference", 2, 4),
         ("start: X\nX: /(?P<q>a)(?P=q)/\n", "/(?P<q>a)(?P=q)/", "back-reference", 2, 4),
         ("start: X\nX: /\\bif/\n", "/\\bif/", "word boundary", 2, 4),
-        ("start: X\nX: /^a/m\n", "/^a/", "anchor", 2, 4),
+        ("start: X\nX: /^a/m\n", "/^a/m", "anchor", 2, 4),
         ("start: X\nX: /a\\Z/\n", "/a\\Z/", "anchor", 2, 4),
         ("start: X\nX: /(a)?(?(1)b|c)/\n", "/(a)?(?(1)b|c)/", "conditional group", 2, 4),
         ("start: X\nX: /(?>ab)/\n", "/(?>ab)/", "atomic group", 2, 4),
@@ -246,6 +247,36 @@ def test_regex_constructs_the_matcher_cannot_honour(text, construct, message, li
     assert "X" in str(error)
     # lark itself accepts each of these: the error is ours, and says why.
     lark.Lark(text, parser="earley", lexer="dynamic")
+
+
+@pytest.mark.parametrize(
+    "text, line, column, construct, advice",
+    [
+        # An anonymous %ignore terminal: lark names it __IGNORE_0, which the text never says.
+        ('start: "a"+\n%ignore " "\n%ignore /^\\n/\n', 3, 9, "/^\\n/", "%ignore /\\n/"),
+        # The faulty part of a composite terminal, not its first line.
+        ('start: X\nX: "a"\n | "b" /c$/\n', 3, 8, "/c$/", "without it"),
+        # A slash inside a string is no regex.
+        ('start: "/" X\nX: /a(?=b)/\n', 2, 4, "/a(?=b)/", "without it"),
+    ],
+)
+def test_refusals_point_at_the_construct_and_say_what_to_write(text, line, column, construct, advice):
+    with pytest.raises(GrammarError) as info:
+        Grammar.from_lark(text)
+    error = info.value
+    assert (error.line, error.column, error.construct) == (line, column, construct)
+    assert advice in error.message
+
+
+def test_pyquil_anchor_is_refused_where_it_is_written():
+    # pyquil 3.5.4 (its last release with a Lark grammar) ignores /^\n/: under re.match at a
+    # position, ^ holds only at the start of the text.
+    path = grammar_file("pyquil", "3.5.4", "pyquil/_parser/grammar.lark")
+    with pytest.raises(GrammarError, match=r"anchor \(\^\)") as info:
+        Grammar.from_file(path, start="quil")
+    error = info.value
+    assert (error.line, error.column, error.construct) == (329, 9, "/^\\n/")
+    assert "%ignore /\\n/" in error.message
 
 
 def test_declared_terminal_used_in_a_rule():

@@ -2,8 +2,10 @@
 time (pinned versions; CI reaches only the package registries).
 
 ``pip download --no-deps`` fetches the package (a wheel or an sdist) into the user cache, and its
-``.lark`` files are extracted beside it, keeping their folders so that a grammar's ``%import`` of
-a sibling (outlines' ``common.lark``) still resolves.
+grammar files (``.lark``, and ``.g`` as eql names its own) are extracted beside it, keeping their
+folders so that a grammar's ``%import`` of a sibling (outlines' ``common.lark``) still resolves.
+Installing the packages instead is not possible: their pins on lark conflict (pyquil 3.5.4 wants
+lark<0.12, gdtoolkit 4.5.0 lark==1.2.2).
 """
 
 from __future__ import annotations
@@ -73,17 +75,20 @@ def pip_download(requirement: str, dest: Path, *, sdist: bool = False) -> None:
     )
 
 
+_GRAMMAR_SUFFIXES = (".lark", ".g")
+
+
 def _extract(archive: Path, root: Path) -> None:
     root.mkdir(parents=True, exist_ok=True)
     if archive.suffix == ".whl":
         with zipfile.ZipFile(archive) as wheel:
             for name in wheel.namelist():
-                if name.endswith(".lark"):
+                if name.endswith(_GRAMMAR_SUFFIXES):
                     _write(root / name, wheel.read(name))
     else:
         with tarfile.open(archive) as sdist:
             for member in sdist.getmembers():
-                if member.isfile() and member.name.endswith(".lark") and "/" in member.name:
+                if member.isfile() and member.name.endswith(_GRAMMAR_SUFFIXES) and "/" in member.name:
                     data = sdist.extractfile(member)
                     assert data is not None
                     _write(root / member.name.split("/", 1)[1], data.read())
