@@ -41,7 +41,7 @@ from grammar_guide._automaton import dfa_of
 from grammar_guide._compile import _KNOWN_EQUIVALENTS
 from grammar_guide._exact import greedy_regex
 from grammar_guide._regex import regex_features
-from tests.support.package_grammars import grammar_file
+from tests.support.package_grammars import grammar_file, terminal_definition
 
 ARITHMETIC = textwrap.dedent(
     r"""
@@ -304,7 +304,28 @@ def _completions(pattern: re.Pattern, rest: str) -> list[str]:
     """Texts of at most two probe characters after which ``rest`` is a whole match of
     ``pattern`` (two only when one is not enough: ``/*`` then ``*/``)."""
     short = [c for c in ["", *PROBE] if pattern.fullmatch(rest + c)]
-    return short or [a + b for a in PROBE for b in PROBE if pattern.fullmatch(rest + a + b)]
+    return short or [a + b for a in PROBE for b in PROBE if pattern.fullmatch(rest + a + b)] or _shortest(pattern, rest)
+
+
+def _shortest(pattern: re.Pattern, rest: str) -> list[str]:
+    """The shortest completion that the pattern's automaton finds (``(*`` then ``**)``), as
+    Python's re confirms it."""
+    dfa = dfa_of(greedy_regex(pattern.pattern))
+    state: int | None = dfa.start
+    for ch in rest:
+        state = dfa.step(state, ord(ch)) if state is not None else None
+    paths = {state: ""} if state is not None else {}
+    queue = list(paths)
+    while queue:
+        current = queue.pop(0)
+        if current in dfa.accepting:
+            found = paths[current]
+            return [found] if pattern.fullmatch(rest + found) else []
+        for lo, _, target in dfa.edges[current]:
+            if target not in paths:
+                paths[target] = paths[current] + chr(lo)
+                queue.append(target)
+    return []
 
 
 def _greedy(pattern: str) -> str:
@@ -402,6 +423,57 @@ PACKAGE_GRAMMARS = {
     },
     "syncode-larkm-lark": ("syncode", "0.4.16", "syncode/larkm/grammars/lark.lark", "start", False),
     "syncode-larkm-python": ("syncode", "0.4.16", "syncode/larkm/grammars/python.lark", "file_input", False),
+    # Issue 27's grammars, each refused where a construct without an exact reading is written:
+    # cel's STRING_LIT (a lazy quantifier whose match depends on the text after it), blark's
+    # IDENTIFIER (\b), hcl2's STRING_CHARS (look-ahead), pyquil's %ignore /^\n/ (an anchor),
+    # gdtoolkit's NAME (\p{XID_Start}: its parser passes regex=True; tests/test_regex_module.py).
+    # (eql 1.0.1's grammar is too large to read at the character level; tests/test_lazy.py.)
+    "cel": ("cel-python", "0.5.0", "celpy/cel.lark", "expr", False),
+    "blark": ("blark", "0.8.3", "blark/iec.lark", "start", False),
+    "hcl2": ("python-hcl2", "8.1.4", "hcl2/hcl2.lark", "start", False),
+    "pyquil": ("pyquil", "3.5.4", "pyquil/_parser/grammar.lark", "quil", False),
+    "gdtoolkit": ("gdtoolkit", "4.5.0", "gdtoolkit/parser/gdscript.lark", "start", False),
+}
+
+
+# Lazy terminals of package grammars (issue 27) in small grammars around them, with what may
+# follow each: id -> (package, version, path, terminal, the grammar with {definition} for it).
+PACKAGE_TERMINALS = {
+    "blark-PRAGMA": (
+        "blark",
+        "0.8.3",
+        "blark/iec.lark",
+        "PRAGMA",
+        'start: (PRAGMA | WORD | ";")+\nWORD: /[a-z]+/\n%ignore " "\n{definition}\n',
+    ),
+    "blark-MULTI_LINE_COMMENT": (
+        "blark",
+        "0.8.3",
+        "blark/iec.lark",
+        "MULTI_LINE_COMMENT",
+        'start: (WORD | "*" | ")")+\nWORD: /[a-z]+/\n%ignore " "\n%ignore MULTI_LINE_COMMENT\n{definition}\n',
+    ),
+    "hcl2-NL_OR_COMMENT": (
+        "python-hcl2",
+        "8.1.4",
+        "hcl2/hcl2.lark",
+        "NL_OR_COMMENT",
+        'start: (WORD | "/" | "*" | NL_OR_COMMENT)+\nWORD: /[a-z]+/\n%ignore " "\n{definition}\n',
+    ),
+    "eql-RAW_TQ_STRING": (
+        "eql",
+        "1.0.1",
+        "eql/etc/eql.g",
+        "RAW_TQ_STRING",
+        'start: (RAW_TQ_STRING | WORD | "\\"")+\nWORD: /[a-z]+/\n%ignore " "\n{definition}\n',
+    ),
+    "eql-ML_COMMENT": (
+        "eql",
+        "1.0.1",
+        "eql/etc/eql.g",
+        "ML_COMMENT",
+        'start: (WORD | "/" | "*")+\nWORD: /[a-z]+/\n%ignore " "\n%ignore ML_COMMENT\n{definition}\n',
+    ),
 }
 
 
@@ -410,6 +482,7 @@ def grammar_cases() -> list:
     cases += [pytest.param(("lark-package", name), id=name) for name in LARK_PACKAGE]
     cases += [pytest.param(("lark-example", name), id=f"example-{name}") for name in LARK_EXAMPLE]
     cases += [pytest.param(("package", name), id=name) for name in PACKAGE_GRAMMARS]
+    cases += [pytest.param(("package-terminal", name), id=name) for name in PACKAGE_TERMINALS]
     cases += [pytest.param(("fixture", name), id=name) for name in {**FIXTURES, **ISSUE_19, **COMMON_IMPORTS}]
     return cases
 
@@ -424,6 +497,9 @@ def load(case: tuple[str, str]) -> Grammar:
     if kind == "package":
         package, version, path, start, _ = PACKAGE_GRAMMARS[name]
         return Grammar.from_file(grammar_file(package, version, path), start=start)
+    if kind == "package-terminal":
+        *where, template = PACKAGE_TERMINALS[name]
+        return Grammar.from_lark(template.format(definition=terminal_definition(*where)), name=name)
     return (
         Grammar.builtin(name)
         if kind == "builtin"
@@ -576,3 +652,49 @@ def test_reference_decides_prefixes_inside_a_lexeme():
     assert reference.status("let x = 1; ret") == "prefix"  # inside "return" (or a name)
     assert reference.status("let x = ;") == "invalid"
     assert checker_verdict(grammar, "let x = ;") == ("invalid", 8)
+
+
+LAZY_TEXTS = {
+    "blark-PRAGMA": ["{a};;b", "{a}}", "{a;b};x", "{ {}", "a{b}c;", "{x};{y}"],
+    "blark-MULTI_LINE_COMMENT": [
+        "a (* x *) b",
+        "a (* x *) *) b",
+        "a (* (* *) )",
+        "a(**)b",
+        "a(*)*)",
+        "a (* x *) ( *) b",
+    ],
+    "hcl2-NL_OR_COMMENT": [
+        "a/* x */b",
+        "a/* x */ */b",
+        "a//x\nb",
+        "a#x\nb",
+        "a/*/b*/c",
+        "a\n  b",
+        "a/**/*b",
+        "a/* x */ ( */b",
+    ],
+    "eql-RAW_TQ_STRING": [
+        '"""a"""',
+        '"""a""""',
+        '"""a"""""',
+        '"""a""""""',
+        '"""a"""" "b"',
+        '"""a\n"""',
+        'x""""""',
+        '"""a""" ( """ ( """',
+    ],
+    "eql-ML_COMMENT": ["a/* x */b", "a /* x */ */", "a/**/*b", "a/*/ */b", "a/* \r\n */b", "a/* x */ ( */b"],
+}
+
+
+@pytest.mark.parametrize("name", list(LAZY_TEXTS))
+def test_lazy_terminals_agree_with_lark_on_every_prefix(name):
+    """Where a lazy terminal's match ends: texts that end it early, late, or not at all, and
+    every prefix of each."""
+    reference = Reference.of(load(("package-terminal", name)))
+    tally = Tally()
+    for text in LAZY_TEXTS[name]:
+        for end in range(len(text) + 1):
+            compare(reference, text[:end], tally)
+    print(f"\n{name}: {tally.agree} prefixes, all agree")

@@ -15,7 +15,7 @@ import pytest
 
 from grammar_guide import Grammar, GrammarError
 from grammar_guide._lazy import LazyReading, lazy_reading
-from tests.support.package_grammars import grammar_file
+from tests.support.package_grammars import grammar_file, terminal_definition
 
 # id -> (package, version, grammar file, terminal)
 PACKAGE_TERMINALS = {
@@ -27,18 +27,10 @@ PACKAGE_TERMINALS = {
 }
 
 
-def definition(package: str, version: str, path: str, name: str) -> str:
-    """A terminal's definition as its grammar file writes it (continuation lines included)."""
-    text = grammar_file(package, version, path).read_text()
-    found = re.search(rf"(?m)^{name}(?:\.\d+)?\s*:.*(?:\n[ \t]+\|.*)*", text)
-    assert found, f"{name} is not defined in {path}"
-    return found.group()
-
-
-def lark_pattern(terminal_definition: str) -> str:
+def lark_pattern(definition: str) -> str:
     """The regex lark matches for a terminal defined on its own (composite parts joined)."""
-    name = terminal_definition.split(":")[0].split(".")[0].strip()
-    parser = lark.Lark(f"start: {name}\n{terminal_definition}\n", parser="earley")
+    name = definition.split(":")[0].split(".")[0].strip()
+    parser = lark.Lark(f"start: {name}\n{definition}\n", parser="earley")
     return next(t.pattern.to_regexp() for t in parser.terminals if t.name == name)
 
 
@@ -83,7 +75,7 @@ def assert_reads_as_re_match(regex: str, alphabet: str, length: int) -> int:
     ],
 )
 def test_package_terminals_read_as_re_match(case: str, alphabet: str, length: int) -> None:
-    regex = lark_pattern(definition(*PACKAGE_TERMINALS[case]))
+    regex = lark_pattern(terminal_definition(*PACKAGE_TERMINALS[case]))
     checked = assert_reads_as_re_match(regex, alphabet, length)
     print(f"\n{case}: /{regex}/ agrees with re.match on {checked} texts")
 
@@ -133,5 +125,5 @@ def test_cel_string_is_refused_where_it_is_written() -> None:
     assert (error.line, error.column) == (145, 18)
     assert error.construct is not None and error.construct.startswith('/[rR]?"(?:')
     # and lark's re.match does depend on what follows: the same opening, two different lexemes.
-    pattern = re.compile(lark_pattern(definition("cel-python", "0.5.0", "celpy/cel.lark", "STRING_LIT")))
+    pattern = re.compile(lark_pattern(terminal_definition("cel-python", "0.5.0", "celpy/cel.lark", "STRING_LIT")))
     assert [m.group() for m in (pattern.match('"a\\" x'), pattern.match('"a\\" x"'))] == ['"a\\"', '"a\\" x"']

@@ -11,13 +11,14 @@ lark<0.12, gdtoolkit 4.5.0 lark==1.2.2).
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import tarfile
 import zipfile
 from pathlib import Path
 
-__all__ = ["grammar_file", "pip_download"]
+__all__ = ["grammar_file", "pip_download", "terminal_definition"]
 
 
 def _cache_dir() -> Path:
@@ -33,6 +34,15 @@ def grammar_file(package: str, version: str, path: str) -> Path:
     if not found.is_file():
         raise FileNotFoundError(f"{package} {version} has no {path}")
     return found
+
+
+def terminal_definition(package: str, version: str, path: str, name: str) -> str:
+    """A terminal's definition as the package's grammar file writes it (continuation lines too)."""
+    text = grammar_file(package, version, path).read_text()
+    found = re.search(rf"(?m)^{name}(?:\.\d+)?\s*:.*(?:\n[ \t]+\|.*)*", text)
+    if not found:
+        raise LookupError(f"{name} is not defined in {package} {version}'s {path}")
+    return found.group()
 
 
 def _download(package: str, version: str) -> Path:
