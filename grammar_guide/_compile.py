@@ -34,7 +34,7 @@ from ._exact import (
     regex_rules_not_starting,
 )
 from ._hazards import find_hazards
-from ._lark_load import position, position_of_terminal, position_of_use
+from ._lark_load import position, position_of_definition, position_of_terminal, position_of_use
 from ._lazy import LazyReading, lazy_reading
 from ._matcher import regex_is_void
 from ._regex import is_regex_error, regex_features, sre_parse, strip_verbose
@@ -213,7 +213,10 @@ def compile_lark(parser: lark.Lark, text: str, source: str | None, lexer: Lexer 
         patterns = {n: t.pattern for n, t in terminals.items()}
         hazards = find_hazards(parser.rules, start, compiled_terms, literals, patterns, ignore)
         if hazards.greedy:
-            return _scannerless(by_origin, rule_name, start, term_names, terminals, ignore, hazards.munch, source)
+            try:
+                return _scannerless(by_origin, rule_name, start, term_names, terminals, ignore, hazards.munch, source)
+            except _TooLarge:
+                raise _too_large(hazards.munch or hazards.greedy, text, source) from None
     tail = body[len(by_origin) :]
     plain = "\n".join(header + body + lines) + "\n"
     captured = "\n".join(header + captured_body + tail + lines) + "\n"
@@ -295,7 +298,7 @@ def _scannerless(
                 known |= found
                 changed = True
         if len(reach) > _MAX_VARIANTS:
-            raise GrammarError("the grammar is too large to read at the character level", source=source)
+            raise _TooLarge
     out: dict[str, list[str]] = {}
     size = 0
     for (n, p), ends in reach.items():
@@ -313,7 +316,7 @@ def _scannerless(
                 partial = grown
             size += len(partial)
             if size > _MAX_VARIANTS * 4:
-                raise GrammarError("the grammar is too large to read at the character level", source=source)
+                raise _TooLarge
             for syms, q in partial:
                 out[f"{n}__{tokens.index(p)}_{tokens.index(q)}"].append(" ".join(syms))
     # Drop what derives no text (a terminal none of whose matches may come there, and what needs one).
@@ -344,6 +347,29 @@ def _scannerless(
 
 
 _MAX_VARIANTS = 20000
+
+
+class _TooLarge(Exception):
+    """The character-level reading grew past ``_MAX_VARIANTS``."""
+
+
+def _too_large(hazardous: Mapping[str, str], text: str, source: str | None) -> GrammarError:
+    """The refusal of a grammar too large to read at the character level, at the first terminal
+    that made it so (with the terminal it may run into or be extended by)."""
+    names = sorted(hazardous, key=lambda n: position_of_definition(n, text, last=False)["offset"] or len(text))
+    first = names[0]
+    return GrammarError(
+        f"the grammar is too large to read at the character level (over {_MAX_VARIANTS:,} rule variants): "
+        f"a greedy lexer would read {len(names)} terminals differently from lark ({', '.join(names[:8])}"
+        f"{', ...' if len(names) > 8 else ''}; {first} with {hazardous[first]}), and each must be watched "
+        "for where lark ends it; keep the terminals that may follow one another from running into each "
+        "other (keywords with a rule-level alternative rather than a shared name pattern), or pass "
+        'lexer="greedy" to read it as a tokenizer does',
+        construct=first,
+        **position_of_definition(first, text, last=False),
+        source=source,
+    )
+
 
 #: The watchers' state: the terminals whose last match could still be extended by what follows,
 #: each with the state its DFA is in after the text read since.
@@ -438,9 +464,7 @@ class _Watchers:
                     nxt = (labels[0], frozenset(kept))
                     if nxt not in ids:
                         if len(ids) > _MAX_VARIANTS:
-                            raise GrammarError(
-                                "the grammar is too large to read at the character level", source=self.source
-                            )
+                            raise _TooLarge
                         ids[nxt] = len(order)
                         order.append(nxt)
                     out.append((lo, hi, ids[nxt]))

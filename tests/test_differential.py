@@ -427,7 +427,9 @@ PACKAGE_GRAMMARS = {
     # cel's STRING_LIT (a lazy quantifier whose match depends on the text after it), blark's
     # IDENTIFIER (\b), hcl2's STRING_CHARS (look-ahead), pyquil's %ignore /^\n/ (an anchor),
     # gdtoolkit's NAME (\p{XID_Start}: its parser passes regex=True; tests/test_regex_module.py).
-    # (eql 1.0.1's grammar is too large to read at the character level; tests/test_lazy.py.)
+    # eql's grammar is too large to read at the character level (its lazy terminals are read,
+    # tests/test_lazy.py): refused at the first terminal that needs it.
+    "eql": ("eql", "1.0.1", "eql/etc/eql.g", "piped_query", False),
     "cel": ("cel-python", "0.5.0", "celpy/cel.lark", "expr", False),
     "blark": ("blark", "0.8.3", "blark/iec.lark", "start", False),
     "hcl2": ("python-hcl2", "8.1.4", "hcl2/hcl2.lark", "start", False),
