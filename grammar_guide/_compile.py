@@ -207,7 +207,7 @@ def compile_lark(parser: lark.Lark, text: str, source: str | None, lexer: Lexer 
         body.append('gg_trailing: "" | ' + " | ".join(f"gg_trailing {t}" for t in trailing))
     else:
         header.append(f"start: {rule_name(start)}")
-    _check_not_empty(parser.rules, start, terminals, source)
+    _check_not_empty(parser.rules, start, terminals, text, source)
     if lexer == "dynamic":
         literals = {n: (t.literal if not t.case_insensitive else None) for n, t in terminals.items()}
         patterns = {n: t.pattern for n, t in terminals.items()}
@@ -217,6 +217,16 @@ def compile_lark(parser: lark.Lark, text: str, source: str | None, lexer: Lexer 
                 return _scannerless(by_origin, rule_name, start, term_names, terminals, ignore, hazards.munch, source)
             except _TooLarge:
                 raise _too_large(hazards.munch or hazards.greedy, text, source) from None
+            except _NoText:
+                raise GrammarError(
+                    f"the grammar's language is empty: no text is valid as lark reads it (rule {start!r} "
+                    "needs a terminal where lark's longest match of the one before never lets it begin)",
+                    construct=start,
+                    **position_of_definition(start, text, last=False),
+                    source=source,
+                ) from None
+            except GrammarError as error:
+                raise _placed(error, text) from None
     tail = body[len(by_origin) :]
     plain = "\n".join(header + body + lines) + "\n"
     captured = "\n".join(header + captured_body + tail + lines) + "\n"
@@ -330,7 +340,7 @@ def _scannerless(
                 changed = True
     heads = [v for v in out if v.startswith("gg_start__0_") and v in productive]
     if not heads:
-        raise GrammarError("the grammar's language is empty: no text is valid", source=source)
+        raise _NoText
     lines = ["start: " + " | ".join(heads)]
     for variant, alts in out.items():
         if variant in productive:
@@ -351,6 +361,18 @@ _MAX_VARIANTS = 20000
 
 class _TooLarge(Exception):
     """The character-level reading grew past ``_MAX_VARIANTS``."""
+
+
+class _NoText(Exception):
+    """The character-level reading derives no text."""
+
+
+def _placed(error: GrammarError, text: str) -> GrammarError:
+    """``error``, which names a terminal as its construct, at that terminal's definition."""
+    if error.line is not None or not error.construct:
+        return error
+    where = position_of_definition(error.construct, text, last=False)
+    return GrammarError(error.message, construct=error.construct, **where, source=error.source)
 
 
 def _too_large(hazardous: Mapping[str, str], text: str, source: str | None) -> GrammarError:
@@ -395,8 +417,13 @@ class _Watchers:
     @functools.cache  # noqa: B019 - one per compilation
     def dfa(self, x: str) -> Dfa:
         terminal = self.terminals[x]
-        reading = _lazy_of(terminal)
-        return reading.dfa if reading else dfa_of(terminal.pattern)
+        try:
+            reading = _lazy_of(terminal)
+            return reading.dfa if reading else dfa_of(terminal.pattern)
+        except GrammarError as error:  # an automaton too large to build
+            raise GrammarError(
+                f"terminal {terminal.name}: {error.message}", construct=terminal.name, source=self.source
+            ) from None
 
     def transitions(self, x: str, p: _State) -> dict[_State, str]:
         key = (x, p)
@@ -502,7 +529,7 @@ class _Watchers:
         return result
 
 
-def _check_not_empty(rules: Any, start: str, terminals: Mapping[str, Terminal], source: str | None) -> None:
+def _check_not_empty(rules: Any, start: str, terminals: Mapping[str, Terminal], text: str, source: str | None) -> None:
     """``GrammarError`` when no text at all is valid (``start: start "a"``, ``/[^\\s\\S]/``)."""
     productive = {n for n, t in terminals.items() if t.literal is not None or not regex_is_void(t.regex or "")}
     bodies = [(r.origin.name, [s.name for s in r.expansion]) for r in rules]
@@ -514,7 +541,13 @@ def _check_not_empty(rules: Any, start: str, terminals: Mapping[str, Terminal], 
                 productive.add(origin)
                 changed = True
     if start not in productive:
-        raise GrammarError(f"the grammar's language is empty: rule {start!r} derives no text", source=source)
+        raise GrammarError(
+            f"the grammar's language is empty: rule {start!r} derives no text (every alternative needs "
+            "itself again, or a terminal that matches nothing)",
+            construct=start,
+            **position_of_definition(start, text, last=False),
+            source=source,
+        )
 
 
 def _capture_refs(alternative: str, term_names: Mapping[str, str]) -> str:
@@ -571,7 +604,10 @@ def _terminal(tdef: Any, text: str, source: str | None, regex_module: bool) -> t
         # composite terminal as a backslash then a tab) come out as plain escapes.
         if lazy:
             # The matches Python's re.match returns (see _lazy), or no exact reading.
-            reading = lazy_reading(regex)
+            try:
+                reading = lazy_reading(regex)
+            except GrammarError as error:  # an automaton too large to build
+                reading = error.message
             if isinstance(reading, str):
                 where, written = position_of_terminal(tdef.name, pattern.value, text, _has_lazy)
                 raise GrammarError(

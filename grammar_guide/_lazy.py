@@ -7,10 +7,11 @@ lexeme, a regular language, which this module computes both as an automaton (``D
 character-level reading) and as a lexeme expression of llguidance's Lark dialect:
 
 - a sequence ``H X{m,n}? M Q``, where the matches of ``H`` are prefix-free (at most one begins the
-  text), ``X`` is one character, ``M`` a fixed-length run of single characters and ``Q`` matches
-  empty text (so it never fails and backtracking never returns into the quantifier). ``re.match``
-  then takes the fewest repetitions of ``X`` after which ``M`` follows: the matches of
-  ``H X{m,n} M`` none of whose proper prefixes is one, then ``Q`` as a greedy regex is read;
+  text), ``X`` is one character, ``M`` a fixed-length run of single characters (``\\d{2}`` is two)
+  and ``Q`` matches empty text (so it never fails and backtracking never returns into the
+  quantifier). ``re.match`` then takes the fewest repetitions of ``X`` after which ``M``
+  follows: the matches of ``H X{m,n} M`` none of whose proper prefixes is one, then ``Q`` as a
+  greedy regex is read;
 - an alternation of such sequences whose matches never begin the same text (``re.match`` takes
   the first alternative that matches, and at most one can): the union of their readings.
 
@@ -96,7 +97,7 @@ def _reading(items: list[_Item]) -> LazyReading | str:
     low, high, body = av
     j = next(j for j in range(i + 1, len(items) + 1) if first_chars(_written(items[j:]))[1])
     middle, tail = items[i + 1 : j], items[j:]
-    if any(_single_char([(o, a)], f) is None for o, a, f in middle):
+    if not all(_fixed_length(o, a, f) for o, a, f in middle):
         return (
             "a lazy quantifier followed by text of varying length: Python's re then returns a "
             "match that depends on the text after the terminal; write fixed characters after the "
@@ -151,6 +152,13 @@ def _lazy_inside(op: Any, av: Any) -> bool:
     if op is _c.MAX_REPEAT:
         return any(_lazy_inside(o, a) for o, a in av[2])
     return False
+
+
+def _fixed_length(op: Any, av: Any, flags: int) -> bool:
+    """Whether an item is one character, or one character repeated a fixed number of times."""
+    if op is _c.MAX_REPEAT and av[0] == av[1]:
+        return _single_char(list(av[2]), flags) is not None
+    return _single_char([(op, av)], flags) is not None
 
 
 def _single_char(items: list[Any], flags: int) -> list[tuple[int, int]] | None:

@@ -91,6 +91,8 @@ def test_package_terminals_read_as_re_match(case: str, alphabet: str, length: in
         (r"[rR]?'[^\n]*?'", "'rRa\n", 7),
         (r"(?:<!--.*?-->|<[a-z]+>)", "<!->ab", 8),
         (r"\s*?;", " ;a\t", 6),
+        (r"#.*?\d{2}", "#1a2", 7),
+        (r"(?i)<b>.*?</B>", "<>/bBx", 9),
     ],
 )
 def test_shapes_read_as_re_match(regex: str, alphabet: str, length: int) -> None:
