@@ -18,7 +18,7 @@ import lark
 import llguidance as llg
 from lark.grammar import NonTerminal
 from lark.grammar import Terminal as LarkTerminal
-from lark.lexer import PatternRE, PatternStr
+from lark.lexer import PatternRE, PatternStr, TerminalDef
 
 from ._automaton import Dfa, dfa_of, ranges_of, split_ranges
 from ._charclass import python_class
@@ -37,7 +37,7 @@ from ._hazards import find_hazards
 from ._lark_load import position, position_of_definition, position_of_terminal, position_of_use
 from ._lazy import LazyReading, lazy_reading
 from ._matcher import regex_is_void
-from ._regex import is_regex_error, regex_features, sre_parse, strip_verbose
+from ._regex import is_regex_error, regex_features, sre_constants, sre_parse, strip_verbose
 from ._regex_module import case_insensitive_literal, python_re_of
 
 __all__ = ["Compiled", "Lexer", "Terminal", "compile_lark", "lark_regex", "validate"]
@@ -144,7 +144,12 @@ def compile_lark(parser: lark.Lark, text: str, source: str | None, lexer: Lexer 
     terminals: dict[str, Terminal] = {}
     lines: list[str] = []
     compiled_terms: dict[str, str] = {}
+    # An %ignore'd /^R/ matches only where the text begins (re.match at a later position never
+    # holds ^): read as an optional R before the first token, at the character level.
+    leading = _leading_ignores(parser) if lexer == "dynamic" else {}
     for tdef in parser.terminals:
+        if tdef.name in leading:
+            tdef = TerminalDef(tdef.name, PatternRE(leading[tdef.name], tdef.pattern.flags), tdef.priority)
         terminal, expression = _terminal(tdef, text, source, bool(parser.options.regex))
         terminals[tdef.name] = terminal
         compiled_terms[tdef.name] = expression
@@ -180,7 +185,7 @@ def compile_lark(parser: lark.Lark, text: str, source: str | None, lexer: Lexer 
     if start not in by_origin:
         raise GrammarError(f"start rule {start!r} is not defined", source=source)
 
-    ignore = list(parser.ignore_tokens)
+    ignore = [name for name in parser.ignore_tokens if name not in leading]
     header = []
     if ignore:
         # Lark skips ignored text before the first and after the last token too.
@@ -212,9 +217,11 @@ def compile_lark(parser: lark.Lark, text: str, source: str | None, lexer: Lexer 
         literals = {n: (t.literal if not t.case_insensitive else None) for n, t in terminals.items()}
         patterns = {n: t.pattern for n, t in terminals.items()}
         hazards = find_hazards(parser.rules, start, compiled_terms, literals, patterns, ignore)
-        if hazards.greedy:
+        if hazards.greedy or leading:
             try:
-                return _scannerless(by_origin, rule_name, start, term_names, terminals, ignore, hazards.munch, source)
+                return _scannerless(
+                    by_origin, rule_name, start, term_names, terminals, (ignore, list(leading)), hazards.munch, source
+                )
             except _TooLarge:
                 raise _too_large(hazards.munch or hazards.greedy, text, source) from None
             except _NoText:
@@ -239,13 +246,14 @@ def _scannerless(
     start: str,
     term_names: Mapping[str, str],
     terminals: Mapping[str, Terminal],
-    ignore: list[str],
+    skipped: tuple[list[str], list[str]],
     munch: Iterable[str],
     source: str | None,
 ) -> Compiled:
     """The grammar at the character level: each terminal a rule over one-character lexemes,
     ignored text a rule before every terminal and at the end. The matcher's lexer then has
-    nothing to be greedy about, and its language is exactly the rules' language.
+    nothing to be greedy about, and its language is exactly the rules' language. ``skipped``:
+    the ignored terminals, and those ignored only where the text begins (``/^\\n/``).
 
     A terminal in ``munch`` (see ``_hazards``) takes its longest match in lark: the text after
     a match ``w`` may not begin with a ``v`` that makes ``w v`` a match too. That is a regular
@@ -254,7 +262,13 @@ def _scannerless(
     each with its DFA state."""
     by_compiled = {compiled: name for name, compiled in term_names.items()}
     # The symbol grammar: tokens are compiled terminal names, gg_skip the ignored text.
-    rules: dict[str, list[list[str]]] = {"gg_start": [[rule_name(start)] + (["gg_skip"] if ignore else [])]}
+    ignore, leading = skipped
+    rules: dict[str, list[list[str]]] = {
+        "gg_start": [
+            [*lead, rule_name(start)] + (["gg_skip"] if ignore else [])
+            for lead in [[], *([term_names[n]] for n in leading)]
+        ]
+    }
     for origin, bodies in by_origin.items():
         rules[rule_name(origin)] = [
             [
@@ -279,7 +293,7 @@ def _scannerless(
                 head, alt = helper, alt[1:]
     tokens = _Watchers(
         {term_names[n]: t for n, t in terminals.items()},
-        {term_names[n] for n in munch},
+        {term_names[n] for n in [*munch, *leading]},
         source,
     )
     empty: _State = frozenset()
@@ -652,6 +666,27 @@ def _case_insensitive(regex: str) -> bool:
     return (
         re.match(r"\(\?[a-zA-Z]*i", regex) is not None or re.search(r"\(\?[a-zA-Z]*i[a-zA-Z]*[:)]", regex) is not None
     )
+
+
+def _leading_ignores(parser: lark.Lark) -> dict[str, str]:
+    """The ignored terminals written ``/^R/`` or ``/\\AR/`` (no ``m`` flag), each with ``R``."""
+    out = {}
+    for tdef in parser.terminals:
+        pattern = tdef.pattern
+        if tdef.name not in parser.ignore_tokens or not isinstance(pattern, PatternRE) or "m" in pattern.flags:
+            continue
+        try:
+            items = list(sre_parse.parse(pattern.value, 0))
+        except Exception as exc:  # lark compiled it: only a regex module's pattern gets here
+            if not is_regex_error(exc):
+                raise
+            continue
+        anchors = {sre_constants.AT_BEGINNING: "^", sre_constants.AT_BEGINNING_STRING: "\\A"}
+        if items and items[0][0] is sre_constants.AT and items[0][1] in anchors:
+            anchor = anchors[items[0][1]]
+            if pattern.value.startswith(anchor) and pattern.value != anchor:
+                out[tdef.name] = pattern.value[len(anchor) :]
+    return out
 
 
 def _has_unsupported(regex: str) -> bool:

@@ -199,8 +199,15 @@ class Reference:
         assert parser is not None
         # The regex module's classes are not Python's (its \\s lacks \\x1c): partial matching
         # uses the pattern with Python's classes written out.
-        patterns = {t.name: regex.compile(_explicit(t.pattern.to_regexp())) for t in parser.terminals}
-        exact = {t.name: re.compile(_greedy(t.pattern.to_regexp())) for t in parser.terminals}
+        # A pattern anchored at the start of the text (pyquil's %ignore /^\n/) begins no lexeme
+        # after it, which is where these are asked; lark's own parse decides at offset 0.
+        patterns = {
+            t.name: regex.compile("(?!)" if _at_start(t) else _explicit(t.pattern.to_regexp()))
+            for t in parser.terminals
+        }
+        exact = {
+            t.name: re.compile("(?!)" if _at_start(t) else _greedy(t.pattern.to_regexp())) for t in parser.terminals
+        }
         lazy = {t.name: re.compile(t.pattern.to_regexp()) for t in parser.terminals if _is_lazy(t.pattern.to_regexp())}
         return cls(grammar, parser, patterns, exact, frozenset(parser.ignore_tokens), lazy)
 
@@ -340,6 +347,10 @@ def _explicit(pattern: str) -> str:
     return greedy_regex(_greedy(pattern))
 
 
+def _at_start(terminal: lark.lexer.TerminalDef) -> bool:
+    return terminal.pattern.to_regexp().startswith(("^", "\\A"))
+
+
 def _is_lazy(pattern: str) -> bool:
     return regex_features(pattern)[1]
 
@@ -423,17 +434,18 @@ PACKAGE_GRAMMARS = {
     },
     "syncode-larkm-lark": ("syncode", "0.4.16", "syncode/larkm/grammars/lark.lark", "start", False),
     "syncode-larkm-python": ("syncode", "0.4.16", "syncode/larkm/grammars/python.lark", "file_input", False),
-    # Issue 27's grammars, each refused where a construct without an exact reading is written:
-    # cel's STRING_LIT (a lazy quantifier whose match depends on the text after it), blark's
-    # IDENTIFIER (\b), hcl2's STRING_CHARS (look-ahead), pyquil's %ignore /^\n/ (an anchor),
-    # gdtoolkit's NAME (\p{XID_Start}: its parser passes regex=True; tests/test_regex_module.py).
+    # Issue 27's grammars. pyquil's %ignore /^\n/ is one newline where the text begins. The others
+    # are refused where a construct without an exact reading is written: cel's STRING_LIT (a
+    # lazy quantifier whose match depends on the text after it), blark's IDENTIFIER (\b),
+    # hcl2's STRING_CHARS (look-ahead), gdtoolkit's NAME (\p{XID_Start}: its parser passes
+    # regex=True; tests/test_regex_module.py).
     # eql's grammar is too large to read at the character level (its lazy terminals are read,
     # tests/test_lazy.py): refused at the first terminal that needs it.
     "eql": ("eql", "1.0.1", "eql/etc/eql.g", "piped_query", False),
     "cel": ("cel-python", "0.5.0", "celpy/cel.lark", "expr", False),
     "blark": ("blark", "0.8.3", "blark/iec.lark", "start", False),
     "hcl2": ("python-hcl2", "8.1.4", "hcl2/hcl2.lark", "start", False),
-    "pyquil": ("pyquil", "3.5.4", "pyquil/_parser/grammar.lark", "quil", False),
+    "pyquil": ("pyquil", "3.5.4", "pyquil/_parser/grammar.lark", "quil", True),
     "gdtoolkit": ("gdtoolkit", "4.5.0", "gdtoolkit/parser/gdscript.lark", "start", False),
 }
 
@@ -700,3 +712,24 @@ def test_lazy_terminals_agree_with_lark_on_every_prefix(name):
         for end in range(len(text) + 1):
             compare(reference, text[:end], tally)
     print(f"\n{name}: {tally.agree} prefixes, all agree")
+
+
+# Quil programs (pyquil's docs' first example, with comments and blank lines): one newline
+# may begin the text (%ignore /^\n/), a second may not.
+QUIL_TEXTS = [
+    "\nDECLARE ro BIT[2]\nH 0\nCNOT 0 1\nMEASURE 0 ro[0]\nMEASURE 1 ro[1]\n",
+    "\n\nH 0\n",
+    "# Bell state\nH 0\nCNOT 0 1\n",
+    "\n# Bell state\nX 0\n",
+    "H 0\n\nX 1\n",
+    "RX(pi/2) 0\n",
+]
+
+
+def test_pyquil_agrees_with_lark_on_every_prefix():
+    reference = Reference.of(load(("package", "pyquil")))
+    tally = Tally()
+    for text in QUIL_TEXTS:
+        for end in range(len(text) + 1):
+            compare(reference, text[:end], tally)
+    print(f"\npyquil: {tally.agree} prefixes, all agree")
