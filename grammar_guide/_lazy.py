@@ -9,11 +9,13 @@ character-level reading) and as a lexeme expression of llguidance's Lark dialect
 - a sequence ``H X{m,n}? M Q``, where the matches of ``H`` are prefix-free (at most one begins the
   text), ``X`` is one character, ``M`` a fixed-length run of single characters (``\\d{2}`` is two)
   and ``Q`` matches empty text (so it never fails and backtracking never returns into the
-  quantifier). ``re.match`` then takes the fewest repetitions of ``X`` after which ``M``
+  quantifier) and is a run of single characters and greedy repeats of one (so Python's match of
+  it is its longest). ``re.match`` then takes the fewest repetitions of ``X`` after which ``M``
   follows: the matches of ``H X{m,n} M`` none of whose proper prefixes is one, then ``Q`` as a
   greedy regex is read;
-- an alternation of such sequences whose matches never begin the same text (``re.match`` takes
-  the first alternative that matches, and at most one can): the union of their readings.
+- an alternation of such sequences (or of runs as ``Q`` is) whose matches never begin the same
+  text (``re.match`` takes the first alternative that matches, and at most one can): the union
+  of their readings.
 
 Anything else with a lazy quantifier (``"(\\\\.|.)*?"``, whose match depends on whether a later
 quote follows) is described, for a ``GrammarError``, with what to write instead.
@@ -103,6 +105,8 @@ def _reading(items: list[_Item]) -> LazyReading | str:
             "match that depends on the text after the terminal; write fixed characters after the "
             "quantifier (as in /\\*(.|\\n)*?\\*\\//)"
         )
+    if not all(_single_char_run(o, a, f) for o, a, f in tail):
+        return _NOT_LONGEST
     cut = _written([*head, (_c.MAX_REPEAT, (low, high, body), flags), *middle])
     shortest = LazyReading(f"({lark_regex(cut)} & ~{lark_regex(f'(?:{cut})(?s:.)+')})", dfa_of(cut).shortest())
     return _then(shortest, _greedy(tail)) if tail else shortest
@@ -117,7 +121,11 @@ def _then(first: LazyReading, second: LazyReading) -> LazyReading:
 def _alternatives(alternatives: list[Any], flags: int) -> LazyReading | str:
     readings = []
     for alt in alternatives:
-        reading = _reading(_opened(list(alt), flags))
+        items = _opened(list(alt), flags)
+        lazy = any(_lazy_inside(op, av) for op, av, _ in items)
+        if not lazy and not all(_single_char_run(o, a, f) for o, a, f in items):
+            return _NOT_LONGEST
+        reading = _reading(items)
         if isinstance(reading, str):
             return reading
         readings.append(reading)
@@ -152,6 +160,21 @@ def _lazy_inside(op: Any, av: Any) -> bool:
     if op is _c.MAX_REPEAT:
         return any(_lazy_inside(o, a) for o, a in av[2])
     return False
+
+
+_NOT_LONGEST = (
+    "a lazy quantifier beside a part that Python's re may not match as far as it can (it takes "
+    "the first way its backtracking finds: /b*(?:a|bc)*/ reads 'b' of 'bc'); write the parts "
+    "beside the quantifier as single characters or repeats of one character"
+)
+
+
+def _single_char_run(op: Any, av: Any, flags: int) -> bool:
+    """Whether an item is one character or a greedy repeat of one: a sequence of such items is
+    matched as far as it can go (Python's first match is its longest)."""
+    if op is _c.MAX_REPEAT:
+        return _single_char(list(av[2]), flags) is not None
+    return _single_char([(op, av)], flags) is not None
 
 
 def _fixed_length(op: Any, av: Any, flags: int) -> bool:
