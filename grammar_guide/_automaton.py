@@ -19,7 +19,7 @@ from ._errors import GrammarError
 from ._regex import sre_constants as _c
 from ._regex import sre_parse as _sre_parse
 
-__all__ = ["Dfa", "dfa_of", "ranges_of", "split_ranges"]
+__all__ = ["Dfa", "concatenation", "dfa_of", "ranges_of", "share_a_prefix", "split_ranges", "union"]
 
 _MAX_NFA_STATES = 20000
 
@@ -141,6 +141,17 @@ class _Nfa:
             return end
         raise GrammarError(f"no exact translation for the regex construct {op}")
 
+    def embed(self, dfa: Dfa, start: int, end: int) -> None:
+        """A copy of ``dfa`` entered from ``start`` that leaves to ``end`` after each match."""
+        ids = [self.new() for _ in dfa.edges]
+        if ids:
+            self.eps[start].append(ids[dfa.start])
+        for state, edges in enumerate(dfa.edges):
+            for lo, hi, target in edges:
+                self.chars[ids[state]].append(([(lo, hi)], ids[target]))
+            if state in dfa.accepting:
+                self.eps[ids[state]].append(end)
+
     def closure(self, states: Iterable[int]) -> frozenset[int]:
         seen = set(states)
         work = list(seen)
@@ -150,6 +161,45 @@ class _Nfa:
                     seen.add(nxt)
                     work.append(nxt)
         return frozenset(seen)
+
+
+def concatenation(first: Dfa, second: Dfa) -> Dfa:
+    """The strings made of a match of ``first`` then a match of ``second``."""
+    nfa = _Nfa()
+    start = nfa.new()
+    middle = nfa.new()
+    end = nfa.new()
+    nfa.embed(first, start, middle)
+    nfa.embed(second, middle, end)
+    return _determinise(nfa, start, end)
+
+
+def union(dfas: Iterable[Dfa]) -> Dfa:
+    """The strings that match any of ``dfas``."""
+    nfa = _Nfa()
+    start = nfa.new()
+    end = nfa.new()
+    for dfa in dfas:
+        nfa.embed(dfa, start, end)
+    return _determinise(nfa, start, end)
+
+
+def share_a_prefix(a: Dfa, b: Dfa) -> bool:
+    """Whether some text begins with a match of ``a`` and with a match of ``b`` (both trimmed:
+    every state on a common path can still reach a match)."""
+    if a.empty or b.empty:
+        return False
+    seen = {(a.start, b.start)}
+    work = [(a.start, b.start)]
+    while work:
+        x, y = work.pop()
+        if x in a.accepting or y in b.accepting:
+            return True
+        for _, _, (tx, ty) in split_ranges([a.edges[x], b.edges[y]]):
+            if tx is not None and ty is not None and (tx, ty) not in seen:
+                seen.add((tx, ty))
+                work.append((tx, ty))
+    return False
 
 
 def _determinise(nfa: _Nfa, start: int, end: int) -> Dfa:

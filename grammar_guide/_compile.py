@@ -18,7 +18,7 @@ import lark
 import llguidance as llg
 from lark.grammar import NonTerminal
 from lark.grammar import Terminal as LarkTerminal
-from lark.lexer import PatternRE, PatternStr
+from lark.lexer import PatternRE, PatternStr, TerminalDef
 
 from ._automaton import Dfa, dfa_of, ranges_of, split_ranges
 from ._charclass import python_class
@@ -34,9 +34,11 @@ from ._exact import (
     regex_rules_not_starting,
 )
 from ._hazards import find_hazards
-from ._lark_load import position, position_of_terminal, position_of_use
+from ._lark_load import position, position_of_definition, position_of_terminal, position_of_use
+from ._lazy import LazyReading, lazy_reading
 from ._matcher import regex_is_void
-from ._regex import is_regex_error, regex_features, strip_verbose
+from ._regex import is_regex_error, regex_features, sre_constants, sre_parse, strip_verbose
+from ._regex_module import case_insensitive_literal, python_re_of
 
 __all__ = ["Compiled", "Lexer", "Terminal", "compile_lark", "lark_regex", "validate"]
 
@@ -142,8 +144,13 @@ def compile_lark(parser: lark.Lark, text: str, source: str | None, lexer: Lexer 
     terminals: dict[str, Terminal] = {}
     lines: list[str] = []
     compiled_terms: dict[str, str] = {}
+    # An %ignore'd /^R/ matches only where the text begins (re.match at a later position never
+    # holds ^): read as an optional R before the first token, at the character level.
+    leading = _leading_ignores(parser) if lexer == "dynamic" else {}
     for tdef in parser.terminals:
-        terminal, expression = _terminal(tdef, text, source)
+        if tdef.name in leading:
+            tdef = TerminalDef(tdef.name, PatternRE(leading[tdef.name], tdef.pattern.flags), tdef.priority)
+        terminal, expression = _terminal(tdef, text, source, bool(parser.options.regex))
         terminals[tdef.name] = terminal
         compiled_terms[tdef.name] = expression
         lines.append(f"{term_name(tdef.name)}: {expression}")
@@ -178,7 +185,7 @@ def compile_lark(parser: lark.Lark, text: str, source: str | None, lexer: Lexer 
     if start not in by_origin:
         raise GrammarError(f"start rule {start!r} is not defined", source=source)
 
-    ignore = list(parser.ignore_tokens)
+    ignore = [name for name in parser.ignore_tokens if name not in leading]
     header = []
     if ignore:
         # Lark skips ignored text before the first and after the last token too.
@@ -205,13 +212,28 @@ def compile_lark(parser: lark.Lark, text: str, source: str | None, lexer: Lexer 
         body.append('gg_trailing: "" | ' + " | ".join(f"gg_trailing {t}" for t in trailing))
     else:
         header.append(f"start: {rule_name(start)}")
-    _check_not_empty(parser.rules, start, terminals, source)
+    _check_not_empty(parser.rules, start, terminals, text, source)
     if lexer == "dynamic":
         literals = {n: (t.literal if not t.case_insensitive else None) for n, t in terminals.items()}
         patterns = {n: t.pattern for n, t in terminals.items()}
         hazards = find_hazards(parser.rules, start, compiled_terms, literals, patterns, ignore)
-        if hazards.greedy:
-            return _scannerless(by_origin, rule_name, start, term_names, terminals, ignore, hazards.munch, source)
+        if hazards.greedy or leading:
+            try:
+                return _scannerless(
+                    by_origin, rule_name, start, term_names, terminals, (ignore, list(leading)), hazards.munch, source
+                )
+            except _TooLarge:
+                raise _too_large(hazards.munch or hazards.greedy, text, source) from None
+            except _NoText:
+                raise GrammarError(
+                    f"the grammar's language is empty: no text is valid as lark reads it (rule {start!r} "
+                    "needs a terminal where lark's longest match of the one before never lets it begin)",
+                    construct=start,
+                    **position_of_definition(start, text, last=False),
+                    source=source,
+                ) from None
+            except GrammarError as error:
+                raise _placed(error, text) from None
     tail = body[len(by_origin) :]
     plain = "\n".join(header + body + lines) + "\n"
     captured = "\n".join(header + captured_body + tail + lines) + "\n"
@@ -224,13 +246,14 @@ def _scannerless(
     start: str,
     term_names: Mapping[str, str],
     terminals: Mapping[str, Terminal],
-    ignore: list[str],
+    skipped: tuple[list[str], list[str]],
     munch: Iterable[str],
     source: str | None,
 ) -> Compiled:
     """The grammar at the character level: each terminal a rule over one-character lexemes,
     ignored text a rule before every terminal and at the end. The matcher's lexer then has
-    nothing to be greedy about, and its language is exactly the rules' language.
+    nothing to be greedy about, and its language is exactly the rules' language. ``skipped``:
+    the ignored terminals, and those ignored only where the text begins (``/^\\n/``).
 
     A terminal in ``munch`` (see ``_hazards``) takes its longest match in lark: the text after
     a match ``w`` may not begin with a ``v`` that makes ``w v`` a match too. That is a regular
@@ -239,7 +262,13 @@ def _scannerless(
     each with its DFA state."""
     by_compiled = {compiled: name for name, compiled in term_names.items()}
     # The symbol grammar: tokens are compiled terminal names, gg_skip the ignored text.
-    rules: dict[str, list[list[str]]] = {"gg_start": [[rule_name(start)] + (["gg_skip"] if ignore else [])]}
+    ignore, leading = skipped
+    rules: dict[str, list[list[str]]] = {
+        "gg_start": [
+            [*lead, rule_name(start)] + (["gg_skip"] if ignore else [])
+            for lead in [[], *([term_names[n]] for n in leading)]
+        ]
+    }
     for origin, bodies in by_origin.items():
         rules[rule_name(origin)] = [
             [
@@ -264,7 +293,7 @@ def _scannerless(
                 head, alt = helper, alt[1:]
     tokens = _Watchers(
         {term_names[n]: t for n, t in terminals.items()},
-        {term_names[n] for n in munch},
+        {term_names[n] for n in [*munch, *leading]},
         source,
     )
     empty: _State = frozenset()
@@ -293,7 +322,7 @@ def _scannerless(
                 known |= found
                 changed = True
         if len(reach) > _MAX_VARIANTS:
-            raise GrammarError("the grammar is too large to read at the character level", source=source)
+            raise _TooLarge
     out: dict[str, list[str]] = {}
     size = 0
     for (n, p), ends in reach.items():
@@ -311,7 +340,7 @@ def _scannerless(
                 partial = grown
             size += len(partial)
             if size > _MAX_VARIANTS * 4:
-                raise GrammarError("the grammar is too large to read at the character level", source=source)
+                raise _TooLarge
             for syms, q in partial:
                 out[f"{n}__{tokens.index(p)}_{tokens.index(q)}"].append(" ".join(syms))
     # Drop what derives no text (a terminal none of whose matches may come there, and what needs one).
@@ -325,7 +354,7 @@ def _scannerless(
                 changed = True
     heads = [v for v in out if v.startswith("gg_start__0_") and v in productive]
     if not heads:
-        raise GrammarError("the grammar's language is empty: no text is valid", source=source)
+        raise _NoText
     lines = ["start: " + " | ".join(heads)]
     for variant, alts in out.items():
         if variant in productive:
@@ -342,6 +371,41 @@ def _scannerless(
 
 
 _MAX_VARIANTS = 20000
+
+
+class _TooLarge(Exception):
+    """The character-level reading grew past ``_MAX_VARIANTS``."""
+
+
+class _NoText(Exception):
+    """The character-level reading derives no text."""
+
+
+def _placed(error: GrammarError, text: str) -> GrammarError:
+    """``error``, which names a terminal as its construct, at that terminal's definition."""
+    if error.line is not None or not error.construct:
+        return error
+    where = position_of_definition(error.construct, text, last=False)
+    return GrammarError(error.message, construct=error.construct, **where, source=error.source)
+
+
+def _too_large(hazardous: Mapping[str, str], text: str, source: str | None) -> GrammarError:
+    """The refusal of a grammar too large to read at the character level, at the first terminal
+    that made it so (with the terminal it may run into or be extended by)."""
+    names = sorted(hazardous, key=lambda n: position_of_definition(n, text, last=False)["offset"] or len(text))
+    first = names[0]
+    return GrammarError(
+        f"the grammar is too large to read at the character level (over {_MAX_VARIANTS:,} rule variants): "
+        f"a greedy lexer would read {len(names)} terminals differently from lark ({', '.join(names[:8])}"
+        f"{', ...' if len(names) > 8 else ''}; {first} with {hazardous[first]}), and each must be watched "
+        "for where lark ends it; keep the terminals that may follow one another from running into each "
+        "other (keywords with a rule-level alternative rather than a shared name pattern), or pass "
+        'lexer="greedy" to read it as a tokenizer does',
+        construct=first,
+        **position_of_definition(first, text, last=False),
+        source=source,
+    )
+
 
 #: The watchers' state: the terminals whose last match could still be extended by what follows,
 #: each with the state its DFA is in after the text read since.
@@ -367,10 +431,13 @@ class _Watchers:
     @functools.cache  # noqa: B019 - one per compilation
     def dfa(self, x: str) -> Dfa:
         terminal = self.terminals[x]
-        dfa = dfa_of(terminal.pattern)
-        if terminal.regex is not None and regex_features(terminal.regex)[1]:
-            dfa = dfa.shortest()  # re.match's shortest match (see regex_features)
-        return dfa
+        try:
+            reading = _lazy_of(terminal)
+            return reading.dfa if reading else dfa_of(terminal.pattern)
+        except GrammarError as error:  # an automaton too large to build
+            raise GrammarError(
+                f"terminal {terminal.name}: {error.message}", construct=terminal.name, source=self.source
+            ) from None
 
     def transitions(self, x: str, p: _State) -> dict[_State, str]:
         key = (x, p)
@@ -387,8 +454,7 @@ class _Watchers:
 
     def _explore(self, x: str, p: _State) -> dict[_State, str]:
         terminal = self.terminals[x]
-        lazy = terminal.regex is not None and regex_features(terminal.regex)[1]
-        if lazy:
+        if _lazy_of(terminal):
             return {} if self.dfa(x).empty else self._product(x, p)
         # When every watcher of p dies or forbids at the first character, and every match of x
         # ends in the same state, x's regex as rules does, its first character restricted (no
@@ -439,9 +505,7 @@ class _Watchers:
                     nxt = (labels[0], frozenset(kept))
                     if nxt not in ids:
                         if len(ids) > _MAX_VARIANTS:
-                            raise GrammarError(
-                                "the grammar is too large to read at the character level", source=self.source
-                            )
+                            raise _TooLarge
                         ids[nxt] = len(order)
                         order.append(nxt)
                     out.append((lo, hi, ids[nxt]))
@@ -479,7 +543,7 @@ class _Watchers:
         return result
 
 
-def _check_not_empty(rules: Any, start: str, terminals: Mapping[str, Terminal], source: str | None) -> None:
+def _check_not_empty(rules: Any, start: str, terminals: Mapping[str, Terminal], text: str, source: str | None) -> None:
     """``GrammarError`` when no text at all is valid (``start: start "a"``, ``/[^\\s\\S]/``)."""
     productive = {n for n, t in terminals.items() if t.literal is not None or not regex_is_void(t.regex or "")}
     bodies = [(r.origin.name, [s.name for s in r.expansion]) for r in rules]
@@ -491,7 +555,13 @@ def _check_not_empty(rules: Any, start: str, terminals: Mapping[str, Terminal], 
                 productive.add(origin)
                 changed = True
     if start not in productive:
-        raise GrammarError(f"the grammar's language is empty: rule {start!r} derives no text", source=source)
+        raise GrammarError(
+            f"the grammar's language is empty: rule {start!r} derives no text (every alternative needs "
+            "itself again, or a terminal that matches nothing)",
+            construct=start,
+            **position_of_definition(start, text, last=False),
+            source=source,
+        )
 
 
 def _capture_refs(alternative: str, term_names: Mapping[str, str]) -> str:
@@ -499,13 +569,17 @@ def _capture_refs(alternative: str, term_names: Mapping[str, str]) -> str:
     return " ".join(f"gg_cap_{sym.lower()}" if sym in compiled else sym for sym in alternative.split())
 
 
-def _terminal(tdef: Any, text: str, source: str | None) -> tuple[Terminal, str]:
-    """The terminal, and its definition in llguidance's dialect (the text after ``NAME:``)."""
+def _terminal(tdef: Any, text: str, source: str | None, regex_module: bool) -> tuple[Terminal, str]:
+    """The terminal, and its definition in llguidance's dialect (the text after ``NAME:``).
+    ``regex_module``: lark matches with the ``regex`` module (``regex=True``), not ``re``."""
     pattern = tdef.pattern
     if isinstance(pattern, PatternStr):
         flags = set(pattern.flags)
         ci = "i" in flags
         escaped = _escape_literal(pattern.value)
+        if ci and regex_module:  # the regex module's case folding (``ı`` is no ``i``)
+            folded = case_insensitive_literal(pattern.value)
+            return Terminal(tdef.name, regex=folded), lark_regex(folded)
         if ci:  # case-insensitivity as Python's re has it (``ſ`` is an ``s``)
             return Terminal(tdef.name, literal=pattern.value, case_insensitive=True), lark_regex(
                 exact_regex(f"(?i:{re.escape(pattern.value)})")
@@ -519,6 +593,8 @@ def _terminal(tdef: Any, text: str, source: str | None) -> tuple[Terminal, str]:
             # remove comments and insignificant whitespace here.
             value = strip_verbose(value)
             flags.discard("x")
+        if regex_module:
+            value = _python_re_of(tdef.name, pattern.value, value, flags, text, source)
         value = _KNOWN_EQUIVALENTS.get(value, value)
         regex = f"(?{''.join(sorted(flags))}:{value})" if flags else value
         regex = _lazy_as_greedy(regex)
@@ -529,24 +605,106 @@ def _terminal(tdef: Any, text: str, source: str | None) -> tuple[Terminal, str]:
                 raise
             problem, lazy = f"an invalid regex ({exc})", False
         if problem:
+            what, _, instead = problem.partition("; ")
+            where, written = position_of_terminal(tdef.name, pattern.value, text, _has_unsupported)
             raise GrammarError(
-                f"terminal {tdef.name} uses {problem}, which the incremental matcher cannot honour exactly",
-                construct=f"/{pattern.value}/",
-                **position_of_terminal(tdef.name, pattern.value, text),
+                f"terminal {tdef.name} uses {what}, which the incremental matcher cannot honour exactly"
+                + (f"; {instead}" if instead else ""),
+                construct=written or f"/{pattern.value}/",
+                **where,
                 source=source,
             )
         # Classes as Python's re reads them; control characters (lark writes a "\t" inside a
         # composite terminal as a backslash then a tab) come out as plain escapes.
-        exact = regex if lazy or not needs_exact_classes(regex) else exact_regex(regex)
-        expression = lark_regex(exact)
         if lazy:
-            # Python's re returns the shortest match of this pattern (see regex_features): the
-            # strings of the language none of whose proper prefixes is in the language.
-            expression = f"{expression} & ~{lark_regex(f'(?:{regex})(?s:.)+')}"
-        return Terminal(tdef.name, regex=regex), expression
+            # The matches Python's re.match returns (see _lazy), or no exact reading.
+            try:
+                reading = lazy_reading(regex)
+            except GrammarError as error:  # an automaton too large to build
+                reading = error.message
+            if isinstance(reading, str):
+                where, written = position_of_terminal(tdef.name, pattern.value, text, _has_lazy)
+                raise GrammarError(
+                    f"terminal {tdef.name} uses {reading}",
+                    construct=written or f"/{pattern.value}/",
+                    **where,
+                    source=source,
+                )
+            return Terminal(tdef.name, regex=regex), reading.expression
+        exact = regex if not needs_exact_classes(regex) else exact_regex(regex)
+        return Terminal(tdef.name, regex=regex), lark_regex(exact)
     raise GrammarError(  # pragma: no cover - lark has only these two
         f"terminal {tdef.name} has an unknown pattern type", construct=tdef.name, source=source
     )
+
+
+def _python_re_of(name: str, written: str, value: str, flags: set[str], text: str, source: str | None) -> str:
+    """A pattern of ``regex=True`` in Python's ``re`` (see ``_regex_module``), or ``GrammarError``
+    where the two modules differ in a way not written out."""
+    problem = None
+    try:
+        value = python_re_of(value)
+        sre_parse.parse(value, 0)
+    except Exception as exc:
+        if not is_regex_error(exc):
+            raise
+        problem = f"a construct of the regex module that Python's re lacks ({exc}); write it without it"
+    if problem is None and _case_insensitive(value if not flags else f"(?{''.join(sorted(flags))}:{value})"):
+        if regex_features(value)[0] is not None:
+            return value  # refused for that construct, which no reading has
+        problem = (
+            "case-insensitive matching with regex=True: the regex module folds case differently "
+            'from Python\'s re (``ı`` is no ``i``); write the cases out ([iI]) or use a "..."i literal'
+        )
+    if problem is None:
+        return value
+    where, literal = position_of_terminal(name, written, text, _case_insensitive if "case" in problem else None)
+    raise GrammarError(f"terminal {name} uses {problem}", construct=literal or f"/{written}/", **where, source=source)
+
+
+def _case_insensitive(regex: str) -> bool:
+    return (
+        re.match(r"\(\?[a-zA-Z]*i", regex) is not None or re.search(r"\(\?[a-zA-Z]*i[a-zA-Z]*[:)]", regex) is not None
+    )
+
+
+def _leading_ignores(parser: lark.Lark) -> dict[str, str]:
+    """The ignored terminals written ``/^R/`` or ``/\\AR/`` (no ``m`` flag), each with ``R``."""
+    out = {}
+    for tdef in parser.terminals:
+        pattern = tdef.pattern
+        if tdef.name not in parser.ignore_tokens or not isinstance(pattern, PatternRE) or "m" in pattern.flags:
+            continue
+        try:
+            items = list(sre_parse.parse(pattern.value, 0))
+        except Exception as exc:  # lark compiled it: only a regex module's pattern gets here
+            if not is_regex_error(exc):
+                raise
+            continue
+        anchors = {sre_constants.AT_BEGINNING: "^", sre_constants.AT_BEGINNING_STRING: "\\A"}
+        if items and items[0][0] is sre_constants.AT and items[0][1] in anchors:
+            anchor = anchors[items[0][1]]
+            if pattern.value.startswith(anchor) and pattern.value != anchor:
+                out[tdef.name] = pattern.value[len(anchor) :]
+    return out
+
+
+def _has_unsupported(regex: str) -> bool:
+    return regex_features(regex)[0] is not None
+
+
+def _has_lazy(regex: str) -> bool:
+    return regex_features(regex)[1]
+
+
+def _lazy_of(terminal: Terminal) -> LazyReading | None:
+    """The lazy reading of a terminal whose regex has a lazy quantifier (``_terminal`` refused
+    the others)."""
+    if terminal.regex is None or not regex_features(terminal.regex)[1]:
+        return None
+    reading = lazy_reading(terminal.regex)
+    assert not isinstance(reading, str), reading
+    return reading
 
 
 def _lazy_as_greedy(regex: str) -> str:

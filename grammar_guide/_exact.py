@@ -28,6 +28,7 @@ __all__ = [
     "exact_regex",
     "first_chars",
     "greedy_regex",
+    "greedy_regex_of",
     "lark_regex",
     "needs_exact_classes",
     "quantifier",
@@ -73,9 +74,14 @@ def exact_regex(regex: str) -> str:
 def greedy_regex(regex: str) -> str:
     """``regex`` with its lazy quantifiers written greedy (and its classes as ``exact_regex``)."""
     parsed = _sre_parse.parse(regex, 0)
+    return greedy_regex_of(list(parsed), parsed.state.flags)
+
+
+def greedy_regex_of(items: list[Any], flags: int) -> str:
+    """``greedy_regex`` of parsed items (``flags``: those in force there)."""
     writer = _Writer(python_class, "", "(?:", ")", "(?:)")
     writer.lazy_as_greedy = True
-    return writer.sequence(list(parsed), parsed.state.flags) or "(?:)"
+    return writer.sequence(items, flags) or "(?:)"
 
 
 def regex_rules(regex: str) -> str:

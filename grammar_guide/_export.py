@@ -137,7 +137,9 @@ def _allocate(names: Iterable[str], *, upper: bool, taken: set[str], reserved: d
 
 
 def _lazy_error(name: str, terminal: Terminal, resolved: _Resolved, target: str) -> GrammarError:
-    where = position_of_terminal(name, resolved.lark_patterns.get(name, terminal.regex or ""), resolved.source_text)
+    where, _ = position_of_terminal(
+        name, resolved.lark_patterns.get(name, terminal.regex or ""), resolved.source_text, _is_lazy_regex
+    )
     if where["line"] is None:  # imported: point at the %import that names it
         found = re.search(rf"(?m)^[ \t]*%import\b[^\n]*?\b({re.escape(name)})\b", resolved.source_text)
         where = position(found.start(1) if found else None, resolved.source_text)
@@ -152,7 +154,11 @@ def _lazy_error(name: str, terminal: Terminal, resolved: _Resolved, target: str)
 
 
 def _is_lazy(terminal: Terminal) -> bool:
-    return terminal.regex is not None and regex_features(terminal.regex)[1]
+    return terminal.regex is not None and _is_lazy_regex(terminal.regex)
+
+
+def _is_lazy_regex(regex: str) -> bool:
+    return regex_features(regex)[1]
 
 
 # -- plain Lark ----------------------------------------------------------------------------------

@@ -154,6 +154,7 @@ class Grammar:
         source: str | None = None,
         rewrites: Sequence[Rewrite] = (),
         lexer: Lexer = "dynamic",
+        regex: bool = False,
     ) -> Grammar:
         """Load a Lark grammar (the ``lark`` package's syntax and meaning).
 
@@ -163,10 +164,12 @@ class Grammar:
         one word), which is the matcher's own lexer and the fastest.
 
         ``import_paths`` are searched by ``%import`` of other grammar files; ``rewrites`` are
-        repairs for slips drafts often make in this language (see ``Rewrite``). Raises
-        ``GrammarError`` for syntax errors and for constructs the matcher cannot honour.
+        repairs for slips drafts often make in this language (see ``Rewrite``). ``regex=True``
+        is lark's option of that name: terminals are matched with the ``regex`` module, which
+        knows Unicode properties (``\\p{XID_Start}``); it must be installed, as lark needs it then.
+        Raises ``GrammarError`` for syntax errors and for constructs the matcher cannot honour.
         """
-        parser = load_lark(text, start, import_paths=import_paths, source=source)
+        parser = load_lark(text, start, import_paths=import_paths, source=source, regex=regex)
         if lexer not in ("dynamic", "greedy"):
             raise GrammarError(f"lexer={lexer!r}: choose 'dynamic' (lark's Earley default) or 'greedy'")
         compiled = compile_lark(parser, text, source, lexer)
@@ -185,11 +188,13 @@ class Grammar:
         return grammar
 
     @classmethod
-    def from_file(cls, path: str | Path, start: str = "start", *, lexer: Lexer | None = None) -> Grammar:
+    def from_file(
+        cls, path: str | Path, start: str = "start", *, lexer: Lexer | None = None, regex: bool = False
+    ) -> Grammar:
         """Load a ``.lark`` file; ``%import`` of sibling grammar files works. A sibling
         ``<name>.rewrites.json`` file gives the grammar's rewrites (see ``Rewrite``). A file may
         say how it is read with a comment line ``// grammar-guide: lexer=greedy`` (``lexer``
-        overrides it; the default is ``"dynamic"``)."""
+        overrides it; the default is ``"dynamic"``). ``regex``: as in ``from_lark``."""
         path = Path(path)
         text = path.read_text(encoding="utf-8")
         sidecar = path.with_name(f"{path.stem}.rewrites.json")
@@ -203,6 +208,7 @@ class Grammar:
             source=str(path),
             rewrites=rewrites,
             lexer=lexer or (declared.group(1) if declared else "dynamic"),  # type: ignore[arg-type]
+            regex=regex,
         )
 
     @classmethod

@@ -7,9 +7,9 @@ lark reports many grammar errors as text; this module turns them into ``GrammarE
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TypedDict
+from typing import NamedTuple, TypedDict
 
 import lark
 import lark.exceptions
@@ -20,25 +20,34 @@ from ._text import line_column, offset_of
 
 __all__ = [
     "Position",
+    "RegexLiteral",
     "bad_regex_error",
     "load_lark",
     "position",
     "position_of_definition",
     "position_of_terminal",
     "position_of_use",
+    "regex_literals",
 ]
 
 
 def load_lark(
-    text: str, start: str, *, import_paths: Sequence[str | Path] = (), source: str | None = None
+    text: str,
+    start: str,
+    *,
+    import_paths: Sequence[str | Path] = (),
+    source: str | None = None,
+    regex: bool = False,
 ) -> lark.Lark:
-    """``lark.Lark(text, parser="earley", lexer="dynamic")``, lark's errors as ``GrammarError``."""
+    """``lark.Lark(text, parser="earley", lexer="dynamic", regex=regex)``, lark's errors as
+    ``GrammarError``."""
     try:
         return lark.Lark(
             text,
             start=start,
             parser="earley",
             lexer="dynamic",
+            regex=regex,
             import_paths=[str(p) for p in import_paths],
             source_path=source,
         )
@@ -70,18 +79,54 @@ def load_lark(
 
 
 def bad_regex_error(exc: BaseException, text: str, source: str | None) -> GrammarError:
-    # lark does not say which regex failed: find the first one Python cannot compile.
-    for match in re.finditer(r"/((?:\\.|[^/\\\n])+)/[imslux]*", text):
-        try:
-            re.compile(match.group(1))
-        except re.error:
-            return GrammarError(
-                f"invalid regex: {exc}",
-                construct=match.group(0),
-                **position(match.start(), text),
-                source=source,
-            )
-    return GrammarError(f"invalid regex: {exc}", source=source)
+    """The regex lark could not compile, found in the text (lark does not say which): the first
+    ``/.../`` literal that Python's ``re`` refuses with the same message."""
+    advice = ""
+    if "bad escape \\p" in str(exc) or "bad escape \\P" in str(exc):
+        advice = "; lark reads Unicode properties (\\p{...}) only with regex=True: pass regex=True"
+    literals = regex_literals(text)
+    for wanted in (str(exc), None):
+        for literal in literals:
+            try:
+                re.compile(literal.regex)
+            except re.error as own:
+                if wanted is None or str(own) == wanted:
+                    return GrammarError(
+                        f"invalid regex: {own}{advice}",
+                        construct=literal.text,
+                        **position(literal.start, text),
+                        source=source,
+                    )
+    return GrammarError(f"invalid regex: {exc}{advice}", source=source)
+
+
+class RegexLiteral(NamedTuple):
+    """A ``/.../flags`` literal of Lark text: where it starts, its text, and the regex lark
+    compiles from it."""
+
+    start: int
+    text: str
+    regex: str
+
+
+# lark's own tokens for its grammar text (lark/load_grammar.py): strings and comments are read
+# past, so a slash inside them starts no regex.
+_GRAMMAR_TOKENS = re.compile(
+    r'(?P<string>"(?:\\"|\\\\|[^"\n])*?"i?)'
+    r"|(?P<comment>//[^\n]*|#[^\n]*)"
+    r"|(?P<regex>/(?!/)(?:\\/|\\\\|[^/])*?/(?P<flags>[imslux]*))"
+)
+
+
+def regex_literals(text: str) -> list[RegexLiteral]:
+    """The regex literals of Lark text, in order."""
+    out = []
+    for match in _GRAMMAR_TOKENS.finditer(text):
+        if match.group("regex"):
+            flags = match.group("flags")
+            body = match.group("regex")[1 : -len(flags) - 1 if flags else -1]
+            out.append(RegexLiteral(match.start(), match.group("regex"), f"(?{flags}:{body})" if flags else body))
+    return out
 
 
 class Position(TypedDict):
@@ -115,13 +160,47 @@ def position_of_use(name: str, text: str) -> Position:
     return _position_of_name(name, text)
 
 
-def position_of_terminal(name: str, regex_value: str, text: str) -> Position:
-    index = text.find("/" + regex_value + "/")
-    if index < 0:
-        index = text.find(regex_value)
-    if index >= 0:
-        return position(index, text)
-    return _position_of_name(name, text)
+def position_of_terminal(
+    name: str, regex_value: str, text: str, faulty: Callable[[str], bool] | None = None
+) -> tuple[Position, str | None]:
+    """Where a terminal's regex is written, and that literal's text: the first literal of its
+    definition (or anywhere, for lark's anonymous ``__`` terminals) whose regex is ``faulty``,
+    else the one lark read ``regex_value`` from, else its definition (and ``None``)."""
+    literals = regex_literals(text)
+    if not name.startswith("__"):
+        start, end = _definition_span(name, text)
+        literals = [lit for lit in literals if start <= lit.start < end]
+    found = next((lit for lit in literals if faulty is not None and _is_faulty(faulty, lit.regex)), None)
+    key = _loose(regex_value)
+    found = found or next((lit for lit in literals if _loose(lit.regex) == key), None)
+    if found is not None:
+        return position(found.start, text), found.text
+    return position_of_definition(name, text, last=False), None
+
+
+def _is_faulty(faulty: Callable[[str], bool], regex: str) -> bool:
+    try:
+        return faulty(regex)
+    except Exception as exc:  # a literal that is no regex on its own: not the one
+        if not is_regex_error(exc):
+            raise
+        return False
+
+
+def _loose(regex: str) -> str:
+    """A regex's text without escapes and control characters: the same for a literal as
+    written and as lark reads it (``\\n`` or a newline; ``\\/`` or ``/``)."""
+    body = re.sub(r"^\(\?[imslux]+:(.*)\)$", r"\1", regex, flags=re.S)
+    return re.sub(r"\\.|[\x00-\x1f/]", "", body)
+
+
+def _definition_span(name: str, text: str) -> tuple[int, int]:
+    """From a definition of ``name`` to the next line that starts another statement."""
+    where = position_of_definition(name, text, last=False)["offset"]
+    if where is None:
+        return 0, len(text)
+    following = re.compile(r"(?m)^(?=[^\s|])").search(text, text.find("\n", where) + 1)
+    return where, following.start() if following and text.find("\n", where) >= 0 else len(text)
 
 
 def position(offset: int | None, text: str) -> Position:

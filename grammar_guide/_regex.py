@@ -3,7 +3,7 @@
 lark matches terminals with Python's ``re``; the matcher compiles them to automata. This module reads
 a regex with CPython's own parser (``re._parser``, the one place the package touches it) to find
 constructs an automaton cannot express (look-around, back-references, anchors), lazy quantifiers
-and alternations where Python's first match is not the longest.
+(read by ``_lazy``) and alternations where Python's first match is not the longest.
 """
 
 from __future__ import annotations
@@ -64,35 +64,15 @@ sre_parse: Any = _parser
 sre_constants: Any = _constants
 _sre_c, _sre_parse = sre_constants, sre_parse
 
-_SINGLE_CHAR_OPS = {_sre_c.LITERAL, _sre_c.NOT_LITERAL, _sre_c.IN, _sre_c.ANY}
-
 
 def regex_features(regex: str) -> tuple[str | None, bool]:
-    r"""(a construct the matcher cannot honour exactly, or None; whether the regex is lazy).
-
-    A lazy quantifier is honoured in one shape: fixed single characters, one lazily repeated
-    single character, fixed single characters (``/\/\*(.|\n)*?\*\//``). There ``re.match``
-    returns the shortest match, which the compiler expresses as an intersection.
-    """
+    """(a construct the matcher cannot honour exactly, or None; whether the regex has a lazy
+    quantifier, which ``_lazy`` reads as ``re.match`` does, or refuses)."""
     parsed = _sre_parse.parse(regex, 0)
     problem = _first_unsupported(parsed) or _shadowed_alternative(parsed)
     if problem:
         return problem, False
-    lazy = _count_ops(parsed, _sre_c.MIN_REPEAT)
-    if not lazy:
-        return None, False
-    items = _flatten(parsed)
-    if lazy == 1 and items is not None:
-        lazy_items = [i for i, (op, _) in enumerate(items) if op is _sre_c.MIN_REPEAT]
-        others_fixed = all(op in _SINGLE_CHAR_OPS for op, _ in items if op is not _sre_c.MIN_REPEAT)
-        if len(lazy_items) == 1 and others_fixed:
-            body = items[lazy_items[0]][1][2]
-            if _is_single_char(body):
-                return None, True
-    return (
-        "a lazy quantifier (*?, +?, ??) in a shape where Python's first match is not the shortest match",
-        False,
-    )
+    return None, _count_ops(parsed, _sre_c.MIN_REPEAT) > 0
 
 
 def _shadowed_alternative(parsed: Any) -> str | None:
@@ -128,29 +108,59 @@ def _shadowed_alternative(parsed: Any) -> str | None:
     return None
 
 
+_INSTEAD = "; write the terminal without it"
+
+
 def _first_unsupported(parsed: Any) -> str | None:
     c = _sre_c
     for op, av in parsed:
         if op in (c.ASSERT, c.ASSERT_NOT):
-            return "a look-around assertion"
+            return (
+                "a look-around assertion ((?=...), (?!...), (?<=...), (?<!...)), whose match depends on "
+                "the text around the lexeme" + _INSTEAD + ": exclude characters with a class ([^...]) and "
+                "keywords with the grammar's rules"
+            )
         if op is c.GROUPREF:
-            return "a back-reference"
+            return "a back-reference (\\1, (?P=name)), which no context-free grammar can say" + _INSTEAD
         if op is c.GROUPREF_EXISTS:
-            return "a conditional group"
+            return "a conditional group ((?(1)...))" + _INSTEAD + ", as an alternation"
         if op is c.AT:
-            return {
-                c.AT_BOUNDARY: "a word boundary (\\b)",
-                c.AT_NON_BOUNDARY: "a non-boundary (\\B)",
-            }.get(av, "an anchor (^, $, \\A, \\Z)")
+            return _ANCHORS.get(av, _ANCHORS[c.AT_BEGINNING])
         if getattr(c, "ATOMIC_GROUP", None) is not None and op is c.ATOMIC_GROUP:
-            return "an atomic group"
+            return "an atomic group ((?>...))" + _INSTEAD
         if getattr(c, "POSSESSIVE_REPEAT", None) is not None and op is c.POSSESSIVE_REPEAT:
-            return "a possessive quantifier"
+            return "a possessive quantifier (*+, ++, ?+)" + _INSTEAD
         for sub in _children(op, av):
             problem = _first_unsupported(sub)
             if problem:
                 return problem
     return None
+
+
+_BEGINNING = (
+    "an anchor ({}): lark matches a terminal with re.match at each position of the text, where {} "
+    "holds only at the start of the text{}, so the terminal's meaning depends on where it stands"
+    + _INSTEAD
+    + " (%ignore /\\n/ for a newline), and say in the grammar's rules where it may come"
+)
+_END = (
+    "an anchor ({}): it holds only at the end of the text{}, so the terminal's meaning depends on "
+    "the text after it" + _INSTEAD + ", and say in the grammar's rules where it may come"
+)
+_ANCHORS = {
+    _sre_c.AT_BEGINNING: _BEGINNING.format("^", "^", " (with the m flag, also after a newline)"),
+    _sre_c.AT_BEGINNING_STRING: _BEGINNING.format("\\A", "\\A", ""),
+    _sre_c.AT_END: _END.format("$", " or before its final newline (with the m flag, before any newline)"),
+    _sre_c.AT_END_STRING: _END.format("\\Z", ""),
+    _sre_c.AT_BOUNDARY: (
+        "a word boundary (\\b), whose meaning depends on the character after the lexeme" + _INSTEAD + ": "
+        "the grammar's rules say what may follow it"
+    ),
+    _sre_c.AT_NON_BOUNDARY: (
+        "a non-boundary (\\B), whose meaning depends on the character after the lexeme" + _INSTEAD + ": "
+        "the grammar's rules say what may follow it"
+    ),
+}
 
 
 def _children(op: Any, av: Any) -> list[Any]:
@@ -172,39 +182,3 @@ def _children(op: Any, av: Any) -> list[Any]:
 
 def _count_ops(parsed: Any, wanted: Any) -> int:
     return sum((op is wanted) + sum(_count_ops(s, wanted) for s in _children(op, av)) for op, av in parsed)
-
-
-def _flatten(parsed: Any) -> list[tuple[Any, Any]] | None:
-    """The top-level items with plain groups opened; ``None`` if there is a top-level branch."""
-    out: list[tuple[Any, Any]] = []
-    for op, av in parsed:
-        if op is _sre_c.SUBPATTERN:
-            inner = _flatten(av[-1])
-            if inner is None:
-                if not _is_single_char(av[-1]):
-                    return None
-                out.append((_sre_c.ANY, None))
-                continue
-            out.extend(inner)
-        elif op is _sre_c.BRANCH:
-            if not _is_single_char([(op, av)]):
-                return None
-            out.append((_sre_c.ANY, None))
-        else:
-            out.append((op, av))
-    return out
-
-
-def _is_single_char(parsed: Any) -> bool:
-    """Whether every string the sub-pattern matches is exactly one character."""
-    items = list(parsed)
-    if len(items) != 1:
-        return False
-    op, av = items[0]
-    if op in _SINGLE_CHAR_OPS:
-        return True
-    if op is _sre_c.SUBPATTERN:
-        return _is_single_char(av[-1])
-    if op is _sre_c.BRANCH:
-        return all(_is_single_char(alt) for alt in av[1])
-    return False

@@ -39,8 +39,9 @@ from hypothesis.extra.lark import from_lark
 from grammar_guide import Grammar, GrammarError
 from grammar_guide._automaton import dfa_of
 from grammar_guide._compile import _KNOWN_EQUIVALENTS
-from grammar_guide._exact import exact_regex
-from tests.support.package_grammars import grammar_file
+from grammar_guide._exact import greedy_regex
+from grammar_guide._regex import regex_features
+from tests.support.package_grammars import grammar_file, terminal_definition
 
 ARITHMETIC = textwrap.dedent(
     r"""
@@ -190,6 +191,7 @@ class Reference:
     patterns: dict[str, regex.Pattern]
     exact: dict[str, re.Pattern]
     ignored: frozenset[str]
+    lazy: dict[str, re.Pattern]  # the terminals with a lazy quantifier, as lark matches them
 
     @classmethod
     def of(cls, grammar: Grammar) -> Reference:
@@ -197,9 +199,17 @@ class Reference:
         assert parser is not None
         # The regex module's classes are not Python's (its \\s lacks \\x1c): partial matching
         # uses the pattern with Python's classes written out.
-        patterns = {t.name: regex.compile(_explicit(t.pattern.to_regexp())) for t in parser.terminals}
-        exact = {t.name: re.compile(_greedy(t.pattern.to_regexp())) for t in parser.terminals}
-        return cls(grammar, parser, patterns, exact, frozenset(parser.ignore_tokens))
+        # A pattern anchored at the start of the text (pyquil's %ignore /^\n/) begins no lexeme
+        # after it, which is where these are asked; lark's own parse decides at offset 0.
+        patterns = {
+            t.name: regex.compile("(?!)" if _at_start(t) else _explicit(t.pattern.to_regexp()))
+            for t in parser.terminals
+        }
+        exact = {
+            t.name: re.compile("(?!)" if _at_start(t) else _greedy(t.pattern.to_regexp())) for t in parser.terminals
+        }
+        lazy = {t.name: re.compile(t.pattern.to_regexp()) for t in parser.terminals if _is_lazy(t.pattern.to_regexp())}
+        return cls(grammar, parser, patterns, exact, frozenset(parser.ignore_tokens), lazy)
 
     @functools.cache  # noqa: B019 - one oracle per grammar, kept for the session
     def parse_status(self, text: str) -> tuple[str, frozenset[str]]:
@@ -233,6 +243,12 @@ class Reference:
         match = self.patterns[name].fullmatch(text, partial=True)
         if match is None:
             return False
+        if name in self.lazy:
+            # re.match returns one match, and a lazy one may end before the text does
+            # (``/* a */ b``): no text after it changes that.
+            found = self.lazy[name].match(text)
+            if found is not None and found.end() < len(text):
+                return False
         # A whole match is confirmed with Python's re, which lark matches with: the regex
         # module (2026.11) wrongly lets the empty class [^\s\S] match any character.
         return match.partial or self.exact[name].fullmatch(text) is not None
@@ -295,7 +311,28 @@ def _completions(pattern: re.Pattern, rest: str) -> list[str]:
     """Texts of at most two probe characters after which ``rest`` is a whole match of
     ``pattern`` (two only when one is not enough: ``/*`` then ``*/``)."""
     short = [c for c in ["", *PROBE] if pattern.fullmatch(rest + c)]
-    return short or [a + b for a in PROBE for b in PROBE if pattern.fullmatch(rest + a + b)]
+    return short or [a + b for a in PROBE for b in PROBE if pattern.fullmatch(rest + a + b)] or _shortest(pattern, rest)
+
+
+def _shortest(pattern: re.Pattern, rest: str) -> list[str]:
+    """The shortest completion that the pattern's automaton finds (``(*`` then ``**)``), as
+    Python's re confirms it."""
+    dfa = dfa_of(greedy_regex(pattern.pattern))
+    state: int | None = dfa.start
+    for ch in rest:
+        state = dfa.step(state, ord(ch)) if state is not None else None
+    paths = {state: ""} if state is not None else {}
+    queue = list(paths)
+    while queue:
+        current = queue.pop(0)
+        if current in dfa.accepting:
+            found = paths[current]
+            return [found] if pattern.fullmatch(rest + found) else []
+        for lo, _, target in dfa.edges[current]:
+            if target not in paths:
+                paths[target] = paths[current] + chr(lo)
+                queue.append(target)
+    return []
 
 
 def _greedy(pattern: str) -> str:
@@ -305,11 +342,17 @@ def _greedy(pattern: str) -> str:
 
 
 def _explicit(pattern: str) -> str:
-    pattern = _greedy(pattern)
-    try:
-        return exact_regex(pattern)
-    except GrammarError:  # a lazy quantifier: keep it
-        return pattern
+    """The pattern with Python's classes written out, and greedy: partial and full matching
+    read its language, in which laziness changes nothing."""
+    return greedy_regex(_greedy(pattern))
+
+
+def _at_start(terminal: lark.lexer.TerminalDef) -> bool:
+    return terminal.pattern.to_regexp().startswith(("^", "\\A"))
+
+
+def _is_lazy(pattern: str) -> bool:
+    return regex_features(pattern)[1]
 
 
 def checker_verdict(grammar: Grammar, text: str) -> tuple[str, int]:
@@ -391,6 +434,60 @@ PACKAGE_GRAMMARS = {
     },
     "syncode-larkm-lark": ("syncode", "0.4.16", "syncode/larkm/grammars/lark.lark", "start", False),
     "syncode-larkm-python": ("syncode", "0.4.16", "syncode/larkm/grammars/python.lark", "file_input", False),
+    # Issue 27's grammars. pyquil's %ignore /^\n/ is one newline where the text begins. The others
+    # are refused where a construct without an exact reading is written: cel's STRING_LIT (a
+    # lazy quantifier whose match depends on the text after it), blark's IDENTIFIER (\b),
+    # hcl2's STRING_CHARS (look-ahead), gdtoolkit's NAME (\p{XID_Start}: its parser passes
+    # regex=True; tests/test_regex_module.py).
+    # eql's grammar is too large to read at the character level (its lazy terminals are read,
+    # tests/test_lazy.py): refused at the first terminal that needs it.
+    "eql": ("eql", "1.0.1", "eql/etc/eql.g", "piped_query", False),
+    "cel": ("cel-python", "0.5.0", "celpy/cel.lark", "expr", False),
+    "blark": ("blark", "0.8.3", "blark/iec.lark", "start", False),
+    "hcl2": ("python-hcl2", "8.1.4", "hcl2/hcl2.lark", "start", False),
+    "pyquil": ("pyquil", "3.5.4", "pyquil/_parser/grammar.lark", "quil", True),
+    "gdtoolkit": ("gdtoolkit", "4.5.0", "gdtoolkit/parser/gdscript.lark", "start", False),
+}
+
+
+# Lazy terminals of package grammars (issue 27) in small grammars around them, with what may
+# follow each: id -> (package, version, path, terminal, the grammar with {definition} for it).
+PACKAGE_TERMINALS = {
+    "blark-PRAGMA": (
+        "blark",
+        "0.8.3",
+        "blark/iec.lark",
+        "PRAGMA",
+        'start: (PRAGMA | WORD | ";")+\nWORD: /[a-z]+/\n%ignore " "\n{definition}\n',
+    ),
+    "blark-MULTI_LINE_COMMENT": (
+        "blark",
+        "0.8.3",
+        "blark/iec.lark",
+        "MULTI_LINE_COMMENT",
+        'start: (WORD | "*" | ")")+\nWORD: /[a-z]+/\n%ignore " "\n%ignore MULTI_LINE_COMMENT\n{definition}\n',
+    ),
+    "hcl2-NL_OR_COMMENT": (
+        "python-hcl2",
+        "8.1.4",
+        "hcl2/hcl2.lark",
+        "NL_OR_COMMENT",
+        'start: (WORD | "/" | "*" | NL_OR_COMMENT)+\nWORD: /[a-z]+/\n%ignore " "\n{definition}\n',
+    ),
+    "eql-RAW_TQ_STRING": (
+        "eql",
+        "1.0.1",
+        "eql/etc/eql.g",
+        "RAW_TQ_STRING",
+        'start: (RAW_TQ_STRING | WORD | "\\"")+\nWORD: /[a-z]+/\n%ignore " "\n{definition}\n',
+    ),
+    "eql-ML_COMMENT": (
+        "eql",
+        "1.0.1",
+        "eql/etc/eql.g",
+        "ML_COMMENT",
+        'start: (WORD | "/" | "*")+\nWORD: /[a-z]+/\n%ignore " "\n%ignore ML_COMMENT\n{definition}\n',
+    ),
 }
 
 
@@ -399,6 +496,7 @@ def grammar_cases() -> list:
     cases += [pytest.param(("lark-package", name), id=name) for name in LARK_PACKAGE]
     cases += [pytest.param(("lark-example", name), id=f"example-{name}") for name in LARK_EXAMPLE]
     cases += [pytest.param(("package", name), id=name) for name in PACKAGE_GRAMMARS]
+    cases += [pytest.param(("package-terminal", name), id=name) for name in PACKAGE_TERMINALS]
     cases += [pytest.param(("fixture", name), id=name) for name in {**FIXTURES, **ISSUE_19, **COMMON_IMPORTS}]
     return cases
 
@@ -413,6 +511,9 @@ def load(case: tuple[str, str]) -> Grammar:
     if kind == "package":
         package, version, path, start, _ = PACKAGE_GRAMMARS[name]
         return Grammar.from_file(grammar_file(package, version, path), start=start)
+    if kind == "package-terminal":
+        *where, template = PACKAGE_TERMINALS[name]
+        return Grammar.from_lark(template.format(definition=terminal_definition(*where)), name=name)
     return (
         Grammar.builtin(name)
         if kind == "builtin"
@@ -565,3 +666,70 @@ def test_reference_decides_prefixes_inside_a_lexeme():
     assert reference.status("let x = 1; ret") == "prefix"  # inside "return" (or a name)
     assert reference.status("let x = ;") == "invalid"
     assert checker_verdict(grammar, "let x = ;") == ("invalid", 8)
+
+
+LAZY_TEXTS = {
+    "blark-PRAGMA": ["{a};;b", "{a}}", "{a;b};x", "{ {}", "a{b}c;", "{x};{y}"],
+    "blark-MULTI_LINE_COMMENT": [
+        "a (* x *) b",
+        "a (* x *) *) b",
+        "a (* (* *) )",
+        "a(**)b",
+        "a(*)*)",
+        "a (* x *) ( *) b",
+    ],
+    "hcl2-NL_OR_COMMENT": [
+        "a/* x */b",
+        "a/* x */ */b",
+        "a//x\nb",
+        "a#x\nb",
+        "a/*/b*/c",
+        "a\n  b",
+        "a/**/*b",
+        "a/* x */ ( */b",
+    ],
+    "eql-RAW_TQ_STRING": [
+        '"""a"""',
+        '"""a""""',
+        '"""a"""""',
+        '"""a""""""',
+        '"""a"""" "b"',
+        '"""a\n"""',
+        'x""""""',
+        '"""a""" ( """ ( """',
+    ],
+    "eql-ML_COMMENT": ["a/* x */b", "a /* x */ */", "a/**/*b", "a/*/ */b", "a/* \r\n */b", "a/* x */ ( */b"],
+}
+
+
+@pytest.mark.parametrize("name", list(LAZY_TEXTS))
+def test_lazy_terminals_agree_with_lark_on_every_prefix(name):
+    """Where a lazy terminal's match ends: texts that end it early, late, or not at all, and
+    every prefix of each."""
+    reference = Reference.of(load(("package-terminal", name)))
+    tally = Tally()
+    for text in LAZY_TEXTS[name]:
+        for end in range(len(text) + 1):
+            compare(reference, text[:end], tally)
+    print(f"\n{name}: {tally.agree} prefixes, all agree")
+
+
+# Quil programs (pyquil's docs' first example, with comments and blank lines): one newline
+# may begin the text (%ignore /^\n/), a second may not.
+QUIL_TEXTS = [
+    "\nDECLARE ro BIT[2]\nH 0\nCNOT 0 1\nMEASURE 0 ro[0]\nMEASURE 1 ro[1]\n",
+    "\n\nH 0\n",
+    "# Bell state\nH 0\nCNOT 0 1\n",
+    "\n# Bell state\nX 0\n",
+    "H 0\n\nX 1\n",
+    "RX(pi/2) 0\n",
+]
+
+
+def test_pyquil_agrees_with_lark_on_every_prefix():
+    reference = Reference.of(load(("package", "pyquil")))
+    tally = Tally()
+    for text in QUIL_TEXTS:
+        for end in range(len(text) + 1):
+            compare(reference, text[:end], tally)
+    print(f"\npyquil: {tally.agree} prefixes, all agree")

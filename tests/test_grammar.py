@@ -276,7 +276,7 @@ def test_valid_prefix_is_complete_and_parse():
         ("start: X\nX: /(a)\\1/\n", "/(a)\\1/", "back-reference", 2, 4),
         ("start: X\nX: /(?P<q>a)(?P=q)/\n", "/(?P<q>a)(?P=q)/", "back-reference", 2, 4),
         ("start: X\nX: /\\bif/\n", "/\\bif/", "word boundary", 2, 4),
-        ("start: X\nX: /^a/m\n", "/^a/", "anchor", 2, 4),
+        ("start: X\nX: /^a/m\n", "/^a/m", "anchor", 2, 4),
         ("start: X\nX: /a\\Z/\n", "/a\\Z/", "anchor", 2, 4),
         ("start: X\nX: /(a)?(?(1)b|c)/\n", "/(a)?(?(1)b|c)/", "conditional group", 2, 4),
         ("start: X\nX: /(?>ab)/\n", "/(?>ab)/", "atomic group", 2, 4),
@@ -294,6 +294,47 @@ def test_regex_constructs_the_matcher_cannot_honour(text, construct, message, li
     assert "X" in str(error)
     # lark itself accepts each of these: the error is ours, and says why.
     lark.Lark(text, parser="earley", lexer="dynamic")
+
+
+@pytest.mark.parametrize(
+    "text, line, column, construct, advice",
+    [
+        # An anonymous %ignore terminal: lark names it __IGNORE_1, which the text never says.
+        ('start: "a"+\n%ignore " "\n%ignore /x|^\\n/\n', 3, 9, "/x|^\\n/", "%ignore /\\n/"),
+        # The faulty part of a composite terminal, not its first line.
+        ('start: X\nX: "a"\n | "b" /c$/\n', 3, 8, "/c$/", "without it"),
+        # A slash inside a string is no regex.
+        ('start: "/" X\nX: /a(?=b)/\n', 2, 4, "/a(?=b)/", "without it"),
+    ],
+)
+def test_refusals_point_at_the_construct_and_say_what_to_write(text, line, column, construct, advice):
+    with pytest.raises(GrammarError) as info:
+        Grammar.from_lark(text)
+    error = info.value
+    assert (error.line, error.column, error.construct) == (line, column, construct)
+    assert advice in error.message
+
+
+@pytest.mark.parametrize(
+    "grammar_text",
+    [
+        'start: (WORD NL)*\nWORD: /[a-z]+/\nNL: /\\n/\n%ignore " "\n%ignore /^\\n/\n',
+        'start: WORD+\nWORD: /[a-z]+/\n%ignore " "\n%ignore /\\A#[^\\n]*\\n/\n',
+    ],
+)
+def test_an_ignored_start_anchor_means_the_beginning_of_the_text(grammar_text):
+    # pyquil 3.5.4's %ignore /^\n/: under re.match at a position, ^ holds only at the start of
+    # the text, so one newline may begin the text (tests/test_differential.py checks pyquil).
+    grammar = Grammar.from_lark(grammar_text)
+    parser = lark.Lark(grammar_text, parser="earley")
+    texts = ["", "\n", "\n\n", "a\n", "\na\n", " \na\n", "\n a\n", "a\n\n", "\n\na\n", "#x\na", " #x\na", "#x\n#y\na"]
+    for text in texts:
+        try:
+            parser.parse(text)
+            accepted = True
+        except lark.exceptions.LarkError:
+            accepted = False
+        assert grammar.is_complete(text) == accepted, text
 
 
 def test_declared_terminal_used_in_a_rule():

@@ -118,10 +118,14 @@ def test_shipped_grammars_say_how_they_are_read() -> None:
     assert Grammar.builtin("json").lexer == "dynamic"
 
 
-@pytest.mark.parametrize("text", ['start: start "a"\n', "start: X\nX: /[^\\s\\S]/\n"])
+@pytest.mark.parametrize("text", ['start: start "a"\n', "start: X\nX: /[^\\s\\S]/\n", 'x: "a"\n\nstart: start x\n'])
 def test_an_empty_language_is_an_error(text: str) -> None:
-    with pytest.raises(GrammarError, match="empty"):
+    with pytest.raises(GrammarError, match="empty") as caught:
         Grammar.from_lark(text)
+    # at the start rule's definition
+    start = text.index("start:")
+    assert (caught.value.line, caught.value.column) == (text.count("\n", 0, start) + 1, 1)
+    assert caught.value.construct == "start"
 
 
 def test_empty_literal_error_points_at_it() -> None:
