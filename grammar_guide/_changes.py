@@ -12,7 +12,7 @@ The events are the record of where each part of the text came from (``DraftSpan`
 - ``edits``: the least edit of the draft's text (a lexeme dropped, inserted or replaced);
 - ``invented``: text that the target wrote, or a completion beyond closing marks;
 - ``dropped``: the draft's answer left out (a dead end, text no edit could repair, text a budget
-  left unread).
+  left unread, words a repair took away and put nothing in place of: a dangling JSON key).
 
 The text is ``faithful`` to the draft when it has no edit, nothing invented and nothing dropped,
 and some of it is the draft's (a draft that wrote only prose has no answer to be faithful to).
@@ -97,5 +97,7 @@ def _correction_kind(event: Correction) -> str | None:
     if _is_close(event.text) and not event.removed:
         return "closed"
     if event.source == "repair":
+        if not event.text.strip() and any(c.isalnum() for c in event.removed):
+            return "dropped"  # words of the draft taken away, by any rule (a dangling key)
         return "rewrites" if event.rule == "rewrite" else "edits"
     return "invented"

@@ -90,12 +90,20 @@ def test_errors_are_rows_and_the_job_goes_on() -> None:
     assert all(by_id[i].valid and by_id[i].result is not None for i in (0, 2, 3))
 
 
-def test_budgets_that_run_out_are_an_error_row_with_the_partial_result() -> None:
-    # Without a target a text that needs a value invented cannot be completed.
+def test_a_budget_that_runs_out_is_a_row_that_is_not_valid_with_the_closed_text() -> None:
+    # The budget is reached with a dangling key: it is dropped and the text closed, not completed.
     results = collect(lambda p: '{"a": ', JSON, ["x"], False, max_draft_calls=1)
     (only,) = results
+    assert only.error is None and not only.valid
+    assert only.result is not None and only.result.text == "{}" and only.result.complete is False
+    assert only.result.faithful is False and only.result.changes.dropped == 1
+
+
+def test_a_text_nothing_but_invention_could_finish_is_an_error_row_with_the_partial_result() -> None:
+    results = collect(lambda p: "So the number is nine", JSON, ["x"], False)
+    (only,) = results
     assert only.error is not None and only.error.kind == "GuideExhausted"
-    assert only.result is not None and only.result.text == '{"a": ' and not only.valid
+    assert only.result is not None and not only.valid
 
 
 # -- input -----------------------------------------------------------------------------------
