@@ -4,11 +4,11 @@ every escape JSON allows.
 
 llguidance's compiler, left to its defaults, accepts only the short escapes (``\\n``, ``\\"``): a
 ``\\u00e9`` or a surrogate pair ``\\ud83d\\ude00`` (what ``json.dumps`` writes for any non-ASCII
-text) is a violation. Its option ``json_allow_general_unicode_escapes`` allows every ``\\uXXXX``
-that names a character (a high surrogate only followed by a low one); we set it unless the
-schema's own ``x-guidance`` says otherwise. It has no way to allow ``\\/`` (the solidus, which RFC
-8259 lets a string escape): that one is a rewrite of the grammar, ``\\/`` read as ``/``, the same
-string.
+text) is a violation. Its option ``json_allow_general_unicode_escapes`` (llguidance 1.8.0 and
+later: ``GENERAL_UNICODE_ESCAPES``) allows every ``\\uXXXX`` that names a character (a high
+surrogate only followed by a low one); we set it unless the schema's own ``x-guidance`` says
+otherwise. It has no way to allow ``\\/`` (the solidus, which RFC 8259 lets a string escape): that
+one is a rewrite of the grammar, ``\\/`` read as ``/``, the same string.
 """
 
 from __future__ import annotations
@@ -19,7 +19,13 @@ from typing import Any
 
 from ._errors import GrammarError
 
-__all__ = ["SOLIDUS_REWRITE", "UNHONOURED_KEYWORDS", "llguidance_schema", "unhonoured_keywords"]
+__all__ = [
+    "GENERAL_UNICODE_ESCAPES",
+    "SOLIDUS_REWRITE",
+    "UNHONOURED_KEYWORDS",
+    "llguidance_schema",
+    "unhonoured_keywords",
+]
 
 #: Keywords the compiler does not implement, and what a grammar without them would let through.
 UNHONOURED_KEYWORDS: Mapping[str, str] = {
@@ -50,7 +56,23 @@ _ONE = frozenset(
 )
 _LIST = frozenset({"anyOf", "allOf", "oneOf", "prefixItems", "items"})
 _MAP = frozenset({"properties", "patternProperties", "$defs", "definitions", "dependentSchemas"})
-_DEFAULT_OPTIONS = {"json_allow_general_unicode_escapes": True}
+
+
+def _llguidance_at_least(major: int, minor: int) -> bool:
+    from importlib.metadata import version
+
+    try:
+        found = tuple(int(part) for part in version("llguidance").split(".")[:2])
+    except ValueError:  # a development build: take it as new
+        return True
+    return found >= (major, minor)
+
+
+#: Whether strings take every ``\uXXXX`` escape: llguidance's option for it came in 1.8.0. With an
+#: older llguidance (1.5.0 is what guidance 0.3.1 pins) a schema's strings take only the short
+#: escapes, as before.
+GENERAL_UNICODE_ESCAPES = _llguidance_at_least(1, 8)
+_DEFAULT_OPTIONS = {"json_allow_general_unicode_escapes": True} if GENERAL_UNICODE_ESCAPES else {}
 
 
 def unhonoured_keywords(schema: Any, pointer: str = "#") -> Iterator[tuple[str, str]]:

@@ -4,11 +4,18 @@ the cause. ``tests/conftest.py`` registers it; ``-p tests.support.server_failure
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Generator
+from typing import Any
 
 import pytest
 
-from tests.support.llm_server import running_server
+
+def running_server() -> Any:
+    """The test session's LLM server, if one has started. A session that never imported the
+    server (the core tests of ``make floors``, without uvicorn) has none."""
+    module = sys.modules.get("tests.support.llm_server")
+    return module.running_server() if module is not None else None
 
 
 @pytest.hookimpl(wrapper=True)
