@@ -23,6 +23,7 @@ __all__ = [
     "category",
     "char_set",
     "complement",
+    "matched_code_points",
     "normalise",
     "python_class",
     "subtract_surrogates",
@@ -106,9 +107,15 @@ def category(code: Any) -> Ranges:
         _sre_c.CATEGORY_SPACE: r"\s",
         _sre_c.CATEGORY_NOT_SPACE: r"\S",
     }
-    out: Ranges = []
+    return matched_code_points(re.finditer(names[code] + "+", all_chars()))
+
+
+def matched_code_points(runs: Iterable[Any]) -> Ranges:
+    """The code points of the runs a one-character class matched, ``(?:item)+`` over ``all_chars()``
+    (``runs``: the matches of ``finditer``, from ``re`` or the ``regex`` module)."""
     text = all_chars()
-    for m in re.finditer(names[code] + "+", text):
+    out: Ranges = []
+    for m in runs:
         lo, hi = ord(text[m.start()]), ord(text[m.end() - 1])
         if lo < SURROGATES[0] and hi > SURROGATES[1]:  # the run jumps over the surrogates
             out += [(lo, SURROGATES[0] - 1), (SURROGATES[1] + 1, hi)]

@@ -14,7 +14,7 @@ import functools
 import importlib
 from typing import Any
 
-from ._charclass import SURROGATES, Ranges, all_chars, normalise, python_class
+from ._charclass import Ranges, all_chars, matched_code_points, python_class
 
 __all__ = ["case_insensitive_literal", "python_re_of"]
 
@@ -85,12 +85,4 @@ def _spelt(item: str, in_class: bool) -> str:
 def _code_points(item: str) -> Ranges:
     """The code points the ``regex`` module matches with the one-character class ``item``."""
     module: Any = importlib.import_module("regex")
-    text = all_chars()
-    out: Ranges = []
-    for match in module.finditer(f"(?:{item})+", text):
-        lo, hi = ord(text[match.start()]), ord(text[match.end() - 1])
-        if lo < SURROGATES[0] and hi > SURROGATES[1]:  # the run jumps over the surrogates
-            out += [(lo, SURROGATES[0] - 1), (SURROGATES[1] + 1, hi)]
-        else:
-            out.append((lo, hi))
-    return normalise(out)
+    return matched_code_points(module.finditer(f"(?:{item})+", all_chars()))

@@ -341,14 +341,19 @@ def _guide_parser() -> argparse.ArgumentParser:
     parser.add_argument("--html", metavar="PATH", help="also write the corrections as an HTML page")
     parser.add_argument("--json", action="store_true", help="print the whole result as JSON instead of the text")
     _add_loop_options(parser)
+    _add_progress_options(parser, "live progress", quiet="same as --progress never")
+    return parser
+
+
+def _add_progress_options(parser: argparse.ArgumentParser, shown: str, *, quiet: str) -> None:
+    """--progress (``shown`` on stderr: auto, always, never) and --quiet."""
     parser.add_argument(
         "--progress",
         choices=("auto", "always", "never"),
         default="auto",
-        help="live progress on stderr: auto (when stderr is a terminal), always, never",
+        help=f"{shown} on stderr: auto (when stderr is a terminal), always, never",
     )
-    parser.add_argument("--quiet", "-q", action="store_true", help="same as --progress never")
-    return parser
+    parser.add_argument("--quiet", "-q", action="store_true", help=quiet)
 
 
 def _add_model_options(parser: argparse.ArgumentParser) -> None:
@@ -654,13 +659,7 @@ def _batch_parser() -> argparse.ArgumentParser:
     parser.add_argument("--concurrency", "-c", type=_positive_int, default=4, metavar="N", help="rows at once (4)")
     parser.add_argument("--retry-errors", action="store_true", help="redo the rows that ended in an error")
     _add_loop_options(parser)
-    parser.add_argument(
-        "--progress",
-        choices=("auto", "always", "never"),
-        default="auto",
-        help="a progress line on stderr: auto (when stderr is a terminal), always, never",
-    )
-    parser.add_argument("--quiet", "-q", action="store_true", help="no progress line and no summary")
+    _add_progress_options(parser, "a progress line", quiet="no progress line and no summary")
     return parser
 
 
