@@ -104,6 +104,8 @@ _REASONS: dict[CorrectionReason, str] = {
 _CUT_REASONS: dict[CutReason, str] = {
     "preamble": "prose before the answer",
     "after complete text": "text after a complete answer",
+    "another answer": "another answer after a complete one (a second statement)",
+    "unfinished": "unfinished words that only invented text could complete",
     "restated": "the draft restated text already accepted",
     "stop": "from a stop string on",
     "dead end": "a word the text could never be completed after",
