@@ -46,7 +46,8 @@ class Changes:
     dropped: int = 0
     closed: int = 0
     other_answers: int = 0
-    #: Characters of the text the draft wrote, kept as written.
+    #: Characters of the text the draft wrote, kept as written or rewritten from its dialect
+    #: (T-SQL's ``SELECT TOP 3 ...`` rewritten whole is the draft's answer).
     drafted_chars: int = 0
 
     @property
@@ -102,6 +103,8 @@ def changes_of(events: Iterable[Event]) -> Changes:
             kind = _correction_kind(event)
             if kind is not None:
                 counts[kind] += 1
+            if kind == "rewrites":  # the draft's own text, in the grammar's spelling
+                counts["drafted_chars"] += len(event.text)
     return Changes(**counts)
 
 
