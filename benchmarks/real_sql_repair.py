@@ -36,7 +36,7 @@ import json
 import re
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -332,7 +332,7 @@ def score_row(row: dict[str, Any], a: Answer) -> None:
     )
     row.update(compare(a.text, text))
     row["intact"] = row["intact"] and row["valid"]  # kept everything, in SQL that SQLite takes
-    excuses = Excuses(**{k: tuple(v) if isinstance(v, list) else v for k, v in row.get("excuses", {}).items()})
+    excuses = Excuses.from_dict(row.get("excuses", {}))
     judged = faithfulness(answer_sql(_APOSTROPHE.sub("''", a.text)), text, excuses)
     row["tokens_lost"] = judged.lost
     row["tokens_added"] = judged.added
@@ -445,7 +445,9 @@ def executable(items: list[Answer], gold: SpiderGold) -> list[int]:
     ]
 
 
-def execute(rows_by_method: dict[str, list[dict[str, Any]]], items: list[Answer], gold: SpiderGold) -> None:
+def execute(
+    rows_by_method: Mapping[str, Sequence[dict[str, Any] | None]], items: list[Answer], gold: SpiderGold
+) -> None:
     """Add ``gold_rows`` (True/False) to each method's row of every executable answer."""
     cache: dict[str, tuple[Rows, bool]] = {}
     for i in executable(items, gold):
@@ -459,18 +461,19 @@ def execute(rows_by_method: dict[str, list[dict[str, Any]]], items: list[Answer]
         database = gold.database(a.db_id)
         assert database is not None
         for rows in rows_by_method.values():
-            if rows[i] is None:
+            row = rows[i]
+            if row is None:
                 continue
-            got = run_query(database, rows[i].get("text") or "")
-            rows[i]["gold_rows"] = same_rows(reference, got, ordered)
-            rows[i]["exec_error"] = got.error.split(":", 1)[0] if got.error else None
+            got = run_query(database, row.get("text") or "")
+            row["gold_rows"] = same_rows(reference, got, ordered)
+            row["exec_error"] = got.error.split(":", 1)[0] if got.error else None
 
 
-def execution_table(rows_by_method: dict[str, list[dict[str, Any]]], picked: list[int]) -> str:
+def execution_table(rows_by_method: Mapping[str, Sequence[dict[str, Any] | None]], picked: list[int]) -> str:
     header = ["method", "answers run", "ran without error", "return the gold rows"]
     out = []
     for name, rows in rows_by_method.items():
-        mine = [rows[i] for i in picked if rows[i] is not None and "gold_rows" in rows[i]]
+        mine = [r for i in picked if (r := rows[i]) is not None and "gold_rows" in r]
         ran = sum(r["exec_error"] is None for r in mine)
         out.append([name, len(mine), _pct(ran, len(mine)), _pct(sum(r["gold_rows"] for r in mine), len(mine))])
     return markdown_table(header, out)
@@ -647,8 +650,41 @@ def _report(
     parts.append(out["by_dialect"])
     if gold is not None:
         parts += _execution_report(args, items, rows_by_method, gold, out)
+    ours = next((m for m in rows_by_method if m.startswith("ours")), None)
+    if ours is not None:
+        out["goals"] = goals_table(rows_by_method[ours], items, out.get("execution_sample_rates"))
+        parts.append(f"Issue 28's goals, {ours}\n\n{out['goals']}")
+        out["crashes"] = [
+            {**{k: v for k, v in asdict(items[i]).items() if k != "text"}, "error": row["error"]}
+            for i, row in enumerate(rows_by_method[ours])
+            if row.get("crash")
+        ]
     out["text"] = "\n\n".join(parts)
     return out
+
+
+def goals_table(rows: list[dict[str, Any]], items: list[Answer], sample: dict[str, float] | None) -> str:
+    """Issue 28's goals per split: one-statement valid 100%, no crash, faithful >= 90%, 0 invented
+    literals, <= 1.5 s per answer; and (Spider sample) gold rows >= 90% of the hand fix's rate."""
+    header = ["split", "answers", "one statement valid (100%)", "crashes (0)", "faithful (>= 90%)"]
+    header += ["invented literals (0)", "s / answer (<= 1.5)"]
+    out = []
+    for split in dict.fromkeys(SPLIT[a.collection] for a in items):
+        mine = [rows[i] for i, a in enumerate(items) if SPLIT[a.collection] == split]
+        m = summarize(mine)
+        n = m["answers"]
+        out.append(
+            [split, n, _pct(m["single"], n), m["crashes"], _pct(m["faithful"], n), m["invented_literals"], m["seconds"]]
+        )
+    text = markdown_table(header, out)
+    if sample:
+        hand, ours = sample.get("hand fix (slip only)", 0.0), sample.get("ours", 0.0)
+        ratio = f"{ours / hand:.0%}" if hand else "-"
+        text += (
+            f"\n\nGold rows on the sample fixed by hand: ours {ours:.0%} against the hand fix's {hand:.0%}: "
+            f"{ratio} (goal >= 90%)."
+        )
+    return text
 
 
 def _execution_report(
@@ -659,19 +695,27 @@ def _execution_report(
     out: dict[str, Any],
 ) -> list[str]:
     fixes = load_hand_fixes(args.hand_fixes) if args.hand_fixes.is_file() else {}
-    with_unrepaired = {**rows_by_method, "unrepaired": run_unrepaired(items)}
+    with_unrepaired: dict[str, Sequence[dict[str, Any] | None]] = {
+        **rows_by_method,
+        "unrepaired": run_unrepaired(items),
+    }
     hand: list[dict[str, Any] | None] = []
     for a in items:
         fix = fixes.get((a.collection, a.source, a.key))
         hand.append(None if fix is None else {"text": fix["fix"], "error": None, "seconds": 0.0})
-    with_hand = {"hand fix (slip only)": hand, **with_unrepaired}
-    execute(with_hand, items, gold)  # type: ignore[arg-type]
+    with_hand: dict[str, Sequence[dict[str, Any] | None]] = {"hand fix (slip only)": hand, **with_unrepaired}
+    execute(with_hand, items, gold)
     picked = executable(items, gold)
     sample = [i for i in picked if hand[i] is not None]
     out["execution"] = execution_table(with_unrepaired, picked)
-    out["execution_sample"] = execution_table(with_hand, sample)  # type: ignore[arg-type]
+    out["execution_sample"] = execution_table(with_hand, sample)
+    out["execution_sample_rates"] = {
+        ("ours" if m.startswith("ours") else m): sum(bool((r := rows[i]) and r["gold_rows"]) for i in sample)
+        / (len(sample) or 1)
+        for m, rows in with_hand.items()
+    }
     out["execution_rows"] = {
-        m: {str(i): {"gold_rows": rows[i]["gold_rows"], "exec_error": rows[i]["exec_error"]} for i in picked if rows[i]}
+        m: {str(i): {"gold_rows": r["gold_rows"], "exec_error": r["exec_error"]} for i in picked if (r := rows[i])}
         for m, rows in with_hand.items()
     }
     return [

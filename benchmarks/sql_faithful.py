@@ -119,6 +119,10 @@ class Excuses:
     def to_dict(self) -> dict[str, Any]:
         return {"formatting": self.formatting, "removed": list(self.removed), "written": list(self.written)}
 
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Excuses:
+        return cls(bool(data.get("formatting")), tuple(data.get("removed", ())), tuple(data.get("written", ())))
+
 
 def excuses_of(events: Iterable[Any]) -> Excuses:
     """The excuses a ``GuideResult``'s events record (see the module's docstring)."""

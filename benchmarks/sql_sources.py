@@ -46,13 +46,12 @@ class Answer:
 
 def _files(clone: Path, folder: str, suffix: str) -> dict[str, str]:
     """path -> text of every ``suffix`` file under ``folder``, from a work tree or a bare git dir."""
-    tree = clone / folder
-    if tree.is_dir():
+    if not (clone / "HEAD").is_file():  # a work tree (a folder it lacks has no files)
         return {
             str(p.relative_to(clone)): p.read_bytes().decode("utf-8", "replace")
-            for p in sorted(tree.rglob(f"*{suffix}"))
+            for p in sorted((clone / folder).rglob(f"*{suffix}"))
         }
-    git = ["git", "--git-dir", str(clone)] if (clone / "HEAD").is_file() else ["git", "-C", str(clone)]
+    git = ["git", "--git-dir", str(clone)]
     listed = subprocess.run(
         [*git, "ls-tree", "-r", "--name-only", "HEAD", folder], capture_output=True, text=True, check=True
     ).stdout.split("\n")
