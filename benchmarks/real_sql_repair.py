@@ -1,32 +1,31 @@
-"""Repairs of real LLM answers that SQLite rejects: ours, sqlglot, grammar-guide 0.0.11.
+"""Repairs of real LLM answers that SQLite rejects: ours, sqlglot, a fix by hand, grammar-guide 0.0.11.
 
-The answers are those that GPT-4-class and open models gave on BIRD mini-dev, as published by the
-benchmark's authors (https://github.com/bird-bench/mini_dev, ``llm/exp_result/``: one JSON file per
-model and dialect asked, ``{"0": "<answer>\\t----- bird -----\\t<db_id>", ...}``; the answers are
-the models' message contents as returned, cut only at the stop strings ``--``, blank line, ``;``,
-``#``). The benchmark reads them from a local clone named on the command line (see
-benchmarks/README.md for the repository and commit); nothing of them is vendored here.
+The answers are real models' recorded answers, read from local clones named on the command line
+(``sql_sources``: BIRD mini-dev's published baselines, tuned on; NL2SQL360's committed predictions on
+Spider dev (dev) and BIRD dev and Spider test (held-out)); nothing of them is vendored here.
 
-Of all answers, those SQLite rejects as syntax (SQLite's own parser: ``tests/support/sqlite_oracle.py``
-prepares the statement, creating what a "no such table/column" error asks for, so a missing schema
-is no error) are replayed, one by one, as a black-box draft (``_replay_draft.ReplayDraft``: the
-whole answer first, then the rest of it from where the accepted text left it) through
+Of each collection's answers, those SQLite rejects as one statement (``sqlite_oracle.check_one_statement``:
+a syntax error, or more than one statement; a missing table or column is no error) are replayed,
+one by one, as a black-box draft (``_replay_draft.ReplayDraft``: the whole answer first, then the rest
+of it from where the accepted text left it) through
 
-- ``ours``: ``grammar_guide.guide(draft, "sqlite", prompt)`` with the default SmolLM2 target;
+- ``ours``: ``grammar_guide.guide(draft, "sqlite", prompt)``, ``target=False`` unless ``--target``
+  (the SmolLM2 target, slow on a CPU);
 - ``sqlglot``: ``sqlglot.transpile(sql, read=<dialect asked>, write="sqlite")`` on the answer's SQL
   (the fenced block or the text from the first statement keyword, prose after it left out: what a
-  careful user would hand it; ``answer_sql``);
-- ``gg-0.0.11``: grammar-guide 0.0.11's generic-function path (its own venv, ``baseline_env.py``)
-  with the same replayed draft, the same grammar and SmolLM2 as its target.
+  careful user would hand it; ``answer_sql``); NL2SQL360's models were asked for SQLite;
+- ``gg-0.0.11`` (``--gg0011``): grammar-guide 0.0.11's generic-function path (its own venv,
+  ``baseline_env.py``) with the same replayed draft, the same grammar and SmolLM2 as its target.
 
-Reported per method: SQLite-valid (the oracle again, on the output), GuideExhausted (or, for the
-others, an exception), intact (a valid output that keeps every table/column name and literal of the
-answer's SQL and invents no name), content kept (the mean fraction of those names and literals kept), edit size
-(mean Levenshtein distance in characters between the answer's SQL and the output, white space
-collapsed), corrections (ours and 0.0.11's count), seconds (mean wall time per answer).
+Scored per answer: one-statement SQLite-valid; intact (names and literals kept, no name invented);
+faithful (``sql_faithful``: the draft's SQL tokens aligned with the output's, nothing lost or added
+beyond what the result records as a rewrite or formatting); invented literals; edit size; seconds.
+With a Spider clone (``--spider``), every Spider dev answer whose database the clone has is run
+(``sql_execution``) and its rows compared with the gold query's, for each method, the unrepaired
+answer, and a slip-only fix written by hand for a sample (``data/spider_hand_fixes.json``).
 
-Run: ``python -m benchmarks.real_sql_repair CLONE [--limit N] [--skip N] [--quick] [--questions FILE]
-[--no-baseline] [--no-target]``.
+Run: ``python -m benchmarks.real_sql_repair [MINI_DEV_CLONE] [--nl2sql360 CLONE] [--spider CLONE]
+[--limit N] [--skip N] [--quick] [--questions FILE] [--target] [--gg0011] [--name NAME]``.
 """
 
 from __future__ import annotations
@@ -48,7 +47,7 @@ if str(ROOT) not in sys.path:
 from benchmarks._common import attempt, machine, machine_line, markdown_table, write_results  # noqa: E402
 from benchmarks._replay_draft import ReplayDraft, lexemes  # noqa: E402
 from benchmarks.sql_execution import Rows, gold_is_ordered, run_query, same_rows  # noqa: E402
-from benchmarks.sql_faithful import Excuses, excuses_of, faithfulness, sqlite_keywords  # noqa: E402
+from benchmarks.sql_faithful import Excuses, excuses_of, faithfulness, sqlite_keywords, string_value  # noqa: E402
 from benchmarks.sql_sources import (  # noqa: E402
     NL2SQL360_SPLITS,
     Answer,
@@ -142,11 +141,6 @@ def answer_sql(answer: str) -> str:
     return text.strip()
 
 
-def _string_value(raw: str) -> str:
-    body = raw[1:-1] if len(raw) >= 2 and raw.endswith("'") else raw[1:]
-    return body.replace("''", "'").replace("\\'", "'")
-
-
 def content(sql: str) -> tuple[set[str], set[str]]:
     """(names, literals) of ``sql``: table/column names and aliases (bare or quoted, case ignored,
     Markdown escapes undone), strings (by value) and numbers. Not names: keywords, function names
@@ -162,7 +156,7 @@ def content(sql: str) -> tuple[set[str], set[str]]:
         if first == "'":
             if i + 1 == len(lx) and (len(raw[i]) < 2 or not raw[i].endswith("'")):
                 continue  # a string the answer was cut in: no literal it wrote whole
-            literals.add(_string_value(raw[i]))
+            literals.add(string_value(raw[i]))
         elif re.fullmatch(r"[0-9]+(?:\.[0-9]*)?", low):
             literals.add(low)
         elif first in '"`[':

@@ -27,7 +27,16 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["Excuses", "Faithfulness", "Token", "excuses_of", "faithfulness", "sql_tokens", "sqlite_keywords"]
+__all__ = [
+    "Excuses",
+    "Faithfulness",
+    "Token",
+    "excuses_of",
+    "faithfulness",
+    "sql_tokens",
+    "sqlite_keywords",
+    "string_value",
+]
 
 _TOKEN = re.compile(
     r"""'(?:[^'\\]|''|\\.)*'?           # a string (MySQL's backslash escapes read too); cut: no close
@@ -71,7 +80,8 @@ def sqlite_keywords() -> frozenset[str]:
     return frozenset(words)
 
 
-def _string_value(raw: str) -> str:
+def string_value(raw: str) -> str:
+    """A string literal's value (a string the answer was cut in: what it has)."""
     body = raw[1:-1] if len(raw) >= 2 and raw.endswith("'") else raw[1:]
     return body.replace("''", "'").replace("\\'", "'")
 
@@ -79,7 +89,7 @@ def _string_value(raw: str) -> str:
 def _token(raw: str) -> Token:
     first = raw[0]
     if first == "'":
-        return Token("string", ("s", _string_value(raw)), raw)
+        return Token("string", ("s", string_value(raw)), raw)
     if first in _QUOTES:
         close = _QUOTES[first]
         inner = raw[1:-1] if len(raw) >= 2 and raw.endswith(close) else raw[1:]
