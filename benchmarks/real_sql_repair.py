@@ -1,46 +1,42 @@
-"""Repairs of real LLM answers that SQLite rejects: ours, sqlglot, grammar-guide 0.0.11.
+"""Repairs of real LLM answers that SQLite rejects: ours, sqlglot, a fix by hand, grammar-guide 0.0.11.
 
-The answers are those that GPT-4-class and open models gave on BIRD mini-dev, as published by the
-benchmark's authors (https://github.com/bird-bench/mini_dev, ``llm/exp_result/``: one JSON file per
-model and dialect asked, ``{"0": "<answer>\\t----- bird -----\\t<db_id>", ...}``; the answers are
-the models' message contents as returned, cut only at the stop strings ``--``, blank line, ``;``,
-``#``). The benchmark reads them from a local clone named on the command line (see
-benchmarks/README.md for the repository and commit); nothing of them is vendored here.
+The answers are real models' recorded answers, read from local clones named on the command line
+(``sql_sources``: BIRD mini-dev's published baselines, tuned on; NL2SQL360's committed predictions on
+Spider dev (dev) and BIRD dev and Spider test (held-out)); nothing of them is vendored here.
 
-Of all answers, those SQLite rejects as syntax (SQLite's own parser: ``tests/support/sqlite_oracle.py``
-prepares the statement, creating what a "no such table/column" error asks for, so a missing schema
-is no error) are replayed, one by one, as a black-box draft (``_replay_draft.ReplayDraft``: the
-whole answer first, then the rest of it from where the accepted text left it) through
+Of each collection's answers, those SQLite rejects as one statement (``sqlite_oracle.check_one_statement``:
+a syntax error, or more than one statement; a missing table or column is no error) are replayed,
+one by one, as a black-box draft (``_replay_draft.ReplayDraft``: the whole answer first, then the rest
+of it from where the accepted text left it) through
 
-- ``ours``: ``grammar_guide.guide(draft, "sqlite", prompt)`` with the default SmolLM2 target;
+- ``ours``: ``grammar_guide.guide(draft, "sqlite", prompt)``, ``target=False`` unless ``--target``
+  (the SmolLM2 target, slow on a CPU);
 - ``sqlglot``: ``sqlglot.transpile(sql, read=<dialect asked>, write="sqlite")`` on the answer's SQL
   (the fenced block or the text from the first statement keyword, prose after it left out: what a
-  careful user would hand it; ``answer_sql``);
-- ``gg-0.0.11``: grammar-guide 0.0.11's generic-function path (its own venv, ``baseline_env.py``)
-  with the same replayed draft, the same grammar and SmolLM2 as its target.
+  careful user would hand it; ``answer_sql``); NL2SQL360's models were asked for SQLite;
+- ``gg-0.0.11`` (``--gg0011``): grammar-guide 0.0.11's generic-function path (its own venv,
+  ``baseline_env.py``) with the same replayed draft, the same grammar and SmolLM2 as its target.
 
-Reported per method: SQLite-valid (the oracle again, on the output), GuideExhausted (or, for the
-others, an exception), intact (a valid output that keeps every table/column name and literal of the
-answer's SQL and invents no name), content kept (the mean fraction of those names and literals kept), edit size
-(mean Levenshtein distance in characters between the answer's SQL and the output, white space
-collapsed), corrections (ours and 0.0.11's count), seconds (mean wall time per answer).
+Scored per answer: one-statement SQLite-valid; intact (names and literals kept, no name invented);
+faithful (``sql_faithful``: the draft's SQL tokens aligned with the output's, nothing lost or added
+beyond what the result records as a rewrite or formatting); invented literals; edit size; seconds.
+With a Spider clone (``--spider``), every Spider dev answer whose database the clone has is run
+(``sql_execution``) and its rows compared with the gold query's, for each method, the unrepaired
+answer, and a slip-only fix written by hand for a sample (``data/spider_hand_fixes.json``).
 
-Run: ``python -m benchmarks.real_sql_repair CLONE [--limit N] [--skip N] [--quick] [--questions FILE]
-[--no-baseline] [--no-target]``.
+Run: ``python -m benchmarks.real_sql_repair [MINI_DEV_CLONE] [--nl2sql360 CLONE] [--spider CLONE]
+[--limit N] [--skip N] [--quick] [--questions FILE] [--target] [--gg0011] [--name NAME]``.
 """
 
 from __future__ import annotations
 
 import argparse
-import ctypes
-import functools
 import json
 import re
-import subprocess
 import sys
 import time
-from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -50,10 +46,20 @@ if str(ROOT) not in sys.path:
 
 from benchmarks._common import attempt, machine, machine_line, markdown_table, write_results  # noqa: E402
 from benchmarks._replay_draft import ReplayDraft, lexemes  # noqa: E402
+from benchmarks.sql_execution import Rows, gold_is_ordered, run_query, same_rows  # noqa: E402
+from benchmarks.sql_faithful import Excuses, excuses_of, faithfulness, sqlite_keywords, string_value  # noqa: E402
+from benchmarks.sql_sources import (  # noqa: E402
+    NL2SQL360_SPLITS,
+    Answer,
+    SpiderGold,
+    load_answers,
+    load_nl2sql360,
+    load_spider_gold,
+)
+
+__all__ = ["Answer", "load_answers", "main"]
 
 NAME = "real_sql_repair"
-RESULTS_DIR = "llm/exp_result"
-SEPARATOR = "\t----- bird -----\t"
 PROMPT = (
     "You are an expert SQL assistant. The database is SQLite 3.40. Answer with exactly one SQLite "
     "statement that does what the user asks, and nothing else.\n\nDatabase: {db_id}\nQuestion: {question}"
@@ -61,62 +67,21 @@ PROMPT = (
 MAX_CORRECTIONS = 16
 MAX_NEW_TOKENS = 2048  # no answer is cut by the budget (the longest rejected one is 766 tokens)
 TIMEOUT_S = 240.0
-
-
-@dataclass(frozen=True)
-class Answer:
-    """One recorded answer: where it came from, the dialect the model was asked for, its text."""
-
-    source: str  # file name under llm/exp_result/
-    key: str  # the question's index in mini-dev
-    model: str
-    dialect: str  # "sqlite", "mysql" or "postgres" (sqlglot's names)
-    db_id: str
-    text: str
-
-
-# -- reading the clone -------------------------------------------------------------------------
-
-
-def _dialect(name: str) -> str:
-    low = name.lower()
-    return "mysql" if "mysql" in low else "postgres" if "postgresql" in low else "sqlite"
-
-
-def _model(name: str) -> str:
-    stem = name.removesuffix(".json").removeprefix("predict_mini_dev_")
-    return re.sub(r"_(?:cot_)?(?:sqlite|mysql|mysqljson|postgresql)$", "", stem, flags=re.IGNORECASE)
-
-
-def _files(clone: Path) -> dict[str, str]:
-    """path -> text of every JSON file under llm/exp_result/, from a work tree or a bare git dir."""
-    folder = clone / RESULTS_DIR
-    if folder.is_dir():
-        return {str(p.relative_to(clone)): p.read_text(encoding="utf-8") for p in sorted(folder.rglob("*.json"))}
-    git = ["git", "--git-dir", str(clone)] if (clone / "HEAD").is_file() else ["git", "-C", str(clone)]
-    listed = subprocess.run(
-        [*git, "ls-tree", "-r", "--name-only", "HEAD", RESULTS_DIR], capture_output=True, text=True, check=True
-    ).stdout.split()
-    return {
-        p: subprocess.run([*git, "show", f"HEAD:{p}"], capture_output=True, text=True, check=True).stdout
-        for p in sorted(listed)
-        if p.endswith(".json")
-    }
-
-
-def load_answers(clone: Path) -> list[Answer]:
-    """Every answer of the clone's prediction files, in file then key order."""
-    out = []
-    for path, text in _files(clone).items():
-        name = path.rsplit("/", 1)[-1]
-        for key, value in json.loads(text).items():
-            answer, _, db_id = value.rpartition(SEPARATOR) if SEPARATOR in value else (value, "", "")
-            out.append(Answer(name, key, _model(name), _dialect(name), db_id.strip(), answer))
-    return out
+#: Which collections repairs were tuned on, which were read while building this benchmark (dev), and
+#: which nobody read (held-out).
+SPLIT = {
+    "BIRD mini-dev": "tuned on",
+    "NL2SQL360 spider_dev": "dev",
+    "NL2SQL360 bird_dev": "held-out",
+    "NL2SQL360 spider_test": "held-out",
+}
+SPIDER = "NL2SQL360 spider_dev"
+HAND_FIXES = Path(__file__).with_name("data") / "spider_hand_fixes.json"
 
 
 def sqlite_rejects(answers: list[Answer]) -> list[Answer]:
-    """The answers SQLite's parser rejects (distinct texts; an empty answer is no draft)."""
+    """The answers SQLite rejects as one statement (distinct texts; an empty answer is no draft):
+    a syntax error, or more than one statement."""
     from tests.support import sqlite_oracle
 
     seen: set[str] = set()
@@ -125,7 +90,7 @@ def sqlite_rejects(answers: list[Answer]) -> list[Answer]:
         if not a.text.strip() or a.text in seen:
             continue
         seen.add(a.text)
-        if sqlite_oracle.check_script(a.text).label is sqlite_oracle.Label.INVALID:
+        if sqlite_oracle.check_one_statement(a.text).label is sqlite_oracle.Label.INVALID:
             out.append(a)
     return out
 
@@ -170,31 +135,10 @@ def answer_sql(answer: str) -> str:
     for m in _PROSE_LINE.finditer(text):
         word = re.match(r"[A-Za-z_]+", text[m.end() :])
         line = text[m.end() :].split("\n", 1)[0]
-        if word and word.group().upper() not in _keywords() and not _CODE_LINE.search(line):
+        if word and word.group().upper() not in sqlite_keywords() and not _CODE_LINE.search(line):
             text = text[: m.start()]
             break
     return text.strip()
-
-
-@functools.lru_cache(maxsize=1)
-def _keywords() -> frozenset[str]:
-    """SQLite's own keyword list (sqlite3_keyword_name), upper case."""
-    from tests.support import sqlite_oracle
-
-    lib = ctypes.CDLL(sqlite_oracle.library_path())
-    lib.sqlite3_keyword_count.restype = ctypes.c_int
-    lib.sqlite3_keyword_name.argtypes = [ctypes.c_int, ctypes.POINTER(ctypes.c_char_p), ctypes.POINTER(ctypes.c_int)]
-    words = set()
-    for i in range(lib.sqlite3_keyword_count()):
-        name, size = ctypes.c_char_p(), ctypes.c_int()
-        lib.sqlite3_keyword_name(i, ctypes.byref(name), ctypes.byref(size))
-        words.add(ctypes.string_at(name, size.value).decode().upper())
-    return frozenset(words)
-
-
-def _string_value(raw: str) -> str:
-    body = raw[1:-1] if len(raw) >= 2 and raw.endswith("'") else raw[1:]
-    return body.replace("''", "'").replace("\\'", "'")
 
 
 def content(sql: str) -> tuple[set[str], set[str]]:
@@ -212,13 +156,13 @@ def content(sql: str) -> tuple[set[str], set[str]]:
         if first == "'":
             if i + 1 == len(lx) and (len(raw[i]) < 2 or not raw[i].endswith("'")):
                 continue  # a string the answer was cut in: no literal it wrote whole
-            literals.add(_string_value(raw[i]))
+            literals.add(string_value(raw[i]))
         elif re.fullmatch(r"[0-9]+(?:\.[0-9]*)?", low):
             literals.add(low)
         elif first in '"`[':
             names.add(low[1:-1] if len(low) >= 2 else low[1:])
         elif re.fullmatch(r"[a-z_$][a-z0-9_$]*", low):
-            if low.upper() in _keywords() or nxt == "(" or prev == ":":
+            if low.upper() in sqlite_keywords() or nxt == "(" or prev == ":":
                 continue
             if prev == "as" and nxt == ")":
                 continue
@@ -263,54 +207,65 @@ def edit_size(answer: str, output: str) -> int:
 
 
 def prompt_for(a: Answer, questions: dict[str, str]) -> str:
-    return PROMPT.format(db_id=a.db_id or "unknown", question=questions.get(a.key, f"BIRD mini-dev question {a.key}"))
+    question = questions.get(f"{a.collection}/{a.key}", f"{a.collection} question {a.key}")
+    return PROMPT.format(db_id=a.db_id or "unknown", question=question)
+
+
+def _guide_one(a: Answer, questions: dict[str, str], target: Any) -> dict[str, Any]:
+    """One replayed answer through ``guide``; a crash inside it is a row with its error, not the end
+    of the run."""
+    import grammar_guide as gg
+
+    replay = ReplayDraft(a.text)
+
+    def generate(prompt: str, prefix: str) -> str:
+        return replay.continue_from(prefix)
+
+    draft = gg.FunctionDraft(generate, name="replay", continues_prefix=True)
+    t0 = time.perf_counter()
+    error = None
+    try:
+        result = gg.guide(
+            draft,
+            "sqlite",
+            prompt_for(a, questions),
+            target=target,
+            max_corrections=MAX_CORRECTIONS,
+            max_draft_calls=16,
+            max_new_tokens=MAX_NEW_TOKENS,
+            timeout=TIMEOUT_S,
+        )
+    except gg.GuideExhausted as exc:
+        result, error = exc.result, f"GuideExhausted: {exc}"
+    except Exception as exc:  # a crash inside the library: recorded with the answer's id
+        message = f"{type(exc).__name__}: {str(exc).splitlines()[0][:300] if str(exc) else ''}"
+        print(f"[{NAME}] CRASH on {a.collection} {a.source} #{a.key}: {message}", file=sys.stderr, flush=True)
+        return {"text": "", "error": message, "crash": True, "exhausted": False, "seconds": time.perf_counter() - t0}
+    return {
+        "text": result.text,
+        "error": error,
+        "crash": False,
+        "exhausted": error is not None,
+        "seconds": time.perf_counter() - t0,
+        "corrections": result.stats.corrections,
+        "draft_calls": len(replay.calls),
+        "excuses": excuses_of(result.events).to_dict(),
+        "result_faithful": result.faithful,
+    }
 
 
 def run_ours(items: list[Answer], questions: dict[str, str], *, target: Any) -> list[dict[str, Any]]:
-    import grammar_guide as gg
-
     rows = []
     for a in items:
-        replay = ReplayDraft(a.text)
-
-        def generate(prompt: str, prefix: str, _replay: ReplayDraft = replay) -> str:
-            return _replay.continue_from(prefix)
-
-        draft = gg.FunctionDraft(generate, name="replay", continues_prefix=True)
-        t0 = time.perf_counter()
-        error = None
-        try:
-            result = gg.guide(
-                draft,
-                "sqlite",
-                prompt_for(a, questions),
-                target=target,
-                max_corrections=MAX_CORRECTIONS,
-                max_draft_calls=16,
-                max_new_tokens=MAX_NEW_TOKENS,
-                timeout=TIMEOUT_S,
-            )
-        except gg.GuideExhausted as exc:
-            result, error = exc.result, f"GuideExhausted: {exc}"
-        rows.append(
-            {
-                "text": result.text,
-                "error": error,
-                "exhausted": error is not None,
-                "seconds": time.perf_counter() - t0,
-                "corrections": result.stats.corrections,
-                "draft_calls": len(replay.calls),
-            }
-        )
-        print(
-            f"[{NAME}] ours {len(rows)}/{len(items)}: {rows[-1]['seconds']:.1f} s" + (" (exhausted)" if error else ""),
-            file=sys.stderr,
-            flush=True,
-        )
+        rows.append(_guide_one(a, questions, target))
+        note = " (crash)" if rows[-1]["crash"] else " (exhausted)" if rows[-1]["exhausted"] else ""
+        print(f"[{NAME}] ours {len(rows)}/{len(items)}: {rows[-1]['seconds']:.1f} s{note}", file=sys.stderr, flush=True)
     return rows
 
 
 def run_sqlglot(items: list[Answer]) -> list[dict[str, Any]]:
+    """sqlglot.transpile from the dialect the model was asked for (SQLite for NL2SQL360's answers,
+    where it parses and prints again) to SQLite."""
     import sqlglot
 
     rows = []
@@ -325,6 +280,17 @@ def run_sqlglot(items: list[Answer]) -> list[dict[str, Any]]:
             {"text": text, "error": error, "exhausted": False, "seconds": time.perf_counter() - t0, "corrections": None}
         )
     return rows
+
+
+def run_unrepaired(items: list[Answer]) -> list[dict[str, Any]]:
+    """The answer's SQL as the model wrote it (``answer_sql``): what a user without repair runs."""
+    return [{"text": answer_sql(a.text), "error": None, "exhausted": False, "seconds": 0.0} for a in items]
+
+
+def load_hand_fixes(path: Path) -> dict[tuple[str, str, str], dict[str, str]]:
+    """(collection, source, key) -> {"fix", "reason"} of the fixes written by hand (see README)."""
+    data = json.loads(path.read_text(encoding="utf-8"))
+    return {(f["collection"], f["source"], f["key"]): f for f in data["fixes"]}
 
 
 def run_gg0011(items: list[Answer], questions: dict[str, str], *, timeout: float = 4 * 3600) -> dict[str, Any]:
@@ -348,65 +314,96 @@ def run_gg0011(items: list[Answer], questions: dict[str, str], *, timeout: float
 # -- scoring -----------------------------------------------------------------------------------
 
 
-def score(rows: list[dict[str, Any]], items: list[Answer]) -> dict[str, Any]:
+def score_row(row: dict[str, Any], a: Answer) -> None:
+    """Add the row's scores: valid (every statement), one statement valid, intact, faithful
+    (``sql_faithful``: the recorded rewrites and formatting excused), invented literals, edit."""
     from tests.support import sqlite_oracle
 
-    for row, a in zip(rows, items, strict=True):
-        text = row.get("text") or ""
-        row["valid"] = bool(text.strip()) and sqlite_oracle.check_script(text).label is not sqlite_oracle.Label.INVALID
-        row.update(compare(a.text, text))
-        row["intact"] = row["intact"] and row["valid"]  # kept everything, in SQL that SQLite takes
-        row["edit"] = edit_size(a.text, text)
+    text = row.get("text") or ""
+    row["valid"] = bool(text.strip()) and sqlite_oracle.check_script(text).label is not sqlite_oracle.Label.INVALID
+    row["single"] = (
+        bool(text.strip()) and sqlite_oracle.check_one_statement(text).label is not sqlite_oracle.Label.INVALID
+    )
+    row.update(compare(a.text, text))
+    row["intact"] = row["intact"] and row["valid"]  # kept everything, in SQL that SQLite takes
+    excuses = Excuses.from_dict(row.get("excuses", {}))
+    judged = faithfulness(answer_sql(_APOSTROPHE.sub("''", a.text)), text, excuses)
+    row["tokens_lost"] = judged.lost
+    row["tokens_added"] = judged.added
+    row["invented_literals"] = judged.invented_literals
+    row["faithful"] = judged.faithful and row["single"]
+    row["edit"] = edit_size(a.text, text)
+
+
+def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
     n = len(rows) or 1
     with_corrections = [r["corrections"] for r in rows if r.get("corrections") is not None]
     return {
         "answers": len(rows),
         "valid": sum(r["valid"] for r in rows),
+        "single": sum(r["single"] for r in rows),
         "exhausted": sum(bool(r.get("exhausted")) for r in rows),
+        "crashes": sum(bool(r.get("crash")) for r in rows),
         "errors": sum(bool(r.get("error")) for r in rows),
         "intact": sum(r["intact"] for r in rows),
+        "faithful": sum(r["faithful"] for r in rows),
+        "result_faithful": sum(bool(r.get("result_faithful")) for r in rows),
         "kept": sum(r["kept"] for r in rows) / n,
         "invented": sum(len(r["invented"]) for r in rows) / n,
+        "invented_literals": sum(len(r["invented_literals"]) for r in rows),
         "edit": sum(r["edit"] for r in rows) / n,
         "corrections": sum(with_corrections) / len(with_corrections) if with_corrections else None,
         "seconds": sum(r["seconds"] for r in rows) / n,
     }
 
 
+def score(rows: list[dict[str, Any]], items: list[Answer]) -> dict[str, Any]:
+    for row, a in zip(rows, items, strict=True):
+        score_row(row, a)
+    return summarize(rows)
+
+
 def _scores_only(row: dict[str, Any]) -> dict[str, Any]:
     """A scored row without the answer's or the output's text (an error keeps its kind only:
-    sqlglot's messages quote the SQL)."""
-    out = {k: v for k, v in row.items() if k not in ("text", "lost")}
+    sqlglot's messages quote the SQL; tokens are counted, not listed)."""
+    out = {k: v for k, v in row.items() if k not in ("text", "lost", "excuses", "tokens_lost", "tokens_added")}
+    out["tokens_lost"] = len(row.get("tokens_lost", []))
+    out["tokens_added"] = len(row.get("tokens_added", []))
+    out["invented_literals"] = len(row.get("invented_literals", []))
     if out.get("error"):
         out["error"] = str(out["error"]).split(":", 1)[0]
     return out
 
 
+def _pct(k: int, n: int) -> str:
+    return f"{100 * k / (n or 1):.0f}% ({k}/{n})"
+
+
 def table(methods: dict[str, dict[str, Any]]) -> str:
     header = [
         "method",
-        "SQLite-valid",
-        "GuideExhausted / errors",
+        "one statement SQLite-valid",
+        "exhausted / crashes / errors",
         "intact",
-        "content kept",
-        "names invented",
+        "faithful",
+        "result says faithful",
+        "invented literals",
         "edit size (chars)",
-        "corrections",
         "s / answer",
     ]
     rows = []
     for name, m in methods.items():
-        n = m["answers"] or 1
+        n = m["answers"]
         rows.append(
             [
                 name,
-                f"{100 * m['valid'] / n:.0f}% ({m['valid']}/{m['answers']})",
-                f"{m['exhausted']} / {m['errors']}",
-                f"{100 * m['intact'] / n:.0f}%",
-                m["kept"],
-                m["invented"],
+                _pct(m["single"], n),
+                f"{m['exhausted']} / {m['crashes']} / {m['errors']}",
+                _pct(m["intact"], n),
+                _pct(m["faithful"], n),
+                _pct(m["result_faithful"], n) if name.startswith("ours") else "-",
+                m["invented_literals"],
                 m["edit"],
-                "-" if m["corrections"] is None else m["corrections"],
                 m["seconds"],
             ]
         )
@@ -430,48 +427,126 @@ def dialect_table(rows_by_method: dict[str, list[dict[str, Any]]], items: list[A
     return markdown_table(header, out)
 
 
+# -- execution on Spider's databases -------------------------------------------------------------
+
+
+def executable(items: list[Answer], gold: SpiderGold) -> list[int]:
+    """Indices of the Spider dev answers whose database the clone has."""
+    return [
+        i
+        for i, a in enumerate(items)
+        if a.collection == SPIDER and int(a.key) < len(gold.questions) and gold.database(a.db_id) is not None
+    ]
+
+
+def execute(
+    rows_by_method: Mapping[str, Sequence[dict[str, Any] | None]], items: list[Answer], gold: SpiderGold
+) -> None:
+    """Add ``gold_rows`` (True/False) to each method's row of every executable answer."""
+    cache: dict[str, tuple[Rows, bool]] = {}
+    for i in executable(items, gold):
+        a = items[i]
+        question = gold.questions[int(a.key)]
+        if a.key not in cache:
+            database = gold.database(question["db_id"])
+            assert database is not None
+            cache[a.key] = (run_query(database, question["query"]), gold_is_ordered(question["query"]))
+        reference, ordered = cache[a.key]
+        database = gold.database(a.db_id)
+        assert database is not None
+        for rows in rows_by_method.values():
+            row = rows[i]
+            if row is None:
+                continue
+            got = run_query(database, row.get("text") or "")
+            row["gold_rows"] = same_rows(reference, got, ordered)
+            row["exec_error"] = got.error.split(":", 1)[0] if got.error else None
+
+
+def execution_table(rows_by_method: Mapping[str, Sequence[dict[str, Any] | None]], picked: list[int]) -> str:
+    header = ["method", "answers run", "ran without error", "return the gold rows"]
+    out = []
+    for name, rows in rows_by_method.items():
+        mine = [r for i in picked if (r := rows[i]) is not None and "gold_rows" in r]
+        ran = sum(r["exec_error"] is None for r in mine)
+        out.append([name, len(mine), _pct(ran, len(mine)), _pct(sum(r["gold_rows"] for r in mine), len(mine))])
+    return markdown_table(header, out)
+
+
 # -- main --------------------------------------------------------------------------------------
 
 
-def main(argv: list[str] | None = None) -> dict[str, Any]:
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.real_sql_repair", description=__doc__.split("\n")[0])
     parser.add_argument(
-        "clone", type=Path, help="a local clone of github.com/bird-bench/mini_dev (work tree or git dir)"
+        "clone", type=Path, nargs="?", default=None, help="a local clone of github.com/bird-bench/mini_dev (tuned on)"
     )
-    parser.add_argument("--limit", type=int, default=None, help="replay at most N of the rejected answers")
+    parser.add_argument("--nl2sql360", type=Path, default=None, help="a local clone of HKUSTDial/NL2SQL360")
+    parser.add_argument(
+        "--spider", type=Path, default=None, help="a clone with Spider's dev.json and database/*/*.sqlite"
+    )
+    parser.add_argument("--hand-fixes", type=Path, default=HAND_FIXES, help="the fixes written by hand (JSON)")
+    parser.add_argument("--limit", type=int, default=None, help="replay at most N rejected answers of each collection")
     parser.add_argument(
         "--skip",
         type=int,
         default=0,
-        help="leave out the first N (in the interleaved order): a held-out set beside the one repairs were tuned on",
+        help="leave out the first N of each collection (in the interleaved order)",
     )
-    parser.add_argument("--quick", action="store_true", help="6 answers (unless --limit), no grammar-guide 0.0.11")
+    parser.add_argument("--quick", action="store_true", help="6 answers of each collection (unless --limit)")
     parser.add_argument(
-        "--questions",
-        type=Path,
-        default=None,
-        help="mini_dev_sqlite.json from the MiniDev download, for the questions' text",
+        "--questions", type=Path, default=None, help="mini_dev_sqlite.json from the MiniDev download (question text)"
     )
-    parser.add_argument("--no-baseline", action="store_true", help="skip grammar-guide 0.0.11")
-    parser.add_argument("--no-target", action="store_true", help="ours with target=False instead of SmolLM2")
+    parser.add_argument("--target", action="store_true", help="ours with the SmolLM2 target (slow on a CPU)")
+    parser.add_argument("--no-target", action="store_true", help="ours with target=False (the default)")
+    parser.add_argument("--gg0011", action="store_true", help="also grammar-guide 0.0.11 (installs its own venv)")
+    parser.add_argument("--no-baseline", action="store_true", help="(the default) no grammar-guide 0.0.11")
     parser.add_argument("--results-dir", type=Path, default=None)
-    args = parser.parse_args(argv)
-    limit = 6 if args.quick and args.limit is None else args.limit
+    parser.add_argument("--name", default=NAME, help="the results file's name (benchmarks/results/NAME.json)")
+    return parser
 
-    answers = load_answers(args.clone)
-    rejected = sqlite_rejects(answers)
-    items = interleave(rejected, limit, args.skip)
+
+def _collections(args: argparse.Namespace, gold: SpiderGold | None) -> list[tuple[str, list[Answer]]]:
+    out = []
+    if args.clone:
+        out.append(("BIRD mini-dev", load_answers(args.clone)))
+    if args.nl2sql360:
+        db_ids = [q["db_id"] for q in gold.questions] if gold else None
+        for split in NL2SQL360_SPLITS:
+            out.append(
+                (f"NL2SQL360 {split}", load_nl2sql360(args.nl2sql360, split, db_ids if split == "spider_dev" else None))
+            )
+    return out
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    args = _parser().parse_args(argv)
+    if not (args.clone or args.nl2sql360):
+        _parser().error("name a BIRD mini-dev clone, --nl2sql360 CLONE, or both")
+    limit = 6 if args.quick and args.limit is None else args.limit
+    gold = load_spider_gold(args.spider) if args.spider else None
     questions: dict[str, str] = {}
     if args.questions:
         data = json.loads(args.questions.read_text(encoding="utf-8"))
-        questions = {str(i): q["question"] for i, q in enumerate(data)}
-    print(
-        f"[{NAME}] {len(answers)} answers, {len(rejected)} distinct ones SQLite rejects; replaying {len(items)}",
-        file=sys.stderr,
-        flush=True,
-    )
+        questions |= {f"BIRD mini-dev/{i}": q["question"] for i, q in enumerate(data)}
+    if gold:
+        questions |= {f"{SPIDER}/{i}": q["question"] for i, q in enumerate(gold.questions)}
+
+    items: list[Answer] = []
+    counts: dict[str, dict[str, int]] = {}
+    for collection, answers in _collections(args, gold):
+        rejected = sqlite_rejects(answers)
+        picked = interleave(rejected, limit, args.skip)
+        counts[collection] = {"answers": len(answers), "rejected": len(rejected), "replayed": len(picked)}
+        items += picked
+        print(
+            f"[{NAME}] {collection}: {len(answers)} answers, {len(rejected)} distinct ones SQLite rejects; "
+            f"replaying {len(picked)}",
+            file=sys.stderr,
+            flush=True,
+        )
+
     info = machine()
-    methods: dict[str, dict[str, Any]] = {}
     rows_by_method: dict[str, list[dict[str, Any]]] = {}
     notes: dict[str, str] = {}
 
@@ -480,18 +555,19 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         if rows is None:
             notes[name] = note or ""
             return
+        for row, a in zip(rows, items, strict=True):
+            score_row(row, a)
         rows_by_method[name] = rows
-        methods[name] = score(rows, items)
 
-    if args.no_target:
-        record("ours (target=False)", lambda: run_ours(items, questions, target=False))
-    else:
+    if args.target:
         from grammar_guide import TargetModel
 
         target = TargetModel.load()
         record("ours (SmolLM2 target)", lambda: run_ours(items, questions, target=target))
+    else:
+        record("ours (target=False)", lambda: run_ours(items, questions, target=False))
     record("sqlglot.transpile", lambda: run_sqlglot(items))
-    if not (args.no_baseline or args.quick):
+    if args.gg0011:
 
         def gg_rows() -> list[dict[str, Any]]:
             out = run_gg0011(items, questions)
@@ -500,27 +576,25 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             return rows
 
         record("grammar-guide 0.0.11 generic", gg_rows)
-
-    text = table(methods)
-    dialects = sorted({a.dialect for a in items})
-    mix = ", ".join(f"{sum(a.dialect == d for a in items)} asked for {d}" for d in dialects)
-    print(
-        f"\nReal SQL repair: {len(items)} of {len(rejected)} BIRD mini-dev answers that SQLite rejects ({mix}); "
-        f"machine: {machine_line(info)}\n"
-    )
-    print(text)
-    by_dialect = dialect_table(rows_by_method, items)
-    print("\n" + by_dialect)
+    methods = {name: summarize(rows) for name, rows in rows_by_method.items()}
+    report = _report(args, items, rows_by_method, counts, gold)
     for name, note in notes.items():
-        print(f"\n{name}: {note}")
+        report["text"] += f"\n\n{name}: {note}"
+    print(f"\nReal SQL repair; machine: {machine_line(info)}\n")
+    print(report["text"])
     payload = {
         "benchmark": NAME,
         "machine": info,
         "settings": {
-            "clone": str(args.clone),
-            "answers": len(answers),
-            "rejected": len(rejected),
+            "clone": str(args.clone) if args.clone else None,
+            "nl2sql360": str(args.nl2sql360) if args.nl2sql360 else None,
+            "spider": str(args.spider) if args.spider else None,
+            "collections": counts,
+            "split": {c: SPLIT[c] for c in counts},
+            "answers": sum(c["answers"] for c in counts.values()),
+            "rejected": sum(c["rejected"] for c in counts.values()),
             "replayed": len(items),
+            "limit_per_collection": limit,
             "skipped": args.skip,
             "max_corrections": MAX_CORRECTIONS,
             "timeout_s": TIMEOUT_S,
@@ -529,15 +603,120 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         },
         "methods": methods,
         "notes": notes,
-        "table": text,
-        "by_dialect": by_dialect,
+        **{k: v for k, v in report.items() if k != "text"},
+        "table": report["text"],
         # The answers and outputs (third-party text) are left out: ids and scores only.
         "items": [{k: v for k, v in asdict(a).items() if k != "text"} for a in items],
         "rows": {m: [_scores_only(r) for r in rows] for m, rows in rows_by_method.items()},
     }
-    path = write_results(NAME, payload, args.results_dir)
+    path = write_results(args.name, payload, args.results_dir)
     print(f"\nwrote {path}", file=sys.stderr)
     return payload
+
+
+def _report(
+    args: argparse.Namespace,
+    items: list[Answer],
+    rows_by_method: dict[str, list[dict[str, Any]]],
+    counts: dict[str, dict[str, int]],
+    gold: SpiderGold | None,
+) -> dict[str, Any]:
+    """The tables: one per collection, one per split (tuned on / dev / held-out), the dialects,
+    and, with Spider's databases, execution (all, and the sample fixed by hand)."""
+    parts: list[str] = []
+    out: dict[str, Any] = {"by_collection": {}, "by_split": {}}
+    for collection, c in counts.items():
+        picked = [i for i, a in enumerate(items) if a.collection == collection]
+        if not picked:
+            continue
+        text = table({m: summarize([rows[i] for i in picked]) for m, rows in rows_by_method.items()})
+        out["by_collection"][collection] = text
+        parts.append(
+            f"{collection} ({SPLIT[collection]}): {len(picked)} of {c['rejected']} rejected answers "
+            f"(of {c['answers']})\n\n{text}"
+        )
+    for split in dict.fromkeys(SPLIT[a.collection] for a in items):
+        picked = [i for i, a in enumerate(items) if SPLIT[a.collection] == split]
+        text = table({m: summarize([rows[i] for i in picked]) for m, rows in rows_by_method.items()})
+        out["by_split"][split] = text
+        parts.append(f"Summary, {split} ({len(picked)} answers)\n\n{text}")
+    out["by_dialect"] = dialect_table(rows_by_method, items)
+    parts.append(out["by_dialect"])
+    if gold is not None:
+        parts += _execution_report(args, items, rows_by_method, gold, out)
+    ours = next((m for m in rows_by_method if m.startswith("ours")), None)
+    if ours is not None:
+        out["goals"] = goals_table(rows_by_method[ours], items, out.get("execution_sample_rates"))
+        parts.append(f"Issue 28's goals, {ours}\n\n{out['goals']}")
+        out["crashes"] = [
+            {**{k: v for k, v in asdict(items[i]).items() if k != "text"}, "error": row["error"]}
+            for i, row in enumerate(rows_by_method[ours])
+            if row.get("crash")
+        ]
+    out["text"] = "\n\n".join(parts)
+    return out
+
+
+def goals_table(rows: list[dict[str, Any]], items: list[Answer], sample: dict[str, float] | None) -> str:
+    """Issue 28's goals per split: one-statement valid 100%, no crash, faithful >= 90%, 0 invented
+    literals, <= 1.5 s per answer; and (Spider sample) gold rows >= 90% of the hand fix's rate."""
+    header = ["split", "answers", "one statement valid (100%)", "crashes (0)", "faithful (>= 90%)"]
+    header += ["invented literals (0)", "s / answer (<= 1.5)"]
+    out = []
+    for split in dict.fromkeys(SPLIT[a.collection] for a in items):
+        mine = [rows[i] for i, a in enumerate(items) if SPLIT[a.collection] == split]
+        m = summarize(mine)
+        n = m["answers"]
+        out.append(
+            [split, n, _pct(m["single"], n), m["crashes"], _pct(m["faithful"], n), m["invented_literals"], m["seconds"]]
+        )
+    text = markdown_table(header, out)
+    if sample:
+        hand, ours = sample.get("hand fix (slip only)", 0.0), sample.get("ours", 0.0)
+        ratio = f"{ours / hand:.0%}" if hand else "-"
+        text += (
+            f"\n\nGold rows on the sample fixed by hand: ours {ours:.0%} against the hand fix's {hand:.0%}: "
+            f"{ratio} (goal >= 90%)."
+        )
+    return text
+
+
+def _execution_report(
+    args: argparse.Namespace,
+    items: list[Answer],
+    rows_by_method: dict[str, list[dict[str, Any]]],
+    gold: SpiderGold,
+    out: dict[str, Any],
+) -> list[str]:
+    fixes = load_hand_fixes(args.hand_fixes) if args.hand_fixes.is_file() else {}
+    with_unrepaired: dict[str, Sequence[dict[str, Any] | None]] = {
+        **rows_by_method,
+        "unrepaired": run_unrepaired(items),
+    }
+    hand: list[dict[str, Any] | None] = []
+    for a in items:
+        fix = fixes.get((a.collection, a.source, a.key))
+        hand.append(None if fix is None else {"text": fix["fix"], "error": None, "seconds": 0.0})
+    with_hand: dict[str, Sequence[dict[str, Any] | None]] = {"hand fix (slip only)": hand, **with_unrepaired}
+    execute(with_hand, items, gold)
+    picked = executable(items, gold)
+    sample = [i for i in picked if hand[i] is not None]
+    out["execution"] = execution_table(with_unrepaired, picked)
+    out["execution_sample"] = execution_table(with_hand, sample)
+    out["execution_sample_rates"] = {
+        ("ours" if m.startswith("ours") else m): sum(bool((r := rows[i]) and r["gold_rows"]) for i in sample)
+        / (len(sample) or 1)
+        for m, rows in with_hand.items()
+    }
+    out["execution_rows"] = {
+        m: {str(i): {"gold_rows": r["gold_rows"], "exec_error": r["exec_error"]} for i in picked if (r := rows[i])}
+        for m, rows in with_hand.items()
+    }
+    return [
+        f"Executed on Spider's databases: {len(picked)} Spider dev answers (gold rows: the gold query's, "
+        f"a multiset unless it orders them)\n\n{out['execution']}",
+        f"The sample fixed by hand ({len(sample)} answers, {args.hand_fixes.name})\n\n{out['execution_sample']}",
+    ]
 
 
 if __name__ == "__main__":

@@ -20,7 +20,16 @@ import re
 import sqlite3
 from dataclasses import dataclass
 
-__all__ = ["Label", "Verdict", "check", "check_script", "compile_options", "library_path", "sqlite_version"]
+__all__ = [
+    "Label",
+    "Verdict",
+    "check",
+    "check_one_statement",
+    "check_script",
+    "compile_options",
+    "library_path",
+    "sqlite_version",
+]
 
 SQLITE_OK = 0
 _MAX_REPAIRS = 40
@@ -289,6 +298,21 @@ def _statement_end(data: bytes, consumed: int) -> bool:
 def check(sql: str) -> Verdict:
     """The verdict on a text holding one statement (a trailing ``;`` and comments allowed)."""
     return check_script(sql)
+
+
+def check_one_statement(sql: str) -> Verdict:
+    """The verdict on ``sql`` as one statement, what ``cursor.execute`` takes: the first statement
+    (optionally ended by ``;``) must be valid and leave no tail but white space and comments. A
+    second statement, even a valid one or a lone ``;``, makes it invalid."""
+    if "\x00" in sql:
+        return Verdict(Label.INVALID, "NUL character")
+    data = sql.encode("utf-8")
+    if _only_trailer(data):
+        return Verdict(Label.INVALID, "no statement")
+    verdict, consumed = _check_one(data)
+    if verdict.label is Label.INVALID or _only_trailer(data[consumed:]):
+        return verdict
+    return Verdict(Label.INVALID, "more than one statement")
 
 
 def check_script(sql: str) -> Verdict:

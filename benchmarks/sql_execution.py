@@ -1,0 +1,78 @@
+"""Run a query on a public SQLite database and compare its rows with the gold query's.
+
+Spider's databases are SQLite files; a query runs read-only, with a time limit (SQLite's progress
+handler interrupts it), through Python's ``sqlite3``, which, like a user's ``cursor.execute``,
+refuses a text of more than one statement. Rows compare as a multiset (order ignored) unless the
+gold query's outermost SELECT has an ORDER BY; then as a list. Values compare as SQLite returns
+them, numbers as floats rounded to 6 decimals (``1`` and ``1.0`` are one value).
+"""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+import time
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+__all__ = ["Rows", "gold_is_ordered", "run_query", "same_rows"]
+
+TIMEOUT_S = 10.0
+
+
+@dataclass(frozen=True)
+class Rows:
+    """A query's rows, or the error that stopped it."""
+
+    rows: tuple[tuple[Any, ...], ...] | None
+    error: str | None = None
+
+
+def _value(v: Any) -> Any:
+    if isinstance(v, bool | int | float):
+        return round(float(v), 6)
+    return v
+
+
+def run_query(database: Path, sql: str, timeout_s: float = TIMEOUT_S) -> Rows:
+    """The rows of ``sql`` on ``database`` (opened read-only), or the error (no text is one)."""
+    if not sql.strip():
+        return Rows(None, "EmptyText: no statement")
+    conn = sqlite3.connect(f"file:{database}?mode=ro", uri=True)
+    conn.text_factory = lambda b: b.decode("utf-8", "replace")
+    deadline = time.perf_counter() + timeout_s
+    conn.set_progress_handler(lambda: time.perf_counter() > deadline, 10_000)
+    try:
+        rows = conn.execute(sql).fetchall()
+    except (sqlite3.Error, sqlite3.Warning, ValueError) as exc:  # ValueError: a NUL in the text
+        message = "timeout" if isinstance(exc, sqlite3.OperationalError) and "interrupted" in str(exc) else str(exc)
+        return Rows(None, f"{type(exc).__name__}: {message}")
+    finally:
+        conn.close()
+    return Rows(tuple(tuple(_value(v) for v in row) for row in rows))
+
+
+def gold_is_ordered(gold_sql: str) -> bool:
+    """Whether the gold query's outermost SELECT orders its rows (an ORDER BY outside brackets)."""
+    import sqlglot
+
+    try:
+        return sqlglot.parse_one(gold_sql, read="sqlite").args.get("order") is not None
+    except sqlglot.errors.SqlglotError:
+        depth, text = 0, []
+        for c in gold_sql:  # the text outside brackets
+            depth += c == "("
+            text.append(" " if depth else c)
+            depth -= c == ")" and depth > 0
+        return re.search(r"\bORDER\s+BY\b", "".join(text), re.IGNORECASE) is not None
+
+
+def same_rows(gold: Rows, got: Rows, ordered: bool) -> bool:
+    """Whether ``got`` returned the gold rows (a list if ``ordered``, else a multiset)."""
+    if gold.rows is None or got.rows is None:
+        return False
+    if ordered:
+        return gold.rows == got.rows
+    return Counter(gold.rows) == Counter(got.rows)

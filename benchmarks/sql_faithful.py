@@ -1,0 +1,212 @@
+"""Is an output faithful to the draft's SQL? Their SQL tokens aligned in order.
+
+The draft's SQL and the output are cut into SQL tokens (keywords, names, strings, numbers,
+operators) and aligned in order (``difflib`` on the token sequences, as a diff aligns lines). A
+draft token that the alignment replaces or drops is *lost*, unless the result recorded why: a
+dialect rewrite that took it away (``Correction(rule="rewrite").removed``) or formatting undone
+(``Cut(reason="formatting")``: Markdown escapes, a backtick pair around the answer; the draft is then
+read with them undone). A ``;`` and a ``)`` the draft never opened are not lost when dropped. An
+output token that the alignment does not match is *added* (an inserted operator changes the meaning
+as a replaced one does), unless it is a closing mark (``)``, ``]``, ``;``) or a rewrite or forced
+text of the result wrote it. *Faithful*: nothing lost and nothing added. *Invented literals*: output
+strings and numbers whose value the draft does not have (nor a recorded rewrite). A method with no
+record (sqlglot, a fix written by hand) has nothing excused.
+
+Names are compared without case and quotes (``order`` and ``"order"`` are one name: SQLite's names
+ignore case); a keyword and a name of the same spelling are one word; strings by value.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import difflib
+import functools
+import re
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = [
+    "Excuses",
+    "Faithfulness",
+    "Token",
+    "excuses_of",
+    "faithfulness",
+    "sql_tokens",
+    "sqlite_keywords",
+    "string_value",
+]
+
+_TOKEN = re.compile(
+    r"""'(?:[^'\\]|''|\\.)*'?           # a string (MySQL's backslash escapes read too); cut: no close
+    |"(?:[^"]|"")*"?|`[^`]*`?|\[[^\]\s]*\]?  # a quoted name
+    |(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?  # a number
+    |(?:[A-Za-z_$]|\\_)(?:[A-Za-z0-9_$]|\\_)*  # a word (a Markdown escape inside is part of it)
+    |\\\*                               # a Markdown-escaped star
+    |<=|>=|<>|!=|==|\|\||::|->>|->|<<|>>  # operators of two or three characters
+    |\S""",
+    re.VERBOSE,
+)
+_QUOTES = {'"': '"', "`": "`", "[": "]"}
+
+
+@dataclass(frozen=True)
+class Token:
+    """One SQL token: ``kind`` is keyword, name, string, number or op; ``key`` is what is compared."""
+
+    kind: str
+    key: tuple[str, str]
+    raw: str
+
+    @property
+    def literal(self) -> bool:
+        return self.kind in ("string", "number")
+
+
+@functools.lru_cache(maxsize=1)
+def sqlite_keywords() -> frozenset[str]:
+    """SQLite's own keyword list (``sqlite3_keyword_name``), upper case."""
+    from tests.support import sqlite_oracle
+
+    lib = ctypes.CDLL(sqlite_oracle.library_path())
+    lib.sqlite3_keyword_count.restype = ctypes.c_int
+    lib.sqlite3_keyword_name.argtypes = [ctypes.c_int, ctypes.POINTER(ctypes.c_char_p), ctypes.POINTER(ctypes.c_int)]
+    words = set()
+    for i in range(lib.sqlite3_keyword_count()):
+        name, size = ctypes.c_char_p(), ctypes.c_int()
+        lib.sqlite3_keyword_name(i, ctypes.byref(name), ctypes.byref(size))
+        words.add(ctypes.string_at(name, size.value).decode().upper())
+    return frozenset(words)
+
+
+def string_value(raw: str) -> str:
+    """A string literal's value (a string the answer was cut in: what it has)."""
+    body = raw[1:-1] if len(raw) >= 2 and raw.endswith("'") else raw[1:]
+    return body.replace("''", "'").replace("\\'", "'")
+
+
+def _token(raw: str) -> Token:
+    first = raw[0]
+    if first == "'":
+        return Token("string", ("s", string_value(raw)), raw)
+    if first in _QUOTES:
+        close = _QUOTES[first]
+        inner = raw[1:-1] if len(raw) >= 2 and raw.endswith(close) else raw[1:]
+        return Token("name", ("w", inner.replace(close * 2, close).lower()), raw)
+    if first.isdigit() or (first == "." and len(raw) > 1):
+        return Token("number", ("n", raw.lower()), raw)
+    if first.isalpha() or first in "_$" or raw.startswith("\\_"):
+        kind = "keyword" if raw.upper() in sqlite_keywords() else "name"
+        return Token(kind, ("w", raw.lower()), raw)
+    return Token("op", ("o", raw), raw)
+
+
+def sql_tokens(sql: str) -> list[Token]:
+    """The SQL tokens of ``sql`` in order (comments are not tokens)."""
+    sql = re.sub(r"--[^\n]*|/\*.*?(?:\*/|$)", " ", sql, flags=re.DOTALL)
+    return [_token(m.group()) for m in _TOKEN.finditer(sql)]
+
+
+def _undo_formatting(sql: str) -> str:
+    """The draft as read once its chat formatting is undone: Markdown escapes, a backtick pair."""
+    sql = sql.replace("\\_", "_").replace("\\*", "*")
+    stripped = sql.strip()
+    if len(stripped) > 2 and stripped[0] == stripped[-1] == "`" and "`" not in stripped[1:-1]:
+        return stripped[1:-1]
+    return sql
+
+
+@dataclass(frozen=True)
+class Excuses:
+    """What a result recorded: formatting undone, the draft's text its rewrites took away, and the
+    text its rewrites and forced steps wrote."""
+
+    formatting: bool = False
+    removed: tuple[str, ...] = ()
+    written: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"formatting": self.formatting, "removed": list(self.removed), "written": list(self.written)}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Excuses:
+        return cls(bool(data.get("formatting")), tuple(data.get("removed", ())), tuple(data.get("written", ())))
+
+
+def excuses_of(events: Iterable[Any]) -> Excuses:
+    """The excuses a ``GuideResult``'s events record (see the module's docstring)."""
+    formatting = False
+    removed: list[str] = []
+    written: list[str] = []
+    for event in events:
+        kind = getattr(event, "kind", "")
+        if kind == "cut" and event.reason == "formatting":
+            formatting = True
+        elif kind == "correction" and event.source == "repair" and event.rule == "rewrite":
+            removed.append(event.removed)
+            written.append(event.text)
+        elif kind == "correction" and event.source == "forced":
+            written.append(event.text)
+    return Excuses(formatting, tuple(removed), tuple(written))
+
+
+@dataclass(frozen=True)
+class Faithfulness:
+    """The draft tokens lost, the output names and literals added, and the literals invented
+    (an output literal whose value the draft does not have anywhere)."""
+
+    lost: list[str] = field(default_factory=list)
+    added: list[str] = field(default_factory=list)
+    invented_literals: list[str] = field(default_factory=list)
+
+    @property
+    def faithful(self) -> bool:
+        return not self.lost and not self.added
+
+
+def _excused(tokens: list[Token], texts: tuple[str, ...]) -> list[Token]:
+    """``tokens`` less those the recorded ``texts`` hold (each recorded token excuses one)."""
+    budget = Counter(t.key for text in texts for t in sql_tokens(text))
+    out = []
+    for t in tokens:
+        if budget[t.key] > 0:
+            budget[t.key] -= 1
+        else:
+            out.append(t)
+    return out
+
+
+#: Closing marks: adding one (to end what the draft opened) changes nothing the draft wrote.
+_CLOSING = frozenset({")", "]", ";"})
+
+
+def _stray_closes_excused(lost: list[Token], draft: list[Token]) -> list[Token]:
+    """``lost`` less the draft's ``;`` and its ``)`` beyond those it opened (a stray close dropped)."""
+    stray = sum(t.raw == ")" for t in draft) - sum(t.raw == "(" for t in draft)
+    out = []
+    for t in lost:
+        if t.raw == ";" or (t.raw == ")" and stray > 0):
+            stray -= t.raw == ")"
+            continue
+        out.append(t)
+    return out
+
+
+def faithfulness(draft_sql: str, output: str, excuses: Excuses = Excuses()) -> Faithfulness:
+    """Align the draft's SQL tokens with the output's (see the module's docstring)."""
+    draft = sql_tokens(_undo_formatting(draft_sql) if excuses.formatting else draft_sql)
+    out = sql_tokens(output)
+    matcher = difflib.SequenceMatcher(None, [t.key for t in draft], [t.key for t in out], autojunk=False)
+    lost: list[Token] = []
+    added: list[Token] = []
+    for op, i1, i2, j1, j2 in matcher.get_opcodes():
+        if op in ("replace", "delete"):
+            lost += draft[i1:i2]
+        if op in ("replace", "insert"):
+            added += out[j1:j2]
+    lost = _excused(_stray_closes_excused(lost, draft), excuses.removed)
+    added = _excused([t for t in added if t.raw not in _CLOSING], excuses.written)
+    draft_literals = {t.key for t in draft if t.literal} | {t.key for s in excuses.written for t in sql_tokens(s)}
+    invented = [t.raw for t in out if t.literal and t.key not in draft_literals]
+    return Faithfulness([t.raw for t in lost], [t.raw for t in added], invented)

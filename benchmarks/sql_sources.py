@@ -1,0 +1,153 @@
+"""Where the real SQL answers come from: local clones of public repositories, named on the command line.
+
+- **BIRD mini-dev** (https://github.com/bird-bench/mini_dev @ 4d970a9a97b1): ``llm/exp_result/**/*.json``,
+  one file per model and dialect asked, ``{"0": "<answer>\\t----- bird -----\\t<db_id>", ...}``.
+- **NL2SQL360** (https://github.com/HKUSTDial/NL2SQL360 @ 689bdfa1da6a): ``data/predict/<split>/*.sql``,
+  one file per model (Llama-2/3, CodeLlama, DeepSeek-Coder, StarCoder, CodeS, RESDSQL, and GPT-3.5 / GPT-4
+  pipelines: C3-SQL, DIN-SQL, DAIL-SQL), one answer a line in the order of the split's questions,
+  some files with ``\\t<db_id>`` after the answer. Three files hold bytes that are not UTF-8; they are
+  read with U+FFFD in their place.
+- **Spider dev's gold and databases** (a clone holding Spider's ``dev.json`` and
+  ``database/<db_id>/<db_id>.sqlite``, e.g. https://github.com/xi-ix/spider_evaluation @ 80a9084cbae5,
+  which keeps them under ``database/``).
+
+A clone is a work tree or a bare git directory (read with ``git show``).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+__all__ = ["Answer", "SpiderGold", "load_answers", "load_nl2sql360", "load_spider_gold"]
+
+MINI_DEV_DIR = "llm/exp_result"
+MINI_DEV_SEPARATOR = "\t----- bird -----\t"
+NL2SQL360_DIR = "data/predict"
+#: NL2SQL360's splits, each a collection of its own.
+NL2SQL360_SPLITS = ("spider_dev", "bird_dev", "spider_test")
+
+
+@dataclass(frozen=True)
+class Answer:
+    """One recorded answer: where it came from, the dialect the model was asked for, its text."""
+
+    source: str  # the file, relative to the collection's folder
+    key: str  # the question's index in its split
+    model: str
+    dialect: str  # "sqlite", "mysql" or "postgres" (sqlglot's names)
+    db_id: str
+    text: str
+    collection: str = "BIRD mini-dev"
+
+
+def _files(clone: Path, folder: str, suffix: str) -> dict[str, str]:
+    """path -> text of every ``suffix`` file under ``folder``, from a work tree or a bare git dir."""
+    if not (clone / "HEAD").is_file():  # a work tree (a folder it lacks has no files)
+        return {
+            str(p.relative_to(clone)): p.read_bytes().decode("utf-8", "replace")
+            for p in sorted((clone / folder).rglob(f"*{suffix}"))
+        }
+    git = ["git", "--git-dir", str(clone)]
+    listed = subprocess.run(
+        [*git, "ls-tree", "-r", "--name-only", "HEAD", folder], capture_output=True, text=True, check=True
+    ).stdout.split("\n")
+    return {
+        p: subprocess.run([*git, "show", f"HEAD:{p}"], capture_output=True, check=True).stdout.decode(
+            "utf-8", "replace"
+        )
+        for p in sorted(listed)
+        if p.endswith(suffix)
+    }
+
+
+# -- BIRD mini-dev -----------------------------------------------------------------------------
+
+
+def _dialect(name: str) -> str:
+    low = name.lower()
+    return "mysql" if "mysql" in low else "postgres" if "postgresql" in low else "sqlite"
+
+
+def _model(name: str) -> str:
+    stem = name.removesuffix(".json").removeprefix("predict_mini_dev_")
+    return re.sub(r"_(?:cot_)?(?:sqlite|mysql|mysqljson|postgresql)$", "", stem, flags=re.IGNORECASE)
+
+
+def load_answers(clone: Path) -> list[Answer]:
+    """Every answer of a BIRD mini-dev clone's prediction files, in file then key order."""
+    out = []
+    for path, text in _files(clone, MINI_DEV_DIR, ".json").items():
+        name = path.rsplit("/", 1)[-1]
+        for key, value in json.loads(text).items():
+            if MINI_DEV_SEPARATOR in value:
+                answer, _, db_id = value.rpartition(MINI_DEV_SEPARATOR)
+            else:
+                answer, db_id = value, ""
+            out.append(Answer(name, key, _model(name), _dialect(name), db_id.strip(), answer))
+    return out
+
+
+# -- NL2SQL360 -----------------------------------------------------------------------------------
+
+_DB_ID_SUFFIX = re.compile(r"\t(\w+)\s*$")
+
+
+def _answer_lines(text: str) -> list[tuple[str, str]]:
+    """(answer, db_id) per question: one a line; the ``\\t<db_id>`` column only where every line has it."""
+    lines = text.split("\n")
+    if lines and not lines[-1].strip():
+        lines.pop()
+    tagged = all(_DB_ID_SUFFIX.search(line) for line in lines if line.strip())
+    if not tagged:
+        return [(line, "") for line in lines]
+    return [(line[: m.start()], m.group(1)) if (m := _DB_ID_SUFFIX.search(line)) else (line, "") for line in lines]
+
+
+def load_nl2sql360(clone: Path, split: str, db_ids: list[str] | None = None) -> list[Answer]:
+    """Every answer of an NL2SQL360 clone's ``data/predict/<split>`` files (asked for SQLite),
+    in file then line order; ``db_ids`` (the split's, in question order) fills the database where
+    a file does not name it."""
+    out = []
+    folder = f"{NL2SQL360_DIR}/{split}"
+    for path, text in _files(clone, folder, ".sql").items():
+        name = path.removeprefix(folder + "/")
+        for i, (answer, db_id) in enumerate(_answer_lines(text)):
+            if not db_id and db_ids is not None and i < len(db_ids):
+                db_id = db_ids[i]
+            model = name.removesuffix(".sql")
+            out.append(Answer(name, str(i), model, "sqlite", db_id, answer, f"NL2SQL360 {split}"))
+    return out
+
+
+# -- Spider's gold queries and databases --------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SpiderGold:
+    """Spider dev's questions in order (question, gold query, database) and where its databases are."""
+
+    questions: list[dict[str, str]]
+    databases: Path
+
+    def database(self, db_id: str) -> Path | None:
+        """The database file of ``db_id``, if the clone has it (whole: a git-LFS pointer is not)."""
+        path = self.databases / db_id / f"{db_id}.sqlite"
+        return path if path.is_file() and path.stat().st_size > 1024 else None
+
+
+def load_spider_gold(clone: Path) -> SpiderGold:
+    """Spider dev's gold from a clone holding ``dev.json`` and ``database/<db>/<db>.sqlite``
+    (at its root or under ``database/``, as xi-ix/spider_evaluation keeps them)."""
+    for root in (clone, clone / "database", clone / "spider"):
+        dev = root / "dev.json"
+        if dev.is_file():
+            for databases in (root / "database", root / "database" / "database"):
+                if databases.is_dir() and any(databases.glob("*/*.sqlite")):
+                    data = json.loads(dev.read_text(encoding="utf-8"))
+                    questions = [{"question": q["question"], "query": q["query"], "db_id": q["db_id"]} for q in data]
+                    return SpiderGold(questions, databases)
+    raise FileNotFoundError(f"no Spider dev.json with a database/ folder of SQLite files under {clone}")

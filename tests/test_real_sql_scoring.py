@@ -1,0 +1,222 @@
+"""benchmarks/real_sql_repair.py's scores on small inputs: the token-aligned faithful score (on real
+``guide`` results and their events), one-statement validity (SQLite's own parser), rows compared on
+a real SQLite database file, and the NL2SQL360 and Spider readers on clones laid out as theirs are.
+The answers are written here after kinds that NL2SQL360's 7B models give on Spider (a stray ``)``,
+``FROM a OR b``, a type word after a column, a PostgreSQL cast). No timings are asserted."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+
+import grammar_guide as gg
+from benchmarks.real_sql_repair import main
+from benchmarks.sql_execution import Rows, gold_is_ordered, run_query, same_rows
+from benchmarks.sql_faithful import Excuses, excuses_of, faithfulness, sql_tokens
+from benchmarks.sql_sources import load_nl2sql360, load_spider_gold
+from tests.support import sqlite_oracle
+
+
+def _guide(answer: str) -> gg.GuideResult:
+    def generate(prompt: str, prefix: str) -> str:
+        return "" if prefix.strip() else answer
+
+    draft = gg.FunctionDraft(generate, name="replay", continues_prefix=True)
+    return gg.guide(draft, "sqlite", "q", target=False, max_draft_calls=4)
+
+
+def test_sql_tokens_read_quotes_operators_and_escapes() -> None:
+    tokens = sql_tokens("SELECT COUNT(\\*), `a b` FROM t -- note\nWHERE x >= 1.5 AND y != 'it''s'")
+    assert [(t.kind, t.raw) for t in tokens][-8:] == [
+        ("keyword", "WHERE"),
+        ("name", "x"),
+        ("op", ">="),
+        ("number", "1.5"),
+        ("keyword", "AND"),
+        ("name", "y"),
+        ("op", "!="),
+        ("string", "'it''s'"),
+    ]
+    keys = [t.key for t in tokens]
+    assert ("o", "\\*") in keys and ("w", "a b") in keys and ("s", "it's") in keys and ("o", ">=") in keys
+    assert not any(t.raw == "note" for t in tokens)  # a comment is no token
+    assert sql_tokens('FROM "Order"')[1].key == sql_tokens("FROM order")[1].key  # a quoted name is the name
+
+
+def test_a_recorded_rewrite_is_faithful_and_the_same_change_unrecorded_is_not() -> None:
+    draft = "SELECT COUNT(id)::FLOAT / 2 FROM posts"
+    result = _guide(draft)
+    assert result.text == "SELECT CAST(COUNT(id) AS FLOAT) / 2 FROM posts"
+    excuses = excuses_of(result.events)
+    assert excuses.removed and not excuses.formatting
+    assert faithfulness(draft, result.text, excuses).faithful
+    unrecorded = faithfulness(draft, result.text)  # sqlglot's way: nothing recorded, nothing excused
+    assert unrecorded.lost == ["::"] and not unrecorded.faithful
+
+
+def test_markdown_escapes_are_excused_only_when_the_result_undid_them() -> None:
+    draft = "SELECT e.event\\_name FROM event e"
+    result = _guide(draft)
+    assert result.text == "SELECT e.event_name FROM event e"
+    assert excuses_of(result.events).formatting
+    assert faithfulness(draft, result.text, excuses_of(result.events)).faithful
+    assert faithfulness(draft, result.text).lost == ["event\\_name"]
+
+
+def test_losses_additions_and_invented_literals() -> None:
+    # A word the repair made into nothing: 'OR' dropped makes Owners an alias.
+    dropped = faithfulness(
+        "SELECT first_name FROM Professionals OR Owners", "SELECT first_name FROM Professionals  Owners"
+    )
+    assert dropped.lost == ["OR"] and not dropped.faithful
+    # An operator put in beside a word: nothing dropped, but the meaning changed.
+    inserted = faithfulness("SELECT a FROM t WHERE Airport TEXT = 'x'", "SELECT a FROM t WHERE Airport & TEXT = 'x'")
+    assert inserted.lost == [] and inserted.added == ["&"] and not inserted.faithful
+    # A ')' the draft never opened, dropped; a ')' it opened, closed: both faithful.
+    assert faithfulness("SELECT a FROM t WHERE b = 'x')", "SELECT a FROM t WHERE b = 'x'").faithful
+    assert faithfulness(
+        "SELECT a FROM t WHERE b IN (SELECT c FROM u", "SELECT a FROM t WHERE b IN (SELECT c FROM u)"
+    ).faithful
+    # A value the draft did not start: invented.
+    cut = faithfulness("SELECT a FROM t WHERE b = ", "SELECT a FROM t WHERE b = 1")
+    assert cut.invented_literals == ["1"] and cut.added == ["1"] and not cut.faithful
+    # A value closed where the draft was cut inside it: the same value.
+    assert faithfulness("SELECT a FROM t WHERE b = 'Fr", "SELECT a FROM t WHERE b = 'Fr'").faithful
+    assert faithfulness("SELECT a FROM t WHERE b = 'Fr", "SELECT a FROM t WHERE b = 'France'").invented_literals
+    # Text a recorded rewrite wrote is not invented.
+    rewrite = Excuses(removed=("EXTRACT(YEAR FROM d)",), written=("CAST(strftime('%Y', d) AS INTEGER)",))
+    judged = faithfulness(
+        "SELECT EXTRACT(YEAR FROM d) FROM t", "SELECT CAST(strftime('%Y', d) AS INTEGER) FROM t", rewrite
+    )
+    assert judged.faithful and judged.invented_literals == []
+
+
+def test_one_statement_validity() -> None:
+    one = sqlite_oracle.check_one_statement
+    assert one("SELECT a FROM t").valid  # the missing table is no syntax error
+    assert one("SELECT 1;").valid and one("SELECT 1; -- done\n").valid
+    assert one("SELECT 1; SELECT 2").label is sqlite_oracle.Label.INVALID
+    assert one("SELECT 1; SELECT 2").message == "more than one statement"
+    assert sqlite_oracle.check_script("SELECT 1; SELECT 2").valid  # valid as a script, not as one answer
+    assert one("SELECT 1;;").label is sqlite_oracle.Label.INVALID  # cursor.execute refuses it too
+    assert one("SELECT a FROM t WHERE").label is sqlite_oracle.Label.INVALID
+    assert one("  ").label is sqlite_oracle.Label.INVALID
+
+
+def _database(path: Path) -> Path:
+    with sqlite3.connect(path) as conn:
+        conn.execute("CREATE TABLE singer (name TEXT, age INTEGER, country TEXT)")
+        conn.executemany(
+            "INSERT INTO singer VALUES (?, ?, ?)",
+            [
+                ("Joe", 52, "Netherlands"),
+                ("Rose", 41, "United States"),
+                ("Tribal", 43, "France"),
+                ("Ann", 41, "France"),
+            ],
+        )
+    conn.close()
+    return path
+
+
+def test_rows_compared_with_the_gold_query(tmp_path: Path) -> None:
+    db = _database(tmp_path / "concert_singer.sqlite")
+    gold = "SELECT name FROM singer WHERE country = 'France'"
+    reference = run_query(db, gold)
+    assert sorted(reference.rows or ()) == [("Ann",), ("Tribal",)]
+    assert not gold_is_ordered(gold)
+    reordered = run_query(db, 'SELECT name FROM singer WHERE country = "France" ORDER BY name DESC')
+    assert same_rows(reference, reordered, ordered=False)  # a multiset: order ignored
+    assert not same_rows(reference, run_query(db, "SELECT name FROM singer"), ordered=False)
+    doubled = run_query(db, "SELECT name FROM singer WHERE country = 'France' UNION ALL SELECT 'Ann'")
+    assert not same_rows(reference, doubled, ordered=False)  # a multiset: counts matter
+    ordered_gold = "SELECT name FROM singer ORDER BY age DESC, name"
+    assert gold_is_ordered(ordered_gold) and not gold_is_ordered("SELECT a FROM (SELECT a FROM t ORDER BY a)")
+    by_age = run_query(db, ordered_gold)
+    assert same_rows(by_age, run_query(db, "SELECT name FROM singer ORDER BY age DESC, name ASC"), ordered=True)
+    assert not same_rows(by_age, run_query(db, "SELECT name FROM singer ORDER BY age, name"), ordered=True)
+    assert run_query(db, "SELECT avg(age) FROM singer").rows == run_query(db, "SELECT 44.25").rows
+    assert run_query(db, "SELECT count(*) FROM singer").rows == run_query(db, "SELECT 4.0").rows  # 4 and 4.0
+    # What cursor.execute refuses or cannot run is an error, never the rows of nothing.
+    assert run_query(db, "").error and run_query(db, "SELECT 1; SELECT 2").error
+    assert run_query(db, "SELECT nope FROM singer").error and not same_rows(reference, Rows(None, "x"), False)
+    endless = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT count(*) FROM c"
+    assert run_query(db, endless, timeout_s=0.2).error == "OperationalError: timeout"
+    with sqlite3.connect(db) as conn:  # opened read-only: nothing the query does changes the file
+        assert run_query(db, "DELETE FROM singer").error
+        assert conn.execute("SELECT count(*) FROM singer").fetchone() == (4,)
+    conn.close()
+
+
+def _nl2sql360(root: Path) -> Path:
+    spider = root / "data" / "predict" / "spider_dev"
+    spider.mkdir(parents=True)
+    # DAIL-SQL's layout: "<answer>\t<db_id>" on every line.
+    (spider / "DAILSQL.sql").write_text(
+        "SELECT count(*) FROM singer\tconcert_singer\n"
+        "SELECT name FROM singer WHERE country = 'France')\tconcert_singer\n"
+    )
+    # A 7B model's: one answer a line, no db_id (a tab inside an answer is not one), a byte that is not UTF-8.
+    (spider / "Llama2-7B.sql").write_bytes(
+        b"SELECT name FROM singer OR concert\nSELECT name FROM\tsinger WHERE country = 'Fr\xe9\n"
+    )
+    (root / "data" / "predict" / "bird_dev").mkdir()
+    (root / "data" / "predict" / "bird_dev" / "SuperSQL.sql").write_text("SELECT a FROM t WHERE b = \n")
+    return root
+
+
+def _spider(root: Path) -> Path:
+    (root / "database" / "database" / "concert_singer").mkdir(parents=True)
+    _database(root / "database" / "database" / "concert_singer" / "concert_singer.sqlite")
+    dev = [
+        {"db_id": "concert_singer", "query": "SELECT count(*) FROM singer", "question": "How many singers?"},
+        {"db_id": "concert_singer", "query": "SELECT name FROM singer WHERE country = 'France'", "question": "French?"},
+    ]
+    (root / "database" / "dev.json").write_text(json.dumps(dev))
+    return root
+
+
+def test_nl2sql360_and_spider_readers(tmp_path: Path) -> None:
+    clone = _nl2sql360(tmp_path / "nl2sql360")
+    gold = load_spider_gold(_spider(tmp_path / "spider"))
+    assert gold.database("concert_singer") is not None and gold.database("wta_1") is None
+    answers = load_nl2sql360(clone, "spider_dev", [q["db_id"] for q in gold.questions])
+    assert [(a.source, a.key, a.db_id, a.collection) for a in answers] == [
+        ("DAILSQL.sql", "0", "concert_singer", "NL2SQL360 spider_dev"),
+        ("DAILSQL.sql", "1", "concert_singer", "NL2SQL360 spider_dev"),
+        ("Llama2-7B.sql", "0", "concert_singer", "NL2SQL360 spider_dev"),
+        ("Llama2-7B.sql", "1", "concert_singer", "NL2SQL360 spider_dev"),
+    ]
+    assert answers[1].text.endswith("'France')") and "\t" in answers[3].text and "\ufffd" in answers[3].text
+    assert [a.text for a in load_nl2sql360(clone, "bird_dev")] == ["SELECT a FROM t WHERE b = "]
+
+
+def test_command_line_on_nl2sql360_and_spider(tmp_path: Path) -> None:
+    clone = _nl2sql360(tmp_path / "nl2sql360")
+    spider = _spider(tmp_path / "spider")
+    fixes, out = tmp_path / "fixes.json", tmp_path / "out"
+    fix = {"collection": "NL2SQL360 spider_dev", "source": "DAILSQL.sql", "key": "1", "reason": "stray ')'"}
+    fixes.write_text(json.dumps({"fixes": [{**fix, "fix": "SELECT name FROM singer WHERE country = 'France'"}]}))
+    payload = main(
+        ["--nl2sql360", str(clone), "--spider", str(spider), "--hand-fixes", str(fixes), "--results-dir", str(out)]
+    )
+    counts = payload["settings"]["collections"]
+    assert counts["NL2SQL360 spider_dev"] == {"answers": 4, "rejected": 3, "replayed": 3}
+    assert (
+        counts["NL2SQL360 bird_dev"]["rejected"] == 1
+        and payload["settings"]["split"]["NL2SQL360 bird_dev"] == "held-out"
+    )
+    assert list(payload["methods"]) == ["ours (target=False)", "sqlglot.transpile"]
+    assert set(payload["by_split"]) == {"dev", "held-out"}
+    ours = payload["rows"]["ours (target=False)"]
+    bird = next(i for i, a in enumerate(payload["items"]) if a["collection"] == "NL2SQL360 bird_dev")
+    assert ours[bird]["invented_literals"] == 0  # 'b = ' is never finished with a value it made up
+    executed = payload["execution_rows"]
+    stray = next(i for i, a in enumerate(payload["items"]) if a["source"] == "DAILSQL.sql")
+    assert executed["hand fix (slip only)"][str(stray)]["gold_rows"] is True
+    assert executed["ours (target=False)"][str(stray)]["gold_rows"] is True  # the stray ')' dropped
+    assert executed["unrepaired"][str(stray)]["gold_rows"] is False
+    assert "| hand fix (slip only) | 1 |" in payload["execution_sample"]
+    written = (out / "real_sql_repair.json").read_text()
+    assert "France')" not in written and "OR concert" not in written  # ids and scores, not answers
