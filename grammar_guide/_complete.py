@@ -55,7 +55,10 @@ def _after_closers(checker: Checker, max_nodes: int) -> str | None:
 
 def closing_brackets(checker: Checker, limit: int = 4096) -> str:
     """The closing brackets the grammar allows one after another at the end of ``checker``'s text
-    (``)))`` for three open ones), up to ``limit``."""
+    (``)))`` for three open ones), up to ``limit`` and at most one for each opening bracket of the
+    text (a closer past those closes nothing: it is read as text, inside a string)."""
+    text = checker.text
+    limit = min(limit, sum(text.count(opener) for opener in "([{"))
     out = ""
     with checker.trial() as trial:
         while len(out) < limit:
