@@ -45,6 +45,14 @@ SLIPS = [
     ('{"e": \U0001f600}', {"e": "\U0001f600"}),
     ('{"key": value "key2" : "value2" }', {"key": "value", "key2": "value2"}),
     ('{"k": e},', {"k": "e"}),  # before: "replaced 'e' with '{'", {"k": {}}
+    ('{"n": 3_141.592_6}', {"n": 3141.5926}),
+    ('["name": "Ada", "age": 36]', [{"name": "Ada"}, {"age": 36}]),
+    ('{"name:"Ada"}', {"name": "Ada"}),
+    ('{""name"": ""Ada"", "x": \'\'y z\'\'}', {"name": "Ada", "x": "y z"}),
+    ('{"n": 42", "m": 7"}', {"n": 42, "m": 7}),
+    ('{"note": first, second, third.", "n": 1}', {"note": "first, second, third.", "n": 1}),
+    ('{"items": [{"id": 1], "n": 2}', {"items": [{"id": 1}], "n": 2}),
+    ('{"items": [1, 2}', {"items": [1, 2]}),
 ]
 
 # A finished answer cut short: closed with the least text, what cannot be closed dropped.
