@@ -55,7 +55,9 @@ class Rewrite:
     ``SELECT ... LIMIT 5``) needs the draft's text to that end: ``head`` is a regular expression
     for the beginning of its match. Where ``head`` spans a violation, the draft is read on to the
     end of its statement (``;`` or the end of its answer, 4 KB at most) before the repair is
-    chosen. ``\\Z`` in ``pattern`` matches only at the end of a finished answer.
+    chosen. ``\\Z`` in ``pattern`` matches only at the end of a finished answer; a pattern that
+    begins with ``\\A`` matches only at the start of the answer (JSON's values written one after
+    another, read as an array of them).
     """
 
     pattern: str
@@ -73,6 +75,11 @@ class Rewrite:
     @functools.cached_property
     def regex(self) -> re.Pattern[str]:
         return re.compile(self.pattern)
+
+    @property
+    def at_start(self) -> bool:
+        """Whether the pattern is anchored at the start of the answer (``\\A``)."""
+        return self.pattern.startswith("\\A")
 
     @functools.cached_property
     def head_regex(self) -> re.Pattern[str] | None:

@@ -53,6 +53,11 @@ SLIPS = [
     ('{"note": first, second, third.", "n": 1}', {"note": "first, second, third.", "n": 1}),
     ('{"items": [{"id": 1], "n": 2}', {"items": [{"id": 1}], "n": 2}),
     ('{"items": [1, 2}', {"items": [1, 2]}),
+    # Values written one after another: an array of them, an empty one dropped (the libraries' reading).
+    ('{"a": 1}\n{"b": 2}\n{"c": 3}', [{"a": 1}, {"b": 2}, {"c": 3}]),
+    ('[1, 2] {"n": None}', [[1, 2], {"n": None}]),
+    ('{"a": 1}, ["x"]', [{"a": 1}, ["x"]]),
+    ('{} {"a": 1}', {"a": 1}),
 ]
 
 # A finished answer cut short: closed with the least text, what cannot be closed dropped.
@@ -105,3 +110,9 @@ def test_valid_json_is_left_alone() -> None:
     result = guide(lambda prompt: answer, JSON, "p", target=False)
     assert result.text == answer
     assert not [e for e in result.events if isinstance(e, Correction)]
+
+
+def test_a_bracketed_note_after_a_complete_value_is_not_read_as_a_second_value() -> None:
+    # Only text that reads on as JSON is joined into an array; a note in brackets is cut.
+    assert repaired('{"a": 1} [see the note]')[0] == {"a": 1}
+    assert repaired('{"a": 1}\n\n```json\n{"b": 2}\n```')[0] == {"a": 1}
