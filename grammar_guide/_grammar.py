@@ -64,6 +64,10 @@ class Rewrite:
     replacement: str
     reason: str = ""
     head: str = ""
+    #: How many lexemes of the draft's text after the match must then read on for the rewrite to
+    #: be taken (the match itself is evidence); 0 for a match that is certain on its own and is
+    #: often followed by another slip (a Python tuple's ``)`` before the next ``)``).
+    min_read: int = 1
 
     def __post_init__(self) -> None:
         for source in (self.pattern, self.head):
@@ -88,10 +92,13 @@ class Rewrite:
 
 def _load_rewrites(path: Path) -> tuple[Rewrite, ...]:
     """The rewrites in a ``<grammar>.rewrites.json`` file: a list of objects with ``pattern``,
-    ``replacement``, ``reason`` and (optional) ``head``."""
+    ``replacement``, ``reason`` and (optional) ``head`` and ``min_read``."""
     try:
         entries = json.loads(path.read_text(encoding="utf-8"))
-        return tuple(Rewrite(e["pattern"], e["replacement"], e.get("reason", ""), e.get("head", "")) for e in entries)
+        return tuple(
+            Rewrite(e["pattern"], e["replacement"], e.get("reason", ""), e.get("head", ""), e.get("min_read", 1))
+            for e in entries
+        )
     except json.JSONDecodeError as exc:
         raise GrammarError(
             f"bad rewrites file: {exc.msg}", line=exc.lineno, column=exc.colno, source=str(path)

@@ -269,7 +269,7 @@ def propose_edit(checker: Checker, evidence: str, *, final: bool, floor: int = 0
         base: int = 0,
         min_read: int = 2,
         rule: EditRule = "edit",
-        wraps: bool = False,
+        may_open: bool = False,
     ) -> None:
         """Score an edit by how far into the evidence the checker reads after it (``base`` maps
         positions in ``kept`` to positions in the evidence)."""
@@ -281,8 +281,8 @@ def propose_edit(checker: Checker, evidence: str, *, final: bool, floor: int = 0
             return
         accepted, complete = tried
         read = _whole_words(kept, accepted)  # what counts as read; the edit keeps all it accepted
-        # (A rewrite that wraps the answer from its start leaves its bracket to the close.)
-        if not (insert or read) or (not wraps and _opens_unclosed(insert, kept[:accepted])):
+        # (A rewrite may open a bracket that a later one or the close ends: ``(1, (2, 3))``.)
+        if not (insert or read) or (not may_open and _opens_unclosed(insert, kept[:accepted])):
             return
         if not _conclusive(kept, read, final, complete, min_read):
             return
@@ -440,9 +440,9 @@ def propose_edit(checker: Checker, evidence: str, *, final: bool, floor: int = 0
                 _rewrote(match, rewrite),
                 cost=1,
                 base=end - len(text),
-                min_read=1,
+                min_read=rewrite.min_read,
                 rule="rewrite",
-                wraps=rewrite.at_start,
+                may_open=True,
             )
 
     return replace(best[1][0], ties=tuple(best[1][1:])) if best else None

@@ -58,6 +58,8 @@ SLIPS = [
     ('[1, 2] {"n": None}', [[1, 2], {"n": None}]),
     ('{"a": 1}, ["x"]', [{"a": 1}, ["x"]]),
     ('{} {"a": 1}', {"a": 1}),
+    ('{"a": (1, (2, 3)), "b": ("x")}', {"a": [1, [2, 3]], "b": "x"}),
+    ('[{"q": "a "b", c." }]', [{"q": 'a "b", c.'}]),
 ]
 
 # A finished answer cut short: closed with the least text, what cannot be closed dropped.
