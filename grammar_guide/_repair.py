@@ -586,7 +586,8 @@ def _candidates(checker: Checker, start: int, draft: str) -> list[tuple[str, int
     for literal in dict.fromkeys(_expected_literals(checker, start, like=word)):
         sep = " " if literal[-1].isalnum() and draft[:1].isalnum() else ""
         out.append((literal + sep, 0, f"inserted {literal!r}", len(literal) + 2))
-        if word and word != literal:
+        if word and word != literal and (is_word_char(word[0]) or not is_word_char(literal[0])):
+            # (A mark is not replaced with a word: '/' is not 'null'.)
             distance = _distance(word, literal)
             near = word[0].isalpha() and literal[0].isalpha() and distance <= max(1, len(word) // 3)
             cost = 2 * distance if near else 2 * len(word) + len(literal) + 1

@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from grammar_guide import Correction, Grammar, guide
+from grammar_guide import Correction, Grammar, GuideExhausted, guide
 
 JSON = Grammar.builtin("json")
 
@@ -118,3 +118,9 @@ def test_a_bracketed_note_after_a_complete_value_is_not_read_as_a_second_value()
     # Only text that reads on as JSON is joined into an array; a note in brackets is cut.
     assert repaired('{"a": 1} [see the note]')[0] == {"a": 1}
     assert repaired('{"a": 1}\n\n```json\n{"b": 2}\n```')[0] == {"a": 1}
+
+
+def test_a_mark_is_not_replaced_with_a_value() -> None:
+    # '/' alone is no JSON: nothing but an invented value could finish it (it gave 'null').
+    with pytest.raises(GuideExhausted):
+        guide(lambda prompt: "/", JSON, "Answer in JSON.", target=False)
