@@ -77,6 +77,8 @@ TRUNCATED = [
     ('{"lorem": "sic tamet, fox. }', {"lorem": "sic tamet, fox."}),
     ('{"key": ["value]}', {"key": ["value"]}),
     ('{"a": [{"b": 1}, {"c": 2', {"a": [{"b": 1}, {"c": 2}]}),
+    ('{"a": 1, "note:see below', {"a": 1, "note": "see below"}),
+    ('{"url": "http://x.com', {"url": "http://x.com"}),
 ]
 
 
