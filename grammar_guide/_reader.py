@@ -185,17 +185,18 @@ def partial_match(text: str, marker: str) -> int:
     return 0
 
 
-_INTRODUCTION_COLON = re.compile(r"(?<=[A-Za-z]):[ \t]+")
+_INTRODUCTION_END = re.compile(r"(?<=[A-Za-z])[:!?.][ \t]+")
 
 
 def answer_start(preamble: str, accepts: Callable[[str], int]) -> int | None:
-    """Where the answer starts in prose the draft wrote first (a line start, or after a colon that
-    ends the introduction on its line: ``Here is your JSON: {...``), or ``None`` if not yet seen.
+    """Where the answer starts in prose the draft wrote first (a line start, the line after an
+    opening fence, or after a colon or sentence end that closes the introduction on its line:
+    ``Here is your JSON: {...``, ``Sure! {...``), or ``None`` if not yet seen.
     ``accepts(text)`` says how many characters of ``text`` the grammar accepts."""
     lines = [0] + [i + 1 for i, ch in enumerate(preamble) if ch == "\n"]
-    colons = [m.end() for m in _INTRODUCTION_COLON.finditer(preamble)]
+    ends = [m.end() for m in _INTRODUCTION_END.finditer(preamble)]
     fenced = {m.end() for m in list(_FENCE_LINE.finditer(preamble))[::2]}  # after an opening fence
-    for start in sorted({*lines, *colons}):
+    for start in sorted({*lines, *ends}):
         rest = preamble[start:]
         if not rest.strip() or rest.lstrip().startswith("```"):
             continue

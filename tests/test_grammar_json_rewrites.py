@@ -60,6 +60,10 @@ SLIPS = [
     ('{} {"a": 1}', {"a": 1}),
     ('{"a": (1, (2, 3)), "b": ("x")}', {"a": [1, [2, 3]], "b": "x"}),
     ('[{"q": "a "b", c." }]', [{"q": 'a "b", c.'}]),
+    ('{"a": "b, "c": "d"}', {"a": "b", "c": "d"}),
+    ("[1 2 3.5 -4]", [1, 2, 3.5, -4]),
+    ('{"a": 007}', {"a": 7}),
+    ('Sure! {"a": 1}', {"a": 1}),
 ]
 
 # A finished answer cut short: closed with the least text, what cannot be closed dropped.
@@ -79,6 +83,7 @@ TRUNCATED = [
     ('{"a": [{"b": 1}, {"c": 2', {"a": [{"b": 1}, {"c": 2}]}),
     ('{"a": 1, "note:see below', {"a": 1, "note": "see below"}),
     ('{"url": "http://x.com', {"url": "http://x.com"}),
+    ('{"path": "C:\\', {"path": "C:\\"}),
 ]
 
 

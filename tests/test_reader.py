@@ -86,6 +86,8 @@ def test_the_answer_may_start_after_the_colon_that_introduces_it_on_its_line() -
     assert answer_start('Here is your JSON: {"key": "value', accepts_json) == len("Here is your JSON: ")
     assert answer_start("Note: the answer is {", accepts_json) is None
     assert answer_start("At 10:30 {", accepts_json) is None  # a colon between digits introduces nothing
+    assert answer_start('Sure! {"key": "value"}', accepts_json) == len("Sure! ")  # or a sentence's end
+    assert answer_start("It costs 3.5 {", accepts_json) is None
     result = gg.guide(lambda prompt: 'Here is your JSON: {"key": "value', "json", "p", target=False)
     assert result.text == '{"key": "value"}'
 
