@@ -203,8 +203,9 @@ def answer_start(preamble: str, accepts: Callable[[str], int]) -> int | None:
         if start in fenced:
             return start  # a fenced block is the answer, however it begins (``(1, 2)``)
         accepted = accepts(rest)
-        if accepted == len(rest) or accepted >= 12:
-            return start
+        line = rest.find("\n")
+        if accepted == len(rest) or accepted >= 12 or (start in lines and 0 < line <= accepted):
+            return start  # (or a whole line the grammar reads: a short answer before more prose)
     return None
 
 

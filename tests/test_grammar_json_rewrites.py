@@ -64,6 +64,10 @@ SLIPS = [
     ("[1 2 3.5 -4]", [1, 2, 3.5, -4]),
     ('{"a": 007}', {"a": 7}),
     ('Sure! {"a": 1}', {"a": 1}),
+    ('Here is the JSON:\n{"a": 1}\nLet me know!', {"a": 1}),
+    ('{"v": 1.5.2, "d": 2024-01-15}', {"v": "1.5.2", "d": "2024-01-15"}),
+    ('{"a" = [true false null 3]}', {"a": [True, False, None, 3]}),
+    ("[\u2018a\u2019, \u2018b c\u2019]", ["a", "b c"]),
 ]
 
 # A finished answer cut short: closed with the least text, what cannot be closed dropped.
