@@ -10,17 +10,24 @@ object itself); an expected ``""`` (json_repair finds no JSON at all) is its own
 Each broken text is replayed as a black-box draft (a function returning the whole text) through
 
 - ``ours``: ``grammar_guide.guide(draft, "json", prompt, target=False)``;
-- ``ours+target``: the same with the default SmolLM2 target (``--target``; slow on a CPU);
+- ``ours+target``: the same with the default SmolLM2 target (``--target N``: on the first N cases
+  of each split only, beside every method on the same cases; seconds a case on a CPU);
 - ``json_repair``: ``json_repair.loads(text)`` from the package index (its own expected values, so
-  it agrees with itself nearly everywhere: the column shows how far the suite is its own reading).
+  it agrees with itself nearly everywhere: the column shows how far the suite is its own reading);
+- ``jsonrepair``: the npm package, run with node (``--jsonrepair DIR``, a folder where
+  ``npm install jsonrepair@3.14.1`` was run; ``benchmarks/jsonrepair_peer.mjs``).
 
 Reported per category (the test file) and over all: valid (a JSON text came back: for ours a
-complete result), agrees (its value equals the expected one), invented (the mean count of words in
-the output that are nowhere in the broken text), seconds per case. The cases are split by a hash of
-the broken text into a development half (``dev``: its failures were read while the JSON rewrites
-were tuned) and a held-out half (``held-out``: only counted), reported separately.
+complete result), exhausted (ours raised GuideExhausted: nothing but invention could finish the
+text, without a target), agrees (its value equals the expected one), agrees where the peers agree
+(on the cases where json_repair and jsonrepair give the same value; their count in brackets),
+invented (the mean count of words in the output that are nowhere in the broken text), seconds per
+case (the best of ``--repeat`` runs, 3 by default: the machine is shared). The cases are split by
+a hash of the broken text into a development half (``dev``: its failures were read while the JSON
+rewrites were tuned) and a held-out half (``held-out``: only counted), reported separately.
 
-Run: ``python -m benchmarks.json_repair_suite CLONE [--target] [--limit N] [--show dev|held-out]``.
+Run: ``python -m benchmarks.json_repair_suite CLONE [--jsonrepair DIR] [--target N] [--repeat N]
+[--limit N] [--show dev|held-out]``.
 """
 
 from __future__ import annotations
@@ -30,6 +37,7 @@ import ast
 import hashlib
 import json
 import re
+import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -64,6 +72,10 @@ class Outcome:
     invented: int
     seconds: float
     text: str
+    exhausted: bool = False  # ours: GuideExhausted (nothing but invention could finish the text)
+
+
+Method = Callable[[str], "str | tuple[str | None, bool] | None"]
 
 
 def read_cases(clone: Path) -> list[Case]:
@@ -129,12 +141,10 @@ def invented_words(output: str, broken: str) -> int:
     return sum(1 for w in _WORD.findall(output) if w.lower() not in have)
 
 
-def run_case(case: Case, method: Callable[[str], str | None]) -> Outcome:
-    started = time.perf_counter()
-    text = method(case.broken)
-    seconds = time.perf_counter() - started
+def outcome(case: Case, text: str | None, seconds: float, exhausted: bool = False) -> Outcome:
+    """How ``text`` (``None``: no JSON came back) scores on ``case``."""
     if text is None:
-        return Outcome(False, case.expected is NO_JSON, 0, seconds, "")
+        return Outcome(False, case.expected is NO_JSON, 0, seconds, "", exhausted)
     try:
         value = json.loads(text)
     except ValueError:
@@ -143,22 +153,35 @@ def run_case(case: Case, method: Callable[[str], str | None]) -> Outcome:
     return Outcome(True, agrees, invented_words(text, case.broken), seconds, text)
 
 
-def ours(target: Any) -> Callable[[str], str | None]:
+def run_case(case: Case, method: Method, repeat: int = 1) -> Outcome:
+    """``method`` on the case; its time is the best of ``repeat`` runs (a shared machine)."""
+    times = []
+    for _ in range(repeat):
+        started = time.perf_counter()
+        answer = method(case.broken)
+        times.append(time.perf_counter() - started)
+    text, exhausted = answer if isinstance(answer, tuple) else (answer, False)
+    return outcome(case, text, min(times), exhausted)
+
+
+def ours(target: Any) -> Method:
+    """grammar-guide on the builtin ``json`` grammar, the broken text replayed as the draft: the
+    text of a complete result; ``(None, True)`` for GuideExhausted."""
     import grammar_guide as gg
 
     grammar = gg.Grammar.builtin("json")
 
-    def method(broken: str) -> str | None:
+    def method(broken: str) -> tuple[str | None, bool]:
         try:
             result = gg.guide(lambda prompt: broken, grammar, PROMPT, target)
         except gg.GuideExhausted:
-            return None
-        return result.text if result.complete else None
+            return None, True
+        return (result.text if result.complete else None), False
 
     return method
 
 
-def json_repair_method() -> Callable[[str], str | None]:
+def json_repair_method() -> Method:
     import json_repair
 
     def method(broken: str) -> str | None:
@@ -171,31 +194,87 @@ def json_repair_method() -> Callable[[str], str | None]:
     return method
 
 
-def summarise(cases: list[Case], outcomes: list[Outcome]) -> dict[str, float]:
-    n = len(cases) or 1
+def jsonrepair_outcomes(cases: list[Case], install: Path, repeat: int) -> list[Outcome]:
+    """jsonrepair (npm) on every case, in one node process (``jsonrepair_peer.mjs``); its own
+    timing, best of ``repeat``."""
+    script = Path(__file__).with_name("jsonrepair_peer.mjs")
+    run = subprocess.run(
+        ["node", str(script), str(install), str(repeat)],
+        input=json.dumps([c.broken for c in cases]),
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return [outcome(c, text, seconds) for c, (text, seconds) in zip(cases, json.loads(run.stdout), strict=True)]
+
+
+def peers_agree(cases: list[Case], outcomes: dict[str, list[Outcome]]) -> list[bool]:
+    """Per case: whether json_repair and jsonrepair give the same value (both some JSON)."""
+    if "jsonrepair" not in outcomes:
+        return [False] * len(cases)
+    pairs = zip(outcomes["json_repair"], outcomes["jsonrepair"], strict=True)
+    return [a.valid and b.valid and json.loads(a.text) == json.loads(b.text) for a, b in pairs]
+
+
+def summarise(outcomes: list[Outcome], agreed: list[bool]) -> dict[str, float]:
+    n = len(outcomes) or 1
+    where = [o for o, a in zip(outcomes, agreed, strict=True) if a]
     return {
-        "cases": len(cases),
+        "cases": len(outcomes),
         "valid": sum(o.valid for o in outcomes) / n,
+        "exhausted": sum(o.exhausted for o in outcomes) / n,
         "agrees": sum(o.agrees for o in outcomes) / n,
+        "agrees_where_peers_agree": sum(o.agrees for o in where) / (len(where) or 1),
+        "peers_agree_cases": len(where),
         "invented": sum(o.invented for o in outcomes) / n,
         "seconds": sum(o.seconds for o in outcomes) / n,
     }
 
 
+HEADER = [
+    "category",
+    "method",
+    "cases",
+    "valid",
+    "exhausted",
+    "agrees",
+    "agrees where peers agree (n)",
+    "invented",
+    "s/case",
+]
+
+
+def row(category: str, name: str, s: dict[str, float]) -> list[Any]:
+    where = f"{s['agrees_where_peers_agree']:.3g} ({s['peers_agree_cases']})"
+    return [category, name, s["cases"], s["valid"], s["exhausted"], s["agrees"], where, s["invented"], s["seconds"]]
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("clone", type=Path, help="a clone of mangiucugna/json_repair")
-    parser.add_argument("--target", action="store_true", help="also run ours with the default target")
+    parser.add_argument("--jsonrepair", type=Path, help="a folder with node_modules/jsonrepair (npm), run with node")
+    parser.add_argument(
+        "--target",
+        type=int,
+        metavar="N",
+        default=0,
+        help="also run ours with the default target on N cases of each split",
+    )
+    parser.add_argument(
+        "--repeat", type=int, default=3, help="each case's time: the best of this many runs (not the target's)"
+    )
     parser.add_argument("--limit", type=int, default=None)
     parser.add_argument("--show", choices=["dev", "held-out"], help="print that split's disagreements (ours)")
     args = parser.parse_args(argv)
     cases = read_cases(args.clone)[: args.limit]
-    methods: dict[str, Callable[[str], str | None]] = {"ours": ours(False)}
-    if args.target:
-        methods["ours+target"] = ours(None)
-    methods["json_repair"] = json_repair_method()
-    outcomes = {name: [run_case(c, m) for c in cases] for name, m in methods.items()}
-    payload: dict[str, Any] = {"machine": machine(), "splits": {}}
+    outcomes = {
+        "ours": [run_case(c, ours(False), args.repeat) for c in cases],
+        "json_repair": [run_case(c, json_repair_method(), args.repeat) for c in cases],
+    }
+    if args.jsonrepair:
+        outcomes["jsonrepair"] = jsonrepair_outcomes(cases, args.jsonrepair, args.repeat)
+    agreed = peers_agree(cases, outcomes)
+    payload: dict[str, Any] = {"machine": machine(), "splits": {}, "target_sample": {}}
     for split in ("dev", "held-out"):
         chosen = [i for i, c in enumerate(cases) if c.split == split]
         categories = sorted({cases[i].category for i in chosen})
@@ -203,12 +282,14 @@ def main(argv: list[str] | None = None) -> int:
         for category in [*categories, "all"]:
             picked = [i for i in chosen if category in ("all", cases[i].category)]
             for name, outs in outcomes.items():
-                s = summarise([cases[i] for i in picked], [outs[i] for i in picked])
+                s = summarise([outs[i] for i in picked], [agreed[i] for i in picked])
                 table[f"{category}/{name}"] = s
-                rows.append([category, name, s["cases"], s["valid"], s["agrees"], s["invented"], s["seconds"]])
+                rows.append(row(category, name, s))
         payload["splits"][split] = table
         print(f"\n### {split} ({len(chosen)} cases)\n")
-        print(markdown_table(["category", "method", "cases", "valid", "agrees", "invented", "s/case"], rows))
+        print(markdown_table(HEADER, rows))
+    if args.target:
+        payload["target_sample"] = target_sample(cases, outcomes, agreed, args.target)
     print(f"\n{machine_line(payload['machine'])}")
     if args.show:
         for i, c in enumerate(cases):
@@ -218,6 +299,25 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"{c.broken!r}\n    ours {o.text!r}\n    want {want}")
     write_results(NAME, payload)
     return 0
+
+
+def target_sample(cases: list[Case], outcomes: dict[str, list[Outcome]], agreed: list[bool], n: int) -> dict[str, Any]:
+    """Ours with the default target (SmolLM2 on a CPU: seconds a case) on the first ``n`` cases of
+    each split, beside every method on the same cases."""
+    with_target = ours(None)
+    table: dict[str, Any] = {}
+    for split in ("dev", "held-out"):
+        picked = [i for i, c in enumerate(cases) if c.split == split][:n]
+        sample = {name: [outs[i] for i in picked] for name, outs in outcomes.items()}
+        sample["ours+target"] = [run_case(cases[i], with_target) for i in picked]
+        rows = []
+        for name, outs in sample.items():
+            s = summarise(outs, [agreed[i] for i in picked])
+            table[f"{split}/{name}"] = s
+            rows.append(row(split, name, s))
+        print(f"\n### target sample: the first {len(picked)} {split} cases\n")
+        print(markdown_table(HEADER, rows))
+    return table
 
 
 if __name__ == "__main__":

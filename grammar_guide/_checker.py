@@ -78,7 +78,9 @@ class Checker:
     rather than from a lark parse of the whole text (0: always; ``None``, the default: never).
     Probing makes every violation's diagnostics cost the same at any length of text, for a
     slower ``feed`` past that point (the probe grammar's matcher: about 2x on JSON and SQLite):
-    the guide loop, which repairs violation after violation, probes from ``PROBE_FROM`` bytes;
+    the guide loop, which repairs violation after violation, probes from ``PROBE_FROM`` bytes,
+    and, on a grammar read as lark reads it (``lexer="dynamic"``: its probes answer as lark
+    does), from the first ``expected`` on;
     a one-shot check (``Grammar.checker()``, ``grammar-guide check``) reads at full speed and
     asks lark once.
     """
@@ -93,6 +95,10 @@ class Checker:
         # beside every terminal (``expected`` then costs the same at any length of text).
         self._probe_from = (1 << 62) if probe_from is None else probe_from
         self._probing = False
+        # A grammar read as lark reads it (the dynamic lexer) has probes that answer as lark's
+        # parser does: a checker that may probe then probes from the first ``expected`` on,
+        # rather than parse the whole text with lark at each violation (about 2 ms a question).
+        self._probe_on_expected = probe_from is not None and grammar.lexer == "dynamic"
         self._low_water = 0  # the fewest bytes accepted since the innermost ``trial`` began
 
     # -- reading ----------------------------------------------------------------------------
@@ -177,8 +183,7 @@ class Checker:
 
     def allowed_bytes(self) -> frozenset[int]:
         """The bytes that may come next."""
-        mask = self._mask_bytes()
-        return frozenset(b for b in range(256) if mask[b >> 3] >> (b & 7) & 1)
+        return _bytes_in_mask(self._mask_bytes()[:32])
 
     def _mask_bytes(self) -> bytes:
         mask = self._matcher.compute_bitmask()
@@ -219,6 +224,8 @@ class Checker:
         the same at any length of text). Grammars built from a regex or a JSON schema have no
         named terminals and give ``[]``.
         """
+        if not self._probing and self._probe_on_expected:
+            self._start_probing()
         text = self.text if upto is None else self.text[:upto]
         if not self._probing:
             return expected_terminals(self.grammar, text)
@@ -255,6 +262,7 @@ class Checker:
 
     def _start_probing(self) -> None:
         probes = self.grammar.probe_matchers
+        self._probe_on_expected = False
         if probes is None or self.grammar.lark_parser is None:
             self._probe_from = 1 << 62  # nothing to probe: lark (or nothing) answers
             return
@@ -340,6 +348,7 @@ class Checker:
         other._text_cache = self._text_cache
         other._violation = self._violation
         other._probe_from, other._probing, other._low_water = self._probe_from, self._probing, self._low_water
+        other._probe_on_expected = self._probe_on_expected
         return other
 
     def __repr__(self) -> str:
@@ -353,6 +362,12 @@ class Checker:
 
 _NOT_UTF8 = re.compile(rb"[\xf5-\xff]")
 _MAX_FORCED = 1 << 16
+
+
+@functools.lru_cache(maxsize=4096)
+def _bytes_in_mask(mask: bytes) -> frozenset[int]:
+    """The bytes whose bits are set in a 32-byte mask (the same few masks recur: hence the cache)."""
+    return frozenset(b for b in range(256) if mask[b >> 3] >> (b & 7) & 1)
 
 
 def _is_nonspace(ch: str) -> bool:

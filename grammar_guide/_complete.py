@@ -55,7 +55,10 @@ def _after_closers(checker: Checker, max_nodes: int) -> str | None:
 
 def closing_brackets(checker: Checker, limit: int = 4096) -> str:
     """The closing brackets the grammar allows one after another at the end of ``checker``'s text
-    (``)))`` for three open ones), up to ``limit``."""
+    (``)))`` for three open ones), up to ``limit`` and at most one for each opening bracket of the
+    text (a closer past those closes nothing: it is read as text, inside a string)."""
+    text = checker.text
+    limit = min(limit, sum(text.count(opener) for opener in "([{"))
     out = ""
     with checker.trial() as trial:
         while len(out) < limit:
@@ -75,6 +78,9 @@ def shortest_close(checker: Checker, *, max_length: int = 8, max_nodes: int = 40
     complete."""
     if checker.is_complete:
         return ""
+    key = (checker.grammar, checker.text, max_length, max_nodes)
+    if key in _CLOSES:  # a failed search costs its whole budget: the loop asks again at the finish
+        return _CLOSES[key]
     with checker.trial() as trial:
         found = _search(trial, max_nodes, max_length, marks_only=True)
     if found is None:  # more open brackets than the search reaches: all of them closed
@@ -82,7 +88,15 @@ def shortest_close(checker: Checker, *, max_length: int = 8, max_nodes: int = 40
         with checker.trial() as trial:
             if closers and trial.feed(closers) == len(closers) and trial.is_complete:
                 found = closers
+    if len(_CLOSES) >= _MAX_CLOSES:
+        del _CLOSES[next(iter(_CLOSES))]
+    _CLOSES[key] = found
     return found
+
+
+# The last few closes found (or not): ``shortest_close`` depends on the grammar and text alone.
+_CLOSES: dict[tuple[object, str, int, int], str | None] = {}
+_MAX_CLOSES = 64
 
 
 def _keywords(checker: Checker) -> list[str]:
@@ -100,27 +114,29 @@ def _search(checker: Checker, max_nodes: int, max_length: int = 48, *, marks_onl
     suffix's length, not the text's)."""
     if checker.is_complete:
         return ""
-    frontier = [""]
-    nodes = 0
-    for _ in range(max_length):
-        next_frontier: list[str] = []
-        for suffix in frontier:
-            with checker.trial() as state:
+    with checker.trial() as state:
+        start = state.snapshot()
+        frontier = [""]
+        nodes = 0
+        for _ in range(max_length):
+            next_frontier: list[str] = []
+            for suffix in frontier:
+                state.rollback(start)
                 state.feed(suffix)
+                parent = state.snapshot()
                 for ch in _steps(state, suffix, marks_only):
                     nodes += 1
                     if nodes > max_nodes:
                         return None
-                    with state.trial() as child:
-                        if child.feed(ch) != len(ch):
-                            continue
-                        if child.is_complete:
-                            return suffix + ch
-                        if child.allowed_bytes():
-                            next_frontier.append(suffix + ch)
-        if not next_frontier:
-            return None
-        frontier = next_frontier
+                    fed = state.feed(ch) == len(ch)
+                    if fed and state.is_complete:
+                        return suffix + ch
+                    if fed and state.can_continue:
+                        next_frontier.append(suffix + ch)
+                    state.rollback(parent)
+            if not next_frontier:
+                return None
+            frontier = next_frontier
     return None
 
 

@@ -56,13 +56,19 @@ class Rewrite:
     ``SELECT ... LIMIT 5``) needs the draft's text to that end: ``head`` is a regular expression
     for the beginning of its match. Where ``head`` spans a violation, the draft is read on to the
     end of its statement (``;`` or the end of its answer, 4 KB at most) before the repair is
-    chosen. ``\\Z`` in ``pattern`` matches only at the end of a finished answer.
+    chosen. ``\\Z`` in ``pattern`` matches only at the end of a finished answer; a pattern that
+    begins with ``\\A`` matches only at the start of the answer (JSON's values written one after
+    another, read as an array of them).
     """
 
     pattern: str
     replacement: str
     reason: str = ""
     head: str = ""
+    #: How many lexemes of the draft's text after the match must then read on for the rewrite to
+    #: be taken (the match itself is evidence); 0 for a match that is certain on its own and is
+    #: often followed by another slip (a Python tuple's ``)`` before the next ``)``).
+    min_read: int = 1
 
     def __post_init__(self) -> None:
         for source in (self.pattern, self.head):
@@ -75,6 +81,11 @@ class Rewrite:
     def regex(self) -> re.Pattern[str]:
         return re.compile(self.pattern)
 
+    @property
+    def at_start(self) -> bool:
+        """Whether the pattern is anchored at the start of the answer (``\\A``)."""
+        return self.pattern.startswith("\\A")
+
     @functools.cached_property
     def head_regex(self) -> re.Pattern[str] | None:
         return re.compile(self.head) if self.head else None
@@ -82,10 +93,13 @@ class Rewrite:
 
 def _load_rewrites(path: Path) -> tuple[Rewrite, ...]:
     """The rewrites in a ``<grammar>.rewrites.json`` file: a list of objects with ``pattern``,
-    ``replacement``, ``reason`` and (optional) ``head``."""
+    ``replacement``, ``reason`` and (optional) ``head`` and ``min_read``."""
     try:
         entries = json.loads(path.read_text(encoding="utf-8"))
-        return tuple(Rewrite(e["pattern"], e["replacement"], e.get("reason", ""), e.get("head", "")) for e in entries)
+        return tuple(
+            Rewrite(e["pattern"], e["replacement"], e.get("reason", ""), e.get("head", ""), e.get("min_read", 1))
+            for e in entries
+        )
     except json.JSONDecodeError as exc:
         raise GrammarError(
             f"bad rewrites file: {exc.msg}", line=exc.lineno, column=exc.colno, source=str(path)

@@ -31,6 +31,7 @@ PREAMBLE_LIMIT = 2000
 """Characters of prose read before the answer before giving up on finding one."""
 
 _FENCE = re.compile(r"\n[ \t]*```(?![ \t]*[A-Za-z])")
+_FENCE_LINE = re.compile(r"(?m)^[ \t]*```[\w+-]*[ \t]*\n")
 _BLANK_LINE = re.compile(r"\n[ \t]*\n")
 _SENTENCE = re.compile(r"[ \t\n]*[A-Z][a-z]+(?:[ \t]+[a-z][\w'’]*){2}")
 _CODE_TOKEN = re.compile(r"[=(){}\[\];\"<>]|\w\.\w")
@@ -184,22 +185,27 @@ def partial_match(text: str, marker: str) -> int:
     return 0
 
 
-_INTRODUCTION_COLON = re.compile(r"(?<=[A-Za-z]):[ \t]+")
+_INTRODUCTION_END = re.compile(r"(?<=[A-Za-z])[:!?.][ \t]+")
 
 
 def answer_start(preamble: str, accepts: Callable[[str], int]) -> int | None:
-    """Where the answer starts in prose the draft wrote first (a line start, or after a colon that
-    ends the introduction on its line: ``Here is your JSON: {...``), or ``None`` if not yet seen.
+    """Where the answer starts in prose the draft wrote first (a line start, the line after an
+    opening fence, or after a colon or sentence end that closes the introduction on its line:
+    ``Here is your JSON: {...``, ``Sure! {...``), or ``None`` if not yet seen.
     ``accepts(text)`` says how many characters of ``text`` the grammar accepts."""
     lines = [0] + [i + 1 for i, ch in enumerate(preamble) if ch == "\n"]
-    colons = [m.end() for m in _INTRODUCTION_COLON.finditer(preamble)]
-    for start in sorted({*lines, *colons}):
+    ends = [m.end() for m in _INTRODUCTION_END.finditer(preamble)]
+    fenced = {m.end() for m in list(_FENCE_LINE.finditer(preamble))[::2]}  # after an opening fence
+    for start in sorted({*lines, *ends}):
         rest = preamble[start:]
         if not rest.strip() or rest.lstrip().startswith("```"):
             continue
+        if start in fenced:
+            return start  # a fenced block is the answer, however it begins (``(1, 2)``)
         accepted = accepts(rest)
-        if accepted == len(rest) or accepted >= 12:
-            return start
+        line = rest.find("\n")
+        if accepted == len(rest) or accepted >= 12 or (start in lines and 0 < line <= accepted):
+            return start  # (or a whole line the grammar reads: a short answer before more prose)
     return None
 
 

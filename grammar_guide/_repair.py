@@ -352,6 +352,7 @@ def propose_edit(checker: Checker, evidence: str, *, final: bool, floor: int = 0
         base: int = 0,
         min_read: int = 2,
         rule: EditRule = "edit",
+        may_open: bool = False,
     ) -> None:
         """Score an edit by how far into the evidence the checker reads after it (``base`` maps
         positions in ``kept`` to positions in the evidence)."""
@@ -363,7 +364,8 @@ def propose_edit(checker: Checker, evidence: str, *, final: bool, floor: int = 0
             return
         accepted, complete = tried
         read = _whole_words(kept, accepted)  # what counts as read; the edit keeps all it accepted
-        if not (insert or read) or _opens_unclosed(insert, kept[:accepted]):
+        # (A rewrite may open a bracket that a later one or the close ends: ``(1, (2, 3))``.)
+        if not (insert or read) or (not may_open and _opens_unclosed(insert, kept[:accepted])):
             return
         if not _conclusive(kept, read, final, complete, min_read):
             return
@@ -497,11 +499,13 @@ def propose_edit(checker: Checker, evidence: str, *, final: bool, floor: int = 0
     #    ``\\/`` is ``/``, not ``\\`` with the ``/`` dropped, which makes the escape ``\\b``).
     #    (Or the match spans where the evidence first fails: past ``text``'s end when the
     #    rejected text begins with the word before it, ``line1`` of ``"line1⏎line2"``.)
-    window_start = max(floor, len(text) - _REWRITE_REACH)
-    window = text[window_start:] + evidence
     read = _try_edit(checker, len(text), "", evidence)
     violation = len(text) + (read[0] if read else 0)
     for rewrite in checker.grammar.rewrites:
+        window_start = _window_start(rewrite, text, floor, was_complete)
+        if window_start is None:
+            continue
+        window = text[window_start:] + evidence
         for match in rewrite.regex.finditer(window):
             start, end = window_start + match.start(), window_start + match.end()
             if start > violation:
@@ -519,11 +523,22 @@ def propose_edit(checker: Checker, evidence: str, *, final: bool, floor: int = 0
                 _rewrote(match, rewrite),
                 cost=1,
                 base=end - len(text),
-                min_read=1,
+                min_read=rewrite.min_read,
                 rule="rewrite",
+                may_open=True,
             )
 
     return replace(best[1][0], ties=tuple(best[1][1:])) if best else None
+
+
+def _window_start(rewrite: Rewrite, text: str, floor: int, complete: bool) -> int | None:
+    """Where a rewrite's match may begin: within ``_REWRITE_REACH`` characters before the
+    violation, or, for a pattern anchored at ``\\A``, at the start of an answer that is
+    complete where more follows (``None`` when it is not, or text before the draft's is someone
+    else's)."""
+    if rewrite.at_start:
+        return 0 if floor == 0 and complete else None
+    return max(floor, len(text) - _REWRITE_REACH)
 
 
 def rewrite_at_end(checker: Checker, floor: int) -> Edit | None:
@@ -654,7 +669,8 @@ def _candidates(checker: Checker, start: int, draft: str) -> list[tuple[str, int
     for literal in dict.fromkeys(_expected_literals(checker, start, like=word)):
         sep = " " if literal[-1].isalnum() and draft[:1].isalnum() else ""
         out.append((literal + sep, 0, f"inserted {literal!r}", len(literal) + 2))
-        if word and word != literal:
+        if word and word != literal and (is_word_char(word[0]) or not is_word_char(literal[0])):
+            # (A mark is not replaced with a word: '/' is not 'null'.)
             distance = _distance(word, literal)
             near = word[0].isalpha() and literal[0].isalpha() and distance <= max(1, len(word) // 3)
             cost = 2 * distance if near else 2 * len(word) + len(literal) + 1

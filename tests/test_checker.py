@@ -376,6 +376,33 @@ def test_a_long_texts_expectations_need_no_lark_parse(json_grammar: Grammar):
     assert _lark_expected.cache_info().misses == misses
 
 
+def test_a_guide_checker_on_a_dynamic_grammar_probes_from_its_first_question(json_grammar: Grammar):
+    # JSON is read as lark reads it, so its probes answer as lark does (above): the guide loop's
+    # checker asks them from the first violation on, however short the text, and no lark parse
+    # is made; the answers are lark's.
+    checker = json_grammar.checker(probe_from=PROBE_FROM)
+    texts = ['{"a": [1, tr', '{"a": 1, ', '{"a"', "[1, 2]"]
+    misses = _lark_expected.cache_info().misses
+    answers = []
+    for text in texts:
+        checker.rollback(0)
+        checker.feed(text)
+        answers.append({t.name for t in checker.expected()})
+    assert _lark_expected.cache_info().misses == misses
+    assert answers == [_lark_names(json_grammar, text) for text in texts]
+
+
+def test_a_greedy_grammar_still_asks_lark_at_a_short_text():
+    # The SQLite grammar's probes are not lark's reading (greedy lexer): lark answers there.
+    sql = Grammar.builtin("sqlite")
+    checker = sql.checker(probe_from=PROBE_FROM)
+    checker.feed("SELECT a FROM t WHERE ")
+    misses = _lark_expected.cache_info().misses
+    names = {t.name for t in checker.expected()}
+    assert _lark_expected.cache_info().misses > misses
+    assert names == _lark_names(sql, "SELECT a FROM t WHERE ")
+
+
 def test_a_one_shot_check_reads_at_full_speed_and_asks_lark(json_grammar: Grammar):
     # Grammar.checker() (grammar-guide check, valid_prefix) never switches to the probe grammar:
     # its feed keeps the plain matcher's speed, and its one diagnosis is one lark parse.

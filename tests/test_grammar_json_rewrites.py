@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from grammar_guide import Correction, Grammar, guide
+from grammar_guide import Correction, Grammar, GuideExhausted, guide
 
 JSON = Grammar.builtin("json")
 
@@ -45,6 +45,29 @@ SLIPS = [
     ('{"e": \U0001f600}', {"e": "\U0001f600"}),
     ('{"key": value "key2" : "value2" }', {"key": "value", "key2": "value2"}),
     ('{"k": e},', {"k": "e"}),  # before: "replaced 'e' with '{'", {"k": {}}
+    ('{"n": 3_141.592_6}', {"n": 3141.5926}),
+    ('["name": "Ada", "age": 36]', [{"name": "Ada"}, {"age": 36}]),
+    ('{"name:"Ada"}', {"name": "Ada"}),
+    ('{""name"": ""Ada"", "x": \'\'y z\'\'}', {"name": "Ada", "x": "y z"}),
+    ('{"n": 42", "m": 7"}', {"n": 42, "m": 7}),
+    ('{"note": first, second, third.", "n": 1}', {"note": "first, second, third.", "n": 1}),
+    ('{"items": [{"id": 1], "n": 2}', {"items": [{"id": 1}], "n": 2}),
+    ('{"items": [1, 2}', {"items": [1, 2]}),
+    # Values written one after another: an array of them, an empty one dropped (the libraries' reading).
+    ('{"a": 1}\n{"b": 2}\n{"c": 3}', [{"a": 1}, {"b": 2}, {"c": 3}]),
+    ('[1, 2] {"n": None}', [[1, 2], {"n": None}]),
+    ('{"a": 1}, ["x"]', [{"a": 1}, ["x"]]),
+    ('{} {"a": 1}', {"a": 1}),
+    ('{"a": (1, (2, 3)), "b": ("x")}', {"a": [1, [2, 3]], "b": "x"}),
+    ('[{"q": "a "b", c." }]', [{"q": 'a "b", c.'}]),
+    ('{"a": "b, "c": "d"}', {"a": "b", "c": "d"}),
+    ("[1 2 3.5 -4]", [1, 2, 3.5, -4]),
+    ('{"a": 007}', {"a": 7}),
+    ('Sure! {"a": 1}', {"a": 1}),
+    ('Here is the JSON:\n{"a": 1}\nLet me know!', {"a": 1}),
+    ('{"v": 1.5.2, "d": 2024-01-15}', {"v": "1.5.2", "d": "2024-01-15"}),
+    ('{"a" = [true false null 3]}', {"a": [True, False, None, 3]}),
+    ("[\u2018a\u2019, \u2018b c\u2019]", ["a", "b c"]),
 ]
 
 # A finished answer cut short: closed with the least text, what cannot be closed dropped.
@@ -62,6 +85,9 @@ TRUNCATED = [
     ('{"lorem": "sic tamet, fox. }', {"lorem": "sic tamet, fox."}),
     ('{"key": ["value]}', {"key": ["value"]}),
     ('{"a": [{"b": 1}, {"c": 2', {"a": [{"b": 1}, {"c": 2}]}),
+    ('{"a": 1, "note:see below', {"a": 1, "note": "see below"}),
+    ('{"url": "http://x.com', {"url": "http://x.com"}),
+    ('{"path": "C:\\', {"path": "C:\\"}),
 ]
 
 
@@ -97,3 +123,15 @@ def test_valid_json_is_left_alone() -> None:
     result = guide(lambda prompt: answer, JSON, "p", target=False)
     assert result.text == answer
     assert not [e for e in result.events if isinstance(e, Correction)]
+
+
+def test_a_bracketed_note_after_a_complete_value_is_not_read_as_a_second_value() -> None:
+    # Only text that reads on as JSON is joined into an array; a note in brackets is cut.
+    assert repaired('{"a": 1} [see the note]')[0] == {"a": 1}
+    assert repaired('{"a": 1}\n\n```json\n{"b": 2}\n```')[0] == {"a": 1}
+
+
+def test_a_mark_is_not_replaced_with_a_value() -> None:
+    # '/' alone is no JSON: nothing but an invented value could finish it (it gave 'null').
+    with pytest.raises(GuideExhausted):
+        guide(lambda prompt: "/", JSON, "Answer in JSON.", target=False)

@@ -5,7 +5,18 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from benchmarks.json_repair_suite import NO_JSON, invented_words, json_repair_method, ours, read_cases, run_case
+from benchmarks.json_repair_suite import (
+    NO_JSON,
+    Case,
+    invented_words,
+    json_repair_method,
+    ours,
+    outcome,
+    peers_agree,
+    read_cases,
+    run_case,
+    summarise,
+)
 
 TESTS = """
 from src.json_repair.json_repair import repair_json, loads
@@ -44,3 +55,21 @@ def test_methods_are_scored_by_value(tmp_path: Path) -> None:
         outcome = run_case(cases[0], method)
         assert outcome.valid and outcome.agrees and outcome.invented == 0
     assert invented_words('["a", "zebra"]', "[a]") == 1
+
+
+def test_guide_exhausted_is_recorded_as_such(tmp_path: Path) -> None:
+    case = Case("c", "nothing here", NO_JSON, "dev")
+    got = run_case(case, ours(False))
+    assert got.exhausted and not got.valid and got.agrees  # no JSON, as json_repair reads it
+
+
+def test_agreement_is_also_counted_where_the_peers_agree() -> None:
+    cases = [Case("c", "[1,", [1], "dev"), Case("c", "{a", {"a": None}, "dev")]
+    peer = [outcome(cases[0], "[1]", 0.0), outcome(cases[1], '{"a": null}', 0.0)]
+    other = [outcome(cases[0], "[1]", 0.0), outcome(cases[1], '{"a": ""}', 0.0)]
+    agreed = peers_agree(cases, {"json_repair": peer, "jsonrepair": other})
+    assert agreed == [True, False]
+    mine = [outcome(cases[0], "[1]", 0.0), outcome(cases[1], "{}", 0.0, exhausted=False)]
+    summary = summarise(mine, agreed)
+    assert summary["agrees"] == 0.5 and summary["agrees_where_peers_agree"] == 1.0
+    assert summary["peers_agree_cases"] == 1

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import grammar_guide as gg
 from grammar_guide._align import Aligner
 from grammar_guide._reader import (
@@ -66,12 +68,28 @@ def test_the_answer_starts_at_the_first_line_the_grammar_reads_far() -> None:
     assert answer_start("Sure!\n```sql\nSELECT 1", accepts_sql) == len("Sure!\n```sql\n")
 
 
+def test_a_fenced_block_is_the_answer_however_it_begins() -> None:
+    # Issue 25: a Python tuple in a ```json block was never found (the prose read as a preamble
+    # up to the budget); the line after an opening fence starts the answer, after a closing one not.
+    accepts_json = lambda text: len(text) if text.startswith("{") else 0  # noqa: E731
+    assert answer_start("Here:\n```json\n(1, 2)\n", accepts_json) == len("Here:\n```json\n")
+    assert answer_start("```\n(x)\n```\nmore (y)\n", accepts_json) == len("```\n")
+    assert answer_start("Done.\n```\nThe end (z)", accepts_json) == len("Done.\n```\n")  # an opening fence
+    assert answer_start("a\n```\n```\nThe end (z)", accepts_json) is None  # after the closing one
+    result = gg.guide(lambda prompt: "Here it is, 42 times:\n```json\n(1, 2)\n```\n", "json", "p", target=False)
+    assert json.loads(result.text) == [1, 2]
+
+
 def test_the_answer_may_start_after_the_colon_that_introduces_it_on_its_line() -> None:
     # Issue 25: 'Here is your JSON: {"key": "value' gave nothing (GuideExhausted).
     accepts_json = lambda text: len(text) if text.startswith("{") else 0  # noqa: E731
     assert answer_start('Here is your JSON: {"key": "value', accepts_json) == len("Here is your JSON: ")
     assert answer_start("Note: the answer is {", accepts_json) is None
     assert answer_start("At 10:30 {", accepts_json) is None  # a colon between digits introduces nothing
+    assert answer_start('Sure! {"key": "value"}', accepts_json) == len("Sure! ")  # or a sentence's end
+    assert answer_start("It costs 3.5 {", accepts_json) is None
+    accepts_short = lambda text: 9 if text.startswith("{") else 0  # noqa: E731
+    assert answer_start('Here:\n{"a": 1}\nBye', accepts_short) == len("Here:\n")  # a whole short line
     result = gg.guide(lambda prompt: 'Here is your JSON: {"key": "value', "json", "p", target=False)
     assert result.text == '{"key": "value"}'
 
