@@ -20,7 +20,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import lark
 import llguidance as llg
@@ -155,6 +155,8 @@ class Grammar:
         rewrites: Sequence[Rewrite] = (),
         lexer: Lexer = "dynamic",
         regex: bool = False,
+        parser: Literal["earley", "lalr"] = "earley",
+        postlex: object = None,
     ) -> Grammar:
         """Load a Lark grammar (the ``lark`` package's syntax and meaning).
 
@@ -168,17 +170,28 @@ class Grammar:
         is lark's option of that name: terminals are matched with the ``regex`` module, which
         knows Unicode properties (``\\p{XID_Start}``); it must be installed, as lark needs it then.
         Raises ``GrammarError`` for syntax errors and for constructs the matcher cannot honour.
+
+        ``parser="lalr"`` is the language of ``lark.Lark(text, parser="lalr")`` (its contextual
+        lexer: ``OPENQASM2.0;`` is refused where Earley reads a keyword and a name), with
+        ``postlex`` an ``Indenter`` (``lark.indenter.PythonIndenter()`` or your own subclass) when
+        given; its checker drives lark's own parser, and it has no llguidance form (no local
+        target masks, no exports). Needs the ``regex`` module. A grammar with LALR(1) conflicts
+        is refused with lark's reason.
         """
-        parser = load_lark(text, start, import_paths=import_paths, source=source, regex=regex)
+        if parser == "lalr" or postlex is not None:
+            return _lalr_grammar(text, start, name, import_paths, source, rewrites, regex, parser, postlex)
+        if parser != "earley":
+            raise GrammarError(f"parser={parser!r}: choose 'earley' (the default) or 'lalr'")
+        reference = load_lark(text, start, import_paths=import_paths, source=source, regex=regex)
         if lexer not in ("dynamic", "greedy"):
             raise GrammarError(f"lexer={lexer!r}: choose 'dynamic' (lark's Earley default) or 'greedy'")
-        compiled = compile_lark(parser, text, source, lexer)
+        compiled = compile_lark(reference, text, source, lexer)
         validate(compiled.grammar, source, text)
         grammar = cls(
             compiled.grammar,
             captured_grammar=compiled.captured,
             name=name or source or "lark",
-            lark_parser=parser,
+            lark_parser=reference,
             terminals=compiled.terminals,
             lark_source=text,
             rewrites=rewrites,
@@ -370,6 +383,30 @@ class Grammar:
     def lark_parser(self) -> lark.Lark | None:
         """The ``lark.Lark`` reference parser, for grammars loaded from Lark text."""
         return self._lark
+
+
+def _lalr_grammar(
+    text: str,
+    start: str,
+    name: str | None,
+    import_paths: Sequence[str | Path],
+    source: str | None,
+    rewrites: Sequence[Rewrite],
+    regex: bool,
+    parser: str,
+    postlex: object,
+) -> Grammar:
+    """``from_lark(parser="lalr")``: lark's LALR parser and contextual lexer (see ``LalrGrammar``)."""
+    from ._lalr_grammar import LalrGrammar
+    from ._postlex import indenter_of
+
+    if parser != "lalr":
+        raise GrammarError(f"postlex needs parser='lalr' (lark runs a postlexer only there), not {parser!r}")
+    indenter = indenter_of(postlex)  # refuses another postlexer before lark runs it
+    reference = load_lark(
+        text, start, import_paths=import_paths, source=source, regex=regex, parser="lalr", postlex=indenter
+    )
+    return LalrGrammar(reference, indenter, name=name or source or "lark", lark_source=text, rewrites=rewrites)
 
 
 # -- builtins -----------------------------------------------------------------------------------
