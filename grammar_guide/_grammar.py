@@ -359,6 +359,10 @@ class Grammar:
             return None
         return factory, {p: n for p, n in names.items() if n in used}
 
+    def require_token_masks(self) -> None:
+        """Raise ``GrammarError`` where a target model cannot be masked by this grammar (a
+        grammar read with ``parser="lalr"`` has no llguidance form); nothing otherwise."""
+
     def new_matcher(self) -> llg.LLMatcher:
         """A fresh byte-level llguidance matcher for this grammar, at the start of the text (see
         ``Checker`` for the friendly face)."""

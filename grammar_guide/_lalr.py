@@ -59,20 +59,33 @@ class StateLexer:
         self._index = {name: i for i, name in enumerate(self.names)}
         self.ignore: frozenset[str] = frozenset(basic.ignore_types)
         self.callback: Mapping[str, Any] = dict(basic.callback)
-        self.alternation = regex.compile(self._alternation(len(self.names)), self._flags)
+        self.alternation = regex.compile(self._alternation(), self._flags)
         self._regex = regex
 
-    def _alternation(self, n: int) -> str:
-        return "|".join(f"(?P<{name}>{p})" for name, p in zip(self.names[:n], self._patterns[:n], strict=True))
+    def _alternation(self) -> str:
+        return "|".join(f"(?P<{name}>{p})" for name, p in zip(self.names, self._patterns, strict=True))
 
     @functools.cache  # noqa: B019 - one per lexer, kept with the grammar
-    def _before(self, i: int) -> Any:
-        """The alternation of the terminals lark tries before the ``i``-th (``None`` for none)."""
-        return self._regex.compile(self._alternation(i), self._flags) if i else None
-
-    @functools.cache  # noqa: B019
     def single(self, name: str) -> Any:
         return self._regex.compile(self._patterns[self._index[name]], self._flags)
+
+    @functools.cache  # noqa: B019
+    def _starts(self, name: str) -> frozenset[str]:
+        """The ASCII characters a match of terminal ``name`` may begin with."""
+        single = self.single(name)
+        return frozenset(ch for ch in map(chr, range(128)) if single.match(ch, 0, 1, partial=True) is not None)
+
+    def _may_begin(self, name: str, ch: str) -> bool:
+        return ch >= "\x80" or ch in self._starts(name)
+
+    def _reaches_end(self, before: int, text: str, pos: int, end: int) -> bool:
+        """Whether one of the first ``before`` terminals, which do not match at ``pos``, reads up
+        to ``end`` (so that more text could make it match)."""
+        ch = text[pos]
+        for name in self.names[:before]:
+            if self._may_begin(name, ch) and self.single(name).match(text, pos, end, partial=True) is not None:
+                return True
+        return False
 
     def settled(self, text: str, pos: int, end: int) -> Step | None:
         """The token at ``pos`` of ``text[:end]`` if no continuation of that text can change it:
@@ -81,23 +94,22 @@ class StateLexer:
         m = self.alternation.match(text, pos, end)
         if m is None or m.end() >= end:
             return None
-        before = self._before(self._index[m.lastgroup])
-        if before is not None and before.match(text, pos, end, partial=True) is not None:
+        before = self._index[m.lastgroup]
+        if self._reaches_end(before, text, pos, end):
             return None
         return m.lastgroup, m.group(), m.end(), self._horizon(before, text, pos, m.end() + 1, end)
 
-    @staticmethod
-    def _horizon(before: Any, text: str, pos: int, low: int, high: int) -> int:
+    def _horizon(self, before: int, text: str, pos: int, low: int, high: int) -> int:
         """The least length of text in ``[low, high]`` at which no earlier terminal reaches the end
         (``high`` has none; the property holds from its least length on)."""
-        if before is None or before.match(text, pos, low, partial=True) is None:
+        if not self._reaches_end(before, text, pos, low):
             return low
         while high - low > 1:
             mid = (low + high) // 2
-            if before.match(text, pos, mid, partial=True) is None:
-                high = mid
-            else:
+            if self._reaches_end(before, text, pos, mid):
                 low = mid
+            else:
+                high = mid
         return high
 
     def match(self, text: str, pos: int, end: int) -> tuple[str, str, int] | None:
@@ -110,6 +122,8 @@ class StateLexer:
         lark would still choose (up to the first whose match ends before ``end``)."""
         found = []
         for name in self.names:
+            if not self._may_begin(name, text[pos]):
+                continue
             m = self.single(name).match(text, pos, end, partial=True)
             if m is None:
                 continue
@@ -149,6 +163,7 @@ class LalrLanguage:
         conf = parser.parse_interactive("").parser_state.parse_conf
         # No tree building: the checker needs the parser's states, not its values.
         self._conf = ParseConf(conf.parse_table, {}, conf.start)
+        self._actions: dict[Any, dict[str, Any]] = conf.parse_table.states
         lexer = parser.parser.lexer
         lexer = getattr(lexer, "lexer", lexer)  # lark's PostLexConnector wraps the lexer
         by_id: dict[int, StateLexer] = {}
@@ -168,6 +183,10 @@ class LalrLanguage:
 
     def feed(self, parser: Parser, indent: IndentState, token: Token) -> tuple[Parser, IndentState] | None:
         """The parser and indenter after ``token`` (new objects), or ``None`` where lark refuses it."""
+        if token.type not in self._actions[parser.position] and (
+            self.driver is None or token.type != self.driver.nl_type
+        ):
+            return None  # what lark's table refuses at once (without building its error)
         state = parser.copy(deepcopy_values=False)
         try:
             if self.driver is None:

@@ -7,7 +7,7 @@ the last lexeme) is read again at each question. There, two readings are possibl
 on past the end (some terminal lark would choose can grow, and the parser takes it there: the
 prefix is valid) or lark's match on the text as it is stands, and the reading goes on after it.
 
-Settled points are kept every ``_KEEP_EVERY`` characters, so a rollback reads again only from the
+Settled points are kept every ``_KEEP_EVERY`` characters or more, so a rollback reads again only from the
 point before it. Bytes are read as the characters they encode; ``allowed_bytes`` tries every ASCII
 character and one letter for each lead byte of longer characters.
 """
@@ -32,7 +32,7 @@ if TYPE_CHECKING:
 
 __all__ = ["LalrChecker"]
 
-_KEEP_EVERY = 64  # characters between kept settled points
+_KEEP_EVERY = 16  # characters between kept settled points
 _MAX_FORCED = 256
 
 
@@ -106,8 +106,7 @@ class LalrChecker(Checker):
         text = self._text
         found = rest.split("\n", 1)[0][:40] or "\\n"
         line, column = line_column(text, len(text))
-        names = tuple(t.display for t in self.expected())
-        return Violation(offset=len(text), line=line, column=column, found=found, expected=names)
+        return Violation(offset=len(text), line=line, column=column, found=found)
 
     def _set_text(self, text: str) -> None:
         self._trim(_common_length(self._text, text))

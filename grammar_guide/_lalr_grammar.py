@@ -48,7 +48,7 @@ class LalrGrammar(Grammar):
 
     @property
     def llguidance_grammar(self) -> str:
-        self._no_llguidance("token masks and llguidance matchers")
+        self._no_llguidance("llguidance grammar for token masks")
 
     @llguidance_grammar.setter
     def llguidance_grammar(self, value: str) -> None:
@@ -58,10 +58,13 @@ class LalrGrammar(Grammar):
         postlex = f" with postlex={type(self.postlex).__name__}" if self.postlex is not None else ""
         raise GrammarError(
             f"{self.name}: a grammar read with parser='lalr'{postlex} has no llguidance form "
-            f"(lark's contextual lexer and indenter are not a character-level grammar), so {what} "
-            "are not available: use its checker (Grammar.checker, the guide loop with a draft), "
-            "not a local target's masks"
+            f"(lark's contextual lexer and indenter are not a character-level grammar): no {what}; "
+            "its checker and the guide loop with target=False (repairs from the grammar and the "
+            "draft's own text) work"
         )
+
+    def require_token_masks(self) -> NoReturn:
+        self._no_llguidance("token masks for a target model")
 
     def new_matcher(self) -> llg.LLMatcher:
         self._no_llguidance("byte-level matchers")

@@ -18,6 +18,7 @@ import lark
 import pytest
 from lark.indenter import Indenter, PythonIndenter
 
+import grammar_guide as gg
 from grammar_guide import Grammar, GrammarError
 
 PYTHON_LARK = Path(lark.__file__).parent / "grammars" / "python.lark"
@@ -203,7 +204,8 @@ def test_violation_names_the_expected_terminals(python_grammar):
     assert checker.feed("def f(:\n") == len("def f(")
     violation = checker.violation
     assert violation is not None and (violation.line, violation.column) == (1, 7)
-    assert '")"' in violation.expected and "NAME" in violation.expected
+    expected = [t.display for t in checker.expected()]
+    assert '")"' in expected and "NAME" in expected
     assert checker.accepts(")") == 0  # after a violation, nothing more
 
 
@@ -327,6 +329,33 @@ def test_lalr_conflict_is_refused_with_lark_reason_and_the_rule():
 
 
 def test_no_llguidance_form_so_masks_and_exports_say_so(python_grammar):
-    for use in (lambda: python_grammar.llguidance_grammar, python_grammar.to_gbnf, python_grammar.new_matcher):
+    uses = (lambda: python_grammar.llguidance_grammar, python_grammar.to_gbnf, python_grammar.to_plain_lark)
+    for use in (*uses, python_grammar.new_matcher, python_grammar.require_token_masks):
         with pytest.raises(GrammarError, match="no llguidance form"):
             use()
+
+
+@pytest.mark.parametrize(
+    ("draft", "expected"),
+    [
+        ("def add(a, b):\n    return a + b\n", "def add(a, b):\n    return a + b\n"),
+        ("def add(a, b)\n    return a + b\n", "def add(a, b):\n    return a + b\n"),  # the colon
+        (
+            "def f(x):\n    if x > 1:\n        return (x + 1\n    return 0\n",
+            "def f(x):\n    if x > 1:\n        return (x + 1)\n    return 0\n",  # the bracket, then the line end
+        ),
+    ],
+)
+def test_guide_repairs_a_python_draft_into_what_lark_parses(python_grammar, python_lark, draft, expected):
+    result = gg.guide(lambda prompt: draft, python_grammar, "Write the function.", target=False)
+    assert result.text == expected
+    assert lark_error(python_lark, result.text) is None
+
+
+def test_guide_with_a_target_model_refuses_the_grammar_before_it_starts(python_grammar):
+    """A target writes under llguidance's token masks, which an LALR grammar has not: the guide
+    says so before any draft call rather than mask with another language."""
+    calls = []
+    with pytest.raises(GrammarError, match="no token masks for a target model"):
+        gg.guide(lambda prompt: calls.append(prompt) or "x = 1\n", python_grammar, "Write it.", target=None)
+    assert calls == []
