@@ -72,6 +72,8 @@ class StateLexer:
     @functools.cache  # noqa: B019
     def _starts(self, name: str) -> frozenset[str]:
         """The ASCII characters a match of terminal ``name`` may begin with."""
+        if self._patterns[self._index[name]].startswith("(?<"):  # looks behind: context decides
+            return frozenset(map(chr, range(128)))
         single = self.single(name)
         return frozenset(ch for ch in map(chr, range(128)) if single.match(ch, 0, 1, partial=True) is not None)
 

@@ -225,7 +225,9 @@ class LalrChecker(Checker):
 
     @property
     def can_continue(self) -> bool:
-        return bool(self.allowed_bytes())
+        text, end = self._text, len(self._text) + 1
+        likely = [*" \n)a0:", *map(chr, range(128)), *_LEADS.values()]
+        return any(self._valid(end, text + ch) for ch in likely)
 
     def is_dead_end(self) -> bool:
         return False
@@ -233,8 +235,6 @@ class LalrChecker(Checker):
     def allowed_bytes(self) -> frozenset[int]:
         """The bytes that may come next: each ASCII character tried, and for a lead byte of a
         longer character, one letter it begins."""
-        if self._violation is not None:
-            return frozenset()
         text, end = self._text, len(self._text) + 1
         out = {b for b in range(128) if self._valid(end, text + chr(b))}
         out |= {lead for lead, ch in _LEADS.items() if self._valid(end, text + ch)}
