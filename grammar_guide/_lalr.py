@@ -5,7 +5,9 @@ the parse table (a ``Parser`` fed token by token), each parser state's ``BasicLe
 terminals in lark's order, its keyword callbacks, its ignored terminals) and the postlexer (through
 ``_postlex``). A lexer's terminals are matched as lark matches them, the first alternative of one
 alternation that matches, with the ``regex`` module, whose partial matching tells whether more
-text could change a match: a token whose match no continuation can change is *settled*.
+text could make a terminal lark tries first match, and ``_first_path`` whether a path of the
+matched terminal itself that comes first could go on: a token whose match no continuation can
+change is *settled*.
 
 Needs the ``regex`` module (the ``lalr`` extra).
 """
@@ -25,6 +27,7 @@ from lark.parsers.lalr_parser_state import ParseConf, ParserState
 
 from ._compile import Terminal
 from ._errors import GrammarError
+from ._first_path import FirstPath, compile_first_path
 from ._postlex import IndentDriver, IndentState
 
 __all__ = ["LalrLanguage", "Parser", "StateLexer", "Step"]
@@ -96,19 +99,38 @@ class StateLexer:
         m = self.alternation.match(text, pos, end)
         if m is None or m.end() >= end:
             return None
-        before = self._index[m.lastgroup]
-        if self._reaches_end(before, text, pos, end):
+        name = m.lastgroup
+        if self._may_change(name, text, pos, end):
             return None
-        return m.lastgroup, m.group(), m.end(), self._horizon(before, text, pos, m.end() + 1, end)
+        return name, m.group(), m.end(), self._horizon(name, text, pos, m.end() + 1, end)
 
-    def _horizon(self, before: int, text: str, pos: int, low: int, high: int) -> int:
-        """The least length of text in ``[low, high]`` at which no earlier terminal reaches the end
-        (``high`` has none; the property holds from its least length on)."""
-        if not self._reaches_end(before, text, pos, low):
+    def _may_change(self, name: str, text: str, pos: int, end: int) -> bool:
+        """Whether more text after ``end`` could change lark's match of terminal ``name`` at
+        ``pos``: a terminal lark tries first, or a path of its own that comes before its match,
+        reads up to ``end``."""
+        return self._reaches_end(self._index[name], text, pos, end) or self.grows(name, text, pos, end)
+
+    def grows(self, name: str, text: str, pos: int, end: int) -> bool:
+        """Whether a path of terminal ``name`` that comes before its match at ``pos`` in Python's
+        backtracking order reads up to ``end`` (``-0.`` for a number whose ``(\\.[0-9]+)?`` gave
+        it up: ``-0.5`` then matches further)."""
+        if self.single(name).fullmatch(text, pos, end, partial=True) is None:
+            return False  # no path at all reads to the end
+        first = self._first_path(name)
+        return first is None or first.run(text, pos, end)[0] == "end"
+
+    @functools.cache  # noqa: B019
+    def _first_path(self, name: str) -> FirstPath | None:
+        return compile_first_path(self._patterns[self._index[name]], self._flags)
+
+    def _horizon(self, name: str, text: str, pos: int, low: int, high: int) -> int:
+        """The least length of text in ``[low, high]`` from which more text cannot change the
+        match (``high`` is one; the property holds from its least length on)."""
+        if not self._may_change(name, text, pos, low):
             return low
         while high - low > 1:
             mid = (low + high) // 2
-            if self._reaches_end(before, text, pos, mid):
+            if self._may_change(name, text, pos, mid):
                 low = mid
             else:
                 high = mid
@@ -132,7 +154,7 @@ class StateLexer:
             if m.partial:
                 found.append(name)
                 continue
-            if m.end() == end:
+            if m.end() == end or self.grows(name, text, pos, end):
                 found.append(name)
             break
         return found

@@ -359,3 +359,36 @@ def test_guide_with_a_target_model_refuses_the_grammar_before_it_starts(python_g
     with pytest.raises(GrammarError, match="no token masks for a target model"):
         gg.guide(lambda prompt: calls.append(prompt) or "x = 1\n", python_grammar, "Write it.", target=None)
     assert calls == []
+
+
+# -- JSON: LALR's language is Earley's, so the valid prefixes are the same ----------------------
+
+
+def test_lalr_json_agrees_with_lark_on_texts_and_with_the_earley_checker_on_prefixes():
+    """The builtin JSON grammar means the same under both parsers: every full verdict is lark
+    LALR's, and every valid prefix's length is that of the (exact) Earley checker, including
+    numbers cut where a greedy optional part gave up (``-0.``, ``1e+``)."""
+    earley = Grammar.builtin("json")
+    source = earley.lark_source
+    assert source is not None
+    lalr = Grammar.from_lark(source, parser="lalr", name="json-lalr")
+    reference = lark.Lark(source, parser="lalr")
+    rng = random.Random(3)
+    samples = ['{"a": [1, 2.5e3, -0.1, true, false, null], "b": {"c": "d\\u00e9\\n"}}', '[1, [2, {}], "x y", ""]']
+    alphabet = '{}[]",:.-+eE0123456789 \n\\tunlrfasx'
+    for _ in range(600):
+        text = rng.choice(samples)
+        for _ in range(rng.randint(0, 3)):
+            i = rng.randrange(len(text) + 1)
+            op = rng.random()
+            text = (
+                text[:i] + rng.choice(alphabet) + text[i:]
+                if op < 0.5
+                else text[:i] + text[i + 1 :]
+                if op < 0.8
+                else text[:i]
+            )
+        assert lalr.is_complete(text) == (lark_error(reference, text) is None), repr(text)
+        assert lalr.valid_prefix(text) == earley.valid_prefix(text), repr(text)
+    for prefix in ("-0.", "1e+", "[1.5E-", '{"a": -'):
+        assert lalr.valid_prefix(prefix) == len(prefix)
