@@ -99,7 +99,10 @@ def _emit_one(program: list[Instr], op: Any, av: Any, flags: int) -> None:
             if low != high:
                 raise _Unsupported("variable-width look-behind")
             width = low
-        program.append(("assert", inner, width, op is sre.ASSERT_NOT))
+        if width == 1 and len(inner) == 2 and inner[0][0] == "char":  # (?<!\\): one character back
+            program.append(("behind", inner[0][1], op is sre.ASSERT_NOT))
+        else:
+            program.append(("assert", inner, width, op is sre.ASSERT_NOT))
     elif op is sre.AT:
         program.append(("at", av, flags))
     else:  # back-references, atomic groups, possessive repeats, conditionals
@@ -166,7 +169,7 @@ def _same_char(want: str, fold: bool) -> Pred:
     if not fold:
         return lambda ch: ch == want
     forms = {want, want.lower(), want.upper()}
-    return lambda ch: ch in forms or ch.lower() in forms
+    return lambda ch: ch in forms or (ch >= "\x80" and ch.lower() in forms)
 
 
 def _class_predicate(items: list[Any], fold: bool, ascii_only: bool) -> Pred:
@@ -252,6 +255,10 @@ def _run(program: list[Instr], text: str, pos: int, end: int) -> tuple[Outcome, 
                 pc = instr[1]
             elif kind == "match":
                 return "match", at
+            elif kind == "behind":
+                if (at > 0 and instr[1](text[at - 1])) == instr[2]:
+                    break
+                pc += 1
             elif kind == "at":
                 holds = _at(instr[1], instr[2], text, at, end)
                 if holds is None:

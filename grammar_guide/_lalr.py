@@ -86,11 +86,17 @@ class StateLexer:
     def _reaches_end(self, before: int, text: str, pos: int, end: int) -> bool:
         """Whether one of the first ``before`` terminals, which do not match at ``pos``, reads up
         to ``end`` (so that more text could make it match)."""
-        ch = text[pos]
-        for name in self.names[:before]:
-            if self._may_begin(name, ch) and self.single(name).match(text, pos, end, partial=True) is not None:
+        for i in self._beginning_with(text[pos]):
+            if i >= before:
+                return False
+            if self.single(self.names[i]).match(text, pos, end, partial=True) is not None:
                 return True
         return False
+
+    @functools.cache  # noqa: B019
+    def _beginning_with(self, ch: str) -> list[int]:
+        """The indices of the terminals a match of which may begin with ``ch``, in lark's order."""
+        return [i for i, name in enumerate(self.names) if self._may_begin(name, ch)]
 
     def settled(self, text: str, pos: int, end: int) -> Step | None:
         """The token at ``pos`` of ``text[:end]`` if no continuation of that text can change it:
