@@ -202,12 +202,20 @@ class Grammar:
 
     @classmethod
     def from_file(
-        cls, path: str | Path, start: str = "start", *, lexer: Lexer | None = None, regex: bool = False
+        cls,
+        path: str | Path,
+        start: str = "start",
+        *,
+        lexer: Lexer | None = None,
+        regex: bool = False,
+        parser: Literal["earley", "lalr"] = "earley",
+        postlex: object = None,
     ) -> Grammar:
         """Load a ``.lark`` file; ``%import`` of sibling grammar files works. A sibling
         ``<name>.rewrites.json`` file gives the grammar's rewrites (see ``Rewrite``). A file may
         say how it is read with a comment line ``// grammar-guide: lexer=greedy`` (``lexer``
-        overrides it; the default is ``"dynamic"``). ``regex``: as in ``from_lark``."""
+        overrides it; the default is ``"dynamic"``). ``regex``, ``parser``, ``postlex``: as in
+        ``from_lark``."""
         path = Path(path)
         text = path.read_text(encoding="utf-8")
         sidecar = path.with_name(f"{path.stem}.rewrites.json")
@@ -222,6 +230,8 @@ class Grammar:
             rewrites=rewrites,
             lexer=lexer or (declared.group(1) if declared else "dynamic"),  # type: ignore[arg-type]
             regex=regex,
+            parser=parser,
+            postlex=postlex,
         )
 
     @classmethod

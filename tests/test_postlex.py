@@ -64,9 +64,7 @@ MUTATED_FILES = ("bisect.py", "colorsys.py", "fnmatch.py", "getopt.py", "glob.py
 
 @pytest.fixture(scope="module")
 def python_grammar() -> Grammar:
-    return Grammar.from_lark(
-        PYTHON_LARK.read_text(encoding="utf-8"), "file_input", parser="lalr", postlex=PythonIndenter()
-    )
+    return Grammar.from_file(PYTHON_LARK, "file_input", parser="lalr", postlex=PythonIndenter())
 
 
 @pytest.fixture(scope="module")
