@@ -151,9 +151,8 @@ class StateLexer:
         """The terminals whose match at ``pos`` more text could carry past ``end``, among those
         lark would still choose (up to the first whose match ends before ``end``)."""
         found = []
-        for name in self.names:
-            if not self._may_begin(name, text[pos]):
-                continue
+        for i in self._beginning_with(text[pos]):
+            name = self.names[i]
             m = self.single(name).match(text, pos, end, partial=True)
             if m is None:
                 continue
