@@ -105,38 +105,42 @@ class StateLexer:
         m = self.alternation.match(text, pos, end)
         if m is None or m.end() >= end:
             return None
-        name = m.lastgroup
-        if self._may_change(name, text, pos, end):
+        name, stop = m.lastgroup, m.end()
+        if self._may_change(name, text, pos, stop, end):
             return None
-        return name, m.group(), m.end(), self._horizon(name, text, pos, m.end() + 1, end)
+        return name, m.group(), stop, self._horizon(name, text, pos, stop, end)
 
-    def _may_change(self, name: str, text: str, pos: int, end: int) -> bool:
+    def _may_change(self, name: str, text: str, pos: int, stop: int, end: int) -> bool:
         """Whether more text after ``end`` could change lark's match of terminal ``name`` at
         ``pos``: a terminal lark tries first, or a path of its own that comes before its match,
         reads up to ``end``."""
-        return self._reaches_end(self._index[name], text, pos, end) or self.grows(name, text, pos, end)
+        return self._reaches_end(self._index[name], text, pos, end) or self.grows(name, text, pos, stop, end)
 
-    def grows(self, name: str, text: str, pos: int, end: int) -> bool:
+    def grows(self, name: str, text: str, pos: int, stop: int, end: int) -> bool:
         """Whether a path of terminal ``name`` that comes before its match at ``pos`` in Python's
         backtracking order reads up to ``end`` (``-0.`` for a number whose ``(\\.[0-9]+)?`` gave
-        it up: ``-0.5`` then matches further)."""
-        if self.single(name).fullmatch(text, pos, end, partial=True) is None:
-            return False  # no path at all reads to the end
+        it up: ``-0.5`` then matches further). ``stop``: where lark's match ends."""
+        # A path that reads to ``end`` reads past ``stop`` first: if none does, none reaches ``end``.
+        if self.single(name).fullmatch(text, pos, min(end, stop + 1), partial=True) is None:
+            return False
         first = self._first_path(name)
-        return first is None or first.run(text, pos, end)[0] == "end"
+        if first is not None:
+            return first.run(text, pos, end)[0] == "end"
+        return self.single(name).fullmatch(text, pos, end, partial=True) is not None  # any path at all
 
     @functools.cache  # noqa: B019
     def _first_path(self, name: str) -> FirstPath | None:
         return compile_first_path(self._patterns[self._index[name]], self._flags)
 
-    def _horizon(self, name: str, text: str, pos: int, low: int, high: int) -> int:
-        """The least length of text in ``[low, high]`` from which more text cannot change the
-        match (``high`` is one; the property holds from its least length on)."""
-        if not self._may_change(name, text, pos, low):
+    def _horizon(self, name: str, text: str, pos: int, stop: int, high: int) -> int:
+        """The least length of text in ``(stop, high]`` from which more text cannot change the
+        match ending at ``stop`` (``high`` is one; the property holds from its least length on)."""
+        low = stop + 1
+        if not self._may_change(name, text, pos, stop, low):
             return low
         while high - low > 1:
             mid = (low + high) // 2
-            if self._may_change(name, text, pos, mid):
+            if self._may_change(name, text, pos, stop, mid):
                 low = mid
             else:
                 high = mid
@@ -159,7 +163,7 @@ class StateLexer:
             if m.partial:
                 found.append(name)
                 continue
-            if m.end() == end or self.grows(name, text, pos, end):
+            if m.end() == end or self.grows(name, text, pos, m.end(), end):
                 found.append(name)
             break
         return found

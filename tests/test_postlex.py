@@ -121,6 +121,8 @@ def _lark_failure_span(error: Exception, text: str, accepted: int) -> tuple[int,
     indentation error), or the refused character."""
     start = getattr(error, "pos_in_stream", None)
     token = getattr(error, "token", None)
+    if token is not None and token.type == "$END":  # the text ends too soon: all of it is a prefix
+        return start, len(text)
     if token is not None and token.type in ("_INDENT", "_DEDENT"):
         return start, _newline_end(text, start)
     if start is None:  # DedentError: the line whose indentation no open block has
