@@ -38,10 +38,22 @@ dialect rewritten to what it means (``x::int`` to ``CAST(x AS int)``: the draft'
 replaced lexeme: the draft's text changed)."""
 
 CutReason = Literal[
-    "preamble", "after complete text", "restated", "stop", "dead end", "unrepaired", "formatting", "budget"
+    "preamble",
+    "after complete text",
+    "another answer",
+    "restated",
+    "stop",
+    "dead end",
+    "unfinished",
+    "unrepaired",
+    "formatting",
+    "budget",
 ]
 """Why drafted text was left out: ``preamble`` (prose before the answer), ``after complete text``
-(a closing fence or an explanation after a complete answer), ``restated`` (a restating draft
+(a closing fence or an explanation after a complete answer), ``another answer`` (after a complete
+answer, the draft began another: a second SQL statement, with any comment before it),
+``unfinished`` (the draft's last words, which only invented text could finish, taken back to where
+closing marks end the text: ``WHERE id = ``), ``restated`` (a restating draft
 repeated accepted text), ``stop`` (from a stop string on), ``dead end`` (a word the text could
 never be completed after, taken back before the target wrote), ``unrepaired`` (the rejected
 text after a violation that no edit fixed and no model could repair), ``formatting`` (chat

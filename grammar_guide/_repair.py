@@ -19,7 +19,7 @@ from dataclasses import dataclass, replace
 from ._checker import Checker
 from ._complete import closing_brackets, shortest_close
 from ._events import CutReason, EditRule
-from ._grammar import Rewrite
+from ._grammar import Grammar, Rewrite
 from ._reader import looks_like_aside, prose_after_answer, trailing_word
 from ._text import QUOTES, is_word_char, run_start
 
@@ -104,9 +104,9 @@ def decide(
     decision takes back text before ``floor``; ``last`` is the signature of the previous
     violation (an edit is not tried twice at the same place).
     """
-    prose = prose_cut(checker, evidence, floor)
-    if prose is not None:
-        return prose
+    cut = prose_cut(checker, evidence, floor) or another_answer_cut(checker, evidence, floor)
+    if cut is not None:
+        return cut
     text = checker.text
     at = _rejected_start(checker, evidence, floor)
     moved = text[at:] + evidence
@@ -165,6 +165,89 @@ def prose_cut(checker: Checker, evidence: str, floor: int) -> Cut | None:
 
     end = prose_after_answer(checker.text, evidence, floor, complete_at)
     return None if end is None else Cut(end, "after complete text", end)
+
+
+_WORD = re.compile(r"\w+")
+_ANOTHER_ANSWER_READ = 200  # how much of the rejected text is read as the start of a new answer
+
+
+def another_answer_cut(checker: Checker, evidence: str, floor: int) -> Cut | None:
+    """``SELECT 1; SELECT 2``, ``… = 'x' /* Answer the following: … */ SELECT …``: the text is
+    complete (at the violation, or before one of the last two words, read as an alias or the
+    start of a longer keyword: ``REPLACE INT|O``) and the draft begins another answer there (its
+    first word begins the grammar's text), and no separator would join the two (a config's
+    ``retries = 1 timeout = 5`` lacks only a new line). Cut at the end of the first answer, with
+    the ignored text (white space, comments) after it."""
+    text = checker.text
+    words = [m.start() for m in _WORD.finditer(text, max(0, len(text) - _ANOTHER_ANSWER_READ))][-2:]
+    for at in (len(text), *reversed(words)):
+        if at < floor or not _complete_at(checker, at):
+            continue
+        rest = (text[at:] + evidence)[:_ANOTHER_ANSWER_READ]
+        fresh = _answer_read(checker.grammar, rest)
+        if fresh and not _joinable(checker, at, rest, fresh):
+            end = _answer_end(checker, at, floor)
+            return Cut(end, "another answer", end)
+    return None
+
+
+_JOINERS = ("\n", ";", ",")  # separators that may join a second part on to a complete text
+
+
+def _joinable(checker: Checker, at: int, rest: str, fresh: int) -> bool:
+    """Whether a separator written at ``at`` lets the checker read as much of ``rest`` as a new
+    answer reads (``fresh`` characters), and two lexemes of it at least or all of it to a
+    complete text (``, REPLACE`` reads a table name, then stops)."""
+    for joiner in _JOINERS:
+        with checker.trial() as trial:
+            trial.rollback_chars(at)
+            if trial.feed(joiner) != len(joiner):
+                continue
+            read = _whole_words_read(trial, rest)
+            if read >= fresh and (len(_LEXEME.findall(rest[:read])) >= 2 or trial.is_complete):
+                return True
+    return False
+
+
+def _whole_words_read(checker: Checker, rest: str) -> int:
+    """How much of ``rest`` ``checker`` reads (it is fed), not counting a last word it read only
+    the beginning of (``s`` of ``s Soccer'`` as the start of ``SELECT``; ``SELECT`` where only a
+    longer word may stand: a dead-end guard)."""
+    fed = checker.feed(rest + " ")
+    read = min(fed, len(rest))
+    if checker.is_dead_end() or (fed <= len(rest) and is_word_char(rest[read - 1 : read])):
+        read -= len(trailing_word(rest[:read]))
+    return read
+
+
+def _complete_at(checker: Checker, end: int) -> bool:
+    with checker.trial() as trial:
+        trial.rollback_chars(end)
+        return trial.is_complete
+
+
+def _answer_read(grammar: Grammar, rest: str) -> int:
+    """How much of ``rest`` a new text of the grammar reads, if it begins with a whole word
+    that the grammar's text may begin with (not only the beginning of one: ``IN`` of
+    ``INSERT``); 0 otherwise."""
+    lead = grammar.ignored_text.match(rest)
+    skip = lead.end() if lead else 0
+    word = _WORD_HEAD.match(rest[skip:])
+    if word is None:
+        return 0
+    read = _whole_words_read(grammar.checker(), rest)
+    return read if read >= skip + word.end() else 0
+
+
+def _answer_end(checker: Checker, end: int, floor: int) -> int:
+    """The earliest point of ``checker``'s first ``end`` characters after which there is only
+    ignored text (white space, comments), where the text is still complete."""
+    text = checker.text[:end]
+    ignored = checker.grammar.ignored_text
+    for start in range(max(floor, end - 4096), end):
+        if ignored.fullmatch(text, start) and _complete_at(checker, start):
+            return start
+    return end
 
 
 def _rejected_start(checker: Checker, evidence: str, floor: int) -> int:
