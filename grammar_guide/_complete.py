@@ -144,7 +144,8 @@ def _steps(state: Checker, suffix: str, marks_only: bool = False) -> list[str]:
     """The characters worth trying after ``suffix``, preferred ones first; with ``marks_only``
     no letter, digit or ``_``, and no quote that ``suffix`` already holds (one that closes a
     string may be written, not a pair)."""
-    allowed = {chr(b) for b in state.allowed_bytes() if 0x20 <= b < 0x7F}
+    allowed_bytes = state.allowed_bytes()
+    allowed = {chr(b) for b in allowed_bytes if 0x20 <= b < 0x7F}
     if suffix.endswith(" "):
         allowed.discard(" ")
     if marks_only:
@@ -155,4 +156,7 @@ def _steps(state: Checker, suffix: str, marks_only: bool = False) -> list[str]:
             allowed -= members
             allowed.add(chars[0])
     preferred = [ch for ch in _PREFERRED if ch in allowed]
-    return preferred + sorted(allowed - set(preferred))
+    # A line end last: where the grammar ignores it, a space does as much and is tried first;
+    # where lines matter (Python), it ends a statement.
+    line_end = ["\n"] if 0x0A in allowed_bytes and (not marks_only or "\n" not in suffix) else []
+    return preferred + sorted(allowed - set(preferred)) + line_end

@@ -20,7 +20,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import lark
 import llguidance as llg
@@ -170,6 +170,8 @@ class Grammar:
         rewrites: Sequence[Rewrite] = (),
         lexer: Lexer = "dynamic",
         regex: bool = False,
+        parser: Literal["earley", "lalr"] = "earley",
+        postlex: object = None,
     ) -> Grammar:
         """Load a Lark grammar (the ``lark`` package's syntax and meaning).
 
@@ -183,17 +185,28 @@ class Grammar:
         is lark's option of that name: terminals are matched with the ``regex`` module, which
         knows Unicode properties (``\\p{XID_Start}``); it must be installed, as lark needs it then.
         Raises ``GrammarError`` for syntax errors and for constructs the matcher cannot honour.
+
+        ``parser="lalr"`` is the language of ``lark.Lark(text, parser="lalr")`` (its contextual
+        lexer: ``OPENQASM2.0;`` is refused where Earley reads a keyword and a name), with
+        ``postlex`` an ``Indenter`` (``lark.indenter.PythonIndenter()`` or your own subclass) when
+        given; its checker drives lark's own parser, and it has no llguidance form (no local
+        target masks, no exports). Needs the ``regex`` module. A grammar with LALR(1) conflicts
+        is refused with lark's reason.
         """
-        parser = load_lark(text, start, import_paths=import_paths, source=source, regex=regex)
+        if parser == "lalr" or postlex is not None:
+            return _lalr_grammar(text, start, name, import_paths, source, rewrites, regex, parser, postlex)
+        if parser != "earley":
+            raise GrammarError(f"parser={parser!r}: choose 'earley' (the default) or 'lalr'")
+        reference = load_lark(text, start, import_paths=import_paths, source=source, regex=regex)
         if lexer not in ("dynamic", "greedy"):
             raise GrammarError(f"lexer={lexer!r}: choose 'dynamic' (lark's Earley default) or 'greedy'")
-        compiled = compile_lark(parser, text, source, lexer)
+        compiled = compile_lark(reference, text, source, lexer)
         validate(compiled.grammar, source, text)
         grammar = cls(
             compiled.grammar,
             captured_grammar=compiled.captured,
             name=name or source or "lark",
-            lark_parser=parser,
+            lark_parser=reference,
             terminals=compiled.terminals,
             lark_source=text,
             rewrites=rewrites,
@@ -204,13 +217,21 @@ class Grammar:
 
     @classmethod
     def from_file(
-        cls, path: str | Path, start: str = "start", *, lexer: Lexer | None = None, regex: bool = False
+        cls,
+        path: str | Path,
+        start: str = "start",
+        *,
+        lexer: Lexer | None = None,
+        regex: bool = False,
+        parser: Literal["earley", "lalr"] = "earley",
+        postlex: object = None,
     ) -> Grammar:
         """Load a ``.lark`` file; ``%import`` of sibling grammar files works. A sibling
         ``<name>.rewrites.json`` file gives the grammar's rewrites (see ``Rewrite``), or the one a
         comment line names (``// grammar-guide: rewrites=sqlite.rewrites.json``). A file may
         say how it is read with a comment line ``// grammar-guide: lexer=greedy`` (``lexer``
-        overrides it; the default is ``"dynamic"``). ``regex``: as in ``from_lark``."""
+        overrides it; the default is ``"dynamic"``). ``regex``, ``parser``, ``postlex``: as in
+        ``from_lark``."""
         path = Path(path)
         text = path.read_text(encoding="utf-8")
         sidecar = path.with_name(_rewrites_file(text, path.stem))
@@ -225,6 +246,8 @@ class Grammar:
             rewrites=rewrites,
             lexer=lexer or (declared.group(1) if declared else "dynamic"),  # type: ignore[arg-type]
             regex=regex,
+            parser=parser,
+            postlex=postlex,
         )
 
     @classmethod
@@ -372,6 +395,10 @@ class Grammar:
             return None
         return factory, {p: n for p, n in names.items() if n in used}
 
+    def require_token_masks(self) -> None:
+        """Raise ``GrammarError`` where a target model cannot be masked by this grammar (a
+        grammar read with ``parser="lalr"`` has no llguidance form); nothing otherwise."""
+
     def new_matcher(self) -> llg.LLMatcher:
         """A fresh byte-level llguidance matcher for this grammar, at the start of the text (see
         ``Checker`` for the friendly face)."""
@@ -396,6 +423,30 @@ class Grammar:
     def lark_parser(self) -> lark.Lark | None:
         """The ``lark.Lark`` reference parser, for grammars loaded from Lark text."""
         return self._lark
+
+
+def _lalr_grammar(
+    text: str,
+    start: str,
+    name: str | None,
+    import_paths: Sequence[str | Path],
+    source: str | None,
+    rewrites: Sequence[Rewrite],
+    regex: bool,
+    parser: str,
+    postlex: object,
+) -> Grammar:
+    """``from_lark(parser="lalr")``: lark's LALR parser and contextual lexer (see ``LalrGrammar``)."""
+    from ._lalr_grammar import LalrGrammar
+    from ._postlex import indenter_of
+
+    if parser != "lalr":
+        raise GrammarError(f"postlex needs parser='lalr' (lark runs a postlexer only there), not {parser!r}")
+    indenter = indenter_of(postlex)  # refuses another postlexer before lark runs it
+    reference = load_lark(
+        text, start, import_paths=import_paths, source=source, regex=regex, parser="lalr", postlex=indenter
+    )
+    return LalrGrammar(reference, indenter, name=name or source or "lark", lark_source=text, rewrites=rewrites)
 
 
 def _rewrites_file(text: str, stem: str) -> str:

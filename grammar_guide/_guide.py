@@ -104,6 +104,8 @@ async def aguide(
         )
     if isinstance(grammar, str):
         grammar = Grammar.builtin(grammar)
+    if target is not False:
+        grammar.require_token_masks()
     stops = (stop,) if isinstance(stop, str) else tuple(stop or ())
     loop = GuideLoop(
         as_draft(draft),

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import NamedTuple, TypedDict
+from typing import Any, Literal, NamedTuple, TypedDict
 
 import lark
 import lark.exceptions
@@ -38,15 +38,18 @@ def load_lark(
     import_paths: Sequence[str | Path] = (),
     source: str | None = None,
     regex: bool = False,
+    parser: Literal["earley", "lalr"] = "earley",
+    postlex: Any = None,
 ) -> lark.Lark:
-    """``lark.Lark(text, parser="earley", lexer="dynamic", regex=regex)``, lark's errors as
-    ``GrammarError``."""
+    """``lark.Lark(text, parser="earley", lexer="dynamic", regex=regex)`` (with ``parser="lalr"``:
+    lark's contextual lexer and ``postlex``), lark's errors as ``GrammarError``."""
     try:
         return lark.Lark(
             text,
             start=start,
-            parser="earley",
-            lexer="dynamic",
+            parser=parser,
+            lexer="dynamic" if parser == "earley" else "contextual",
+            postlex=postlex,
             regex=regex,
             import_paths=[str(p) for p in import_paths],
             source_path=source,
@@ -240,6 +243,8 @@ def _lark_grammar_error(exc: Exception, text: str, source: str | None) -> Gramma
             construct=construct,
             source=source,
         )
+    if "collision" in message:
+        return _collision_error(message, text, source)
     if message.startswith("Empty terminals"):
         empty = re.search(r"""(?<![\\\w])(""|'')""", text)
         where = position(empty.start(1) if empty else None, text)
@@ -255,3 +260,21 @@ def _lark_grammar_error(exc: Exception, text: str, source: str | None) -> Gramma
     if "%declare" in message or "declared" in message:
         named = named or "%declare"
     return GrammarError(message.splitlines()[0], construct=named, source=source, **where)
+
+
+def _collision_error(message: str, text: str, source: str | None) -> GrammarError:
+    """lark's LALR(1) conflict, at the definition of the first rule it names."""
+    # lark lists the rules in no fixed order: in the grammar's, the first one defined first.
+    rules = sorted(
+        re.findall(r"<(\w+) :([^>]*)>", message),
+        key=lambda rule: (position_of_definition(rule[0], text, False)["offset"] or 0, rule),
+    )
+    head = message.splitlines()[0].rstrip(": ")
+    listed = "; ".join(f"{origin} :{body}" for origin, body in rules)
+    where = position_of_definition(rules[0][0], text, False) if rules else position(None, text)
+    return GrammarError(
+        f"parser='lalr': lark's LALR(1) table has a conflict: {head}" + (f" ({listed})" if listed else ""),
+        construct=rules[0][0] if rules else None,
+        source=source,
+        **where,
+    )
