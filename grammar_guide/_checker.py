@@ -79,8 +79,8 @@ class Checker:
     Probing makes every violation's diagnostics cost the same at any length of text, for a
     slower ``feed`` past that point (the probe grammar's matcher: about 2x on JSON and SQLite):
     the guide loop, which repairs violation after violation, probes from ``PROBE_FROM`` bytes,
-    and, on a grammar read as lark reads it (``lexer="dynamic"``: its probes answer as lark
-    does), from the first ``expected`` on;
+    and from the first ``expected`` on (a grammar read as lark reads it, ``lexer="dynamic"``, has
+    probes that answer as lark does; a greedy one's matcher is its reference);
     a one-shot check (``Grammar.checker()``, ``grammar-guide check``) reads at full speed and
     asks lark once.
     """
@@ -98,7 +98,8 @@ class Checker:
         # A grammar read as lark reads it (the dynamic lexer) has probes that answer as lark's
         # parser does: a checker that may probe then probes from the first ``expected`` on,
         # rather than parse the whole text with lark at each violation (about 2 ms a question).
-        self._probe_on_expected = probe_from is not None and grammar.lexer == "dynamic"
+        # (A greedy grammar's matcher is its reference: its probes answer as it reads.)
+        self._probe_on_expected = probe_from is not None
         self._low_water = 0  # the fewest bytes accepted since the innermost ``trial`` began
 
     # -- reading ----------------------------------------------------------------------------
