@@ -128,7 +128,7 @@ def _steps(state: Checker, suffix: str, marks_only: bool = False) -> list[str]:
     """The characters worth trying after ``suffix``, preferred ones first; with ``marks_only``
     no letter, digit or ``_``, and no quote that ``suffix`` already holds (one that closes a
     string may be written, not a pair)."""
-    allowed = {chr(b) for b in state.allowed_bytes() if 0x20 <= b < 0x7F}
+    allowed = {chr(b) for b in state.allowed_bytes() if 0x20 <= b < 0x7F or (marks_only and chr(b) in "\t\n")}
     if suffix.endswith(" "):
         allowed.discard(" ")
     if marks_only:

@@ -243,12 +243,14 @@ class GuideLoop(TargetSteps):
                     )
                 )
                 checker.rollback_chars(decision.start)
-                return Outcome.DONE
-            self.emit(self._violation_event(decision.start, checker.text[decision.start :] + evidence, rnd.index))
+                # Prose cut from an unfinished answer: the answer ends there, and is finished.
+                return Outcome.DONE if checker.is_complete else Outcome.DRAFT_DONE
+            rejected = checker.text[decision.start :] + evidence
+            self.emit(self._violation_event(decision.start, rejected, rnd.index))
             checker.rollback_chars(decision.start)
             self.stats.corrections += 1
             if isinstance(decision, repair.NeedTarget):
-                return await self._target_repair(rnd, checker.text[decision.start :] + evidence)
+                return await self._target_repair(rnd, rejected)
             unread = self._apply_edit(rnd, decision)
             if unread is None:
                 return Outcome.DONE
