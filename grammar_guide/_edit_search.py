@@ -593,8 +593,10 @@ def _replacement_cost(word: str, literal: str, keywords: frozenset[str]) -> int 
     distance = _distance(word, literal)
     if is_word(word):
         return _cost(1, 2 * distance) if is_word(literal) and distance <= max(1, len(word) // 3) else None
-    if not is_operator(word) or not is_operator(literal):
+    if word[0].isdigit() or word[0] in QUOTES:
         return None  # a literal of the draft ('"b"', '50') is its content, not a slip
+    if is_operator(word) != is_operator(literal):
+        return None  # an operator is not a bracket ('> ALL (' is not '( ALL ('), nor the reverse
     if literal in OPERATOR_SYNONYMS.get(word, ()):
         return _cost(1, 0)
     if len(word) > 1:

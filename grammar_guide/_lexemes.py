@@ -65,6 +65,7 @@ OPERATOR_SYNONYMS = {
 }
 
 _OPERATOR_CHARS = frozenset("".join(MULTI_CHAR_OPERATORS))
+_OPERATOR_MARKS = frozenset("+-*/%^<>=!&|~")
 
 
 def is_word(lexeme: str) -> bool:
@@ -73,8 +74,9 @@ def is_word(lexeme: str) -> bool:
 
 
 def is_operator(lexeme: str) -> bool:
-    """Whether ``lexeme`` is an operator or mark: not a word, a number or a quoted literal."""
-    return bool(lexeme) and not (is_word(lexeme) or lexeme[0].isdigit() or lexeme[0] in "'\"`")
+    """Whether ``lexeme`` is an operator (``+``, ``>=``, ``**``), not a word, a literal or a mark
+    that shapes the text (a bracket, a separator, a quote)."""
+    return bool(lexeme) and all(ch in _OPERATOR_MARKS for ch in lexeme)
 
 
 def keywords_of(literals: Iterable[str]) -> frozenset[str]:

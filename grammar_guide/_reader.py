@@ -25,6 +25,7 @@ __all__ = [
     "partial_match",
     "prose_after_answer",
     "prose_run",
+    "reads_as_code",
     "trailing_word",
 ]
 
@@ -386,6 +387,15 @@ def prose_run(text: str, at: int, rejected: str, keywords: frozenset[str]) -> tu
         return None  # the violation is not in the run
     prose = [w for w in words if w in _FUNCTION_WORDS and w not in keywords]
     return (start, end) if len(words) >= 3 and len(prose) >= 2 else None
+
+
+def reads_as_code(text: str, keywords: frozenset[str]) -> bool:
+    """Whether an answer may resume at the start of ``text`` after prose: it does not begin with
+    an English function word (``here``, ``answer``) that is not a keyword, nor with a sentence."""
+    word = _PROSE_WORD.match(text)
+    if word is not None and word.group().rstrip(".,!?:;").lower() in _FUNCTION_WORDS - keywords:
+        return False
+    return prose_run("", 0, text, keywords) is None
 
 
 def trailing_word(text: str) -> str:

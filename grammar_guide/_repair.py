@@ -29,7 +29,7 @@ from ._edit_search import (
     whole_words,
 )
 from ._events import CutReason
-from ._reader import looks_like_aside, prose_after_answer, prose_run, trailing_word
+from ._reader import looks_like_aside, prose_after_answer, prose_run, reads_as_code, trailing_word
 from ._text import is_word_char
 
 __all__ = [
@@ -171,12 +171,14 @@ def _leave_prose(checker: Checker, at: int, moved: str, *, final: bool, floor: i
 
 def _resume_after_prose(checker: Checker, cut: int, joined: str, span: range, final: bool) -> Edit | None:
     """The edit that leaves out the prose from ``cut`` up to the first word start in ``span``
-    (or its end) after which the draft's text reads on conclusively, or ``None``."""
+    (or its end) after which the draft's text reads on conclusively, and not as more prose
+    (``AND The answer is here`` does not resume at ``answer is here``), or ``None``."""
+    keywords = grammar_keywords(checker)
     gap = " " if cut and joined[cut - 1 : cut].strip() else ""
     for resume in span:
         word_start = resume > span.start and is_word_char(joined[resume : resume + 1]) and joined[resume - 1] == " "
         rest = joined[resume:].lstrip()
-        if not (word_start or resume == span.stop - 1) or not rest:
+        if not (word_start or resume == span.stop - 1) or not rest or not reads_as_code(rest, keywords):
             continue
         tried = try_edit(checker, cut, gap, rest)
         if tried is None:

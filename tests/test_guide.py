@@ -630,6 +630,15 @@ def test_a_sql_answer_that_is_all_prose_is_no_answer():
     assert [c.reason for c in partial.events if isinstance(c, Cut)] == ["prose"]
 
 
+def test_an_answer_does_not_resume_inside_the_prose():
+    # Not 'AND answer is here': the words after 'The' are the sentence's, not a condition.
+    with pytest.raises(GuideExhausted) as caught:
+        run(lambda prompt: "SELECT a FROM t WHERE x = 1 AND The answer is here", "sqlite")
+    partial = caught.value.result
+    assert partial.text == "SELECT a FROM t WHERE x = 1 AND"
+    assert [c.reason for c in partial.events if isinstance(c, Cut)] == ["prose"]
+
+
 def test_a_grammar_that_accepts_nothing_does_not_take_prose_as_a_faithful_empty_answer():
     items = Grammar.from_lark('start: item*\nitem: "x"\n')
     result = run(lambda prompt: "I think the answer is that there are no items here.", items)

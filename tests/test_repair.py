@@ -6,7 +6,7 @@ import pytest
 
 from grammar_guide import Correction, Grammar, GuideExhausted, guide
 from grammar_guide import _repair as repair
-from grammar_guide._lexemes import is_word
+from grammar_guide._lexemes import is_operator, is_word
 from tests.conftest import ARITHMETIC
 from tests.support import sqlite_oracle
 
@@ -227,6 +227,8 @@ def test_issue_28_answers_keep_their_lexemes(sqlite: Grammar, answer: str, fixed
         "SELECT Record_Company FROM ORDER BY Year_of_Founded DESC",
         "SELECT name FROM t WHERE x AS 1",
         "The answer is SELECT 1",
+        # '> ALL (' became '( ALL (': an operator is not a bracket.
+        "SELECT Name FROM country WHERE Population > ALL (SELECT Population FROM country WHERE Continent = 'Europe')",
     ],
 )
 def test_no_edit_makes_a_word_an_operator_or_another_keyword(sqlite: Grammar, answer: str) -> None:
@@ -238,6 +240,8 @@ def test_no_edit_makes_a_word_an_operator_or_another_keyword(sqlite: Grammar, an
         result = exc.result
     keywords = repair.grammar_keywords(sqlite.checker())
     for edit in repairs(result):
+        if edit.rule == "edit" and is_operator(edit.removed.strip()):
+            assert not edit.text.strip() or is_operator(edit.text.strip()), edit
         if edit.rule != "edit" or not is_word(edit.removed.strip()):
             continue
         written = edit.text.strip()
