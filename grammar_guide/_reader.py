@@ -250,7 +250,7 @@ def prose_after_answer(text: str, rejected: str, floor: int, complete_at: Callab
 #: Document markup a chat model writes around its answer (``\\end{code}``, ``</code>``).
 _MARKUP = re.compile(r"\\(?:end|begin)\{\w*\}?|</?\s*(?:code|pre|sql|answer|query)\b", re.IGNORECASE)
 #: A word of a sentence, with the punctuation sentences put after words.
-_PROSE_WORD = re.compile(r"[A-Za-z]+(?:['’][a-z]+)?[.,!?:;]?")
+_PROSE_WORD = re.compile(r"\(?[A-Za-z]+(?:['’][a-z]+)?\)?[.,!?:;]?")
 _LAST_WORD = re.compile(r"[A-Za-z]+(?:['’][a-z]+)?[.,!?:;]?$")
 _PROSE_REACH = 3  # accepted words before the violation a sentence may have begun with
 #: Words of English sentences; two of them (that are not the grammar's keywords) among three or
@@ -381,19 +381,22 @@ def prose_run(text: str, at: int, rejected: str, keywords: frozenset[str]) -> tu
     for match in _PROSE_WORD.finditer(joined, start):
         if match.start() != end and joined[end : match.start()] != " ":
             break
-        words.append(match.group().rstrip(".,!?:;").lower())
+        words.append(match.group().strip("().,!?:;").lower())
         end = match.end()
     if end <= at:
         return None  # the violation is not in the run
+    if re.fullmatch(r"\s*[a-z]+ ", joined[:start]):
+        start = len(joined[:start]) - len(joined[:start].lstrip())  # its first word: 'select the customer
     prose = [w for w in words if w in _FUNCTION_WORDS and w not in keywords]
     return (start, end) if len(words) >= 3 and len(prose) >= 2 else None
 
 
 def reads_as_code(text: str, keywords: frozenset[str]) -> bool:
-    """Whether an answer may resume at the start of ``text`` after prose: it does not begin with
-    an English function word (``here``, ``answer``) that is not a keyword, nor with a sentence."""
-    word = _PROSE_WORD.match(text)
-    if word is not None and word.group().rstrip(".,!?:;").lower() in _FUNCTION_WORDS - keywords:
+    """Whether an answer may resume at the start of ``text`` after prose: none of its first
+    three words is an English function word (``here``, ``the``) that is not a keyword, and it
+    does not begin a sentence."""
+    words = [w.strip("().,!?:;").lower() for w in text.split(maxsplit=3)[:3]]
+    if any(w in _FUNCTION_WORDS - keywords for w in words):
         return False
     return prose_run("", 0, text, keywords) is None
 

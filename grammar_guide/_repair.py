@@ -5,10 +5,14 @@ emits nothing and leaves the checker as it was; the loop acts on its answer.
 
 A draft that writes ``ILIKE`` in SQLite SQL, a misspelt keyword, or one ``)`` too many meant
 something close to a valid text. Before asking the target model, the loop tries small edits at the
-violation (drop a few characters, replace the word with the nearest keyword the grammar expects,
-insert a short expected token) and keeps the one under which the checker reads furthest into the
-draft's text. An edit is used only when the evidence supports it conclusively; otherwise the target
-model decides.
+violation (``_edit_search``: drop a stray mark, replace a misspelt keyword, quote a name with
+spaces, insert a missing mark, rewrite a known slip) and keeps the one under which the checker
+reads furthest into the draft's text, at the least cost in the draft's lexemes. An edit is used
+only when the evidence supports it conclusively; otherwise the target model decides.
+
+Prose is never made into code: a sentence the draft wrote where its answer goes (``The answer is
+3 + 4``, ``That's fine. Maybe``) or document markup (``\\end{code}``) is left out where the
+answer reads on after it, and cut otherwise.
 """
 
 from __future__ import annotations

@@ -630,6 +630,15 @@ def test_a_sql_answer_that_is_all_prose_is_no_answer():
     assert [c.reason for c in partial.events if isinstance(c, Cut)] == ["prose"]
 
 
+def test_reasoning_prose_that_begins_with_a_keyword_is_not_edited_into_sql():
+    # Issue 28: 'select the customer, (select CZK currency) with, the least, ...' before.
+    with pytest.raises(GuideExhausted) as caught:
+        run(lambda prompt: "select the customer (in CZK currency) with the least consumption in 2011", "sqlite")
+    partial = caught.value.result
+    assert partial.text == "" and partial.changes.dropped == 1
+    assert not [c for c in corrections(partial) if c.source == "repair" and c.text.strip()]
+
+
 def test_an_answer_does_not_resume_inside_the_prose():
     # Not 'AND answer is here': the words after 'The' are the sentence's, not a condition.
     with pytest.raises(GuideExhausted) as caught:
