@@ -296,10 +296,11 @@ class GuideLoop(TargetSteps):
         if self._append_forced("forced"):
             return Outcome.REPAIRED
         if await self._get_target() is None:
-            if self.checker.text not in self.reasked:
+            asked = self.checker.text.rstrip()  # (white space the draft wrote again is no new prefix)
+            if asked not in self.reasked:
                 # No edit fixes it and no model may write here: ask the draft again from the
                 # valid prefix, once.
-                self.reasked.add(self.checker.text)
+                self.reasked.add(asked)
                 return Outcome.REPAIRED
             # Give up on the rest of the draft: it is left out, and says so.
             self.emit(Cut(len(self.checker.text), rejected, reason="unrepaired", call=rnd.index))

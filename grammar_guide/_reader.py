@@ -393,11 +393,14 @@ def prose_run(text: str, at: int, rejected: str, keywords: frozenset[str]) -> tu
 
 def reads_as_code(text: str, keywords: frozenset[str]) -> bool:
     """Whether an answer may resume at the start of ``text`` after prose: none of its first
-    three words is an English function word (``here``, ``the``) that is not a keyword, and it
-    does not begin a sentence."""
-    words = [w.strip("().,!?:;").lower() for w in text.split(maxsplit=3)[:3]]
-    if any(w in _FUNCTION_WORDS - keywords for w in words):
+    three words is an English function word (``here``, ``the``) that is not a keyword, at most
+    one of them a plain lower-case word that is not a keyword, and it does not begin a sentence."""
+    words = [w.strip("().,!?:;") for w in text.split(maxsplit=3)[:3]]
+    if any(w.lower() in _FUNCTION_WORDS - keywords for w in words):
         return False
+    plain = [w for w in words if re.fullmatch(r"[a-z]+(?:-[a-z]+)*", w) and w not in keywords]
+    if len(plain) >= 2:
+        return False  # 'a step-by-step breakdown': words of a sentence, not names of code
     return prose_run("", 0, text, keywords) is None
 
 

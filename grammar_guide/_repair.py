@@ -181,8 +181,9 @@ def _resume_after_prose(checker: Checker, cut: int, joined: str, span: range, fi
     gap = " " if cut and joined[cut - 1 : cut].strip() else ""
     for resume in span:
         word_start = resume > span.start and is_word_char(joined[resume : resume + 1]) and joined[resume - 1] == " "
+        run_end = resume == span.stop - 1 and joined[resume : resume + 1].isspace()  # not '-by' of 'step-by'
         rest = joined[resume:].lstrip()
-        if not (word_start or resume == span.stop - 1) or not rest or not reads_as_code(rest, keywords):
+        if not (word_start or run_end) or not rest or not reads_as_code(rest, keywords):
             continue
         tried = try_edit(checker, cut, gap, rest)
         if tried is None:
