@@ -124,13 +124,14 @@ def test_no_edit_turns_the_drafts_text_into_a_comment(sqlite: Grammar) -> None:
 
 
 def test_dropping_the_mark_before_the_violation_never_joins_two_words(sqlite: Grammar) -> None:
-    """Prose after SELECT (a real answer): the '-' of 'step-by-step' is never dropped to make 'stepby'."""
+    """Prose after SELECT (a real answer): the '-' of 'step-by-step' is never dropped to make 'stepby';
+    since issue 28 the prose is not made into code at all: it is cut."""
     answer = "SELECT The question is quite complex. Here is a step-by-step breakdown of the SQL query:"
     try:
         text = guide(lambda prompt: answer, sqlite, "q", target=False).text
     except GuideExhausted as exc:  # prose: without a target nothing but invention would finish it
         text = exc.result.text
-    assert "stepby" not in text and "step" in text
+    assert "stepby" not in text and text == "SELECT"
 
 
 def test_brackets_left_open_where_the_statement_ends_are_closed(sqlite: Grammar) -> None:
