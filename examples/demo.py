@@ -6,9 +6,11 @@ keeps it valid SQLite (repairing the draft's slip with the local SmolLM2 target)
 The default draft is scripted, and says so: the answer a chat model typically gives to this
 question, with the slips such answers have: a Markdown code fence, the name ``author_id`` escaped
 for Markdown as ``author\\_id`` (as in GPT-4's answers on BIRD mini-dev, see benchmarks/README.md),
-and the answer cut off by its token limit after ``b.pages >``. The grammar undoes the escape and
-drops the fence; the local SmolLM2 target writes the end of the query (`` 500;``) from the
-question. SmolLM2-135M, the only model shipped, is too small to answer the question itself;
+and a comparison that lost its operator (``b.pages 500``). The grammar undoes the escape and drops
+the fence; ten one-mark edits read the draft's ``500`` on equally well (``>``, ``<``, ``=``, …),
+and the local SmolLM2 target picks the likeliest of them given the question (``>``): it chooses
+between the draft's readings, it does not write the query's values. SmolLM2-135M, the only model
+shipped, is too small to answer the question itself;
 ``--draft local`` lets it try, sharing one model copy and one KV cache with the target.
 
 The same from the command line (the query goes to stdout, so SQLite can run it)::
@@ -38,14 +40,15 @@ DATABASE = Path(__file__).with_name("books.sql")
 QUESTION = "Which books by French authors have more than 500 pages? Give the title and the author's name."
 
 #: What a chat model typically answers (scripted): the right query in the wrong form for SQLite: a
-#: code fence, a name escaped for Markdown (``author\_id``, a slip of GPT-4's BIRD answers), and
-#: cut off by the token limit before the end.
+#: code fence, a name escaped for Markdown (``author\_id``, a slip of GPT-4's BIRD answers), and a
+#: comparison without its operator.
 CHAT_ANSWER = (
     "```sql\n"
     "SELECT b.title, a.name\n"
     "FROM books AS b\n"
     "JOIN authors AS a ON a.id = b.author\\_id\n"
-    "WHERE a.country = 'France' AND b.pages >"
+    "WHERE a.country = 'France' AND b.pages 500;\n"
+    "```"
 )
 
 
@@ -106,7 +109,7 @@ def main(argv: list[str] | None = None) -> int:
         draft = FunctionDraft(chat_answer, name="scripted chat answer")
         progress.status(
             "draft: SCRIPTED, a chat model's typical answer with its slips "
-            "(a Markdown fence, author\\_id, cut off by its token limit)"
+            "(a Markdown fence, author\\_id, a comparison without its operator)"
         )
 
     grammar = gg.Grammar.builtin("sqlite")

@@ -42,6 +42,7 @@ from ._events import (
     GuideStats,
 )
 from ._grammar import Grammar, Rewrite, Terminal
+from ._provenance import Dropped, Origin
 from ._rate_gate import RateGate
 from ._trace import GuideResult
 
@@ -71,6 +72,7 @@ __all__ = [
     "DraftPath",
     "DraftRequest",
     "DraftSpan",
+    "Dropped",
     "EditRule",
     "Event",
     "FunctionDraft",
@@ -84,6 +86,7 @@ __all__ = [
     "GuideResult",
     "GuideStats",
     "MissingDependencyError",
+    "Origin",
     "ProviderConnectionError",
     "ProviderError",
     "ProviderResponseError",

@@ -23,7 +23,7 @@ from ._batch import RowResult
 from ._batch_input import row_key
 from ._errors import BatchOutputError
 
-__all__ = ["ResultLog", "row_record"]
+__all__ = ["ResultLog", "read_records", "row_record"]
 
 
 def row_record(outcome: RowResult, config: str) -> dict[str, Any]:
@@ -106,6 +106,27 @@ class ResultLog:
         if not self._stream.closed:
             self.sync()
             self._stream.close()
+
+
+def read_records(folder: Path, config: str) -> dict[str, dict[str, Any]]:
+    """The rows written to the ``*.jsonl`` files of ``folder`` (several writers' logs, as the Ray
+    stage's actors leave them), by row key: the last line of each. Whole lines only (a file
+    another writer is still appending to is read, never cut); a line of another configuration
+    raises ``BatchOutputError``, as ``ResultLog.open`` does."""
+    records: dict[str, dict[str, Any]] = {}
+    for path in sorted(folder.glob("*.jsonl")):
+        data = path.read_bytes()
+        whole = data[: data.rfind(b"\n") + 1]
+        for number, line in enumerate(whole.splitlines(), 1):
+            record = _record_of(line, path, number)
+            if record.get("config") != config:
+                raise BatchOutputError(
+                    f"{path} was written under another configuration (line {number}): give another folder",
+                    path=str(path),
+                    line=number,
+                )
+            records[row_key(record.get("id"), record.get("line"))] = record
+    return records
 
 
 def _lock(stream: IO[bytes], path: Path) -> None:

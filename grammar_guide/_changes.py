@@ -12,8 +12,11 @@ The events are the record of where each part of the text came from (``DraftSpan`
 - ``edits``: the least edit of the draft's text (a lexeme dropped, inserted or replaced);
 - ``invented``: text that the target wrote, or a completion beyond closing marks;
 - ``dropped``: the draft's answer left out (a dead end, text no edit could repair, text a budget
-  left unread, words a repair took away and put nothing in place of: a dangling JSON key), or
-  prose where it was all the draft wrote (the text is then none of the draft's).
+  left unread, the unfinished last words taken back, words a repair took away and put nothing in
+  place of: a dangling JSON key), or prose where it was all the draft wrote (the text is then
+  none of the draft's);
+- ``other_answers``: another answer the draft began after a complete one (a second SQL
+  statement), left out: not part of the answer, but named.
 
 The text is ``faithful`` to the draft when it has no edit, nothing invented and nothing dropped,
 and some of it is the draft's (a draft that wrote only prose has no answer to be faithful to).
@@ -31,7 +34,7 @@ __all__ = ["Changes", "changes_of"]
 #: Marks that close what the text opened: a close made of these (and white space) invents nothing.
 CLOSING_MARKS = frozenset(")]}\"'`;")
 #: Cuts that leave out the draft's answer itself (every other cut is not part of the answer).
-_ANSWER_CUTS = frozenset({"dead end", "unrepaired", "budget"})
+_ANSWER_CUTS = frozenset({"dead end", "unrepaired", "budget", "unfinished"})
 
 
 @dataclass(frozen=True)
@@ -43,7 +46,9 @@ class Changes:
     invented: int = 0
     dropped: int = 0
     closed: int = 0
-    #: Characters of the text the draft wrote, kept as written.
+    other_answers: int = 0
+    #: Characters of the text the draft wrote, kept as written or rewritten from its dialect
+    #: (T-SQL's ``SELECT TOP 3 ...`` rewritten whole is the draft's answer).
     drafted_chars: int = 0
 
     @property
@@ -53,22 +58,33 @@ class Changes:
 
     def summary(self) -> str:
         """``faithful``, or what was changed: ``2 edits, 1 invented``; rewrites and closing
-        marks are named too, after ``faithful`` when they are all there is."""
-        changed = _counted((self.edits, "edit"), (self.invented, "invented"), (self.dropped, "dropped"))
-        kept = _counted((self.rewrites, "rewrite"), (self.closed, "closed"))
+        marks are named too, after ``faithful`` when they are all there is; other answers cut
+        always are."""
+        changed = _counted(
+            (self.edits, "edit"),
+            (self.invented, "invented"),
+            (self.dropped, "dropped"),
+            (self.other_answers, "other answer cut"),
+        )
+        kept = _counted((self.rewrites, "rewrite"), (self.closed, "closed"), (self.other_answers, "other answer cut"))
         if self.faithful:
             return "faithful" + (f" ({kept})" if kept else "")
-        if not changed:
+        if not (self.edits or self.invented or self.dropped):
             return "no text of the draft's answer"
         return changed
+
+
+#: The count each kind of cut adds to (other cuts leave out what is not the answer).
+_CUT_COUNTS = {**dict.fromkeys(_ANSWER_CUTS, "dropped"), "another answer": "other_answers"}
 
 
 def _counted(*counts: tuple[int, str]) -> str:
     words = []
     for n, word in counts:
         if n:
-            plural = "s" if n > 1 and word not in ("invented", "dropped", "closed") else ""
-            words.append(f"{n} {word}{plural}")
+            if n > 1 and word not in ("invented", "dropped", "closed"):
+                word = word.replace("answer", "answers") if "answer" in word else word + "s"
+            words.append(f"{n} {word}")
     return ", ".join(words)
 
 
@@ -78,19 +94,21 @@ def _is_close(text: str) -> bool:
 
 def changes_of(events: Iterable[Event]) -> Changes:
     """Count what ``events`` did to the draft's answer."""
-    counts = {"edits": 0, "rewrites": 0, "invented": 0, "dropped": 0, "closed": 0, "drafted_chars": 0}
+    counts = dict.fromkeys(("edits", "rewrites", "invented", "dropped", "closed", "other_answers", "drafted_chars"), 0)
     prose = 0
     for event in events:
         if isinstance(event, DraftSpan):
             counts["drafted_chars"] += len(event.text)
-        elif isinstance(event, Cut) and event.reason in _ANSWER_CUTS and event.text.strip():
-            counts["dropped"] += 1
+        elif isinstance(event, Cut) and event.text.strip() and event.reason in _CUT_COUNTS:
+            counts[_CUT_COUNTS[event.reason]] += 1
         elif isinstance(event, Cut) and event.reason == "prose" and event.text.strip():
             prose += 1
         elif isinstance(event, Correction):
             kind = _correction_kind(event)
             if kind is not None:
                 counts[kind] += 1
+            if kind == "rewrites":  # the draft's own text, in the grammar's spelling
+                counts["drafted_chars"] += len(event.text)
     if not counts["drafted_chars"]:
         counts["dropped"] += prose  # prose was all the draft wrote: it gave no answer
     return Changes(**counts)

@@ -39,10 +39,23 @@ replaced lexeme: the draft's text changed); ``prose``, a sentence the draft wrot
 answer goes (``The answer is 3 + 4``) left out, the answer read on after it."""
 
 CutReason = Literal[
-    "preamble", "after complete text", "restated", "stop", "dead end", "unrepaired", "formatting", "budget", "prose"
+    "preamble",
+    "after complete text",
+    "another answer",
+    "restated",
+    "stop",
+    "dead end",
+    "unfinished",
+    "unrepaired",
+    "formatting",
+    "budget",
+    "prose",
 ]
 """Why drafted text was left out: ``preamble`` (prose before the answer), ``after complete text``
-(a closing fence or an explanation after a complete answer), ``restated`` (a restating draft
+(a closing fence or an explanation after a complete answer), ``another answer`` (after a complete
+answer, the draft began another: a second SQL statement, with any comment before it),
+``unfinished`` (the draft's last words, which only invented text could finish, taken back to where
+closing marks end the text: ``WHERE id = ``), ``restated`` (a restating draft
 repeated accepted text), ``stop`` (from a stop string on), ``dead end`` (a word the text could
 never be completed after, taken back before the target wrote), ``unrepaired`` (the rejected
 text after a violation that no edit fixed and no model could repair), ``formatting`` (chat

@@ -40,6 +40,7 @@ __all__ = ["Grammar", "Rewrite", "Terminal"]
 _BUILTIN_PACKAGE = "grammar_guide.grammars"
 _BUILTIN_DIR = Path(__file__).resolve().parent.parent / "grammars"
 _LEXER_DIRECTIVE = re.compile(r"(?m)^//[ \t]*grammar-guide:[ \t]*lexer=(\w+)")
+_REWRITES_DIRECTIVE = re.compile(r"(?m)^//[ \t]*grammar-guide:[ \t]*rewrites=(\S+)")
 
 
 @dataclass(frozen=True)
@@ -192,12 +193,13 @@ class Grammar:
         cls, path: str | Path, start: str = "start", *, lexer: Lexer | None = None, regex: bool = False
     ) -> Grammar:
         """Load a ``.lark`` file; ``%import`` of sibling grammar files works. A sibling
-        ``<name>.rewrites.json`` file gives the grammar's rewrites (see ``Rewrite``). A file may
+        ``<name>.rewrites.json`` file gives the grammar's rewrites (see ``Rewrite``), or the one a
+        comment line names (``// grammar-guide: rewrites=sqlite.rewrites.json``). A file may
         say how it is read with a comment line ``// grammar-guide: lexer=greedy`` (``lexer``
         overrides it; the default is ``"dynamic"``). ``regex``: as in ``from_lark``."""
         path = Path(path)
         text = path.read_text(encoding="utf-8")
-        sidecar = path.with_name(f"{path.stem}.rewrites.json")
+        sidecar = path.with_name(_rewrites_file(text, path.stem))
         rewrites = _load_rewrites(sidecar) if sidecar.is_file() else ()
         declared = _LEXER_DIRECTIVE.search(text)
         return cls.from_lark(
@@ -305,6 +307,16 @@ class Grammar:
         return frozenset(starts)
 
     @functools.cached_property
+    def ignored_text(self) -> re.Pattern[str]:
+        """A run of text the grammar ignores between its tokens (``%ignore``: white space,
+        comments); white space for a grammar that is not Lark text."""
+        if self._lark is None:
+            return re.compile(r"\s*")
+        terminals = (self.terminals.get(name) for name in self._lark.ignore_tokens)
+        parts = [t.pattern for t in terminals if t is not None]
+        return re.compile("(?:" + "|".join(parts) + ")*" if parts else "")
+
+    @functools.cached_property
     def guard_terminals(self) -> frozenset[str]:
         """Names of terminals that lead nowhere: those matching no text, and those only ever
         followed by one (a dead-end guard ``_WORD _NEVER``). Diagnostics do not list them."""
@@ -372,6 +384,12 @@ class Grammar:
         return self._lark
 
 
+def _rewrites_file(text: str, stem: str) -> str:
+    """The name of the rewrites file of grammar file ``stem``.lark whose text is ``text``."""
+    declared = _REWRITES_DIRECTIVE.search(text)
+    return declared.group(1) if declared else f"{stem}.rewrites.json"
+
+
 # -- builtins -----------------------------------------------------------------------------------
 
 
@@ -388,8 +406,9 @@ def _builtin(name: str) -> Grammar:
     if f"{name}.lark" in entries:
         with resources.as_file(entries[f"{name}.lark"]) as path:
             grammar = Grammar.from_file(path)
-        if f"{name}.rewrites.json" in entries:
-            with resources.as_file(entries[f"{name}.rewrites.json"]) as path:
+            sidecar = _rewrites_file(path.read_text(encoding="utf-8"), name)
+        if sidecar in entries:
+            with resources.as_file(entries[sidecar]) as path:
                 grammar.rewrites = _load_rewrites(path)
         return grammar
     names = ", ".join(Grammar.builtin_names()) or "none"

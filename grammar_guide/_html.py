@@ -22,12 +22,11 @@ from __future__ import annotations
 import hashlib
 import html
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from ._changes import changes_of
 from ._events import Correction, CorrectionReason, Cut, CutReason, DraftSpan, Event, GrammarViolation, GuideStats
-from ._text import line_column
+from ._provenance import Context, Rebuilt, rebuild
 
 __all__ = ["render_fragment", "render_html"]
 
@@ -57,9 +56,6 @@ def _e(value: object) -> str:
 
 
 # -- rebuilding the text from the events -----------------------------------------------------
-
-_KEPT_KINDS = ("draft", "target", "forced", "healed", "repair", "completion")
-_DISCARDED_KINDS = ("violation", "cut")
 
 _LABELS = {
     "draft": "Drafted, kept",
@@ -104,6 +100,8 @@ _REASONS: dict[CorrectionReason, str] = {
 _CUT_REASONS: dict[CutReason, str] = {
     "preamble": "prose before the answer",
     "after complete text": "text after a complete answer",
+    "another answer": "another answer after a complete one (a second statement)",
+    "unfinished": "unfinished words that only invented text could complete",
     "restated": "the draft restated text already accepted",
     "stop": "from a stop string on",
     "dead end": "a word the text could never be completed after",
@@ -149,187 +147,6 @@ def _why(event: Correction, violation: GrammarViolation | None) -> str:
 def _cut_why(event: Cut) -> str:
     why = _CUT_REASONS.get(event.reason, event.reason)
     return f"{why} ({event.detail})" if event.detail else why
-
-
-@dataclass
-class _Segment:
-    kind: str
-    text: str
-    event: int | None
-    piece: int = 0
-
-    @property
-    def discarded(self) -> bool:
-        return self.kind in _DISCARDED_KINDS
-
-
-@dataclass
-class _Context:
-    """What the page shows about an event beyond its own fields."""
-
-    line: int
-    column: int
-    violation: GrammarViolation | None = None
-    repair: Correction | None = None
-    removed: bool = False
-
-
-@dataclass
-class _Rebuilt:
-    segments: list[_Segment]
-    contexts: dict[int, _Context] = field(default_factory=dict)
-    exact: bool = True
-
-
-class _Builder:
-    def __init__(self) -> None:
-        self.segments: list[_Segment] = []
-        self.accepted = ""
-        self.exact = True
-
-    def _index_at(self, offset: int) -> int:
-        """The index at which a segment lands at ``offset`` of the accepted text (after any
-        discarded segments already there), splitting a kept segment if needed."""
-        pos = 0
-        for i, seg in enumerate(self.segments):
-            if seg.discarded:
-                continue
-            end = pos + len(seg.text)
-            if offset <= pos:
-                return i
-            if offset < end:
-                cut = offset - pos
-                right = _Segment(seg.kind, seg.text[cut:], seg.event, seg.piece + 1)
-                seg.text = seg.text[:cut]
-                self.segments.insert(i + 1, right)
-                return i + 1
-            pos = end
-        return len(self.segments)
-
-    def _clamp(self, offset: int) -> int:
-        if offset < 0 or offset > len(self.accepted):
-            self.exact = False
-            return max(0, min(offset, len(self.accepted)))
-        return offset
-
-    def insert(self, offset: int, text: str, kind: str, event: int, piece: int = 0) -> _Segment | None:
-        if not text:
-            return None
-        offset = self._clamp(offset)
-        segment = _Segment(kind, text, event, piece)
-        self.segments.insert(self._index_at(offset), segment)
-        if kind not in _DISCARDED_KINDS:
-            self.accepted = self.accepted[:offset] + text + self.accepted[offset:]
-        return segment
-
-    def _range(self, start: int, stop: int) -> tuple[int, int]:
-        """Split so that the kept text ``[start, stop)`` is whole segments; return their indices."""
-        first = self._index_at(start)
-        last = self._index_at(stop)
-        while first < last and self.segments[first].discarded:
-            first += 1
-        return first, last
-
-    def relabel(self, start: int, stop: int, kind: str, event: int) -> None:
-        first, last = self._range(start, stop)
-        piece = 0
-        for seg in self.segments[first:last]:
-            if not seg.discarded:
-                seg.kind, seg.event, seg.piece = kind, event, piece
-                piece += 1
-
-    def take_back(self, start: int) -> None:
-        """Drop the kept text from ``start`` to the end (discarded segments there stay)."""
-        first, last = self._range(start, len(self.accepted))
-        self.segments[first:last] = [seg for seg in self.segments[first:last] if seg.discarded]
-        self.accepted = self.accepted[:start]
-
-    def remove(self, start: int, stop: int, kind: str, event: int) -> None:
-        first, last = self._range(start, stop)
-        removed = "".join(seg.text for seg in self.segments[first:last] if not seg.discarded)
-        kept_discards = [seg for seg in self.segments[first:last] if seg.discarded]
-        self.segments[first:last] = [*kept_discards, _Segment(kind, removed, event)]
-        self.accepted = self.accepted[:start] + self.accepted[stop:]
-
-
-def _rebuild(result: GuideResult) -> _Rebuilt:
-    b = _Builder()
-    contexts: dict[int, _Context] = {}
-    violation: GrammarViolation | None = None
-    # The struck-through segment of the last violation, while a repair of it may be followed by
-    # the draft's own text taken from the rejected text (then only the rest stays struck).
-    struck: _Segment | None = None
-    repaired = False
-    # The rejected text after such reused draft text, until a later violation reports it again.
-    leftover: _Segment | None = None
-    for i, event in enumerate(result.events):
-        line, column = line_column(b.accepted, max(0, min(event.offset, len(b.accepted))))
-        context = _Context(line, column)
-        contexts[i] = context
-        if isinstance(event, GrammarViolation):
-            if leftover is not None and event.offset == len(b.accepted) and event.rejected.startswith(leftover.text):
-                b.segments.remove(leftover)
-        elif not isinstance(event, (DraftSpan, Correction)) or (
-            isinstance(event, Correction) and event.source != "repair"
-        ):
-            struck = None
-        leftover = None
-        if isinstance(event, DraftSpan):
-            violation = None
-            j = -1
-            if struck is not None and repaired and struck.event is not None:
-                owner = result.events[struck.event]
-                if getattr(owner, "call", None) == event.call and event.offset == len(b.accepted):
-                    j = struck.text.find(event.text)
-            if struck is not None and j >= 0:
-                rest = struck.text[j + len(event.text) :]
-                struck.text = struck.text[:j]
-                b.insert(event.offset, event.text, "draft", i)
-                leftover = b.insert(len(b.accepted), rest, "violation", struck.event, struck.piece + 1)  # type: ignore[arg-type]
-            else:
-                b.insert(event.offset, event.text, "draft", i)
-            struck, repaired = None, False
-        elif isinstance(event, GrammarViolation):
-            violation = event
-            context.line, context.column = event.line, event.column
-            taken_back = b.accepted[event.offset :]
-            if taken_back and event.offset >= 0 and event.rejected.startswith(taken_back):
-                # A repair took back accepted text from the offset on; it is part of ``rejected``.
-                context.removed = True
-                b.take_back(event.offset)
-            struck, repaired = b.insert(event.offset, event.rejected, "violation", i), False
-        elif isinstance(event, Correction):
-            context.violation = violation
-            if event.source == "repair":
-                repaired = struck is not None
-                if struck is not None and struck.event is not None:
-                    contexts[struck.event].repair = event
-            if event.source == "healed":
-                offset = b._clamp(event.offset)
-                present = b.accepted[offset : offset + len(event.text)]
-                if present == event.text:
-                    b.relabel(offset, offset + len(event.text), "healed", i)
-                elif event.text.startswith(b.accepted[offset:]):
-                    tail = len(b.accepted) - offset
-                    b.relabel(offset, len(b.accepted), "healed", i)
-                    b.insert(len(b.accepted), event.text[tail:], "healed", i)
-                else:
-                    b.insert(offset, event.text, "healed", i)
-            else:
-                kind = event.source if event.source in _KEPT_KINDS else "target"
-                b.insert(event.offset, event.text, kind, i)
-        elif isinstance(event, Cut):
-            stop = event.offset + len(event.text)
-            if event.text and 0 <= event.offset < len(b.accepted) and b.accepted[event.offset : stop] == event.text:
-                context.removed = True
-                b.remove(event.offset, stop, "cut", i)
-            else:
-                b.insert(event.offset, event.text, "cut", i)
-    segments = [s for s in b.segments if s.text]
-    exact = b.exact and b.accepted == result.text
-    if not exact:
-        segments = [_Segment("draft", result.text, None)]
-    return _Rebuilt(segments, contexts, exact)
 
 
 # -- formatting helpers -----------------------------------------------------------------------
@@ -399,7 +216,7 @@ def _alternatives_html(event: Correction) -> str:
     return '<span class="gg-alts">' + "".join(rows) + "</span>"
 
 
-def _tooltip(event: Event, context: _Context) -> str:
+def _tooltip(event: Event, context: Context) -> str:
     where = f"line {context.line}, column {context.column}"
     if isinstance(event, Correction):
         title = _LABELS[event.source if event.source in _LABELS else "target"]
@@ -451,7 +268,7 @@ def _tooltip(event: Event, context: _Context) -> str:
 # -- the page -----------------------------------------------------------------------------
 
 
-def _segments_html(rebuilt: _Rebuilt, result: GuideResult, prefix: str) -> str:
+def _segments_html(rebuilt: Rebuilt, result: GuideResult, prefix: str) -> str:
     out = []
     for seg in rebuilt.segments:
         text = f'<span class="gg-t">{_e(seg.text)}</span>'
@@ -534,7 +351,7 @@ def _summary_html(result: GuideResult) -> str:
     )
 
 
-def _legend_html(rebuilt: _Rebuilt, result: GuideResult) -> str:
+def _legend_html(rebuilt: Rebuilt, result: GuideResult) -> str:
     used = {seg.kind for seg in rebuilt.segments}
     shown = (result.events[seg.event] for seg in rebuilt.segments if seg.event is not None)
     restated = any(isinstance(event, Cut) and event.reason == "restated" for event in shown)
@@ -556,7 +373,7 @@ def _legend_html(rebuilt: _Rebuilt, result: GuideResult) -> str:
     return '<ul class="gg-legend" aria-label="Legend">' + "".join(items) + "</ul>"
 
 
-def _timeline_html(result: GuideResult, rebuilt: _Rebuilt, prefix: str) -> str:
+def _timeline_html(result: GuideResult, rebuilt: Rebuilt, prefix: str) -> str:
     if not result.events:
         return ""
     anchored = {seg.event for seg in rebuilt.segments if seg.event is not None and seg.piece == 0}
@@ -699,7 +516,7 @@ def _prefix(result: GuideResult) -> str:
 
 def render_fragment(result: GuideResult) -> str:
     """The trace as one ``<div>`` with its own scoped styles (for notebooks and embedding)."""
-    rebuilt = _rebuild(result)
+    rebuilt = rebuild(result.events, result.text)
     prefix = _prefix(result)
     warning = ""
     if not rebuilt.exact:

@@ -12,6 +12,7 @@ import enum
 import math
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from typing import TYPE_CHECKING, Literal
 
 from . import _repair as repair
@@ -74,6 +75,7 @@ class GuideLoop(TargetSteps):
         self.last_violation: tuple[int, str] | None = None
         self.floor = 0  # text someone other than the draft chose is never taken back
         self.reasked: set[str] = set()  # valid prefixes the draft was asked again from
+        self.unanswered: Cut | None = None  # the rejected text the draft was last asked again after
         self.continued: set[str] = set()  # complete texts the draft was asked to continue
         self.drafting = Drafting(
             draft,
@@ -99,6 +101,7 @@ class GuideLoop(TargetSteps):
                     raise ValueError(f"seed_text is not a valid prefix of the grammar: {self.checker.violation}")
                 self.emit(DraftSpan(0, seed_text, call=0))
             await self._rounds()
+            self._cut_unanswered()
         except ProviderError as exc:
             exc.result = self.result(complete=False)
             raise
@@ -126,6 +129,7 @@ class GuideLoop(TargetSteps):
             if outcome is Outcome.DONE:
                 return
             if outcome is Outcome.DRAFT_DONE:
+                self._cut_unanswered()
                 await self._finish("the draft finished its answer")
                 return
             stalls = stalls + 1 if outcome is Outcome.STALLED else 0
@@ -301,6 +305,7 @@ class GuideLoop(TargetSteps):
                 # No edit fixes it and no model may write here: ask the draft again from the
                 # valid prefix, once.
                 self.reasked.add(asked)
+                self.unanswered = Cut(len(self.checker.text), rejected, reason="unrepaired", call=rnd.index)
                 return Outcome.REPAIRED
             # Give up on the rest of the draft: it is left out, and says so.
             self.emit(Cut(len(self.checker.text), rejected, reason="unrepaired", call=rnd.index))
@@ -310,6 +315,18 @@ class GuideLoop(TargetSteps):
             await self._finish("the target wrote nothing at the violation")
             return Outcome.DONE
         return Outcome.REPAIRED
+
+    def _cut_unanswered(self) -> None:
+        """The draft, asked again after a violation nothing could repair, added nothing and
+        finished: the text it was asked again after is left out, and says so."""
+        cut, self.unanswered = self.unanswered, None
+        if cut is not None and cut.offset == len(self.checker.text):
+            self.emit(
+                replace(
+                    cut,
+                    detail="no edit fixes the violation, no target model, and asked again the draft wrote nothing new",
+                )
+            )
 
     # -- bookkeeping -------------------------------------------------------------------------
 

@@ -17,6 +17,7 @@ answer reads on after it, and cut otherwise.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, replace
 
 from ._checker import Checker
@@ -33,6 +34,7 @@ from ._edit_search import (
     whole_words,
 )
 from ._events import CutReason
+from ._grammar import Grammar
 from ._reader import looks_like_aside, prose_after_answer, prose_run, reads_as_code, trailing_word
 from ._text import is_word_char
 
@@ -91,15 +93,19 @@ def decide(
     decision takes back text before ``floor``; ``last`` is the signature of the previous
     violation (an edit is not tried twice at the same place).
     """
-    prose = prose_cut(checker, evidence, floor)
-    if prose is not None:
-        return prose
+    cut = prose_cut(checker, evidence, floor)
+    if cut is not None:
+        return cut
     text = checker.text
     at = _rejected_start(checker, evidence, floor)
     moved = text[at:] + evidence
+    # Prose first: 'The answer is 3 + 4' is no second answer after the name 'The'.
     sentence = _leave_prose(checker, at, moved, final=final, floor=floor)
     if sentence is not None:
         return sentence
+    cut = another_answer_cut(checker, evidence, floor)
+    if cut is not None:
+        return cut
     fresh = signature(text, evidence, at) != last
     with checker.trial() as trial:
         trial.rollback_chars(at)
@@ -195,6 +201,91 @@ def _resume_after_prose(checker: Checker, cut: int, joined: str, span: range, fi
             description = f"left out the prose {removed.strip()!r}"
             return Edit(cut, gap, rest[:read], removed, description, rest[read:], rule="prose")
     return None
+
+
+_WORD = re.compile(r"\w+")
+_WORD_HEAD = re.compile(r"^\w+")
+_LEXEME = re.compile(r"\w+|[^\w\s]")  # words and marks, as far as a second answer is read
+_ANOTHER_ANSWER_READ = 200  # how much of the rejected text is read as the start of a new answer
+
+
+def another_answer_cut(checker: Checker, evidence: str, floor: int) -> Cut | None:
+    """``SELECT 1; SELECT 2``, ``… = 'x' /* Answer the following: … */ SELECT …``: the text is
+    complete (at the violation, or before one of the last two words, read as an alias or the
+    start of a longer keyword: ``REPLACE INT|O``) and the draft begins another answer there (its
+    first word begins the grammar's text), and no separator would join the two (a config's
+    ``retries = 1 timeout = 5`` lacks only a new line). Cut at the end of the first answer, with
+    the ignored text (white space, comments) after it."""
+    text = checker.text
+    words = [m.start() for m in _WORD.finditer(text, max(0, len(text) - _ANOTHER_ANSWER_READ))][-2:]
+    for at in (len(text), *reversed(words)):
+        if at < floor or not _complete_at(checker, at):
+            continue
+        rest = (text[at:] + evidence)[:_ANOTHER_ANSWER_READ]
+        fresh = _answer_read(checker.grammar, rest)
+        if fresh and not _joinable(checker, at, rest, fresh):
+            end = _answer_end(checker, at, floor)
+            return Cut(end, "another answer", end)
+    return None
+
+
+_JOINERS = ("\n", ";", ",")  # separators that may join a second part on to a complete text
+
+
+def _joinable(checker: Checker, at: int, rest: str, fresh: int) -> bool:
+    """Whether a separator written at ``at`` lets the checker read as much of ``rest`` as a new
+    answer reads (``fresh`` characters), and two lexemes of it at least or all of it to a
+    complete text (``, REPLACE`` reads a table name, then stops)."""
+    for joiner in _JOINERS:
+        with checker.trial() as trial:
+            trial.rollback_chars(at)
+            if trial.feed(joiner) != len(joiner):
+                continue
+            read = _whole_words_read(trial, rest)
+            if read >= fresh and (len(_LEXEME.findall(rest[:read])) >= 2 or trial.is_complete):
+                return True
+    return False
+
+
+def _whole_words_read(checker: Checker, rest: str) -> int:
+    """How much of ``rest`` ``checker`` reads (it is fed), not counting a last word it read only
+    the beginning of (``s`` of ``s Soccer'`` as the start of ``SELECT``; ``SELECT`` where only a
+    longer word may stand: a dead-end guard)."""
+    fed = checker.feed(rest + " ")
+    read = min(fed, len(rest))
+    if checker.is_dead_end() or (fed <= len(rest) and is_word_char(rest[read - 1 : read])):
+        read -= len(trailing_word(rest[:read]))
+    return read
+
+
+def _complete_at(checker: Checker, end: int) -> bool:
+    with checker.trial() as trial:
+        trial.rollback_chars(end)
+        return trial.is_complete
+
+
+def _answer_read(grammar: Grammar, rest: str) -> int:
+    """How much of ``rest`` a new text of the grammar reads, if it begins with a whole word
+    that the grammar's text may begin with (not only the beginning of one: ``IN`` of
+    ``INSERT``); 0 otherwise."""
+    lead = grammar.ignored_text.match(rest)
+    skip = lead.end() if lead else 0
+    word = _WORD_HEAD.match(rest[skip:])
+    if word is None:
+        return 0
+    read = _whole_words_read(grammar.checker(), rest)
+    return read if read >= skip + word.end() else 0
+
+
+def _answer_end(checker: Checker, end: int, floor: int) -> int:
+    """The earliest point of ``checker``'s first ``end`` characters after which there is only
+    ignored text (white space, comments), where the text is still complete."""
+    text = checker.text[:end]
+    ignored = checker.grammar.ignored_text
+    for start in range(max(floor, end - 4096), end):
+        if ignored.fullmatch(text, start) and _complete_at(checker, start):
+            return start
+    return end
 
 
 def _rejected_start(checker: Checker, evidence: str, floor: int) -> int:

@@ -30,6 +30,10 @@ __all__ = ["TargetSteps"]
 _SEPARATORS = frozenset(",;")
 _OPENERS = frozenset("([{")
 _LEXEME = re.compile(r"\w+|[^\w\s]")
+#: A name with its qualifiers (``b.pages``), a word, or a run of marks.
+_TAKE_BACK_LEXEME = re.compile(r"\w+(?:\.\w+)*|[^\w\s]+")
+_OPERATOR_MARKS = frozenset("=<>!+-*/%|&^~")
+_TAKE_BACK_LEXEMES = 6  # how many of the draft's last lexemes the finish may take back to close
 _CUT_BACK_LEXEMES = 64  # how far the last resort of the finish takes the text back
 _MAX_STEP_TERMINALS = 3  # a finishing step that adds nothing is tried again for up to this many terminals
 _TIE_CONTEXT = 40  # characters of the draft's text after an edit that its likelihood is read over
@@ -141,6 +145,8 @@ class TargetSteps:
         if self.checker.is_complete:
             return
         closing = shortest_close(self.checker) if self.checker.text.strip() else None
+        if closing is None:
+            closing = self._take_back_unfinished()
         if closing is None and await self._get_target() is not None:
             start = len(self.checker.text)
             if self.checker.text.strip() and self.grammar.captured_grammar is not None:
@@ -173,6 +179,30 @@ class TargetSteps:
                 edit.start, edit.text, "repair", "finish", detail=edit.description, rule=edit.rule, removed=edit.removed
             )
         )
+
+    def _take_back_unfinished(self) -> str | None:
+        """The draft's last words, which only invented text could finish (``WHERE id = ``, a
+        dangling JSON key), taken back a lexeme at a time (``_TAKE_BACK_LEXEMES`` at most, never
+        before ``floor`` nor all of the draft's text) to where closing marks alone end the text.
+        An operator is taken back with its left operand (``AND b.pages >`` whole, not ``>``
+        alone: ``b.pages`` would stand as a condition the draft never wrote). That close, with
+        the words taken back recorded as an ``unfinished`` cut, or ``None``."""
+        text = self.checker.text
+        starts = [m.start() for m in _TAKE_BACK_LEXEME.finditer(text, max(self.floor, len(text) - 1024))]
+        for start in reversed(starts[-_TAKE_BACK_LEXEMES:]):
+            end = len(text[:start].rstrip())
+            if end < self.floor or not text[self.floor : end].strip():
+                return None
+            if text[start] in _OPERATOR_MARKS:
+                continue
+            with self.checker.trial() as trial:
+                trial.rollback_chars(end)
+                closing = shortest_close(trial)
+            if closing is not None and not (is_word_char(text[end - 1 : end]) and is_word_char(closing[:1])):
+                self.emit(Cut(end, text[end:], "unfinished", self.stats.draft_calls, detail="taken back to a close"))
+                self.checker.rollback_chars(end)
+                return closing
+        return None
 
     async def _write_to_close(self, why: str) -> str | None:
         """The target writes on a terminal at a time, within ``finish_tokens``, until a few marks

@@ -13,6 +13,7 @@ from typing import Any
 from ._changes import Changes, changes_of
 from ._events import Alternative, Correction, Cut, DraftSpan, Event, GrammarRefused, GrammarViolation, GuideStats
 from ._html import render_fragment, render_html
+from ._provenance import Dropped, Origin, dropped, origins
 
 __all__ = ["GuideResult"]
 
@@ -44,6 +45,22 @@ class GuideResult:
         return changes_of(self.events)
 
     @property
+    def origins(self) -> tuple[Origin, ...]:
+        """Every character of ``text`` by origin, as spans in order: the draft's text (with its
+        call), text the grammar forces, an edit (with its rule), the target's text, the
+        grammar's close (see ``Origin``). Rebuilt from ``events``; a ``ValueError`` if they do not
+        rebuild ``text`` (a result put together by hand)."""
+        spans = origins(self.events, self.text)
+        if spans is None:
+            raise ValueError("the result's events do not rebuild its text")
+        return spans
+
+    @property
+    def dropped(self) -> tuple[Dropped, ...]:
+        """What the draft wrote that is not in ``text``, and why (see ``Dropped``)."""
+        return dropped(self.events, self.text)
+
+    @property
     def faithful(self) -> bool:
         """Whether the text is what the draft wrote: nothing of its answer edited or dropped and
         nothing invented, beyond text the grammar forces, closing marks, recorded formatting and
@@ -58,6 +75,8 @@ class GuideResult:
             "complete": self.complete,
             "faithful": self.faithful,
             "changes": dataclasses.asdict(self.changes),
+            "origins": [dataclasses.asdict(o) for o in origins(self.events, self.text) or ()],
+            "dropped": [dataclasses.asdict(d) for d in self.dropped],
             "stats": dataclasses.asdict(self.stats),
             "events": [dataclasses.asdict(e) for e in self.events],
         }

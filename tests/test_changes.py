@@ -24,6 +24,8 @@ def run(grammar: str, answer: str) -> gg.GuideResult:
         ("sqlite", "Sure!\n```sql\nSELECT a FROM t\n```\nThis selects a.", "SELECT a FROM t", "faithful"),
         # A known slip of another dialect, rewritten to what it means.
         ("sqlite", "SELECT a::int FROM t", "SELECT CAST(a AS int) FROM t", "faithful (1 rewrite)"),
+        # ... even when the rewrite is all of the answer (T-SQL's TOP, read by NL2SQL360's benchmark).
+        ("sqlite", "SELECT DISTINCT TOP 3 name FROM t", "SELECT DISTINCT name FROM t LIMIT 3", "faithful (1 rewrite)"),
         # Edits of the draft's words: the text is valid, but not what the draft wrote.
         ("sqlite", "SELECT name FROM users WHERE name ILIKE 'a%' LIMT 5", None, "2 edits"),
         ("sqlite", "SELECT * FROM p WHERE age 30", None, "1 edit"),

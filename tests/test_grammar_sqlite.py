@@ -11,7 +11,7 @@ import pytest
 from grammar_guide import Grammar
 from tests.support import sqlite_oracle
 from tests.support.sql_corpus import CorpusStatement, load_corpus, split_script
-from tools.build_sqlite_grammar import TARGET, build
+from tools.build_sqlite_grammar import SCRIPT_TARGET, TARGET, build
 
 SAMPLE = 120  # statements per class; the full-corpus figures are in grammars/README.md
 SEED = 8
@@ -23,12 +23,46 @@ def grammar() -> Grammar:
 
 
 @pytest.fixture(scope="module")
+def script() -> Grammar:
+    return Grammar.builtin("sqlite_script")
+
+
+@pytest.fixture(scope="module")
 def corpus() -> list[CorpusStatement]:
     return load_corpus()
 
 
-def test_shipped_grammar_is_built_from_its_source() -> None:
+def test_shipped_grammars_are_built_from_their_source() -> None:
     assert TARGET.read_text(encoding="utf-8") == build()
+    assert SCRIPT_TARGET.read_text(encoding="utf-8") == build(name="sqlite_script")
+
+
+@pytest.mark.parametrize(
+    ("sql", "one_statement"),
+    [
+        ("SELECT 1", True),
+        ("SELECT 1;", True),
+        ("SELECT 1 ; -- done\n", True),
+        ("/* lead */ SELECT 1; /* tail */", True),
+        ("SELECT 1; SELECT 2", False),
+        ("SELECT 1;;", False),
+        ("SELECT 1 ; /* x */ ;", False),
+    ],
+)
+def test_sqlite_is_one_statement_as_cursor_execute_takes_it(
+    grammar: Grammar, script: Grammar, sql: str, one_statement: bool
+) -> None:
+    import sqlite3
+
+    try:
+        sqlite3.connect(":memory:").execute(sql)
+        executes = True
+    except sqlite3.ProgrammingError:  # "You can only execute one statement at a time."
+        executes = False
+    assert executes is one_statement
+    assert grammar.is_complete(sql) is one_statement
+    assert script.is_complete(sql)
+    assert script.rewrites == grammar.rewrites and grammar.rewrites
 
 
 def test_loads_with_lark_and_ours(grammar: Grammar) -> None:
@@ -59,9 +93,10 @@ def test_loads_with_lark_and_ours(grammar: Grammar) -> None:
         "/* lead */ SELECT 1 -- trailing",
     ],
 )
-def test_accepts_the_documented_language(grammar: Grammar, sql: str) -> None:
+def test_accepts_the_documented_language(grammar: Grammar, script: Grammar, sql: str) -> None:
     assert sqlite_oracle.check_script(sql).label is not sqlite_oracle.Label.INVALID
-    assert grammar.is_complete(sql)
+    assert script.is_complete(sql)
+    assert grammar.is_complete(sql) is (len(split_script(sql)) == 1)
 
 
 @pytest.mark.parametrize(

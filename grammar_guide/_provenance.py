@@ -1,0 +1,295 @@
+"""Where each character of a guided text came from, read from the result's events.
+
+The events are replayed in order (``rebuild``):
+
+- ``DraftSpan``: drafted text kept, inserted at its offset;
+- ``Correction``: text inserted by the target (``target``), the grammar (``forced``,
+  ``completion``) or an edit of the draft (``repair``); a ``healed`` correction re-chose text
+  already there, which is relabelled;
+- ``GrammarViolation``: the drafted text thrown away, kept aside (struck through in the HTML)
+  where it was cut;
+- ``Cut``: drafted text never kept; when the accepted text at the offset is exactly that text, it
+  is removed from the accepted text.
+
+The replay is ``exact`` when it rebuilds the result's text. ``origins`` gives the kept text as
+spans by origin, ``dropped`` what of the draft was left out and why.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from ._events import Correction, Cut, CutReason, DraftSpan, EditRule, Event, GrammarViolation
+from ._text import line_column
+
+__all__ = ["KEPT_KINDS", "Context", "Dropped", "Origin", "Rebuilt", "Segment", "dropped", "origins", "rebuild"]
+
+KEPT_KINDS = ("draft", "target", "forced", "healed", "repair", "completion")
+_DISCARDED_KINDS = ("violation", "cut")
+
+
+@dataclass
+class Segment:
+    kind: str
+    text: str
+    event: int | None
+    piece: int = 0
+
+    @property
+    def discarded(self) -> bool:
+        return self.kind in _DISCARDED_KINDS
+
+
+@dataclass
+class Context:
+    """What the page shows about an event beyond its own fields."""
+
+    line: int
+    column: int
+    violation: GrammarViolation | None = None
+    repair: Correction | None = None
+    removed: bool = False
+
+
+@dataclass
+class Rebuilt:
+    segments: list[Segment]
+    contexts: dict[int, Context] = field(default_factory=dict)
+    exact: bool = True
+
+
+class _Builder:
+    def __init__(self) -> None:
+        self.segments: list[Segment] = []
+        self.accepted = ""
+        self.exact = True
+
+    def _index_at(self, offset: int) -> int:
+        """The index at which a segment lands at ``offset`` of the accepted text (after any
+        discarded segments already there), splitting a kept segment if needed."""
+        pos = 0
+        for i, seg in enumerate(self.segments):
+            if seg.discarded:
+                continue
+            end = pos + len(seg.text)
+            if offset <= pos:
+                return i
+            if offset < end:
+                cut = offset - pos
+                right = Segment(seg.kind, seg.text[cut:], seg.event, seg.piece + 1)
+                seg.text = seg.text[:cut]
+                self.segments.insert(i + 1, right)
+                return i + 1
+            pos = end
+        return len(self.segments)
+
+    def _clamp(self, offset: int) -> int:
+        if offset < 0 or offset > len(self.accepted):
+            self.exact = False
+            return max(0, min(offset, len(self.accepted)))
+        return offset
+
+    def insert(self, offset: int, text: str, kind: str, event: int, piece: int = 0) -> Segment | None:
+        if not text:
+            return None
+        offset = self._clamp(offset)
+        segment = Segment(kind, text, event, piece)
+        self.segments.insert(self._index_at(offset), segment)
+        if kind not in _DISCARDED_KINDS:
+            self.accepted = self.accepted[:offset] + text + self.accepted[offset:]
+        return segment
+
+    def _range(self, start: int, stop: int) -> tuple[int, int]:
+        """Split so that the kept text ``[start, stop)`` is whole segments; return their indices."""
+        first = self._index_at(start)
+        last = self._index_at(stop)
+        while first < last and self.segments[first].discarded:
+            first += 1
+        return first, last
+
+    def relabel(self, start: int, stop: int, kind: str, event: int) -> None:
+        first, last = self._range(start, stop)
+        piece = 0
+        for seg in self.segments[first:last]:
+            if not seg.discarded:
+                seg.kind, seg.event, seg.piece = kind, event, piece
+                piece += 1
+
+    def take_back(self, start: int) -> None:
+        """Drop the kept text from ``start`` to the end (discarded segments there stay)."""
+        first, last = self._range(start, len(self.accepted))
+        self.segments[first:last] = [seg for seg in self.segments[first:last] if seg.discarded]
+        self.accepted = self.accepted[:start]
+
+    def remove(self, start: int, stop: int, kind: str, event: int) -> None:
+        first, last = self._range(start, stop)
+        removed = "".join(seg.text for seg in self.segments[first:last] if not seg.discarded)
+        kept_discards = [seg for seg in self.segments[first:last] if seg.discarded]
+        self.segments[first:last] = [*kept_discards, Segment(kind, removed, event)]
+        self.accepted = self.accepted[:start] + self.accepted[stop:]
+
+
+def rebuild(events: Sequence[Event], text: str) -> Rebuilt:
+    b = _Builder()
+    contexts: dict[int, Context] = {}
+    violation: GrammarViolation | None = None
+    # The struck-through segment of the last violation, while a repair of it may be followed by
+    # the draft's own text taken from the rejected text (then only the rest stays struck).
+    struck: Segment | None = None
+    repaired = False
+    # The rejected text after such reused draft text, until a later violation reports it again.
+    leftover: Segment | None = None
+    for i, event in enumerate(events):
+        line, column = line_column(b.accepted, max(0, min(event.offset, len(b.accepted))))
+        context = Context(line, column)
+        contexts[i] = context
+        if isinstance(event, GrammarViolation):
+            taken = b.accepted[event.offset :] if 0 <= event.offset <= len(b.accepted) else None
+            if leftover is not None and taken is not None and event.rejected.startswith(taken + leftover.text):
+                b.segments.remove(leftover)
+        elif not isinstance(event, (DraftSpan, Correction)) or (
+            isinstance(event, Correction) and event.source != "repair"
+        ):
+            struck = None
+        leftover = None
+        if isinstance(event, DraftSpan):
+            violation = None
+            j = -1
+            if struck is not None and repaired and struck.event is not None:
+                owner = events[struck.event]
+                if getattr(owner, "call", None) == event.call and event.offset == len(b.accepted):
+                    j = struck.text.find(event.text)
+            if struck is not None and j >= 0:
+                rest = struck.text[j + len(event.text) :]
+                struck.text = struck.text[:j]
+                b.insert(event.offset, event.text, "draft", i)
+                leftover = b.insert(len(b.accepted), rest, "violation", struck.event, struck.piece + 1)  # type: ignore[arg-type]
+            else:
+                b.insert(event.offset, event.text, "draft", i)
+            struck, repaired = None, False
+        elif isinstance(event, GrammarViolation):
+            violation = event
+            context.line, context.column = event.line, event.column
+            taken_back = b.accepted[event.offset :]
+            if taken_back and event.offset >= 0 and event.rejected.startswith(taken_back):
+                # A repair took back accepted text from the offset on; it is part of ``rejected``.
+                context.removed = True
+                b.take_back(event.offset)
+            struck, repaired = b.insert(event.offset, event.rejected, "violation", i), False
+        elif isinstance(event, Correction):
+            context.violation = violation
+            if event.source == "repair":
+                repaired = struck is not None
+                if struck is not None and struck.event is not None:
+                    contexts[struck.event].repair = event
+            if event.source == "healed":
+                offset = b._clamp(event.offset)
+                present = b.accepted[offset : offset + len(event.text)]
+                if present == event.text:
+                    b.relabel(offset, offset + len(event.text), "healed", i)
+                elif event.text.startswith(b.accepted[offset:]):
+                    tail = len(b.accepted) - offset
+                    b.relabel(offset, len(b.accepted), "healed", i)
+                    b.insert(len(b.accepted), event.text[tail:], "healed", i)
+                else:
+                    b.insert(offset, event.text, "healed", i)
+            else:
+                if 0 <= event.offset < len(b.accepted):
+                    # Written after taking the accepted text back (a rewrite at the end: the
+                    # dangling key of ``{"a": 1, "b": ``): that text is left out.
+                    taken = b.accepted[event.offset :]
+                    b.take_back(event.offset)
+                    b.insert(event.offset, taken, "cut", i)
+                kind = event.source if event.source in KEPT_KINDS else "target"
+                b.insert(event.offset, event.text, kind, i)
+        elif isinstance(event, Cut):
+            stop = event.offset + len(event.text)
+            if event.text and 0 <= event.offset < len(b.accepted) and b.accepted[event.offset : stop] == event.text:
+                context.removed = True
+                b.remove(event.offset, stop, "cut", i)
+            else:
+                b.insert(event.offset, event.text, "cut", i)
+    segments = [s for s in b.segments if s.text]
+    exact = b.exact and b.accepted == text
+    if not exact:
+        segments = [Segment("draft", text, None)]
+    return Rebuilt(segments, contexts, exact)
+
+
+# -- the result's view ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Origin:
+    """Where ``text[start:end]`` of a guided text came from.
+
+    ``source`` is ``draft`` (the draft's own text, from draft call ``call``), ``forced`` (the only
+    text the grammar allowed), ``healed`` (a token boundary the target re-chose: same text),
+    ``repair`` (an edit of the draft's text; ``rule`` says which kind: ``edit`` or ``rewrite``),
+    ``target`` (the target model wrote it) or ``completion`` (the grammar's close of the text).
+    ``event`` is the index of the event that wrote it in ``GuideResult.events``.
+    """
+
+    start: int
+    end: int
+    source: str
+    event: int
+    call: int | None = None
+    rule: EditRule | None = None
+
+
+@dataclass(frozen=True)
+class Dropped:
+    """Drafted ``text`` that is not in the result, and why: a ``Cut``'s reason (``preamble``,
+    ``another answer``, ``unfinished``, ``budget``, ...) or ``rejected`` (text the grammar did
+    not allow, replaced by a repair or the target's text) or ``replaced`` (taken back by the
+    correction that wrote in its place, with no violation: a rewrite at the end of the text).
+    ``offset`` is where it stood."""
+
+    text: str
+    reason: CutReason | str
+    offset: int
+    event: int
+
+
+def origins(events: Sequence[Event], text: str) -> tuple[Origin, ...] | None:
+    """Every character of ``text`` by origin, in order; ``None`` if the events do not rebuild it."""
+    rebuilt = rebuild(events, text)
+    if not rebuilt.exact:
+        return None
+    spans: list[Origin] = []
+    pos = 0
+    for seg in rebuilt.segments:
+        if seg.discarded or seg.event is None:
+            continue
+        end = pos + len(seg.text)
+        if spans and spans[-1].event == seg.event and spans[-1].source == seg.kind and spans[-1].end == pos:
+            spans[-1] = Origin(spans[-1].start, end, seg.kind, seg.event, spans[-1].call, spans[-1].rule)
+        else:
+            spans.append(_origin(pos, end, seg.kind, seg.event, events[seg.event]))
+        pos = end
+    return tuple(spans)
+
+
+def _origin(start: int, end: int, kind: str, index: int, event: Event) -> Origin:
+    call = event.call if isinstance(event, DraftSpan) else None
+    rule = event.rule if isinstance(event, Correction) and event.source == "repair" else None
+    return Origin(start, end, kind, index, call, rule)
+
+
+def dropped(events: Sequence[Event], text: str) -> tuple[Dropped, ...]:
+    """What the draft wrote that is not in ``text``, in order, and why."""
+    rebuilt = rebuild(events, text)
+    out: list[Dropped] = []
+    pos = 0
+    for seg in rebuilt.segments:
+        if not seg.discarded:
+            pos += len(seg.text)
+            continue
+        if seg.event is None or not seg.text:
+            continue
+        event = events[seg.event]
+        reason = event.reason if isinstance(event, Cut) else "replaced" if isinstance(event, Correction) else "rejected"
+        out.append(Dropped(seg.text, reason, pos, seg.event))
+    return tuple(out)

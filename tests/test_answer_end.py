@@ -1,0 +1,145 @@
+"""Where the draft's answer ends: one answer (a second statement after a complete one is cut and
+named, never joined on with ``;``), and a finish that closes rather than invents (the unfinished
+last words are taken back to where closing marks end the text, and the result says so).
+
+The drafts are the draft's whole answer as a function returns it; the outputs are checked by SQLite
+(one statement, prepared to its end) and by ``json.loads``.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import grammar_guide as gg
+from grammar_guide import Cut
+from tests.support import sqlite_oracle
+from tests.support.sql_corpus import split_script
+
+
+def guided(grammar: str | gg.Grammar, draft: str) -> gg.GuideResult:
+    return gg.guide(lambda prompt: draft, grammar, "Answer with the query only.", target=False)
+
+
+def cut_texts(result: gg.GuideResult, reason: str) -> list[str]:
+    return [e.text for e in result.events if isinstance(e, Cut) and e.reason == reason]
+
+
+def one_statement(sql: str) -> bool:
+    return sqlite_oracle.check(sql).valid and len(split_script(sql)) == 1
+
+
+@pytest.mark.parametrize(
+    ("draft", "answer", "cut"),
+    [
+        ("SELECT 1; SELECT 2", "SELECT 1;", " SELECT 2"),
+        ("SELECT a FROM t\nSELECT b FROM u", "SELECT a FROM t", "\nSELECT b FROM u"),
+        # GPT-4's run-on: an instruction comment, then the answer to another question.
+        (
+            "SELECT count(*) FROM budget WHERE event_name = 'Spring Budget Review' "
+            "/* Answer the following: how many members? */ SELECT count(*) FROM member",
+            "SELECT count(*) FROM budget WHERE event_name = 'Spring Budget Review'",
+            " /* Answer the following: how many members? */ SELECT count(*) FROM member",
+        ),
+        # REPLACE read first as an alias of t, and INTO as the start of INTERSECT.
+        ("SELECT a FROM t\nREPLACE INTO t VALUES (1)", "SELECT a FROM t", "\nREPLACE INTO t VALUES (1)"),
+        ("SELECT a FROM t ORDER BY a DESC LIMIT 5 SELECT", "SELECT a FROM t ORDER BY a DESC LIMIT 5", " SELECT"),
+    ],
+)
+def test_a_second_statement_is_cut_and_named(draft: str, answer: str, cut: str) -> None:
+    result = guided("sqlite", draft)
+    assert result.text == answer
+    assert one_statement(result.text)
+    assert cut_texts(result, "another answer") == [cut]
+    assert result.faithful and result.complete
+    assert result.changes.other_answers == 1
+    assert result.changes.summary().endswith("(1 other answer cut)")
+
+
+def test_the_script_grammar_keeps_every_statement() -> None:
+    result = guided("sqlite_script", "SELECT 1; SELECT 2")
+    assert result.text == "SELECT 1; SELECT 2"
+    assert not cut_texts(result, "another answer")
+
+
+@pytest.mark.parametrize(
+    "draft",
+    [
+        "SELECT a FROM t WHERE x IN (SELECT b FROM u)",  # IN is the start of INSERT: not another answer
+        "SELECT a FROM t; -- the names of all t",
+    ],
+)
+def test_an_answer_that_goes_on_is_not_cut(draft: str) -> None:
+    result = guided("sqlite", draft)
+    assert result.text == draft
+    assert result.changes.other_answers == 0
+
+
+@pytest.mark.parametrize(
+    ("grammar", "draft", "text", "taken_back"),
+    [
+        # An operator goes with its left operand: ``WHERE molecule_id`` would be a condition the
+        # draft never wrote.
+        ("sqlite", "SELECT * FROM molecule WHERE molecule_id = ", "SELECT * FROM molecule", " WHERE molecule_id = "),
+        (
+            "sqlite",
+            "SELECT b.title FROM b WHERE b.lang = 'fr' AND b.pages >",
+            "SELECT b.title FROM b WHERE b.lang = 'fr'",
+            " AND b.pages >",
+        ),
+        ("sqlite", "SELECT a, b FROM t ORDER BY a DESC,", "SELECT a, b FROM t ORDER BY a DESC", ","),
+        ("sqlite", "SELECT name FROM", "SELECT name", " FROM"),
+        (
+            "sqlite",
+            "SELECT a FROM t WHERE b IN (SELECT c FROM u WHERE",
+            "SELECT a FROM t WHERE b IN (SELECT c FROM u)",
+            " WHERE",
+        ),
+        ("json", '{"a": 1, "b": ', '{"a": 1}', None),  # (the JSON rewrite that drops a dangling key)
+    ],
+)
+def test_the_finish_takes_back_what_only_invention_could_finish(
+    grammar: str, draft: str, text: str, taken_back: str | None
+) -> None:
+    result = guided(grammar, draft)
+    assert result.text == text
+    assert cut_texts(result, "unfinished") == ([taken_back] if taken_back else [])
+    assert result.complete
+    assert not result.faithful and result.changes.dropped == 1 and result.changes.invented == 0
+    assert "1 dropped" in result.changes.summary()
+    if grammar == "sqlite":
+        assert one_statement(result.text)
+    else:
+        json.loads(result.text)
+
+
+def test_closing_marks_come_before_taking_back() -> None:
+    result = guided("sqlite", "SELECT * FROM bond WHERE bond_type = '")
+    assert result.text == "SELECT * FROM bond WHERE bond_type = ''"
+    assert not cut_texts(result, "unfinished")
+    assert result.faithful and result.changes.closed == 1
+
+
+def test_the_draft_is_never_taken_back_whole() -> None:
+    with pytest.raises(gg.GuideExhausted):
+        guided("sqlite", "SELECT")
+
+
+CONFIG = r"""
+start: (pair _NL)* pair _NL?
+pair: KEY "=" VALUE
+KEY: /[a-z_]+/
+VALUE: /[0-9]+|"[^"]*"/
+_NL: /\n+/
+%ignore / +/
+"""
+
+
+def test_a_part_a_separator_would_join_is_not_another_answer() -> None:
+    # Only the new line is missing: the second pair is not a second answer to cut.
+    result = guided(gg.Grammar.from_lark(CONFIG), "retries = 1 timeout = 5")
+    assert result.changes.other_answers == 0
+    # Whatever the repair, what it leaves out is recorded: never a silent, faithful drop.
+    assert "timeout = 5" in result.text or (not result.faithful and result.changes.dropped)
+    assert "retries = 1" in result.text and "retries = 10" not in result.text
