@@ -6,14 +6,15 @@ The events are the record of where each part of the text came from (``DraftSpan`
 
 - kept as written: the draft's text, text the grammar forces (no choice was made), a token
   re-chosen by healing (same text), formatting undone (Markdown escapes, a backtick pair), prose
-  before or after the answer, a restated answer;
+  before, after or within the answer left out (never made into code), a restated answer;
 - ``rewrites``: the grammar's known slips of another dialect, rewritten to what they mean;
 - ``closed``: closing marks only (brackets, quotes, ``;``) that end an unfinished text;
 - ``edits``: the least edit of the draft's text (a lexeme dropped, inserted or replaced);
 - ``invented``: text that the target wrote, or a completion beyond closing marks;
 - ``dropped``: the draft's answer left out (a dead end, text no edit could repair, text a budget
   left unread, the unfinished last words taken back, words a repair took away and put nothing in
-  place of: a dangling JSON key);
+  place of: a dangling JSON key), or prose where it was all the draft wrote (the text is then
+  none of the draft's);
 - ``other_answers``: another answer the draft began after a complete one (a second SQL
   statement), left out: not part of the answer, but named.
 
@@ -94,17 +95,22 @@ def _is_close(text: str) -> bool:
 def changes_of(events: Iterable[Event]) -> Changes:
     """Count what ``events`` did to the draft's answer."""
     counts = dict.fromkeys(("edits", "rewrites", "invented", "dropped", "closed", "other_answers", "drafted_chars"), 0)
+    prose = 0
     for event in events:
         if isinstance(event, DraftSpan):
             counts["drafted_chars"] += len(event.text)
         elif isinstance(event, Cut) and event.text.strip() and event.reason in _CUT_COUNTS:
             counts[_CUT_COUNTS[event.reason]] += 1
+        elif isinstance(event, Cut) and event.reason == "prose" and event.text.strip():
+            prose += 1
         elif isinstance(event, Correction):
             kind = _correction_kind(event)
             if kind is not None:
                 counts[kind] += 1
             if kind == "rewrites":  # the draft's own text, in the grammar's spelling
                 counts["drafted_chars"] += len(event.text)
+    if not counts["drafted_chars"]:
+        counts["dropped"] += prose  # prose was all the draft wrote: it gave no answer
     return Changes(**counts)
 
 
@@ -115,6 +121,8 @@ def _correction_kind(event: Correction) -> str | None:
     if _is_close(event.text) and not event.removed:
         return "closed"
     if event.source == "repair":
+        if event.rule == "prose":
+            return None  # a sentence left out: not the draft's answer
         if not event.text.strip() and any(c.isalnum() for c in event.removed):
             return "dropped"  # words of the draft taken away, by any rule (a dangling key)
         return "rewrites" if event.rule == "rewrite" else "edits"

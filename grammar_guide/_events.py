@@ -31,11 +31,12 @@ grammar allowed only this text before the draft went on), ``finish`` (a budget r
 was completed; ``detail`` names the budget), ``stalled`` (the draft added nothing the grammar
 allows)."""
 
-EditRule = Literal["edit", "rewrite"]
+EditRule = Literal["edit", "rewrite", "prose"]
 """What kind of repair an edit was: ``rewrite``, one of the grammar's known slips of another
 dialect rewritten to what it means (``x::int`` to ``CAST(x AS int)``: the draft's meaning kept);
 ``edit``, the least edit of the draft's text that lets it go on parsing (a dropped, inserted or
-replaced lexeme: the draft's text changed)."""
+replaced lexeme: the draft's text changed); ``prose``, a sentence the draft wrote where its
+answer goes (``The answer is 3 + 4``) left out, the answer read on after it."""
 
 CutReason = Literal[
     "preamble",
@@ -48,6 +49,7 @@ CutReason = Literal[
     "unrepaired",
     "formatting",
     "budget",
+    "prose",
 ]
 """Why drafted text was left out: ``preamble`` (prose before the answer), ``after complete text``
 (a closing fence or an explanation after a complete answer), ``another answer`` (after a complete
@@ -59,7 +61,8 @@ never be completed after, taken back before the target wrote), ``unrepaired`` (t
 text after a violation that no edit fixed and no model could repair), ``formatting`` (chat
 formatting that is not the answer: the backslashes of Markdown escapes, a backtick pair around
 the answer), ``budget`` (a budget ran out: the draft's text from here on was not read, or not all
-of it, and the result is not complete; ``detail`` names the budget)."""
+of it, and the result is not complete; ``detail`` names the budget), ``prose`` (a sentence or
+document markup the draft wrote where code goes: never made into code)."""
 
 
 @dataclass(frozen=True)

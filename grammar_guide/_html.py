@@ -108,6 +108,7 @@ _CUT_REASONS: dict[CutReason, str] = {
     "unrepaired": "no edit fixed the violation and no model could repair it",
     "formatting": "chat formatting that is not part of the answer",
     "budget": "a budget ran out: the draft's answer was not read to its end",
+    "prose": "a sentence the draft wrote where code goes",
 }
 
 

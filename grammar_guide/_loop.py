@@ -247,12 +247,14 @@ class GuideLoop(TargetSteps):
                     )
                 )
                 checker.rollback_chars(decision.start)
-                return Outcome.DONE
-            self.emit(self._violation_event(decision.start, checker.text[decision.start :] + evidence, rnd.index))
+                # Prose cut from an unfinished answer: the answer ends there, and is finished.
+                return Outcome.DONE if checker.is_complete else Outcome.DRAFT_DONE
+            rejected = checker.text[decision.start :] + evidence
+            self.emit(self._violation_event(decision.start, rejected, rnd.index))
             checker.rollback_chars(decision.start)
             self.stats.corrections += 1
             if isinstance(decision, repair.NeedTarget):
-                return await self._target_repair(rnd, checker.text[decision.start :] + evidence)
+                return await self._target_repair(rnd, rejected)
             unread = self._apply_edit(rnd, decision)
             if unread is None:
                 return Outcome.DONE
@@ -298,10 +300,11 @@ class GuideLoop(TargetSteps):
         if self._append_forced("forced"):
             return Outcome.REPAIRED
         if await self._get_target() is None:
-            if self.checker.text not in self.reasked:
+            asked = self.checker.text.rstrip()  # (white space the draft wrote again is no new prefix)
+            if asked not in self.reasked:
                 # No edit fixes it and no model may write here: ask the draft again from the
                 # valid prefix, once.
-                self.reasked.add(self.checker.text)
+                self.reasked.add(asked)
                 self.unanswered = Cut(len(self.checker.text), rejected, reason="unrepaired", call=rnd.index)
                 return Outcome.REPAIRED
             # Give up on the rest of the draft: it is left out, and says so.

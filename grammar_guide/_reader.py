@@ -24,6 +24,8 @@ __all__ = [
     "looks_like_prose",
     "partial_match",
     "prose_after_answer",
+    "prose_run",
+    "reads_as_code",
     "trailing_word",
 ]
 
@@ -222,7 +224,7 @@ def looks_like_aside(text: str, rejected: str, answer_ended: bool) -> bool:
     rather than more of the answer with a mistake in it."""
     gap = text[len(text.rstrip()) :] + rejected[: len(rejected) - len(rejected.lstrip())]
     head = rejected.lstrip()
-    if not head or head.startswith("```") or (answer_ended and len(rejected) <= 2):
+    if not head or head.startswith("```") or _MARKUP.match(head) or (answer_ended and len(rejected) <= 2):
         return True
     # A new line alone is no evidence: code goes on over lines. Cut only before a sentence.
     return "\n" in gap and looks_like_sentence(head)
@@ -249,6 +251,163 @@ def prose_after_answer(text: str, rejected: str, floor: int, complete_at: Callab
     if not _SENTENCE.match(text[blanks[-1].end() :] + rejected):
         return None
     return end if complete_at(end) else None
+
+
+#: Document markup a chat model writes around its answer (``\\end{code}``, ``</code>``).
+_MARKUP = re.compile(r"\\(?:end|begin)\{\w*\}?|</?\s*(?:code|pre|sql|answer|query)\b", re.IGNORECASE)
+#: A word of a sentence, with the punctuation sentences put after words.
+_PROSE_WORD = re.compile(r"\(?[A-Za-z]+(?:['’][a-z]+)?\)?[.,!?:;]?")
+_LAST_WORD = re.compile(r"[A-Za-z]+(?:['’][a-z]+)?[.,!?:;]?$")
+_PROSE_REACH = 3  # accepted words before the violation a sentence may have begun with
+#: Words of English sentences; two of them (that are not the grammar's keywords) among three or
+#: more plain words make a sentence, not code: ``The answer is``, ``That's fine. Maybe we``.
+_FUNCTION_WORDS = frozenset(
+    [
+        "an",
+        "the",
+        "this",
+        "that",
+        "these",
+        "those",
+        "it",
+        "its",
+        "it's",
+        "that's",
+        "there",
+        "here",
+        "is",
+        "are",
+        "was",
+        "were",
+        "be",
+        "been",
+        "am",
+        "i",
+        "i'm",
+        "we",
+        "you",
+        "he",
+        "she",
+        "they",
+        "my",
+        "our",
+        "your",
+        "their",
+        "me",
+        "us",
+        "them",
+        "to",
+        "of",
+        "for",
+        "with",
+        "in",
+        "on",
+        "at",
+        "by",
+        "from",
+        "about",
+        "as",
+        "and",
+        "or",
+        "but",
+        "so",
+        "if",
+        "then",
+        "than",
+        "because",
+        "which",
+        "who",
+        "what",
+        "when",
+        "where",
+        "why",
+        "how",
+        "should",
+        "would",
+        "could",
+        "can",
+        "will",
+        "shall",
+        "may",
+        "might",
+        "must",
+        "do",
+        "does",
+        "did",
+        "not",
+        "no",
+        "yes",
+        "maybe",
+        "perhaps",
+        "let",
+        "let's",
+        "just",
+        "also",
+        "think",
+        "answer",
+        "note",
+        "query",
+        "code",
+        "following",
+        "above",
+        "below",
+        "fine",
+        "okay",
+        "ok",
+        "sure",
+    ]
+)
+
+
+def prose_run(text: str, at: int, rejected: str, keywords: frozenset[str]) -> tuple[int, int] | None:
+    """Where the draft is writing a sentence, not code, at a violation: ``text[:at]`` was
+    accepted and ``rejected`` follows it. The run of plain words (and sentence punctuation)
+    that reaches the violation, as ``(start, end)`` offsets in ``text[:at] + rejected``, when
+    it has three or more words, two of them English function words that are not among the
+    grammar's ``keywords``; or document markup (``\\end{code}``) at the violation. ``None``
+    otherwise: ``Max Number of Times`` is a name with spaces, ``x is not null`` is code."""
+    head = rejected.lstrip()
+    if _MARKUP.match(head):
+        start = at + len(rejected) - len(head)
+        return start, start + len(head.split("\n", 1)[0])
+    joined = text[:at] + rejected
+    start = at
+    for _ in range(_PROSE_REACH):  # back over accepted words that are not the grammar's keywords
+        before = joined[:start].rstrip(" ")
+        match = _LAST_WORD.search(before)
+        if match is None or before[match.start() - 1 : match.start()] not in ("", " ", "\n"):
+            break
+        if match.group().rstrip(".,!?:;").lower() in keywords:
+            break
+        start = match.start()
+        if before[match.start() - 1 : match.start()] == "\n":
+            break
+    words = []
+    end = start
+    for match in _PROSE_WORD.finditer(joined, start):
+        if match.start() != end and joined[end : match.start()] != " ":
+            break
+        words.append(match.group().strip("().,!?:;").lower())
+        end = match.end()
+    if end <= at:
+        return None  # the violation is not in the run
+    if re.fullmatch(r"\s*[a-z]+ ", joined[:start]):
+        start = len(joined[:start]) - len(joined[:start].lstrip())  # its first word: 'select the customer
+    prose = [w for w in words if w in _FUNCTION_WORDS and w not in keywords]
+    return (start, end) if len(words) >= 3 and len(prose) >= 2 else None
+
+
+def reads_as_code(text: str, keywords: frozenset[str]) -> bool:
+    """Whether an answer may resume at the start of ``text`` after prose: none of its first
+    three words is an English function word (``here``, ``the``) that is not a keyword, at most
+    one of them a plain lower-case word that is not a keyword, and it does not begin a sentence."""
+    words = [w.strip("().,!?:;") for w in text.split(maxsplit=3)[:3]]
+    if any(w.lower() in _FUNCTION_WORDS - keywords for w in words):
+        return False
+    plain = [w for w in words if re.fullmatch(r"[a-z]+(?:-[a-z]+)*", w) and w not in keywords]
+    if len(plain) >= 2:
+        return False  # 'a step-by-step breakdown': words of a sentence, not names of code
+    return prose_run("", 0, text, keywords) is None
 
 
 def trailing_word(text: str) -> str:

@@ -40,6 +40,25 @@ def small_sql() -> Grammar:
     return Grammar.from_lark(SMALL_SQL, name="small-sql")
 
 
+#: Arithmetic over numbers and names, with '^' for a power (a grammar a new user writes first).
+ARITHMETIC = r"""
+start: expr
+?expr: expr "+" term | expr "-" term | term
+?term: term "*" factor | term "/" factor | factor
+?factor: atom "^" factor | atom
+?atom: NUMBER | NAME | "(" expr ")" | "-" atom
+%import common.NUMBER
+%import common.CNAME -> NAME
+%import common.WS
+%ignore WS
+"""
+
+
+@pytest.fixture(scope="session")
+def arithmetic() -> Grammar:
+    return Grammar.from_lark(ARITHMETIC, name="arithmetic")
+
+
 @pytest.fixture(scope="session")
 def json_grammar() -> Grammar:
     return Grammar.builtin("json")

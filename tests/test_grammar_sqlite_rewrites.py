@@ -153,6 +153,17 @@ def rewrite(text: str) -> str:
             "SELECT SUM(y) FROM (SELECT DISTINCT x AS y FROM (SELECT 4 AS x UNION ALL SELECT 5) ORDER BY x LIMIT 1);",
             4,
         ),
+        # A subquery after IN written without its brackets (issue 28: it became '; SELECT').
+        (
+            "SELECT COUNT(*) FROM (SELECT 1 AS x UNION ALL SELECT 2) WHERE NOT x IN SELECT 2",
+            "SELECT COUNT(*) FROM (SELECT 1 AS x UNION ALL SELECT 2) WHERE NOT x IN (SELECT 2)",
+            1,
+        ),
+        (
+            "SELECT (SELECT COUNT(*) FROM (SELECT 1 AS x UNION ALL SELECT 2) WHERE x NOT IN SELECT max(1, 1))",
+            "SELECT (SELECT COUNT(*) FROM (SELECT 1 AS x UNION ALL SELECT 2) WHERE x NOT IN (SELECT max(1, 1)))",
+            1,
+        ),
         # A comparison in words (the draft's "more than" is '>', never '<' or '=').
         ("SELECT 600 is more than 500", "SELECT 600 > 500", 1),
         ("SELECT 2 greater than 1", "SELECT 2 > 1", 1),
@@ -240,6 +251,12 @@ def test_no_rewrite_where_the_meaning_would_change(text: str) -> None:
             "SELECT name FROM posts WHERE created > CURRENT_DATE - INTERVAL '30 days' ORDER BY name",
             "SELECT name FROM posts WHERE created > date(CURRENT_DATE, '-30 day') ORDER BY name",
             "PostgreSQL interval arithmetic on a date",
+        ),
+        (
+            # Issue 28's verbatim answer (a Spider answer SQLite rejects).
+            "SELECT Name FROM people WHERE NOT People_ID IN SELECT People_ID FROM poker_PLAYER",
+            "SELECT Name FROM people WHERE NOT People_ID IN (SELECT People_ID FROM poker_PLAYER)",
+            "a subquery after IN without its brackets",
         ),
         (
             "SELECT title FROM posts ORDER BY title LIMIT ALL OFFSET 5",

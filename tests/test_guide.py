@@ -495,7 +495,7 @@ def test_a_prose_answer_is_not_made_into_a_json_literal(json_grammar):
     with pytest.raises(GuideExhausted) as caught:
         run(lambda prompt: "So the number is nine", json_grammar)
     partial = caught.value.result
-    assert partial.text == "" and [e.reason for e in partial.events if isinstance(e, Cut)] == ["unrepaired"]
+    assert partial.text == "" and [e.reason for e in partial.events if isinstance(e, Cut)] == ["prose"]
 
 
 def test_the_least_edit_may_lie_before_the_violation():
@@ -603,3 +603,64 @@ def test_a_closing_fence_in_the_same_chunk_as_the_answer_ends_it(small_sql):
     assert [(c.reason, c.text) for c in result.events if isinstance(c, Cut)] == [("stop", "\n```")]
     opened = run(lambda prompt: "Here it is:\n```\nSELECT name FROM users\n```", small_sql)
     assert opened.text == "SELECT name FROM users"  # a fence after prose still opens the answer
+
+
+# -- issue 28: prose stays prose ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("answer", "text"),
+    [
+        # 'The ^ is - 3 + 4' before: the sentence is left out, the answer read on after it.
+        ("The answer is 3 + 4", "3 + 4"),
+        ("That's fine. Maybe x + 1", "x + 1"),
+        # Document markup after the answer is cut, not edited into '^end^code'.
+        ("x + 1 \\end{code}", "x + 1"),
+    ],
+)
+def test_prose_in_an_arithmetic_answer_is_never_made_into_code(arithmetic, answer, text):
+    result = run(lambda prompt: answer, arithmetic)
+    assert result.text == text and result.faithful
+    made = [c for c in corrections(result) if c.source == "repair" and c.text.strip()]
+    assert made == []  # nothing written in place of the prose
+
+
+def test_prose_after_a_sql_answer_is_cut_not_edited():
+    result = run(lambda prompt: "SELECT a FROM t\n\\end{code}", "sqlite")
+    assert result.text == "SELECT a FROM t" and result.faithful
+    assert [c.reason for c in result.events if isinstance(c, Cut)] == ["prose"]
+
+
+def test_a_sql_answer_that_is_all_prose_is_no_answer():
+    # 'select That's fine. ...' before: the prose was made into a statement.
+    with pytest.raises(GuideExhausted) as caught:
+        run(lambda prompt: "That's fine. Maybe we should look at the table first.", "sqlite")
+    partial = caught.value.result
+    assert partial.text == "" and not partial.faithful and partial.changes.dropped == 1
+    assert [c.reason for c in partial.events if isinstance(c, Cut)] == ["prose"]
+
+
+def test_reasoning_prose_that_begins_with_a_keyword_is_not_edited_into_sql():
+    # Issue 28: 'select the customer, (select CZK currency) with, the least, ...' before.
+    with pytest.raises(GuideExhausted) as caught:
+        run(lambda prompt: "select the customer (in CZK currency) with the least consumption in 2011", "sqlite")
+    partial = caught.value.result
+    assert partial.text == "" and partial.changes.dropped == 1
+    assert not [c for c in corrections(partial) if c.source == "repair" and c.text.strip()]
+
+
+def test_an_answer_does_not_resume_inside_the_prose():
+    # Not 'AND answer is here': the words after 'The' are the sentence's, not a condition.
+    with pytest.raises(GuideExhausted) as caught:
+        run(lambda prompt: "SELECT a FROM t WHERE x = 1 AND The answer is here", "sqlite")
+    partial = caught.value.result
+    assert partial.text == "SELECT a FROM t WHERE x = 1 AND"
+    assert [c.reason for c in partial.events if isinstance(c, Cut)] == ["prose"]
+
+
+def test_a_grammar_that_accepts_nothing_does_not_take_prose_as_a_faithful_empty_answer():
+    items = Grammar.from_lark('start: item*\nitem: "x"\n')
+    result = run(lambda prompt: "I think the answer is that there are no items here.", items)
+    assert result.text == "" and result.complete  # valid: the grammar accepts the empty text
+    assert not result.faithful and result.changes.dropped == 1
+    assert result.changes.summary() == "1 dropped"

@@ -134,3 +134,15 @@ def test_a_backtick_pair_around_the_answer_is_formatting() -> None:
     # Ended by a stop string, the partner before it is still the end of the answer.
     reader = AnswerReader(stops=(";",), fences=False)
     assert read_all(reader, ["`SELECT 1`;", " more"]) == ("SELECT 1", True)
+
+
+def test_prose_run_finds_a_sentence_at_the_violation_not_a_name_with_spaces() -> None:
+    from grammar_guide._reader import prose_run
+
+    sql = frozenset({"select", "from", "where", "order", "by", "of", "is", "not", "null", "as"})
+    # 'The' was accepted (a name), ' answer is 3 + 4' rejected: the sentence begins at 'The'.
+    assert prose_run("The", 3, " answer is 3 + 4", frozenset()) == (0, len("The answer is"))
+    assert prose_run("", 0, "That's fine. Maybe we should look", sql) is not None
+    assert prose_run("x + 1", 5, " \\end{code}", frozenset()) == (6, 6 + len("\\end{code}"))
+    assert prose_run("SELECT a FROM t ORDER BY Max", 28, " Number of Times", sql) is None
+    assert prose_run("SELECT a FROM t WHERE x", 23, " is not nul", sql) is None

@@ -1,0 +1,713 @@
+"""The least edit at a violation that lets the draft's own text go on parsing, found as data.
+
+``propose_edit`` looks at the violation itself, in a few named steps, each proposing candidate
+edits (``Candidate``): drop a stray mark, replace a misspelt keyword, quote a name with spaces,
+swap a mark for one of its class, drop a mark before the violation, insert a missing mark, close
+brackets, rewrite a known slip of another dialect. ``search_edits`` looks further back: one lexeme
+inserted, dropped or replaced up to ``_SEARCH_LEXEMES`` lexemes before the violation
+(``SELECT (COUNT(*) FROM t`` meant ``SELECT (SELECT COUNT(*) FROM t``).
+
+Every candidate is tried on the checker (and taken back) and ranked by how far into the draft's
+text the checker then reads, then by its cost: the draft's lexemes it changes (``_lexemes``:
+words, literals, operators), characters only between equal ones. An edit respects lexemes: it
+never splits a multi-character operator, never turns a word into an operator or a keyword into
+another, and a literal of the draft is its content, not a slip.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, replace
+
+from ._checker import Checker
+from ._complete import closing_brackets, shortest_close
+from ._events import EditRule
+from ._grammar import Rewrite
+from ._lexemes import LEXEME, OPERATOR_SYNONYMS, is_operator, is_word, keywords_of, splits_operator, word_becomes_other
+from ._text import QUOTES, is_word_char, run_start
+
+__all__ = [
+    "Edit",
+    "conclusive",
+    "grammar_keywords",
+    "levenshtein",
+    "names_with_spaces",
+    "propose_edit",
+    "rewrite_at_end",
+    "search_edits",
+    "try_edit",
+    "whole_words",
+]
+
+_WORD_HEAD = re.compile(r"^\w+")
+_MAX_DELETE = 3
+_MAX_INSERT_LEN = 2
+_SWAPPABLE = set("'\"`,;:.()[]{}")
+_REWRITE_REACH = 200  # how far back before the violation a rewrite's match may begin
+TIGHT = set(",;:)]}")  # marks written right after the text before them
+
+
+@dataclass(frozen=True)
+class Edit:
+    """Roll the accepted text back to ``start``, write ``text``, then the draft's ``kept`` text.
+
+    ``removed`` is the part of the evidence (and of the accepted text after ``start``) that the edit
+    throws away; ``unread`` is the evidence after ``kept`` that is still invalid after the edit;
+    ``description`` says what was done, for the trace. ``ties`` are other edits the evidence
+    supports exactly as well (they read as far into the draft's text at the same cost): with a
+    target model the loop takes the one it finds likeliest, without one this edit.
+    """
+
+    start: int
+    text: str
+    kept: str
+    removed: str
+    description: str
+    unread: str = ""
+    at: int = -1  # where the rejected text begins (set by ``decide``)
+    ties: tuple[Edit, ...] = ()
+    #: ``rewrite``: one of the grammar's known slips, rewritten to what it means (a dialect's
+    #: spelling); ``edit``: the least edit the draft's text supports; ``prose``: a sentence left
+    #: out where the answer goes, the answer read on after it.
+    rule: EditRule = "edit"
+
+
+def grammar_keywords(checker: Checker) -> frozenset[str]:
+    """The grammar's keywords (its literal terminals that are words), lower case."""
+    return keywords_of(t.literal for t in checker.grammar.terminals.values() if t.literal)
+
+
+# -- the edits at the violation ----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """An edit to try: roll back to ``start``, write ``insert``, then the draft's ``kept`` text
+    (``base`` maps positions in ``kept`` to positions in the evidence)."""
+
+    start: int
+    insert: str
+    kept: str
+    removed: str
+    description: str
+    cost: int
+    base: int = 0
+    min_read: int = 2
+    rule: EditRule = "edit"
+
+
+@dataclass(frozen=True)
+class Violation:
+    """The violation at the end of ``checker``'s text, and the word it is in: its accepted part
+    and its rejected part (read from the end of the text, as far as each needs: a violation's
+    cost does not grow with the text's length)."""
+
+    checker: Checker
+    evidence: str
+    final: bool
+    floor: int
+    keywords: frozenset[str]
+    word_start: int
+    word: str
+    after_word: str
+    in_word: bool
+
+    @classmethod
+    def at_end_of(cls, checker: Checker, evidence: str, final: bool, floor: int) -> Violation:
+        text = checker.text
+        tail_start = run_start(text, len(text), is_word_char)
+        head = _WORD_HEAD.search(evidence)
+        in_word = tail_start < len(text) and head is not None
+        word_start = tail_start if in_word else len(text)
+        word = text[word_start:] + (head.group() if head else "")
+        after_word = evidence[len(head.group()) if head else 0 :]
+        keywords = grammar_keywords(checker)
+        return cls(checker, evidence, final, floor, keywords, word_start, word, after_word, in_word)
+
+    @property
+    def text(self) -> str:
+        return self.checker.text
+
+    @property
+    def word_is_whole(self) -> bool:
+        return bool(self.word) and (bool(self.after_word) or self.final)
+
+
+def propose_edit(checker: Checker, evidence: str, *, final: bool, floor: int = 0) -> Edit | None:
+    """The best conclusive edit at ``checker``'s violation (with its ties), or ``None``.
+
+    ``checker`` holds the accepted text (not modified); ``evidence`` is the rejected draft text from
+    the violation point on; ``final`` says the draft wrote nothing after it (its answer ended), so
+    the evidence is complete. The edit never rolls back before ``floor``.
+    """
+    violation = Violation.at_end_of(checker, evidence, final, floor)
+    best = _Best(violation)
+    for step in _STEPS:
+        for candidate in step(violation):
+            best.consider(candidate)
+    return best.edit()
+
+
+class _Best:
+    """The best-scored edits so far (with up to ``_MAX_TIES`` ties, one per resulting text)."""
+
+    def __init__(self, violation: Violation) -> None:
+        self.violation = violation
+        self.was_complete = violation.checker.is_complete
+        self.score: tuple[int, int] | None = None
+        self.edits: list[Edit] = []
+
+    def consider(self, c: Candidate) -> None:
+        """Score an edit by how far into the evidence the checker reads after it."""
+        v = self.violation
+        text = v.text
+        if _opens_comment(text[: c.start], c.insert, c.kept):
+            return
+        tried = try_edit(v.checker, c.start, c.insert, c.kept)
+        if tried is None:
+            return
+        accepted, complete = tried
+        read = whole_words(c.kept, accepted)  # what counts as read; the edit keeps all it accepted
+        # (A rewrite may open a bracket that a later one or the close ends: ``(1, (2, 3))``.)
+        if not (c.insert or read) or (c.rule != "rewrite" and _opens_unclosed(c.insert, c.kept[:accepted])):
+            return
+        if not conclusive(c.kept, read, v.final, complete, c.min_read):
+            return
+        # After a complete text, drafted text is often an aside (a closing fence, prose): an edit
+        # must make all of it part of a complete text, or read words of it, not only punctuation,
+        # or the aside is cut instead.
+        if self.was_complete and not (complete and accepted == len(c.kept)) and not re.search(r"\w", c.kept[:accepted]):
+            return
+        if not c.insert and accepted == 0:
+            return
+        score = (c.base + read, -c.cost)
+        edit = Edit(c.start, c.insert, c.kept[:accepted], c.removed, c.description, c.kept[accepted:], rule=c.rule)
+        if self.score is None or score > self.score:
+            self.score, self.edits = score, [edit]
+        elif score == self.score and len(self.edits) < _MAX_TIES:
+            result = _edited(text, edit)
+            if all(_edited(text, e) != result for e in self.edits):
+                self.edits.append(edit)
+
+    def edit(self) -> Edit | None:
+        return replace(self.edits[0], ties=tuple(self.edits[1:])) if self.edits else None
+
+
+def _drop_marks(v: Violation) -> Iterator[Candidate]:
+    """Drop a few marks at the violation (an extra ``)``), never a word, a quote or part of an
+    operator (``2 ** 3`` is not ``2 * 3``, ``a && b`` not the bitwise ``a & b``)."""
+    text, evidence = v.text, v.evidence
+    for d in range(1, min(_MAX_DELETE, len(evidence)) + 1):
+        dropped = evidence[:d]
+        if dropped.strip() == "" and d > 1:
+            break
+        if QUOTES & set(dropped):
+            break  # an unpaired quote would turn the rest into a string
+        if any(is_word_char(ch) for ch in dropped):
+            break  # a word is the draft's content: the search may drop it, if nothing keeps it
+        if _joins_words(text, evidence[d:]) or splits_operator(text, len(text), len(text) + d, evidence):
+            continue  # 'a::int' must not become 'aint'
+        cost = _cost(len(LEXEME.findall(dropped)), 2 * d)
+        yield Candidate(len(text), "", evidence[d:], dropped, f"dropped {dropped!r}", cost, base=d)
+
+
+def _replace_word(v: Violation) -> Iterator[Candidate]:
+    """Replace the word the violation is in with the nearest keyword the grammar expects there
+    (a misspelt keyword; never a mark, nor one keyword for another)."""
+    word, text = v.word, v.text
+    if not (v.word_is_whole and v.word_start >= v.floor and is_word(word)):
+        return
+    for literal in _expected_literals(v.checker, v.word_start, like=word):
+        if word_becomes_other(word, literal, v.keywords):
+            continue
+        distance = _distance(word, literal)
+        if 0 < distance <= max(1, len(word) // 3):
+            base = len(word) - (len(text) - v.word_start)
+            description = f"replaced {word!r} with {literal!r}"
+            yield Candidate(v.word_start, literal, v.after_word, word, description, _cost(1, 3 * distance), base)
+
+
+def _replace_previous_word(v: Violation) -> Iterator[Candidate]:
+    """The previous word was taken as a name but was meant as a keyword (``LIMT 5``): a name one
+    typo from the keyword expected there, with the violation right after it, is read as that
+    keyword rather than kept as a name."""
+    if v.in_word:
+        return
+    text = v.text
+    gap_start = run_start(text, len(text), str.isspace)
+    pword_start = run_start(text, gap_start, is_word_char)
+    pword, gap = text[pword_start:gap_start], text[gap_start:]
+    if not (gap and pword and pword_start >= v.floor and pword[0].isalpha()):
+        return
+    for literal in _expected_literals(v.checker, pword_start, like=pword):
+        distance = _distance(pword, literal)
+        if 0 < distance <= max(1, len(pword) // 3) and not word_becomes_other(pword, literal, v.keywords):
+            description = f"replaced {pword!r} with {literal!r}"
+            yield Candidate(pword_start, literal + gap, v.evidence, pword, description, _cost(1, 3 * distance + 1), 1)
+
+
+def _quote_name(v: Violation) -> Iterator[Candidate]:
+    """A name with spaces written without its quotes (``frpm.Free Meal Count (K-12)``), quoted
+    whole from the word the violation is in or after, or the one before that, where quoting
+    changes no lexeme (the search weighs quoting other words against their edits)."""
+    text = v.text
+    for name_start in _name_starts(text, v.floor):
+        joined = text[name_start:] + v.evidence
+        for name, cost in names_with_spaces(joined, v.keywords):
+            end = name_start + len(name)
+            if end > len(text) and cost < _TIEBREAK:
+                kept = joined[len(name) :]
+                yield Candidate(name_start, f'"{name}"', kept, name, f"quoted {name!r}", cost, end - len(text))
+
+
+def _swap_mark(v: Violation) -> Iterator[Candidate]:
+    """Swap the offending mark for one of its class the grammar allows (single for double
+    quotes, with its partner further on when it is a quote)."""
+    text, evidence = v.text, v.evidence
+    if not evidence or evidence[0] not in _SWAPPABLE or splits_operator(text, len(text), len(text) + 1, evidence):
+        return
+    bad = evidence[0]
+    with v.checker.trial() as trial:
+        allowed = trial.allowed_bytes()
+    for code in sorted(allowed):
+        good = chr(code)
+        if good not in _SWAPPABLE or good == bad:
+            continue
+        if bad in QUOTES:
+            # A quote is swapped with its partner, or not at all.
+            partner = evidence.find(bad, 1)
+            if good in QUOTES and partner > 0:
+                swapped = evidence[1:partner] + good + evidence[partner + 1 :]
+                description = f"replaced {bad}...{bad} with {good}...{good}"
+                yield Candidate(len(text), good, swapped, bad, description, _cost(1, 3), base=1)
+        elif _same_class(bad, good):
+            yield Candidate(len(text), good, evidence[1:], bad, f"replaced {bad!r} with {good!r}", _cost(1, 2), base=1)
+
+
+def _drop_mark_before(v: Violation) -> Iterator[Candidate]:
+    """Drop the mark before the violation (a trailing comma before a closing bracket)."""
+    text = v.text
+    gap_start = run_start(text, len(text), str.isspace)
+    mark = text[gap_start - 1 : gap_start]
+    if not mark or is_word_char(mark) or mark.isspace() or mark in QUOTES or gap_start - 1 < v.floor:
+        return
+    if splits_operator(text, gap_start - 1, gap_start, v.evidence):
+        return
+    gap = text[gap_start:]
+    if not _joins_words(text[: gap_start - 1], gap + v.evidence):  # 'step-by' must not become 'stepby'
+        yield Candidate(gap_start - 1, "", gap + v.evidence, mark, f"dropped {mark!r}", _cost(1, 3), base=-len(gap))
+
+
+def _insert_mark(v: Violation) -> Iterator[Candidate]:
+    """Insert a short mark the grammar expects (a missing comma, colon or bracket), never
+    inside the draft's operator (``2 *|* 3``)."""
+    text, evidence = v.text, v.evidence
+    if splits_operator(text, len(text), len(text), evidence):
+        return
+    for literal in _expected_literals(v.checker, len(text)):
+        if len(literal) <= _MAX_INSERT_LEN and not literal.isalnum() and not set(literal) & set("([{'\"`"):
+            # An operator written after white space gets white space after it too (``age > 30``).
+            spaced = text[-1:].isspace() and not set(literal) <= TIGHT and evidence[:1].strip() != ""
+            insert = literal + " " if spaced else literal
+            yield Candidate(len(text), insert, evidence, "", f"inserted {literal!r}", _cost(1, 2 * len(literal) + 1))
+
+
+def _close_brackets(v: Violation) -> Iterator[Candidate]:
+    """Close two or more brackets the draft left open where its statement ends (``... AS x⏎;``
+    inside ``(SELECT (``); not before more of it, which may close them itself."""
+    if v.evidence.lstrip()[:1] not in ("", ";"):
+        return
+    closers = closing_brackets(v.checker, _MAX_CLOSERS)
+    for n in range(2, len(closers) + 1):
+        yield Candidate(len(v.text), closers[:n], v.evidence, "", f"inserted {closers[:n]!r}", _cost(n, 2 * n + 1))
+
+
+def _rewrite_slips(v: Violation) -> Iterator[Candidate]:
+    """The grammar's known slips (``Grammar.rewrites``: ``a::int`` for ``CAST(a AS int)``) whose
+    match spans the violation. The match itself is evidence, so one more token read after it is
+    enough, and it costs less than a generic edit that reads as far (JSON's ``\\\\/`` is ``/``,
+    not ``\\\\`` with the ``/`` dropped, which makes the escape ``\\\\b``). (Or the match spans
+    where the evidence first fails: past the text's end when the rejected text begins with the
+    word before it, ``line1`` of ``"line1⏎line2"``.)"""
+    text, evidence = v.text, v.evidence
+    read = try_edit(v.checker, len(text), "", evidence)
+    fails = len(text) + (read[0] if read else 0)
+    complete = v.checker.is_complete
+    for rewrite in v.checker.grammar.rewrites:
+        window_start = _window_start(rewrite, text, v.floor, complete)
+        if window_start is None:
+            continue
+        window = text[window_start:] + evidence
+        for match in rewrite.regex.finditer(window):
+            start, end = window_start + match.start(), window_start + match.end()
+            if start > fails:
+                break
+            spans = start <= len(text) < end or start <= fails < end
+            if not spans or (not v.final and match.end() == len(window)):
+                continue  # not across the violation; or cut where the draft's text is (the rest unread)
+            # (A match that begins in the evidence keeps the draft's text before it.)
+            before = evidence[: max(start - len(text), 0)]
+            yield Candidate(
+                min(start, len(text)),
+                before + match.expand(rewrite.replacement),
+                evidence[end - len(text) :],
+                match.group(),
+                _rewrote(match, rewrite),
+                _cost(0, 1),
+                base=end - len(text),
+                min_read=rewrite.min_read,
+                rule="rewrite",
+            )
+
+
+def _window_start(rewrite: Rewrite, text: str, floor: int, complete: bool) -> int | None:
+    """Where a rewrite's match may begin: within ``_REWRITE_REACH`` characters before the
+    violation, or, for a pattern anchored at ``\\A``, at the start of an answer that is
+    complete where more follows (``None`` when it is not, or text before the draft's is someone
+    else's)."""
+    if rewrite.at_start:
+        return 0 if floor == 0 and complete else None
+    return max(floor, len(text) - _REWRITE_REACH)
+
+
+_STEPS = (
+    _drop_marks,
+    _replace_word,
+    _replace_previous_word,
+    _quote_name,
+    _swap_mark,
+    _drop_mark_before,
+    _insert_mark,
+    _close_brackets,
+    _rewrite_slips,
+)
+
+
+def _name_starts(text: str, floor: int) -> list[int]:
+    """Where the last two words of ``text`` start (a name with spaces may begin there)."""
+    starts = []
+    end = len(text.rstrip(" "))
+    for _ in range(2):
+        start = run_start(text, end, is_word_char)
+        if start == end or start < floor or not is_word(text[start:end]):
+            break
+        starts.append(start)
+        end = run_start(text, start, lambda ch: ch == " ")
+        if end == start:
+            break
+    return starts
+
+
+# -- measures ----------------------------------------------------------------------------------
+
+
+def levenshtein(a: str, b: str, *, transpositions: bool = False) -> int:
+    """Edit distance; with ``transpositions``, swapping two adjacent characters is one edit
+    (optimal string alignment: ``FORM`` is one edit from ``FROM``)."""
+    before: list[int] = []
+    previous = list(range(len(b) + 1))
+    for i, ca in enumerate(a, 1):
+        current = [i]
+        for j, cb in enumerate(b, 1):
+            cost = min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (ca != cb))
+            if transpositions and i > 1 and j > 1 and ca == b[j - 2] and a[i - 2] == cb and ca != cb:
+                cost = min(cost, before[j - 2] + 1)
+            current.append(cost)
+        before, previous = previous, current
+    return previous[-1]
+
+
+_TOKEN = re.compile(r"\w+|[^\w\s]")  # how much of the evidence an edit reads: words and marks
+_TIEBREAK = 10  # a lexeme changed costs more than any difference in characters
+
+
+def _cost(lexemes: int, chars: int) -> int:
+    """An edit's cost: the draft's lexemes it changes, then (between equal ones) its characters."""
+    return _TIEBREAK * lexemes + min(chars, _TIEBREAK - 1)
+
+
+def try_edit(checker: Checker, start: int, insert: str, rest: str) -> tuple[int, bool] | None:
+    """Write ``insert`` then ``rest`` after the first ``start`` characters of ``checker``'s text,
+    and take it back: how many characters of ``rest`` were accepted and whether the text was then
+    complete, or ``None`` when ``insert`` itself was not accepted."""
+    with checker.trial() as trial:
+        trial.rollback_chars(start)
+        if insert and trial.feed(insert) != len(insert):
+            return None
+        return trial.feed(rest), trial.is_complete
+
+
+def conclusive(kept: str, accepted: int, final: bool, complete: bool, min_read: int = 2) -> bool:
+    """The evidence supports an edit when the checker then reads at least ``min_read`` more
+    tokens of it (words or punctuation), or all of the rest of a finished answer."""
+    read = len(_TOKEN.findall(kept[:accepted]))
+    if final and accepted == len(kept):
+        return read >= 1 or complete
+    return read >= min_read
+
+
+def rewrite_at_end(checker: Checker, floor: int) -> Edit | None:
+    """A rewrite whose match ends the text of a finished draft (``... LIMIT ALL``): the text is
+    then complete; or, where no closing marks end the text as it is (``[1, 2,``, ``{"a": 2e``),
+    they then do (the separator, the unfinished number dropped). ``None`` if there is none."""
+    text = checker.text
+    closable = shortest_close(checker) is not None
+    window_start = max(floor, len(text) - _REWRITE_REACH)
+    window = text[window_start:]
+    for rewrite in checker.grammar.rewrites:
+        for match in rewrite.regex.finditer(window):
+            if match.end() != len(window):
+                continue
+            start = window_start + match.start()
+            insert = match.expand(rewrite.replacement)
+            with checker.trial() as trial:
+                trial.rollback_chars(start)
+                if trial.feed(insert) != len(insert):
+                    continue
+                if not (trial.is_complete or (not closable and shortest_close(trial) is not None)):
+                    continue
+            return Edit(start, insert, "", match.group(), _rewrote(match, rewrite), at=start, rule="rewrite")
+    return None
+
+
+_SEARCH_LEXEMES = 6  # how many lexemes before the violation the search may edit at
+_MIN_READ = 2  # lexemes of the evidence an edit found by search must let parse
+_MAX_TIES = 16  # equally good edits handed on for the target to choose between
+
+
+def search_edits(checker: Checker, evidence: str, *, final: bool, floor: int = 0) -> list[Edit]:
+    """The least edits that let the most of the draft's own text parse: insert, delete or replace
+    one lexeme at the violation or up to ``_SEARCH_LEXEMES`` lexemes before it
+    (``SELECT (COUNT(*) FROM t`` meant ``SELECT (SELECT COUNT(*) FROM t``); empty if none.
+
+    Candidates are ranked by how far into the draft's text (the accepted text from the edit on,
+    then the evidence) the checker reads after the edit, then by the smaller edit. All the edits
+    of the best rank are returned, the one nearest the violation first (the evidence cannot
+    choose between them; a target model may). An edit must read at least ``_MIN_READ`` lexemes
+    of the evidence, or all of a finished draft's text.
+    """
+    text = checker.text
+    lexemes = _last_lexemes(text, _SEARCH_LEXEMES)
+    # Each lexeme's start, and its end where white space follows (a missing comma goes there).
+    positions = {m.start() for m in lexemes} | {m.end() for m in lexemes if text[m.end() : m.end() + 1].isspace()}
+    ranked: list[tuple[tuple[int, int, int], Edit]] = []
+    keywords = grammar_keywords(checker)
+    for start in sorted(p for p in positions | {len(text)} if p >= floor):
+        if splits_operator(text, start, start, evidence):
+            continue  # nothing is written inside the draft's '**'
+        draft = text[start:] + evidence
+        for insert, skip, description, cost in _candidates(checker, start, draft, keywords):
+            rest = draft[skip:]
+            if _opens_comment(text[:start], insert, rest) or not _quotes_balanced(insert, draft[:skip]):
+                continue
+            if _joins_words(text[:start] + insert, rest):
+                continue  # 'b.title' must not become 'btitle'
+            tried = try_edit(checker, start, insert, rest)
+            if tried is None:
+                continue
+            accepted, complete = tried
+            read = whole_words(rest, accepted)  # what counts as read; the edit keeps all it accepted
+            if _opens_unclosed(insert, rest[:accepted]):
+                continue
+            read_evidence = read + skip - (len(text) - start)
+            whole = final and accepted == len(rest) and complete
+            if not whole and len(_TOKEN.findall(evidence[: max(read_evidence, 0)])) < _MIN_READ:
+                continue
+            edit = Edit(start, insert, rest[:accepted], draft[:skip], description, rest[accepted:])
+            ranked.append(((start + skip + read, -cost, start), edit))
+    if not ranked:
+        return []
+    ranked.sort(key=lambda item: item[0], reverse=True)  # stable: equal edits keep their order
+    best = ranked[0][0][:2]
+    ties: list[Edit] = []
+    seen: set[str] = set()  # one edit per resulting text
+    for rank, edit in ranked:
+        if rank[:2] != best or len(ties) == _MAX_TIES:
+            break
+        result = _edited(text, edit)
+        if result not in seen:
+            seen.add(result)
+            ties.append(edit)
+    return ties
+
+
+def whole_words(kept: str, accepted: int) -> int:
+    """How much of the draft's ``kept`` text an edit reads, in whole words: half a word is not
+    read (``t`` of ``the`` is not the start of ``true``)."""
+    while 0 < accepted < len(kept) and is_word_char(kept[accepted - 1]) and is_word_char(kept[accepted]):
+        accepted -= 1
+    return accepted
+
+
+def _rewrote(match: re.Match[str], rewrite: Rewrite) -> str:
+    """What a rewrite did, for the trace."""
+    return f"rewrote {match.group()!r}" + (f" ({rewrite.reason})" if rewrite.reason else "")
+
+
+_MAX_CLOSERS = 4
+
+
+def _edited(text: str, edit: Edit) -> str:
+    """The text as far as ``edit`` reads: what two edits are compared by (one per result)."""
+    return text[: edit.start] + edit.text + edit.kept
+
+
+def _last_lexemes(text: str, n: int) -> list[re.Match[str]]:
+    """The last ``n`` lexemes of ``text``, read from the end as far as they need."""
+    window = 256
+    while True:
+        pos = max(0, len(text) - window)
+        lexemes = list(LEXEME.finditer(text, pos))
+        # Only the first lexeme found may be the cut end of a longer one.
+        if pos == 0 or len(lexemes) > n:
+            return lexemes[-n:]
+        window *= 4
+
+
+def _candidates(checker: Checker, start: int, draft: str, keywords: frozenset[str]) -> list[tuple[str, int, str, int]]:
+    """Edits at the start of ``draft`` (after the first ``start`` characters of ``checker``'s
+    text): (text inserted, draft characters it replaces, description, cost). Keywords the grammar
+    expects are inserted, or replace the next lexeme where that is a slip of it (a misspelt
+    keyword, an operator another language writes); a name, or a name with spaces, may be quoted
+    whole; the next lexeme dropped. Each costs the lexemes it changes (``_cost``)."""
+    stripped = draft.lstrip()
+    gap = len(draft) - len(stripped)
+    lexeme = LEXEME.match(stripped)
+    word = lexeme.group() if lexeme else ""
+    out: list[tuple[str, int, str, int]] = []
+    for literal in dict.fromkeys(_expected_literals(checker, start, like=word)):
+        sep = " " if literal[-1].isalnum() and draft[:1].isalnum() else ""
+        out.append((literal + sep, 0, f"inserted {literal!r}", _cost(1, len(literal) + 2)))
+        replaced = _replacement_cost(word, literal, keywords)
+        if replaced is not None:
+            out.append((draft[:gap] + literal, gap + len(word), f"replaced {word!r} with {literal!r}", replaced))
+    if word:
+        out.append(("", gap + len(word), f"dropped {word!r}", _cost(1, 2 * len(word) + 1)))
+    if is_word(word) and (word.lower() not in keywords or not word.isupper()):
+        # A name in double quotes; in single quotes (a string SQLite also takes for a name) after.
+        # A keyword written as the draft writes names (``FROM order``) may be one; one written as
+        # a keyword (``FROM ORDER BY``: the table left out) is not made a name.
+        for quote, cost in (('"', 3), ("'", 4)):
+            quoted = quote + word + quote
+            out.append((draft[:gap] + quoted, gap + len(word), f"quoted {word!r}", _cost(1, cost)))
+        for name, cost in names_with_spaces(stripped, keywords):
+            out.append((draft[:gap] + f'"{name}"', gap + len(name), f"quoted {name!r}", cost))
+    return out
+
+
+def _replacement_cost(word: str, literal: str, keywords: frozenset[str]) -> int | None:
+    """What replacing the draft's lexeme ``word`` with ``literal`` costs, or ``None`` where that is
+    no repair: a word made into a mark or into another keyword (``answer`` into ``^``, ``AS``
+    into ``IS``), a word that is no slip of the keyword (``FROM`` is not ``ORDER``), a literal, or
+    an operator of several marks for another (``**`` for ``*``). A mark for another costs one
+    lexeme, an operator another language writes for the same (``**`` for ``^``) less."""
+    if not word or word == literal or word_becomes_other(word, literal, keywords):
+        return None
+    distance = _distance(word, literal)
+    if is_word(word):
+        return _cost(1, 2 * distance) if is_word(literal) and distance <= max(1, len(word) // 3) else None
+    if word[0].isdigit() or word[0] in QUOTES:
+        return None  # a literal of the draft ('"b"', '50') is its content, not a slip
+    if is_operator(word) != is_operator(literal):
+        return None  # an operator is not a bracket ('> ALL (' is not '( ALL ('), nor the reverse
+    if literal in OPERATOR_SYNONYMS.get(word, ()):
+        return _cost(1, 0)
+    if len(word) > 1:
+        return None  # '**' is not '*': an operator of several marks means what it says
+    return _cost(1, 2 * len(word) + len(literal) + 1)
+
+
+_NAME_PART = re.compile(r"[A-Za-z_][\w-]*|\([^()'\"\n]*\)")
+_MAX_NAME_PARTS = 6
+
+
+def names_with_spaces(draft: str, keywords: frozenset[str]) -> list[tuple[str, int]]:
+    """Names of two or more parts written without their quotes at the start of ``draft``
+    (``Free Meal Count (K-12)``, ``Max Number of Times``), shortest first, each with what quoting
+    it whole costs: a word, then words or one bracketed part, each after one space. A keyword is
+    no part of a name (``People_ID IN SELECT`` is not one), except a small word within a name in
+    title case (``of``). Quoting changes none of the draft's lexemes where the name is in title
+    case or ends in a bracketed part; otherwise it costs one (``name age`` may want a comma)."""
+    names: list[tuple[str, int]] = []
+    parts: list[str] = []
+    end = 0
+    while len(parts) < _MAX_NAME_PARTS:
+        part = _NAME_PART.match(draft, end + (1 if parts else 0))
+        if part is None or (parts and draft[end] != " ") or (not parts and part.group()[0] == "("):
+            break
+        parts.append(part.group())
+        end = part.end()
+        words = [p for p in parts if p[0] != "("]
+        titled = all(w[0].isupper() for w in words if w.lower() not in keywords)
+        if any(w.lower() in keywords and not (titled and w.islower() and w is not words[0]) for w in words):
+            break
+        if len(parts) > 1 and parts[-1].lower() not in keywords:
+            lexemes = 0 if titled or parts[-1][0] == "(" else 1
+            names.append((draft[:end], _cost(lexemes, 3)))
+        if part.group()[0] == "(":
+            break
+    return names
+
+
+def _quotes_balanced(insert: str, removed: str) -> bool:
+    """An edit may not leave a quote unpaired: the rest of the draft would turn into a string."""
+    return all((insert.count(q) - removed.count(q)) % 2 == 0 for q in QUOTES)
+
+
+def _opens_comment(before: str, insert: str, rest: str) -> bool:
+    """Whether the edit would turn the draft's text into a comment: ``/`` before ``*)``, or a
+    ``-`` written after the ``-`` before it (``x -( SELECT`` is not ``x -- SELECT``). A marker
+    inside a string the edit writes whole (``"https://x"``) is the string's text."""
+    joined = before[-1:] + _QUOTED.sub('""', insert) + rest[:2]
+    return any(marker in joined and marker not in rest[:2] for marker in ("/*", "--", "//", "#"))
+
+
+_QUOTED = re.compile(r'"[^"]*"|\'[^\']*\'')
+_CLASSES = (set(")]}"), set("([{"), set(",;"))
+
+
+def _joins_words(before: str, after: str) -> bool:
+    return bool(before) and bool(after) and is_word_char(before[-1]) and is_word_char(after[0])
+
+
+_CLOSERS = {"(": ")", "[": "]", "{": "}"}
+
+
+def _opens_unclosed(insert: str, kept: str) -> bool:
+    """Whether an edit opens a bracket the draft's text read after it never closes: ``LEFT(d, 4)``
+    must not become ``LEFT[d, 4) ...``, where SQLite reads the whole rest as one bracketed name."""
+    for opener, closer in _CLOSERS.items():
+        if insert.count(opener) > insert.count(closer) and closer not in kept:
+            return True
+    return False
+
+
+def _same_class(a: str, b: str) -> bool:
+    """Punctuation that plays the same part: closing brackets, opening brackets, separators."""
+    return any(a in c and b in c for c in _CLASSES)
+
+
+# Words other languages write for a grammar's literal (Python's ``None`` for JSON's ``null``).
+_SYNONYMS = {"none": "null", "nil": "null", "undefined": "null", "nul": "null"}
+
+
+def _distance(word: str, literal: str) -> int:
+    """Edit distance, a case-only difference (or a known synonym) counting as one edit."""
+    if _SYNONYMS.get(word.lower()) == literal.lower():
+        return 1
+    folded = levenshtein(word.lower(), literal.lower(), transpositions=True)
+    return folded if folded or word == literal else 1
+
+
+def _expected_literals(checker: Checker, upto: int, like: str = "") -> list[str]:
+    """Literal terminals expected after the first ``upto`` characters of ``checker``'s text;
+    case-insensitive ones in ``like``'s case."""
+    literals = []
+    for terminal in checker.expected(upto):
+        if terminal.literal:
+            literal = terminal.literal
+            if terminal.case_insensitive and like:
+                literal = literal.upper() if like.isupper() else literal.lower() if like.islower() else literal
+            literals.append(literal)
+    return literals
