@@ -603,3 +603,17 @@ def test_a_closing_fence_in_the_same_chunk_as_the_answer_ends_it(small_sql):
     assert [(c.reason, c.text) for c in result.events if isinstance(c, Cut)] == [("stop", "\n```")]
     opened = run(lambda prompt: "Here it is:\n```\nSELECT name FROM users\n```", small_sql)
     assert opened.text == "SELECT name FROM users"  # a fence after prose still opens the answer
+
+
+def test_timeout_bounds_the_repairs_of_a_finished_answer():
+    # A looping answer (NL2SQL360: a clause repeated to the model's token limit) is repaired edit
+    # after edit once the draft has finished; the timeout ends that too (447 s against 240).
+    loop = "SELECT T2.name FROM arrange AS T1 JOIN teacher AS T2 ON T1.tid = T2.tid" + " WHERE T1.cid = course" * 60
+    try:
+        result = gg.guide(lambda prompt: loop, "sqlite", "q", target=False, timeout=1.0, max_corrections=16)
+    except GuideExhausted as exhausted:
+        result = exhausted.result
+    # Stopped by the timeout, not by the 16 corrections it would otherwise make, one after another.
+    assert result.stats.corrections < 16
+    assert not result.complete
+    assert any(isinstance(e, Cut) and e.reason == "budget" and "timeout" in e.detail for e in result.events)
