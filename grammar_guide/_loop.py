@@ -152,6 +152,12 @@ class GuideLoop(TargetSteps):
         offset = len(self.checker.text)
         self.emit(Cut(offset, self.unread_draft, reason="budget", call=self.stats.draft_calls, detail=spent))
 
+    def _past_deadline(self) -> bool:
+        if self.deadline is None or time.monotonic() < self.deadline:
+            return False
+        self.exhausted = self.exhausted or f"timeout ({self.limits.timeout} s) reached"
+        return True
+
     def _budget_spent(self) -> str | None:
         limits = self.limits
         if self.exhausted:
@@ -263,7 +269,8 @@ class GuideLoop(TargetSteps):
             # The draft's whole answer is known: go on through the rest of it.
             if not unread:
                 return Outcome.DONE if checker.is_complete else Outcome.REPAIRED
-            if self.stats.corrections >= self.limits.max_corrections:
+            if self.stats.corrections >= self.limits.max_corrections or self._past_deadline():
+                # (A finished answer's edits, one after another, stop at the timeout too.)
                 self.unread_draft = unread  # (counted as discarded with the evidence)
                 return Outcome.REPAIRED
             rnd.start, rnd.kept, evidence = len(checker.text), "", unread

@@ -651,11 +651,11 @@ def test_reasoning_prose_that_begins_with_a_keyword_is_not_edited_into_sql():
 
 def test_an_answer_does_not_resume_inside_the_prose():
     # Not 'AND answer is here': the words after 'The' are the sentence's, not a condition.
-    with pytest.raises(GuideExhausted) as caught:
-        run(lambda prompt: "SELECT a FROM t WHERE x = 1 AND The answer is here", "sqlite")
-    partial = caught.value.result
-    assert partial.text == "SELECT a FROM t WHERE x = 1 AND"
-    assert [c.reason for c in partial.events if isinstance(c, Cut)] == ["prose"]
+    # (The finish then takes the dangling AND back: closed, not completed, and recorded.)
+    result = run(lambda prompt: "SELECT a FROM t WHERE x = 1 AND The answer is here", "sqlite")
+    assert result.text == "SELECT a FROM t WHERE x = 1"
+    assert [c.reason for c in result.events if isinstance(c, Cut)] == ["prose", "unfinished"]
+    assert not result.faithful
 
 
 def test_a_grammar_that_accepts_nothing_does_not_take_prose_as_a_faithful_empty_answer():
@@ -664,3 +664,15 @@ def test_a_grammar_that_accepts_nothing_does_not_take_prose_as_a_faithful_empty_
     assert result.text == "" and result.complete  # valid: the grammar accepts the empty text
     assert not result.faithful and result.changes.dropped == 1
     assert result.changes.summary() == "1 dropped"
+def test_timeout_bounds_the_repairs_of_a_finished_answer():
+    # A looping answer (NL2SQL360: a clause repeated to the model's token limit) is repaired edit
+    # after edit once the draft has finished; the timeout ends that too (447 s against 240).
+    loop = "SELECT T2.name FROM arrange AS T1 JOIN teacher AS T2 ON T1.tid = T2.tid" + " WHERE T1.cid = course" * 60
+    try:
+        result = gg.guide(lambda prompt: loop, "sqlite", "q", target=False, timeout=1.0, max_corrections=16)
+    except GuideExhausted as exhausted:
+        result = exhausted.result
+    # Stopped by the timeout, not by the 16 corrections it would otherwise make, one after another.
+    assert result.stats.corrections < 16
+    assert not result.complete
+    assert any(isinstance(e, Cut) and e.reason == "budget" and "timeout" in e.detail for e in result.events)
