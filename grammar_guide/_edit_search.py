@@ -253,6 +253,8 @@ def _quote_name(v: Violation) -> Iterator[Candidate]:
     changes no lexeme (the search weighs quoting other words against their edits)."""
     text = v.text
     for name_start in _name_starts(text, v.floor):
+        if not text[:name_start].strip():
+            continue  # words that begin the answer are no name: prose is not made a string
         joined = text[name_start:] + v.evidence
         for name, cost in names_with_spaces(joined, v.keywords):
             end = name_start + len(name)
@@ -591,7 +593,7 @@ def _candidates(checker: Checker, start: int, draft: str, keywords: frozenset[st
         for quote, cost in (('"', 3), ("'", 4)):
             quoted = quote + word + quote
             out.append((draft[:gap] + quoted, gap + len(word), f"quoted {word!r}", _cost(1, cost)))
-        for name, cost in names_with_spaces(stripped, keywords):
+        for name, cost in names_with_spaces(stripped, keywords) if checker.text[:start].strip() else ():
             out.append((draft[:gap] + f'"{name}"', gap + len(name), f"quoted {name!r}", cost))
     return out
 
