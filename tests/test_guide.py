@@ -667,9 +667,9 @@ def test_a_grammar_that_accepts_nothing_does_not_take_prose_as_a_faithful_empty_
 def test_timeout_bounds_the_repairs_of_a_finished_answer():
     # A looping answer (NL2SQL360: a clause repeated to the model's token limit) is repaired edit
     # after edit once the draft has finished; the timeout ends that too (447 s against 240).
-    loop = "SELECT T2.name FROM arrange AS T1 JOIN teacher AS T2 ON T1.tid = T2.tid" + " WHERE T1.cid = course" * 60
+    loop = "SELECT a FROM t WHERE x = 1" + " AND y = = 2" * 60  # 60 slips, an edit each
     try:
-        result = gg.guide(lambda prompt: loop, "sqlite", "q", target=False, timeout=1.0, max_corrections=16)
+        result = gg.guide(lambda prompt: loop, "sqlite", "q", target=False, timeout=0.01, max_corrections=16)
     except GuideExhausted as exhausted:
         result = exhausted.result
     # Stopped by the timeout, not by the 16 corrections it would otherwise make, one after another.
