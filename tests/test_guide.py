@@ -664,6 +664,8 @@ def test_a_grammar_that_accepts_nothing_does_not_take_prose_as_a_faithful_empty_
     assert result.text == "" and result.complete  # valid: the grammar accepts the empty text
     assert not result.faithful and result.changes.dropped == 1
     assert result.changes.summary() == "1 dropped"
+
+
 def test_timeout_bounds_the_repairs_of_a_finished_answer():
     # A looping answer (NL2SQL360: a clause repeated to the model's token limit) is repaired edit
     # after edit once the draft has finished; the timeout ends that too (447 s against 240).
