@@ -678,9 +678,11 @@ _CLOSERS = {"(": ")", "[": "]", "{": "}"}
 
 def _opens_unclosed(insert: str, kept: str) -> bool:
     """Whether an edit opens a bracket the draft's text read after it never closes: ``LEFT(d, 4)``
-    must not become ``LEFT[d, 4) ...``, where SQLite reads the whole rest as one bracketed name."""
+    must not become ``LEFT[d, 4) ...``, where SQLite reads the whole rest as one bracketed name;
+    nor ``{"a": 1}, []`` ``[{"a": 1}, []``, where the draft's ``]`` closes its own ``[``."""
     for opener, closer in _CLOSERS.items():
-        if insert.count(opener) > insert.count(closer) and closer not in kept:
+        opened = insert.count(opener) - insert.count(closer)
+        if opened > 0 and opened + kept.count(opener) - kept.count(closer) > 0:
             return True
     return False
 
