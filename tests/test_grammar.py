@@ -401,7 +401,7 @@ def test_rewrites_come_from_the_argument_or_a_sibling_file(tmp_path: Path):
     (rewrite,) = Grammar.from_file(tmp_path / "lim.lark").rewrites
     assert rewrite.regex.sub(rewrite.replacement, "TOP 5") == "LIMIT 5"
     reasons = [r.reason for r in Grammar.builtin("sqlite").rewrites]  # each tested in test_grammar_sqlite_rewrites.py
-    assert reasons[0] == "PostgreSQL cast" and reasons[-3:-1] == ["standard SQL row limit", "standard SQL row limit"]
+    assert reasons[0] == "PostgreSQL cast" and reasons.count("standard SQL row limit") == 2
     assert [r.reason for r in Grammar.builtin("sqlite").rewrites if r.head] == ["T-SQL's SELECT TOP n"]
 
 
