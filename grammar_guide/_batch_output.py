@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import os
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
 
@@ -71,18 +72,8 @@ class ResultLog:
         stream = path.open("ab")
         try:
             _lock(stream, path)
-            whole = _cut_torn_tail(path)
-            for number, line in enumerate(whole.splitlines(), 1):
-                record = _record_of(line, path, number)
-                if record.get("config") != config:
-                    raise BatchOutputError(
-                        f"{path} was written under another configuration (line {number}: config "
-                        f"{record.get('config')!r}, this job's is {config!r}): the grammar, draft, "
-                        "target or options differ. Give another output file, or the same options "
-                        "as the run that wrote it.",
-                        path=str(path),
-                        line=number,
-                    )
+            remedy = "Give another output file, or the same options as the run that wrote it."
+            for record in _records(_cut_torn_tail(path), path, config, remedy):
                 done[row_key(record.get("id"), record.get("line"))] = record.get("error") is not None
         except BaseException:
             stream.close()
@@ -116,17 +107,31 @@ def read_records(folder: Path, config: str) -> dict[str, dict[str, Any]]:
     records: dict[str, dict[str, Any]] = {}
     for path in sorted(folder.glob("*.jsonl")):
         data = path.read_bytes()
-        whole = data[: data.rfind(b"\n") + 1]
-        for number, line in enumerate(whole.splitlines(), 1):
-            record = _record_of(line, path, number)
-            if record.get("config") != config:
-                raise BatchOutputError(
-                    f"{path} was written under another configuration (line {number}): give another folder",
-                    path=str(path),
-                    line=number,
-                )
+        for record in _records(data[: _whole_end(data)], path, config, "Give another folder."):
             records[row_key(record.get("id"), record.get("line"))] = record
     return records
+
+
+def _records(whole: bytes, path: Path, config: str, remedy: str) -> Iterator[dict[str, Any]]:
+    """The rows of ``whole`` (whole lines of ``path``); a line that is not a row, or one written
+    under another configuration than ``config``, raises ``BatchOutputError`` (``remedy`` says
+    what to do)."""
+    for number, line in enumerate(whole.splitlines(), 1):
+        record = _record_of(line, path, number)
+        if record.get("config") != config:
+            raise BatchOutputError(
+                f"{path} was written under another configuration (line {number}: config "
+                f"{record.get('config')!r}, this job's is {config!r}): the grammar, draft, "
+                f"target or options differ. {remedy}",
+                path=str(path),
+                line=number,
+            )
+        yield record
+
+
+def _whole_end(data: bytes) -> int:
+    """Where the whole lines of ``data`` end (after its last newline)."""
+    return data.rfind(b"\n") + 1
 
 
 def _lock(stream: IO[bytes], path: Path) -> None:
@@ -148,7 +153,7 @@ def _cut_torn_tail(path: Path) -> bytes:
     """The file's whole lines; a last line without its newline (a write the job was killed in)
     is truncated away."""
     data = path.read_bytes()
-    end = data.rfind(b"\n") + 1
+    end = _whole_end(data)
     if end < len(data):
         with path.open("r+b") as stream:
             stream.truncate(end)

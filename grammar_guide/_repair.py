@@ -17,6 +17,7 @@ answer reads on after it, and cut otherwise.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass, replace
 
@@ -150,13 +151,7 @@ def _before_space(checker: Checker, edit: Edit, floor: int) -> Edit:
 def prose_cut(checker: Checker, evidence: str, floor: int) -> Cut | None:
     """ "…FROM road)\n\nThis query returns…": the first word of an explanation after the answer
     was read as an alias and the violation is in the explanation: cut at the end of the answer."""
-
-    def complete_at(end: int) -> bool:
-        with checker.trial() as trial:
-            trial.rollback_chars(end)
-            return trial.is_complete
-
-    end = prose_after_answer(checker.text, evidence, floor, complete_at)
+    end = prose_after_answer(checker.text, evidence, floor, functools.partial(_complete_at, checker))
     return None if end is None else Cut(end, "after complete text", end)
 
 

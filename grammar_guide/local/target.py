@@ -544,7 +544,7 @@ class TargetModel:
         """The tokens that begin with a word character (go on with a number or a name)."""
         import torch
 
-        starts = [bool(piece[:1]) and _Runs.is_word(piece[:1]) for piece in self.lm.token_bytes]
+        starts = [_Runs.starts_word(piece) for piece in self.lm.token_bytes]
         return torch.tensor(starts, dtype=torch.bool, device=self.lm.device)
 
     def _mask(self, matcher: llg.LLMatcher) -> torch.Tensor:
@@ -607,6 +607,8 @@ def _repeats(new: list[int], token: int, token_bytes: list[bytes]) -> bool:
 #: The longest run of digits, and of word characters, that the target writes before it must end it.
 _MAX_DIGITS = 20
 _MAX_WORD = 48
+#: Bytes of a word: ``_``, letters and digits, and every byte of a non-ASCII character.
+_WORD_BYTES = frozenset(b for b in range(256) if b == 0x5F or b >= 0x80 or chr(b).isalnum())
 
 
 @dataclass(frozen=True)
@@ -617,8 +619,9 @@ class _Runs:
     word: int = 0
 
     @staticmethod
-    def is_word(piece: bytes) -> bool:
-        return all(b == 0x5F or chr(b).isalnum() or b >= 0x80 for b in piece)
+    def starts_word(piece: bytes) -> bool:
+        """Whether ``piece`` begins with a word character (goes on with a number or a name)."""
+        return bool(piece) and piece[0] in _WORD_BYTES
 
     @classmethod
     def after(cls, data: bytes) -> _Runs:
@@ -627,14 +630,14 @@ class _Runs:
     def then(self, piece: bytes) -> _Runs:
         digits, word = self.digits, self.word
         for b in piece:
-            word = word + 1 if self.is_word(bytes([b])) else 0
+            word = word + 1 if b in _WORD_BYTES else 0
             digits = digits + 1 if 0x30 <= b <= 0x39 and word else 0
         return _Runs(digits, word)
 
     def too_long(self, piece: bytes) -> bool:
         """Whether writing ``piece`` makes a run longer than the target may write."""
         after = self.then(piece)
-        return bool(piece[:1]) and self.is_word(piece[:1]) and (after.digits > _MAX_DIGITS or after.word > _MAX_WORD)
+        return self.starts_word(piece) and (after.digits > _MAX_DIGITS or after.word > _MAX_WORD)
 
 
 @dataclass(eq=False)
