@@ -9,7 +9,7 @@ tries text on the checker and comes back, for the same cost.
 
 Which terminals may come next (``expected``, for diagnostics and repairs) is asked of lark's
 parser while the text is short; from ``PROBE_FROM`` bytes on, of the matcher itself: its grammar
-then has a probe beside every terminal (``_compile.probe_grammar``), so the answer costs the same
+then has a probe beside every terminal (``compiler.compile.probe_grammar``), so the answer costs the same
 at 1 KB and at 1 MB of text.
 """
 
@@ -18,26 +18,51 @@ from __future__ import annotations
 import contextlib
 import functools
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import lark
 import lark.exceptions
+import llguidance as llg
 
-from ._compile import PROBE_IDS, PROBE_MARKERS
-from ._matcher import regex_accepts_prefix
+from ._rewrites import Rewrite
 from ._text import is_word_char, line_column, run_start
+from .compiler.compile import PROBE_IDS, PROBE_MARKERS, Terminal
+from .compiler.matcher import ByteMatcherFactory, regex_accepts_prefix
 
-if TYPE_CHECKING:
-    from ._compile import Terminal
-    from ._grammar import Grammar
-
-__all__ = ["Checker", "CheckerState", "Violation"]
+__all__ = ["CheckedGrammar", "Checker", "CheckerState", "Violation"]
 
 #: From how many accepted bytes on ``Checker.expected`` probes the matcher instead of asking lark
 #: (whose parse reads the whole text: about 20 µs a character).
 PROBE_FROM = 2048
+
+
+class CheckedGrammar(Protocol):
+    """What a checker, and the repairs through ``Checker.grammar``, read of a grammar.
+
+    ``Grammar`` is the one implementation: it makes checkers (``Grammar.checker()``), so this
+    module names the interface rather than import it.
+    """
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def terminals(self) -> Mapping[str, Terminal]: ...
+    @property
+    def rewrites(self) -> tuple[Rewrite, ...]: ...
+    @property
+    def lark_parser(self) -> lark.Lark | None: ...
+    @property
+    def ignored_text(self) -> re.Pattern[str]: ...
+    @property
+    def ignored_start_bytes(self) -> frozenset[int]: ...
+    @property
+    def guard_terminals(self) -> frozenset[str]: ...
+    @property
+    def probe_matchers(self) -> tuple[ByteMatcherFactory, Mapping[tuple[int, int], str]] | None: ...
+    def new_matcher(self) -> llg.LLMatcher: ...
+    def checker(self, *, probe_from: int | None = None) -> Checker: ...
 
 
 @dataclass(frozen=True)
@@ -85,7 +110,7 @@ class Checker:
     asks lark once.
     """
 
-    def __init__(self, grammar: Grammar, *, probe_from: int | None = None) -> None:
+    def __init__(self, grammar: CheckedGrammar, *, probe_from: int | None = None) -> None:
         self.grammar = grammar
         self._matcher = grammar.new_matcher()
         self._bytes = bytearray()
@@ -375,7 +400,7 @@ def _is_nonspace(ch: str) -> bool:
     return not ch.isspace()
 
 
-def expected_terminals(grammar: Grammar, text: str) -> list[Terminal]:
+def expected_terminals(grammar: CheckedGrammar, text: str) -> list[Terminal]:
     """Terminals that can continue ``text``: either finish the lexeme in progress or start next
     (asked of the lark reference parser, which reads the whole text)."""
     parser = grammar.lark_parser
@@ -384,7 +409,7 @@ def expected_terminals(grammar: Grammar, text: str) -> list[Terminal]:
     return _expected(grammar, text, lambda k: _lark_expected(parser, text[:k]))
 
 
-def _expected(grammar: Grammar, text: str, names_at: Callable[[int], frozenset[str]]) -> list[Terminal]:
+def _expected(grammar: CheckedGrammar, text: str, names_at: Callable[[int], frozenset[str]]) -> list[Terminal]:
     """The terminals that finish the lexeme in progress at the end of ``text`` or start after it,
     given ``names_at(k)``: the terminals that may start after ``text[:k]``."""
     candidates = [len(text)]

@@ -20,6 +20,7 @@ from ._checker import Checker
 from ._draft import Draft, DraftCall, DraftRequest
 from ._errors import ProviderError
 from ._events import Cut, DraftSpan, Event, GrammarRefused, GuideStats
+from ._grammar import Grammar
 from ._reader import PREAMBLE_LIMIT, AnswerReader, answer_start, looks_like_aside, looks_like_prose
 
 __all__ = ["Drafting", "Round"]
@@ -94,12 +95,13 @@ class Drafting:
     async def read(self, lookahead: int, floor: int, tokens_left: int | None = None) -> Round:
         """Call the draft once and read its answer into the checker, ``tokens_left`` at most."""
         text = self.checker.text
+        grammar = self.checker.grammar  # a checker reads a Grammar through its CheckedGrammar face
         request = DraftRequest(
             prompt=self.prompt,
             accepted_text=text,
             max_new_tokens=lookahead * (4 if self.prose_retry == 1 else 1),
             stop=self.stops,
-            grammar=self.checker.grammar,
+            grammar=grammar if isinstance(grammar, Grammar) else None,
         )
         self.stats.draft_calls += 1
         call = DraftCall(request)

@@ -6,9 +6,13 @@ regex flags and ``%ignore`` all behave as in Lark), and the resolved rules and t
 written out in llguidance's Lark dialect, which runs the incremental Earley matcher. Anything the
 matcher cannot honour exactly raises ``GrammarError`` naming the construct and its position.
 
-The layers below: ``_lark_load`` (lark's loader, error positions), ``_compile`` (the compiler to
-llguidance's dialect), ``_regex`` (which regexes the matcher honours), ``_matcher`` (byte-level
-matchers, shared with ``_checker``).
+``LalrGrammar`` is the language of lark's LALR parser (``from_lark(parser="lalr")``): its checker
+drives lark's own parse table, contextual lexer and ``Indenter``, and it has no llguidance form.
+
+The layers below: the ``compiler`` package (lark's phases: loading the text, the terminals'
+regexes, the hazards of the dynamic lexer, the rules' compilation, postlexers, LALR, the exports)
+and the checkers (``_checker``, ``_lalr_checker``), which read a grammar through the
+``CheckedGrammar`` interface and import nothing of this module.
 """
 
 from __future__ import annotations
@@ -17,97 +21,32 @@ import functools
 import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal, NoReturn
 
 import lark
 import llguidance as llg
 from lark.grammar import Terminal as LarkTerminal
 
-from ._compile import Lexer, Terminal, compile_lark, probe_grammar, validate
+from ._checker import Checker
 from ._errors import GrammarError
 from ._json_schema import SOLIDUS_REWRITE, llguidance_schema
-from ._lark_load import load_lark
-from ._matcher import ByteMatcherFactory, regex_is_void, regex_start_bytes
+from ._lalr_checker import LalrChecker
+from ._rewrites import Rewrite, load_rewrites
+from .compiler.compile import Lexer, Terminal, compile_lark, probe_grammar, validate
+from .compiler.export import LarkForm, to_gbnf, to_plain_lark
+from .compiler.lalr import LalrLanguage
+from .compiler.load import load_lark
+from .compiler.matcher import ByteMatcherFactory, regex_start_bytes
+from .compiler.postlex import IndentDriver, indenter_of
 
-if TYPE_CHECKING:
-    from ._checker import Checker
-
-__all__ = ["Grammar", "Rewrite", "Terminal"]
+__all__ = ["Grammar", "LalrGrammar", "Rewrite", "Terminal"]
 
 _BUILTIN_PACKAGE = "grammar_guide.grammars"
 _BUILTIN_DIR = Path(__file__).resolve().parent.parent / "grammars"
 _LEXER_DIRECTIVE = re.compile(r"(?m)^//[ \t]*grammar-guide:[ \t]*lexer=(\w+)")
 _REWRITES_DIRECTIVE = re.compile(r"(?m)^//[ \t]*grammar-guide:[ \t]*rewrites=(\S+)")
-
-
-@dataclass(frozen=True)
-class Rewrite:
-    """A slip that drafts often make in this grammar's language, and what they meant by it.
-
-    ``pattern`` is a Python regular expression, ``replacement`` its ``re.sub`` template, ``reason``
-    a few words for the trace: ``Rewrite(r"(\\w+)::(\\w+)", r"CAST(\\1 AS \\2)", "PostgreSQL
-    cast")``. A rewrite is one more repair candidate at a violation: it is used when the match
-    spans the violation and the checker then reads the draft's text on.
-
-    A rewrite that moves text to the end of a statement (T-SQL's ``SELECT TOP 5 ...`` is
-    ``SELECT ... LIMIT 5``) needs the draft's text to that end: ``head`` is a regular expression
-    for the beginning of its match. Where ``head`` spans a violation, the draft is read on to the
-    end of its statement (``;`` or the end of its answer, 4 KB at most) before the repair is
-    chosen. ``\\Z`` in ``pattern`` matches only at the end of a finished answer; a pattern that
-    begins with ``\\A`` matches only at the start of the answer (JSON's values written one after
-    another, read as an array of them).
-    """
-
-    pattern: str
-    replacement: str
-    reason: str = ""
-    head: str = ""
-    #: How many lexemes of the draft's text after the match must then read on for the rewrite to
-    #: be taken (the match itself is evidence); 0 for a match that is certain on its own and is
-    #: often followed by another slip (a Python tuple's ``)`` before the next ``)``).
-    min_read: int = 1
-
-    def __post_init__(self) -> None:
-        for source in (self.pattern, self.head):
-            try:
-                re.compile(source)
-            except re.error as exc:
-                raise GrammarError(f"rewrite pattern {source!r}: {exc}", offset=exc.pos) from None
-
-    @functools.cached_property
-    def regex(self) -> re.Pattern[str]:
-        return re.compile(self.pattern)
-
-    @property
-    def at_start(self) -> bool:
-        """Whether the pattern is anchored at the start of the answer (``\\A``)."""
-        return self.pattern.startswith("\\A")
-
-    @functools.cached_property
-    def head_regex(self) -> re.Pattern[str] | None:
-        return re.compile(self.head) if self.head else None
-
-
-def _load_rewrites(path: Path) -> tuple[Rewrite, ...]:
-    """The rewrites in a ``<grammar>.rewrites.json`` file: a list of objects with ``pattern``,
-    ``replacement``, ``reason`` and (optional) ``head`` and ``min_read``."""
-    try:
-        entries = json.loads(path.read_text(encoding="utf-8"))
-        return tuple(
-            Rewrite(e["pattern"], e["replacement"], e.get("reason", ""), e.get("head", ""), e.get("min_read", 1))
-            for e in entries
-        )
-    except json.JSONDecodeError as exc:
-        raise GrammarError(
-            f"bad rewrites file: {exc.msg}", line=exc.lineno, column=exc.colno, source=str(path)
-        ) from None
-    except (KeyError, TypeError) as exc:
-        raise GrammarError(
-            f"bad rewrites file: each entry needs 'pattern' and 'replacement' ({exc})", source=str(path)
-        ) from None
 
 
 class Grammar:
@@ -235,7 +174,7 @@ class Grammar:
         path = Path(path)
         text = path.read_text(encoding="utf-8")
         sidecar = path.with_name(_rewrites_file(text, path.stem))
-        rewrites = _load_rewrites(sidecar) if sidecar.is_file() else ()
+        rewrites = load_rewrites(sidecar) if sidecar.is_file() else ()
         declared = _LEXER_DIRECTIVE.search(text)
         return cls.from_lark(
             text,
@@ -311,8 +250,6 @@ class Grammar:
     def checker(self, *, probe_from: int | None = None) -> Checker:
         """A new incremental checker positioned at the start of the text (``probe_from``: see
         ``Checker``)."""
-        from ._checker import Checker
-
         return Checker(self, probe_from=probe_from)
 
     def valid_prefix(self, text: str) -> int:
@@ -371,13 +308,11 @@ class Grammar:
 
     def is_void(self, terminal: Terminal) -> bool:
         """Whether ``terminal`` matches no text at all (a dead-end guard such as ``/[^\\s\\S]/``)."""
-        if terminal.literal is not None:
-            return False
-        return regex_is_void(terminal.regex or "")
+        return terminal.is_void
 
     @functools.cached_property
     def probe_matchers(self) -> tuple[ByteMatcherFactory, Mapping[tuple[int, int], str]] | None:
-        """Matchers of the grammar with a probe beside each terminal (see ``_compile.probe_grammar``),
+        """Matchers of the grammar with a probe beside each terminal (see ``compiler.compile.probe_grammar``),
         and the Lark name of each probe; ``None`` for grammars without named terminals. The checker
         asks one what may follow a long text without parsing it all again."""
         if self.captured_grammar is None or self._lark is None:
@@ -408,21 +343,90 @@ class Grammar:
         """This grammar as plain Lark: the subset OpenAI's custom grammar tools and llguidance
         accept (templates expanded, imports inlined, priorities dropped; start rule ``start``).
         Raises ``GrammarError`` with the construct's line and column for what it cannot say."""
-        from ._export import to_plain_lark
-
-        return to_plain_lark(self)
+        return self._plain_lark
 
     def to_gbnf(self) -> str:
         """This grammar as GBNF, for llama.cpp's server, Fireworks and xgrammar. Raises
         ``GrammarError`` with the construct's line and column for what GBNF cannot say."""
-        from ._export import to_gbnf
+        return self._gbnf
 
-        return to_gbnf(self)
+    # Each export is written once (a large grammar takes seconds; drafts send one per run).
+
+    @functools.cached_property
+    def _plain_lark(self) -> str:
+        if self.character_level:
+            # Lark's dynamic lexer reads it differently from a greedy lexer: the character-level
+            # form is exact for both (one-character terminals leave no lexer anything to decide).
+            return self.llguidance_grammar
+        return to_plain_lark(self._lark_form)
+
+    @functools.cached_property
+    def _gbnf(self) -> str:
+        return to_gbnf(self._lark_form)
+
+    @property
+    def _lark_form(self) -> LarkForm:
+        return LarkForm(self.name, self._lark, self.terminals, self.lark_source or "")
 
     @property
     def lark_parser(self) -> lark.Lark | None:
         """The ``lark.Lark`` reference parser, for grammars loaded from Lark text."""
         return self._lark
+
+
+class LalrGrammar(Grammar):
+    """A grammar whose language is lark's LALR parser's (contextual lexer, optional ``Indenter``)."""
+
+    def __init__(
+        self, parser: lark.Lark, postlex: object, *, name: str, lark_source: str, rewrites: Sequence[Rewrite] = ()
+    ) -> None:
+        indenter = indenter_of(postlex)
+        self.language = LalrLanguage(parser, IndentDriver(indenter) if indenter is not None else None)
+        self.name = name
+        self.json_schema = None
+        self.lexer = None
+        self.rewrites = tuple(rewrites)
+        self.captured_grammar = None
+        self.lark_source = lark_source
+        self.terminals = dict(self.language.terminals)
+        self.character_level = False
+        self._lark = parser
+        #: The postlexer lark's parser runs (``None`` for none).
+        self.postlex = postlex
+
+    @property
+    def llguidance_grammar(self) -> str:
+        self._no_llguidance("llguidance grammar for token masks")
+
+    @llguidance_grammar.setter
+    def llguidance_grammar(self, value: str) -> None:
+        raise AttributeError("an LALR grammar has no llguidance form")
+
+    def _no_llguidance(self, what: str) -> NoReturn:
+        postlex = f" with postlex={type(self.postlex).__name__}" if self.postlex is not None else ""
+        raise GrammarError(
+            f"{self.name}: a grammar read with parser='lalr'{postlex} has no llguidance form "
+            f"(lark's contextual lexer and indenter are not a character-level grammar): no {what}; "
+            "its checker and the guide loop with target=False (repairs from the grammar and the "
+            "draft's own text) work"
+        )
+
+    def require_token_masks(self) -> NoReturn:
+        self._no_llguidance("token masks for a target model")
+
+    def new_matcher(self) -> llg.LLMatcher:
+        self._no_llguidance("byte-level matchers")
+
+    def to_plain_lark(self) -> str:
+        self._no_llguidance("an export to plain Lark")
+
+    def to_gbnf(self) -> str:
+        self._no_llguidance("an export to GBNF")
+
+    def checker(self, *, probe_from: int | None = None) -> LalrChecker:
+        """A new checker at the start of the text (``probe_from`` has no use here: the checker's
+        diagnostics always come from lark's own parse table)."""
+        return LalrChecker(self, self.language)
 
 
 def _lalr_grammar(
@@ -437,9 +441,6 @@ def _lalr_grammar(
     postlex: object,
 ) -> Grammar:
     """``from_lark(parser="lalr")``: lark's LALR parser and contextual lexer (see ``LalrGrammar``)."""
-    from ._lalr_grammar import LalrGrammar
-    from ._postlex import indenter_of
-
     if parser != "lalr":
         raise GrammarError(f"postlex needs parser='lalr' (lark runs a postlexer only there), not {parser!r}")
     indenter = indenter_of(postlex)  # refuses another postlexer before lark runs it
@@ -474,7 +475,7 @@ def _builtin(name: str) -> Grammar:
             sidecar = _rewrites_file(path.read_text(encoding="utf-8"), name)
         if sidecar in entries:
             with resources.as_file(entries[sidecar]) as path:
-                grammar.rewrites = _load_rewrites(path)
+                grammar.rewrites = load_rewrites(path)
         return grammar
     names = ", ".join(Grammar.builtin_names()) or "none"
     raise GrammarError(f"no builtin grammar named {name!r} (available: {names})")

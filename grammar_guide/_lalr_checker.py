@@ -1,7 +1,7 @@
 """The checker of LALR grammars: exactly what lark's LALR parser says, on texts and on prefixes.
 
 A prefix is valid when some continuation makes lark accept the text. The checker reads the text
-with lark's own parse table, contextual lexers and ``Indenter`` (``_lalr``): tokens that no
+with lark's own parse table, contextual lexers and ``Indenter`` (``compiler.lalr``): tokens that no
 continuation can change are *settled* and fed to the parser once; the rest of the text (usually
 the last lexeme) is read again at each question. There, two readings are possible: a lexeme runs
 on past the end (some terminal lark would choose can grow, and the parser takes it there: the
@@ -21,14 +21,13 @@ from typing import TYPE_CHECKING
 
 from lark import Token
 
-from ._checker import Checker, CheckerState, Violation
-from ._postlex import IndentState
+from ._checker import CheckedGrammar, Checker, CheckerState, Violation
 from ._text import line_column
+from .compiler.postlex import IndentState
 
 if TYPE_CHECKING:
-    from ._compile import Terminal
-    from ._lalr import LalrLanguage, Parser, StateLexer
-    from ._lalr_grammar import LalrGrammar
+    from .compiler.compile import Terminal
+    from .compiler.lalr import LalrLanguage, Parser, StateLexer
 
 __all__ = ["LalrChecker"]
 
@@ -64,9 +63,9 @@ class _Point:
 class LalrChecker(Checker):
     """``Checker``'s interface for a grammar read by lark's LALR parser (``LalrGrammar``)."""
 
-    def __init__(self, grammar: LalrGrammar) -> None:
+    def __init__(self, grammar: CheckedGrammar, language: LalrLanguage) -> None:
         self.grammar = grammar
-        self._lang: LalrLanguage = grammar.language
+        self._lang = language
         start = _Point(0, self._lang.start(), IndentState(), 0)
         self._kept: list[_Point] = [start]
         self._frontier = start

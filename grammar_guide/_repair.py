@@ -21,7 +21,7 @@ import functools
 import re
 from dataclasses import dataclass, replace
 
-from ._checker import Checker
+from ._checker import CheckedGrammar, Checker
 from ._edit_search import (
     TIGHT,
     Edit,
@@ -35,7 +35,6 @@ from ._edit_search import (
     whole_words,
 )
 from ._events import CutReason
-from ._grammar import Grammar
 from ._reader import looks_like_aside, prose_after_answer, prose_run, reads_as_code, trailing_word
 from ._text import is_word_char
 
@@ -259,7 +258,7 @@ def _complete_at(checker: Checker, end: int) -> bool:
         return trial.is_complete
 
 
-def _answer_read(grammar: Grammar, rest: str) -> int:
+def _answer_read(grammar: CheckedGrammar, rest: str) -> int:
     """How much of ``rest`` a new text of the grammar reads, if it begins with a whole word
     that the grammar's text may begin with (not only the beginning of one: ``IN`` of
     ``INSERT``); 0 otherwise."""

@@ -17,7 +17,7 @@ The checker's invalid offset n must agree exactly: by lark, ``text[:n]`` is a va
 ``text[:n+1]`` is not.
 
 No difference is allowed: the checker reads terminals as lark's dynamic lexer does (see
-grammar_guide/_hazards.py), so the verdicts agree on every string.
+grammar_guide/compiler/hazards.py), so the verdicts agree on every string.
 """
 
 from __future__ import annotations
@@ -37,10 +37,10 @@ from hypothesis import strategies as st
 from hypothesis.extra.lark import from_lark
 
 from grammar_guide import Grammar, GrammarError
-from grammar_guide._automaton import dfa_of
-from grammar_guide._compile import _KNOWN_EQUIVALENTS
-from grammar_guide._exact import greedy_regex
-from grammar_guide._regex import regex_features
+from grammar_guide.compiler.automaton import dfa_of
+from grammar_guide.compiler.compile import _KNOWN_EQUIVALENTS
+from grammar_guide.compiler.exact import greedy_regex
+from grammar_guide.compiler.regex import regex_features
 from tests.support.package_grammars import grammar_file, terminal_definition
 
 ARITHMETIC = textwrap.dedent(

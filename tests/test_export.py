@@ -25,7 +25,7 @@ from hypothesis.extra.lark import from_lark
 from llguidance.gbnf_to_lark import any_to_lark
 
 from grammar_guide import Grammar, GrammarError
-from grammar_guide._matcher import byte_tokenizer
+from grammar_guide.compiler.matcher import byte_tokenizer
 from tests.test_differential import ALPHABET, FIXTURES, ISSUE_19, LARK_EXAMPLES, mutations
 from tests.test_differential import checker_verdict as verdict
 

@@ -1,4 +1,4 @@
-"""``_first_path``: Python's backtracking order, replayed to tell whether more text could change a
+"""``compiler.first_path``: Python's backtracking order, replayed to tell whether more text could change a
 match. The oracle is Python's ``re`` on the text and on the text with one more character."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from grammar_guide._first_path import compile_first_path
+from grammar_guide.compiler.first_path import compile_first_path
 
 ALPHABET = "-0123.e\"ab\\'x#\n y"
 PATTERNS = [

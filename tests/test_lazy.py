@@ -2,7 +2,7 @@
 checked against Python's ``re`` on every short text over each regex's alphabet.
 
 The regexes are those of real grammars on the package index (pinned; tests/support/package_grammars.py),
-as lark composes them, and small ones for each shape ``_lazy`` reads or refuses.
+as lark composes them, and small ones for each shape ``compiler.lazy`` reads or refuses.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import lark
 import pytest
 
 from grammar_guide import Grammar, GrammarError
-from grammar_guide._lazy import LazyReading, lazy_reading
+from grammar_guide.compiler.lazy import LazyReading, lazy_reading
 from tests.support.package_grammars import grammar_file, terminal_definition
 
 # id -> (package, version, grammar file, terminal)

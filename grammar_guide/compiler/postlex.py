@@ -17,7 +17,7 @@ from lark import Token
 from lark.exceptions import LarkError
 from lark.indenter import Indenter
 
-from ._errors import GrammarError
+from .._errors import GrammarError
 
 __all__ = ["IndentDriver", "IndentState", "PostlexError", "indenter_of"]
 

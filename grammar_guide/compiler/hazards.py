@@ -36,10 +36,10 @@ from typing import Any
 
 from lark.grammar import Terminal as LarkTerminal
 
-from ._charclass import python_class
-from ._errors import GrammarError
-from ._exact import first_chars
-from ._matcher import ByteMatcherFactory
+from .._errors import GrammarError
+from .charclass import python_class
+from .exact import first_chars
+from .matcher import ByteMatcherFactory
 
 __all__ = ["Hazards", "find_hazards"]
 

@@ -14,7 +14,7 @@ import functools
 import importlib
 from typing import Any
 
-from ._charclass import Ranges, all_chars, matched_code_points, python_class
+from .charclass import Ranges, all_chars, matched_code_points, python_class
 
 __all__ = ["case_insensitive_literal", "python_re_of"]
 

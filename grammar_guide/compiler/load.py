@@ -14,9 +14,9 @@ from typing import Any, Literal, NamedTuple, TypedDict
 import lark
 import lark.exceptions
 
-from ._errors import GrammarError
-from ._regex import is_regex_error
-from ._text import line_column, offset_of
+from .._errors import GrammarError
+from .._text import line_column, offset_of
+from .regex import is_regex_error
 
 __all__ = [
     "Position",

@@ -3,9 +3,9 @@
 ``LalrLanguage`` takes a ``lark.Lark(..., parser="lalr")`` and reads text with lark's own pieces:
 the parse table (a ``Parser`` fed token by token), each parser state's ``BasicLexer`` (its
 terminals in lark's order, its keyword callbacks, its ignored terminals) and the postlexer (through
-``_postlex``). A lexer's terminals are matched as lark matches them, the first alternative of one
+``postlex``). A lexer's terminals are matched as lark matches them, the first alternative of one
 alternation that matches, with the ``regex`` module, whose partial matching tells whether more
-text could make a terminal lark tries first match, and ``_first_path`` whether a path of the
+text could make a terminal lark tries first match, and ``first_path`` whether a path of the
 matched terminal itself that comes first could go on: a token whose match no continuation can
 change is *settled*.
 
@@ -25,10 +25,10 @@ from lark.exceptions import LarkError
 from lark.lexer import PatternStr, UnlessCallback
 from lark.parsers.lalr_parser_state import ParseConf, ParserState
 
-from ._compile import Terminal
-from ._errors import GrammarError
-from ._first_path import FirstPath, compile_first_path
-from ._postlex import IndentDriver, IndentState
+from .._errors import GrammarError
+from .compile import Terminal
+from .first_path import FirstPath, compile_first_path
+from .postlex import IndentDriver, IndentState
 
 __all__ = ["LalrLanguage", "Parser", "StateLexer", "Step"]
 

@@ -10,46 +10,54 @@ Servers with their own grammar engine take a grammar in their own text format:
   only between tokens; Lark also at both ends). The start rule is ``start``. A grammar that a
   greedy lexer would read differently from lark (``Grammar.character_level``) is written as its
   character-level form instead: one-character terminals, which any lexer reads as lark reads the
-  original.
+  original (``Grammar.to_plain_lark`` writes that form; this module is not asked).
 - ``to_gbnf``: llama.cpp's GBNF (also read by Fireworks and xgrammar). GBNF has no lexer: each
   terminal becomes a rule of characters (regexes translated item by item, ``\\d``/``\\w``/``\\s``
   as their exact Unicode classes) and the ignored terminals are written after every terminal.
 
-Both are written from the rules and terminals lark resolved, so they mean what the grammar
-means. What neither format can say raises ``GrammarError`` with the line and column of the
-construct: a lazy quantifier (``*?``) is one (its shortest-match meaning needs intersection, which
-only llguidance's own dialect has).
+Both are written from the rules and terminals lark resolved (a ``LarkForm``: lark's parser, the
+compiled terminals and the grammar's text), so they mean what the grammar means. What neither
+format can say raises ``GrammarError`` with the line and column of the construct: a lazy
+quantifier (``*?``) is one (its shortest-match meaning needs intersection, which only
+llguidance's own dialect has).
 """
 
 from __future__ import annotations
 
-import functools
 import json
 import re
-import weakref
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+import lark
 from lark.grammar import NonTerminal
 
-from ._charclass import SURROGATES, UNICODE_MAX, Ranges, char_set, complement, normalise, subtract_surrogates
-from ._compile import lark_regex
-from ._errors import GrammarError
-from ._exact import quantifier
-from ._lark_load import position, position_of_terminal
-from ._regex import regex_features
-from ._regex import sre_constants as _c
-from ._regex import sre_parse as _sre_parse
+from .._errors import GrammarError
+from .charclass import SURROGATES, UNICODE_MAX, Ranges, char_set, complement, normalise, subtract_surrogates
+from .compile import Terminal, lark_regex
+from .exact import quantifier
+from .load import position, position_of_terminal
+from .regex import regex_features
+from .regex import sre_constants as _c
+from .regex import sre_parse as _sre_parse
 
-if TYPE_CHECKING:
-    from ._compile import Terminal
-    from ._grammar import Grammar
-
-__all__ = ["to_gbnf", "to_plain_lark"]
+__all__ = ["LarkForm", "to_gbnf", "to_plain_lark"]
 
 
 # -- the resolved grammar, with names both formats accept ----------------------------------------
+
+
+@dataclass(frozen=True)
+class LarkForm:
+    """What the exports read of a grammar: ``name`` (for messages), ``lark``'s resolved parser
+    (``None`` for a grammar not loaded from Lark text), the compiled ``terminals`` and the Lark
+    text (``source_text``, to point at a construct's line and column)."""
+
+    name: str
+    parser: lark.Lark | None
+    terminals: Mapping[str, Terminal]
+    source_text: str = ""
 
 
 @dataclass
@@ -66,8 +74,8 @@ class _Resolved:
     lark_patterns: dict[str, str] = field(default_factory=dict)
 
 
-def _resolve(grammar: Grammar, what: str) -> _Resolved:
-    parser = grammar.lark_parser
+def _resolve(grammar: LarkForm, what: str) -> _Resolved:
+    parser = grammar.parser
     if parser is None:
         if set(grammar.terminals) == {"REGEX"}:  # Grammar.from_regex
             return _Resolved("start", {"start": [[(True, "REGEX")]]}, dict(grammar.terminals), [], "", None)
@@ -82,7 +90,7 @@ def _resolve(grammar: Grammar, what: str) -> _Resolved:
         rules.setdefault(str(rule.origin.name), []).append(symbols)
     start = parser.options.start[0]
     if what == "GBNF":
-        _prune_void(rules, {n for n, t in grammar.terminals.items() if grammar.is_void(t)}, start)
+        _prune_void(rules, {n for n, t in grammar.terminals.items() if t.is_void}, start)
     # The start rule first, then the rest in the grammar's order.
     ordered = {start: rules.pop(start, [])}
     ordered.update(rules)
@@ -96,7 +104,7 @@ def _resolve(grammar: Grammar, what: str) -> _Resolved:
             or n in parser.ignore_tokens
         },
         list(parser.ignore_tokens),
-        grammar.lark_source or "",
+        grammar.source_text,
         None if getattr(parser, "source_path", None) in (None, "<string>") else parser.source_path,
         {t.name: t.pattern.value for t in parser.terminals},
     )
@@ -164,28 +172,8 @@ def _is_lazy_regex(regex: str) -> bool:
 # -- plain Lark ----------------------------------------------------------------------------------
 
 
-# Exports already written, per grammar (a large grammar takes seconds; drafts send it per run).
-_WRITTEN: weakref.WeakKeyDictionary[Grammar, dict[str, str]] = weakref.WeakKeyDictionary()
-
-
-def _cached(write: Callable[[Grammar], str]) -> Callable[[Grammar], str]:
-    @functools.wraps(write)
-    def cached(grammar: Grammar) -> str:
-        written = _WRITTEN.setdefault(grammar, {})
-        if write.__name__ not in written:
-            written[write.__name__] = write(grammar)
-        return written[write.__name__]
-
-    return cached
-
-
-@_cached
-def to_plain_lark(grammar: Grammar) -> str:
+def to_plain_lark(grammar: LarkForm) -> str:
     """The grammar in the plain Lark subset (see the module docstring)."""
-    if grammar.character_level:
-        # Lark's dynamic lexer reads it differently from a greedy lexer: the character-level
-        # form is exact for both (one-character terminals leave no lexer anything to decide).
-        return grammar.llguidance_grammar
     g = _resolve(grammar, "Lark")
     taken = {"start"}
     rule_names = _allocate(g.rules, upper=False, taken=taken, reserved={g.start: "start"})
@@ -271,8 +259,7 @@ _SHORT_ESCAPES = {"\n": "\\n", "\t": "\\t", "\r": "\\r"}
 # -- GBNF ------------------------------------------------------------------------------------------
 
 
-@_cached
-def to_gbnf(grammar: Grammar) -> str:
+def to_gbnf(grammar: LarkForm) -> str:
     """The grammar in llama.cpp's GBNF (see the module docstring)."""
     g = _resolve(grammar, "GBNF")
 

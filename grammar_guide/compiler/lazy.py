@@ -27,11 +27,11 @@ import functools
 from dataclasses import dataclass
 from typing import Any
 
-from ._automaton import Dfa, concatenation, dfa_of, share_a_prefix, union
-from ._charclass import char_set, normalise
-from ._exact import first_chars, greedy_regex_of, lark_regex
-from ._regex import sre_constants as _c
-from ._regex import sre_parse as _sre_parse
+from .automaton import Dfa, concatenation, dfa_of, share_a_prefix, union
+from .charclass import char_set, normalise
+from .exact import first_chars, greedy_regex_of, lark_regex
+from .regex import sre_constants as _c
+from .regex import sre_parse as _sre_parse
 
 __all__ = ["LazyReading", "lazy_reading"]
 

@@ -12,7 +12,7 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-from ._regex import sre_constants as _sre_c
+from .regex import sre_constants as _sre_c
 
 __all__ = [
     "SURROGATES",

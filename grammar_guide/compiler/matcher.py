@@ -1,7 +1,7 @@
 """The byte-level matcher: llguidance's ``LLMatcher`` over a vocabulary of the 256 single bytes.
 
-The bottom of the grammar layer: ``_grammar`` (the ``Grammar`` facade) and ``_checker`` both use it,
-and it imports neither. Consuming a "token" is consuming one byte, so the matcher answers, byte by
+Used by the rest of the compiler, by ``Grammar`` (the front end) and by ``_checker``, and
+imports none of them. Consuming a "token" is consuming one byte, so the matcher answers, byte by
 byte, whether text is still a prefix of some valid text.
 """
 
@@ -12,7 +12,7 @@ from typing import ClassVar
 
 import llguidance as llg
 
-from ._errors import GrammarError
+from .._errors import GrammarError
 
 __all__ = [
     "EOS",

@@ -1,9 +1,9 @@
 """Deterministic automata of Python regexes, over code-point ranges.
 
-The character-level reading of a grammar (``_compile``) needs a terminal's matches split by where
+The character-level reading of a grammar (``compile``) needs a terminal's matches split by where
 they end (what a longer match could still add) and cut where lark's ``re.match`` stops (a lazy
 quantifier's shortest match). A regex is read with CPython's parser, its classes as Python's
-``re`` has them (``_charclass``), and built into a minimal DFA whose edges carry ranges.
+``re`` has them (``charclass``), and built into a minimal DFA whose edges carry ranges.
 """
 
 from __future__ import annotations
@@ -14,10 +14,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from ._charclass import Ranges, char_set, normalise
-from ._errors import GrammarError
-from ._regex import sre_constants as _c
-from ._regex import sre_parse as _sre_parse
+from .._errors import GrammarError
+from .charclass import Ranges, char_set, normalise
+from .regex import sre_constants as _c
+from .regex import sre_parse as _sre_parse
 
 __all__ = ["Dfa", "concatenation", "dfa_of", "ranges_of", "share_a_prefix", "split_ranges", "union"]
 

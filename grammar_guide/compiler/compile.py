@@ -20,10 +20,10 @@ from lark.grammar import NonTerminal
 from lark.grammar import Terminal as LarkTerminal
 from lark.lexer import PatternRE, PatternStr, TerminalDef
 
-from ._automaton import Dfa, dfa_of, ranges_of, split_ranges
-from ._charclass import python_class
-from ._errors import GrammarError
-from ._exact import (
+from .._errors import GrammarError
+from .automaton import Dfa, dfa_of, ranges_of, split_ranges
+from .charclass import python_class
+from .exact import (
     choice,
     exact_regex,
     first_chars,
@@ -33,14 +33,24 @@ from ._exact import (
     regex_rules,
     regex_rules_not_starting,
 )
-from ._hazards import find_hazards
-from ._lark_load import position, position_of_definition, position_of_terminal, position_of_use
-from ._lazy import LazyReading, lazy_reading
-from ._matcher import regex_is_void
-from ._regex import is_regex_error, regex_features, sre_constants, sre_parse, strip_verbose
-from ._regex_module import case_insensitive_literal, python_re_of
+from .hazards import find_hazards
+from .lazy import LazyReading, lazy_reading
+from .load import position, position_of_definition, position_of_terminal, position_of_use
+from .matcher import regex_is_void
+from .regex import is_regex_error, regex_features, sre_constants, sre_parse, strip_verbose
+from .unicode_classes import case_insensitive_literal, python_re_of
 
-__all__ = ["Compiled", "Lexer", "Terminal", "compile_lark", "lark_regex", "validate"]
+__all__ = [
+    "PROBE_IDS",
+    "PROBE_MARKERS",
+    "Compiled",
+    "Lexer",
+    "Terminal",
+    "compile_lark",
+    "lark_regex",
+    "probe_grammar",
+    "validate",
+]
 
 #: How terminals are read: ``"dynamic"`` as lark's Earley parser does by default, ``"greedy"`` as
 #: the matcher's lexer does (contextual longest match, as a tokenizer reads).
@@ -70,6 +80,11 @@ class Terminal:
             return self.regex
         escaped = re.escape(self.literal or "")
         return f"(?i:{escaped})" if self.case_insensitive else escaped
+
+    @property
+    def is_void(self) -> bool:
+        """Whether the terminal matches no text at all (a dead-end guard such as ``/[^\\s\\S]/``)."""
+        return self.literal is None and regex_is_void(self.regex or "")
 
     @property
     def display(self) -> str:
@@ -121,7 +136,7 @@ def compile_lark(parser: lark.Lark, text: str, source: str | None, lexer: Lexer 
     """Write Lark's resolved grammar in llguidance's dialect (see ``Compiled``).
 
     ``lexer="dynamic"`` (lark's Earley default) is honoured exactly: where the matcher's greedy
-    lexer could read the grammar differently (see ``_hazards``), the grammar is written at the
+    lexer could read the grammar differently (see ``hazards``), the grammar is written at the
     character level instead (``scannerless``), or ``GrammarError`` says why neither is exact.
     ``lexer="greedy"`` is the matcher's own lexer, contextual longest match, as a tokenizer
     reads (``SELECTa`` is one word).
@@ -255,7 +270,7 @@ def _scannerless(
     nothing to be greedy about, and its language is exactly the rules' language. ``skipped``:
     the ignored terminals, and those ignored only where the text begins (``/^\\n/``).
 
-    A terminal in ``munch`` (see ``_hazards``) takes its longest match in lark: the text after
+    A terminal in ``munch`` (see ``hazards``) takes its longest match in lark: the text after
     a match ``w`` may not begin with a ``v`` that makes ``w v`` a match too. That is a regular
     condition on what follows, so the rules are multiplied by a small automaton that watches it
     (``_Watchers``): its state is the set of such terminals whose match could still be extended,
@@ -617,7 +632,7 @@ def _terminal(tdef: Any, text: str, source: str | None, regex_module: bool) -> t
         # Classes as Python's re reads them; control characters (lark writes a "\t" inside a
         # composite terminal as a backslash then a tab) come out as plain escapes.
         if lazy:
-            # The matches Python's re.match returns (see _lazy), or no exact reading.
+            # The matches Python's re.match returns (see ``lazy``), or no exact reading.
             try:
                 reading = lazy_reading(regex)
             except GrammarError as error:  # an automaton too large to build
@@ -639,7 +654,7 @@ def _terminal(tdef: Any, text: str, source: str | None, regex_module: bool) -> t
 
 
 def _python_re_of(name: str, written: str, value: str, flags: set[str], text: str, source: str | None) -> str:
-    """A pattern of ``regex=True`` in Python's ``re`` (see ``_regex_module``), or ``GrammarError``
+    """A pattern of ``regex=True`` in Python's ``re`` (see ``unicode_classes``), or ``GrammarError``
     where the two modules differ in a way not written out."""
     problem = None
     try:

@@ -3,7 +3,7 @@
 lark matches terminals with Python's ``re``; the matcher compiles them to automata. This module reads
 a regex with CPython's own parser (``re._parser``, the one place the package touches it) to find
 constructs an automaton cannot express (look-around, back-references, anchors), lazy quantifiers
-(read by ``_lazy``) and alternations where Python's first match is not the longest.
+(read by ``lazy``) and alternations where Python's first match is not the longest.
 """
 
 from __future__ import annotations
@@ -67,7 +67,7 @@ _sre_c, _sre_parse = sre_constants, sre_parse
 
 def regex_features(regex: str) -> tuple[str | None, bool]:
     """(a construct the matcher cannot honour exactly, or None; whether the regex has a lazy
-    quantifier, which ``_lazy`` reads as ``re.match`` does, or refuses)."""
+    quantifier, which ``lazy`` reads as ``re.match`` does, or refuses)."""
     parsed = _sre_parse.parse(regex, 0)
     problem = _first_unsupported(parsed) or _shadowed_alternative(parsed)
     if problem:

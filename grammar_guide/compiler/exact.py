@@ -18,10 +18,10 @@ from typing import Any
 
 import llguidance as llg
 
-from ._charclass import Ranges, char_set, normalise, python_class
-from ._errors import GrammarError
-from ._regex import sre_constants as _c
-from ._regex import sre_parse as _sre_parse
+from .._errors import GrammarError
+from .charclass import Ranges, char_set, normalise, python_class
+from .regex import sre_constants as _c
+from .regex import sre_parse as _sre_parse
 
 __all__ = [
     "choice",

@@ -1,0 +1,84 @@
+"""``Rewrite``: a slip that drafts often make in a grammar's language, and what they meant by it.
+
+A grammar's rewrites come with it (``Grammar.from_lark(rewrites=...)``, or a ``<grammar>.rewrites.json``
+file beside a grammar file, read by ``load_rewrites``); the repairs try them at a violation.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from ._errors import GrammarError
+
+__all__ = ["Rewrite", "load_rewrites"]
+
+
+@dataclass(frozen=True)
+class Rewrite:
+    """A slip that drafts often make in this grammar's language, and what they meant by it.
+
+    ``pattern`` is a Python regular expression, ``replacement`` its ``re.sub`` template, ``reason``
+    a few words for the trace: ``Rewrite(r"(\\w+)::(\\w+)", r"CAST(\\1 AS \\2)", "PostgreSQL
+    cast")``. A rewrite is one more repair candidate at a violation: it is used when the match
+    spans the violation and the checker then reads the draft's text on.
+
+    A rewrite that moves text to the end of a statement (T-SQL's ``SELECT TOP 5 ...`` is
+    ``SELECT ... LIMIT 5``) needs the draft's text to that end: ``head`` is a regular expression
+    for the beginning of its match. Where ``head`` spans a violation, the draft is read on to the
+    end of its statement (``;`` or the end of its answer, 4 KB at most) before the repair is
+    chosen. ``\\Z`` in ``pattern`` matches only at the end of a finished answer; a pattern that
+    begins with ``\\A`` matches only at the start of the answer (JSON's values written one after
+    another, read as an array of them).
+    """
+
+    pattern: str
+    replacement: str
+    reason: str = ""
+    head: str = ""
+    #: How many lexemes of the draft's text after the match must then read on for the rewrite to
+    #: be taken (the match itself is evidence); 0 for a match that is certain on its own and is
+    #: often followed by another slip (a Python tuple's ``)`` before the next ``)``).
+    min_read: int = 1
+
+    def __post_init__(self) -> None:
+        for source in (self.pattern, self.head):
+            try:
+                re.compile(source)
+            except re.error as exc:
+                raise GrammarError(f"rewrite pattern {source!r}: {exc}", offset=exc.pos) from None
+
+    @functools.cached_property
+    def regex(self) -> re.Pattern[str]:
+        return re.compile(self.pattern)
+
+    @property
+    def at_start(self) -> bool:
+        """Whether the pattern is anchored at the start of the answer (``\\A``)."""
+        return self.pattern.startswith("\\A")
+
+    @functools.cached_property
+    def head_regex(self) -> re.Pattern[str] | None:
+        return re.compile(self.head) if self.head else None
+
+
+def load_rewrites(path: Path) -> tuple[Rewrite, ...]:
+    """The rewrites in a ``<grammar>.rewrites.json`` file: a list of objects with ``pattern``,
+    ``replacement``, ``reason`` and (optional) ``head`` and ``min_read``."""
+    try:
+        entries = json.loads(path.read_text(encoding="utf-8"))
+        return tuple(
+            Rewrite(e["pattern"], e["replacement"], e.get("reason", ""), e.get("head", ""), e.get("min_read", 1))
+            for e in entries
+        )
+    except json.JSONDecodeError as exc:
+        raise GrammarError(
+            f"bad rewrites file: {exc.msg}", line=exc.lineno, column=exc.colno, source=str(path)
+        ) from None
+    except (KeyError, TypeError) as exc:
+        raise GrammarError(
+            f"bad rewrites file: each entry needs 'pattern' and 'replacement' ({exc})", source=str(path)
+        ) from None
