@@ -23,7 +23,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from importlib import resources
 from pathlib import Path
-from typing import Any, Literal, NoReturn
+from typing import TYPE_CHECKING, Any, Literal, NoReturn
 
 import lark
 import llguidance as llg
@@ -32,14 +32,17 @@ from lark.grammar import Terminal as LarkTerminal
 from ._checker import Checker
 from ._errors import GrammarError
 from ._json_schema import SOLIDUS_REWRITE, llguidance_schema
-from ._lalr_checker import LalrChecker
 from ._rewrites import Rewrite, load_rewrites
 from .compiler.compile import Lexer, Terminal, compile_lark, probe_grammar, validate
-from .compiler.export import LarkForm, to_gbnf, to_plain_lark
-from .compiler.lalr import LalrLanguage
 from .compiler.load import load_lark
 from .compiler.matcher import ByteMatcherFactory, regex_start_bytes
-from .compiler.postlex import IndentDriver, indenter_of
+
+if TYPE_CHECKING:
+    from ._lalr_checker import LalrChecker
+    from .compiler.export import LarkForm
+
+# The exports and the LALR reading (with its checker) are imported where first used, as before:
+# they cost import time (tens of milliseconds) that most uses never need. They import nothing of this module.
 
 __all__ = ["Grammar", "LalrGrammar", "Rewrite", "Terminal"]
 
@@ -358,14 +361,20 @@ class Grammar:
             # Lark's dynamic lexer reads it differently from a greedy lexer: the character-level
             # form is exact for both (one-character terminals leave no lexer anything to decide).
             return self.llguidance_grammar
+        from .compiler.export import to_plain_lark
+
         return to_plain_lark(self._lark_form)
 
     @functools.cached_property
     def _gbnf(self) -> str:
+        from .compiler.export import to_gbnf
+
         return to_gbnf(self._lark_form)
 
     @property
     def _lark_form(self) -> LarkForm:
+        from .compiler.export import LarkForm
+
         return LarkForm(self.name, self._lark, self.terminals, self.lark_source or "")
 
     @property
@@ -380,6 +389,9 @@ class LalrGrammar(Grammar):
     def __init__(
         self, parser: lark.Lark, postlex: object, *, name: str, lark_source: str, rewrites: Sequence[Rewrite] = ()
     ) -> None:
+        from .compiler.lalr import LalrLanguage
+        from .compiler.postlex import IndentDriver, indenter_of
+
         indenter = indenter_of(postlex)
         self.language = LalrLanguage(parser, IndentDriver(indenter) if indenter is not None else None)
         self.name = name
@@ -426,6 +438,8 @@ class LalrGrammar(Grammar):
     def checker(self, *, probe_from: int | None = None) -> LalrChecker:
         """A new checker at the start of the text (``probe_from`` has no use here: the checker's
         diagnostics always come from lark's own parse table)."""
+        from ._lalr_checker import LalrChecker
+
         return LalrChecker(self, self.language)
 
 
@@ -441,6 +455,8 @@ def _lalr_grammar(
     postlex: object,
 ) -> Grammar:
     """``from_lark(parser="lalr")``: lark's LALR parser and contextual lexer (see ``LalrGrammar``)."""
+    from .compiler.postlex import indenter_of
+
     if parser != "lalr":
         raise GrammarError(f"postlex needs parser='lalr' (lark runs a postlexer only there), not {parser!r}")
     indenter = indenter_of(postlex)  # refuses another postlexer before lark runs it

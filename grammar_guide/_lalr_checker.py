@@ -15,6 +15,7 @@ character and one letter for each lead byte of longer characters.
 from __future__ import annotations
 
 import contextlib
+import functools
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -35,8 +36,10 @@ _KEEP_EVERY = 16  # characters between kept settled points
 _MAX_FORCED = 256
 
 
+@functools.cache
 def _lead_letters() -> dict[int, str]:
-    """For each lead byte of a multi-byte UTF-8 character, a letter it begins (else any character)."""
+    """For each lead byte of a multi-byte UTF-8 character, a letter it begins (else any character);
+    worked out on first use (about 0.2 s), not when ``grammar_guide`` is imported."""
     found: dict[int, str] = {}
     for code in range(0x80, 0x30000):
         ch = chr(code)
@@ -44,9 +47,6 @@ def _lead_letters() -> dict[int, str]:
         if lead and (lead[0] not in found or (ch.isalpha() and not found[lead[0]].isalpha())):
             found[lead[0]] = ch
     return found
-
-
-_LEADS = _lead_letters()
 
 
 @dataclass(frozen=True)
@@ -225,7 +225,7 @@ class LalrChecker(Checker):
     @property
     def can_continue(self) -> bool:
         text, end = self._text, len(self._text) + 1
-        likely = [*" \n)a0:", *map(chr, range(128)), *_LEADS.values()]
+        likely = [*" \n)a0:", *map(chr, range(128)), *_lead_letters().values()]
         return any(self._valid(end, text + ch) for ch in likely)
 
     def is_dead_end(self) -> bool:
@@ -236,7 +236,7 @@ class LalrChecker(Checker):
         longer character, one letter it begins."""
         text, end = self._text, len(self._text) + 1
         out = {b for b in range(128) if self._valid(end, text + chr(b))}
-        out |= {lead for lead, ch in _LEADS.items() if self._valid(end, text + ch)}
+        out |= {lead for lead, ch in _lead_letters().items() if self._valid(end, text + ch)}
         return frozenset(out)
 
     def forced_bytes(self) -> bytes:
@@ -246,7 +246,7 @@ class LalrChecker(Checker):
             if self._reads_whole(text):
                 break
             allowed = [chr(b) for b in range(128) if self._valid(len(text) + 1, text + chr(b))]
-            if len(allowed) != 1 or any(self._valid(len(text) + 1, text + ch) for ch in _LEADS.values()):
+            if len(allowed) != 1 or any(self._valid(len(text) + 1, text + ch) for ch in _lead_letters().values()):
                 break
             forced += allowed[0]
         return forced.encode("utf-8")
