@@ -88,7 +88,7 @@ def decode_and_time(lm: Any, grammar: Any, cases: list[tuple[str, str]], steps: 
     import torch
 
     from grammar_guide.local import KVCache
-    from grammar_guide.local.target import STEP_MAX_ITEMS, bitmask_to_bool
+    from grammar_guide.local.token_mask import STEP_MAX_ITEMS, bitmask_to_bool
 
     limits = llg.LLParserLimits(step_max_items=STEP_MAX_ITEMS)  # as the target builds its matcher
     proto = llg.LLMatcher(lm.ll_tokenizer, grammar.llguidance_grammar, log_level=0, limits=limits)

@@ -49,7 +49,8 @@ from ._trace import GuideResult
 if TYPE_CHECKING:
     from ._batch import BatchRow, RowError, RowResult, guide_many
     from ._guide import GuideLimits, aguide, guide
-    from .local.target import Continuation, TargetModel
+    from .local.decoding import Continuation
+    from .local.target import TargetModel
 
 __version__ = "0.1.0"
 
@@ -116,7 +117,7 @@ _LAZY = {
     "RowError": "._batch",
     "RowResult": "._batch",
     "TargetModel": ".local.target",
-    "Continuation": ".local.target",
+    "Continuation": ".local.decoding",
 }
 
 

@@ -23,7 +23,8 @@ from ._text import QUOTES, is_word_char
 from ._trace import GuideResult
 
 if TYPE_CHECKING:
-    from .local.target import Continuation, TargetModel
+    from .local.decoding import Continuation
+    from .local.target import TargetModel
 
 __all__ = ["TargetSteps"]
 

@@ -86,7 +86,7 @@ def test_concurrent_calls_write_what_each_writes_alone_in_shared_passes(json_gra
     passes, steps = target.batcher.passes - passes, target.batcher.steps - steps
     assert steps > passes * 2  # most passes ran several calls' steps
     # Each concurrent call had a KV cache of its own; one at a time, the first cache serves again.
-    assert len(target._slots) == len(calls)
+    assert len(target.slots) == len(calls)
     again = target.continue_text(*calls[1], json_grammar, max_new_tokens=12, finish=True)
     assert again.text == alone[1]
 
@@ -104,7 +104,7 @@ def test_batch_1_runs_concurrent_calls_one_at_a_time(json_grammar):
 
     texts = asyncio.run(together())
     assert len(set(texts)) == 1 and texts[0]
-    assert target.batcher.passes == target.batcher.steps and len(target._slots) == 1
+    assert target.batcher.passes == target.batcher.steps and len(target.slots) == 1
     assert isinstance(target.kv_cache, KVCache) and target.kv_cache.ids
 
 

@@ -244,15 +244,15 @@ def test_a_cut_answer_is_finished_with_no_more_than_a_close_needs(target):
 
 
 def test_the_target_does_not_repeat_itself_without_end():
-    from grammar_guide.local.target import _repeats
+    from grammar_guide.local.token_guards import repeats
 
     table = [b"", b"BODY", b"_", b"0", b" ", b"1"]
-    assert not _repeats([1, 2, 1, 2, 1, 2, 1, 2], 3, table)
-    assert _repeats([1, 2, 1, 2, 1, 2, 1, 2, 1], 2, table)  # BODY_ a fifth time
-    assert not _repeats([5, 3, 3, 3, 3, 3], 3, table)  # 1000000: six zeros
-    assert _repeats([5, 3, 3, 3, 3, 3, 3], 3, table)
-    assert not _repeats([4] * 20, 4, table)  # white space (indentation) may repeat
-    assert _repeats([1, 2, 3] * 4 + [1, 2], 3, table)  # a unit of three tokens a fifth time
+    assert not repeats([1, 2, 1, 2, 1, 2, 1, 2], 3, table)
+    assert repeats([1, 2, 1, 2, 1, 2, 1, 2, 1], 2, table)  # BODY_ a fifth time
+    assert not repeats([5, 3, 3, 3, 3, 3], 3, table)  # 1000000: six zeros
+    assert repeats([5, 3, 3, 3, 3, 3, 3], 3, table)
+    assert not repeats([4] * 20, 4, table)  # white space (indentation) may repeat
+    assert repeats([1, 2, 3] * 4 + [1, 2], 3, table)  # a unit of three tokens a fifth time
 
 
 def test_a_text_the_grammar_cannot_complete_from_its_end_is_taken_back_until_it_can(target):

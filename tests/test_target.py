@@ -10,7 +10,10 @@ import random
 import pytest
 
 from grammar_guide import Alternative, Grammar
-from grammar_guide.local.target import Continuation, TargetModel
+from grammar_guide.local.choosing import choose, own_choice
+from grammar_guide.local.decoding import Continuation
+from grammar_guide.local.sampling import Sampler
+from grammar_guide.local.target import TargetModel
 from tests.support.conftest_models import greedy_unconstrained, one_torch_thread, smollm2, tiny_model
 
 
@@ -93,7 +96,7 @@ def test_sampled_continuations_of_smollm2_stay_in_the_grammar(which, json_gramma
 
 
 class _AllowedSet:
-    """A matcher stand-in for ``_own_choice``: the grammar allows exactly these tokens."""
+    """A matcher stand-in for ``own_choice``: the grammar allows exactly these tokens."""
 
     def __init__(self, allowed: set[int]) -> None:
         self.allowed = allowed
@@ -107,17 +110,17 @@ def test_sampling_the_own_choice_first_draws_from_the_masked_distribution():
     mask; the result must have the masked distribution, with the mask needed 1 - p(A) of the time."""
     import torch
 
-    target = TargetModel(tiny_model(), temperature=1.0, seed=123)
+    sampler = Sampler(temperature=1.0, seed=123)
     logits = torch.tensor([2.0, 1.0, 0.5, 0.0, -1.0, 1.5])
     allowed = torch.tensor([False, True, True, False, True, False])
     matcher = _AllowedSet({1, 2, 4})
     draws, masked = 20000, 0
     counts = [0] * len(logits)
     for _ in range(draws):
-        token = target._own_choice(logits, 0, matcher, accepting=False)
+        token = own_choice(logits, 0, matcher, False, sampler)
         if token < 0:
             masked += 1
-            token, _ = target._choose(logits, allowed, b"", want_alternatives=False)
+            token = choose(logits, allowed, sampler)
         counts[token] += 1
     p = torch.softmax(logits, dim=-1)
     expected = (p * allowed) / (p * allowed).sum()
@@ -125,7 +128,7 @@ def test_sampling_the_own_choice_first_draws_from_the_masked_distribution():
         assert abs(count / draws - float(expected[token])) < 0.012, (token, count / draws, float(expected[token]))
     assert abs(masked / draws - (1 - float((p * allowed).sum()))) < 0.012
     # Complete text whose argmax leaves the grammar: never the own choice (the text ends there).
-    assert all(target._own_choice(logits, 0, matcher, accepting=True) == -1 for _ in range(50))
+    assert all(own_choice(logits, 0, matcher, True, sampler) == -1 for _ in range(50))
 
 
 @pytest.mark.model

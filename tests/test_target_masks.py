@@ -27,7 +27,8 @@ import llguidance as llg
 import pytest
 
 from grammar_guide import Checker, Grammar
-from grammar_guide.local.target import STEP_MAX_ITEMS, TargetModel
+from grammar_guide.local.target import TargetModel
+from grammar_guide.local.token_mask import STEP_MAX_ITEMS, token_mask
 from tests.support.conftest_models import tiny_model
 from tests.test_differential import COMMON_IMPORTS, FIXTURES, ISSUE_19, PROBE, Reference
 
@@ -169,7 +170,7 @@ def matcher_after(grammar: Grammar, prefix: str, captured: bool) -> llg.LLMatche
     grammars loaded from Lark) after the prefix's tokens."""
     tm = target()
     if captured:
-        matcher, _ = tm._matcher(grammar)
+        matcher, _ = tm.matchers.matcher(grammar)
     else:
         limits = llg.LLParserLimits(step_max_items=STEP_MAX_ITEMS)
         matcher = llg.LLMatcher(tm.lm.ll_tokenizer, grammar.llguidance_grammar, log_level=0, limits=limits)
@@ -193,7 +194,7 @@ def test_mask_is_larks_language(name: str, prefix: str, captured: bool) -> None:
     token_bytes = tm.lm.token_bytes
     eos = tm.lm.eos_token_ids
     matcher = matcher_after(grammar, prefix, captured)
-    mask = tm._mask(matcher)
+    mask = token_mask(tm.lm, matcher)
     allowed = {int(i) for i in mask.nonzero().flatten().tolist()}
     checker = grammar.checker()
     assert checker.feed(prefix) == len(prefix)
@@ -254,7 +255,7 @@ def test_forced_text_and_mask_after_a_prefix_of_a_longer_literal() -> None:
     assert checker.forced_text() == "ed"
     tm = target()
     matcher = matcher_after(ref.grammar, "listen", captured=True)
-    allowed = [tm.lm.token_bytes[int(i)] for i in tm._mask(matcher).nonzero().flatten().tolist()]
+    allowed = [tm.lm.token_bytes[int(i)] for i in token_mask(tm.lm, matcher).nonzero().flatten().tolist()]
     assert allowed == [b"ed"]
     assert [tm.lm.token_bytes[t] for t in matcher.compute_ff_tokens()] == [b"ed"]
 

@@ -10,6 +10,13 @@ One module per concern:
 - ``lookup``: ``TokenLookup`` and ``LookupCache``, guessed tokens checked in one forward pass;
 - ``sampling``: ``Sampler``, greedy or temperature/top-p with a seed;
 - ``healing``: ``TokenHealing``, the tokens that may re-write bytes taken back at a boundary;
+- ``token_mask``: ``MatcherCache``, a grammar's llguidance matcher, and ``token_mask``, what it allows;
+- ``choosing``: one token under the mask, the model's own choice first;
+- ``token_guards``: ``repeats``, ``TokenRuns`` and ``DeadEndProbe``, which make the target choose
+  again rather than loop, run a number or name on, or write into a dead end;
+- ``decoding``: ``Decoding``, one continuation step by step (fast-forward, choose, guard, stop,
+  stream), and its result, ``Continuation``;
+- ``slots``: ``SlotPool``, the KV caches, guesses and samplers of a target's concurrent calls;
 - ``target``: ``TargetModel``, which continues a valid prefix under the grammar's token mask.
 
 A ``TargetModel`` and a ``TransformersDraft`` share one ``LoadedModel`` and, with
@@ -22,6 +29,7 @@ Importing this package imports neither torch nor transformers (the extra
 from __future__ import annotations
 
 from .batching import ForwardBatcher
+from .decoding import Continuation
 from .healing import TokenHealing, healing_mask
 from .kv_cache import KVCache
 from .loading import (
@@ -36,7 +44,7 @@ from .loading import (
 )
 from .lookup import LookupCache, TokenLookup
 from .sampling import Sampler
-from .target import Continuation, TargetModel
+from .target import TargetModel
 
 __all__ = [
     "DEFAULT_MODEL",
