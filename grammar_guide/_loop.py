@@ -8,12 +8,15 @@ finishes the text under the grammar.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import enum
+import functools
 import math
 import time
 from collections.abc import Callable
 from dataclasses import replace
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, ParamSpec, TypeVar
 
 from . import _repair as repair
 from ._checker import PROBE_FROM, Checker
@@ -30,9 +33,26 @@ from ._trace import GuideResult
 if TYPE_CHECKING:
     from .local.target import TargetModel
 
-__all__ = ["GuideLoop", "Outcome"]
+__all__ = ["GuideLoop", "Outcome", "off_loop"]
 
 _WHITESPACE = frozenset(b" \t\n\r\x0b\x0c")
+
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+
+async def off_loop(fn: Callable[_P, _R], *args: _P.args, **kwargs: _P.kwargs) -> _R:
+    """``fn(*args, **kwargs)`` in a worker thread, so that the other generations on this event
+    loop (a batch's rows) go on reading their drafts while this one searches for a repair. A
+    cancellation waits for ``fn`` to end before it goes on: ``fn`` works on this loop's checker,
+    which the partial result is then read from."""
+    future = asyncio.get_running_loop().run_in_executor(None, functools.partial(fn, *args, **kwargs))
+    try:
+        return await asyncio.shield(future)
+    except asyncio.CancelledError:
+        with contextlib.suppress(Exception):
+            await asyncio.wait([future])
+        raise
 
 
 class Outcome(enum.Enum):
@@ -237,7 +257,9 @@ class GuideLoop(TargetSteps):
         to its end, one edit after another."""
         while True:
             checker = self.checker
-            decision = repair.decide(checker, evidence, final=rnd.ended, floor=rnd.floor, last=self.last_violation)
+            decision = await off_loop(
+                repair.decide, checker, evidence, final=rnd.ended, floor=rnd.floor, last=self.last_violation
+            )
             if isinstance(decision, repair.Edit):
                 decision = await self._likeliest(decision)
             self.last_violation = repair.signature(checker.text, evidence, decision.at)

@@ -393,6 +393,46 @@ def test_aguide_runs_concurrently_and_matches_sync(small_sql, json_grammar):
         assert [type(e) for e in result.events] == [type(e) for e in sync.events]
 
 
+def test_repair_search_leaves_the_event_loop_to_other_generations(small_sql, monkeypatch):
+    """A repair's search (CPU work) runs in a worker thread: the event loop goes on serving the
+    other rows of a batch meanwhile (a row reading its draft's stream, here a ticker)."""
+    import grammar_guide._repair as repair_module
+
+    real_decide = repair_module.decide
+    seen: list[tuple[bool, int]] = []
+    ticks = 0
+
+    def decide(*args, **kwargs):
+        before = ticks
+        time.sleep(0.05)  # a search that takes a while
+        decision = real_decide(*args, **kwargs)
+        seen.append((threading.get_ident() == loop_thread, ticks - before))
+        return decision
+
+    async def ticker(stop):
+        nonlocal ticks
+        while not stop.is_set():
+            ticks += 1
+            await asyncio.sleep(0.001)
+
+    async def main():
+        stop = asyncio.Event()
+        ticking = asyncio.create_task(ticker(stop))
+        result = await gg.aguide(
+            lambda prompt: "SELECT name FROM users WHERE name ILIKE 'a%';", small_sql, "p", target=False
+        )
+        stop.set()
+        await ticking
+        return result
+
+    loop_thread = threading.get_ident()
+    monkeypatch.setattr(repair_module, "decide", decide)
+    result = asyncio.run(main())
+    assert small_sql.is_complete(result.text) and "LIKE 'a%'" in result.text
+    assert seen, "the draft needed a repair"
+    assert all(not on_loop and advanced > 0 for on_loop, advanced in seen), seen
+
+
 def test_result_round_trips_through_json(small_sql):
     result = run(lambda prompt: "SELECT name FROM users WHERE name ILIKE 'a%';", small_sql)
     again = gg.GuideResult.from_dict(json.loads(result.to_json()))

@@ -101,6 +101,10 @@ def test_replayed_answer_continues_from_a_repaired_prefix() -> None:
     assert draft.continue_from("SELECT e.event_name FROM event") == " e WHERE x = 'it\\'s'"
     assert draft.continue_from("SELECT e.event\\_na") == "me FROM event e WHERE x = 'it\\'s'"
     assert draft.continue_from("SELECT nothing like it") == ""
+    # A fence's backticks are a lexeme of their own, not the start of a quoted name running on
+    # to the closing fence (the answer inside was then one lexeme, and nothing continued it).
+    fenced = ReplayDraft("Sure! ```sql\nSELECT name FROM users WHERE name ILIKE 'a%' LIMT 5\n```")
+    assert fenced.continue_from("SELECT name FROM users WHERE name LIKE 'a%' LI") == "MT 5\n```"
 
 
 def test_methods_run_and_are_scored() -> None:
