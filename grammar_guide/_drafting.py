@@ -276,6 +276,14 @@ class Drafting:
         while self._statement_needed(rnd) and len(rnd.evidence or "") < _STATEMENT_LIMIT:
             if not await self._more_evidence(rnd, stream):
                 return
+        # Asking again bills the prompt and the accepted text once more (and waits for a first
+        # token). Reading on costs no more than that: a short answer's rest is read whole, and
+        # the repair goes on through it with the draft's own text instead of a new call. A long
+        # one costs at most twice what stopping at once did.
+        reask = self.count_tokens(self.prompt) + self.count_tokens(self.checker.text)
+        while self.count_tokens(rnd.evidence or "") < reask:
+            if not await self._more_evidence(rnd, stream):
+                return
 
     async def _more_evidence(self, rnd: Round, stream: AsyncIterator[str]) -> bool:
         """One more chunk of the draft's answer into the evidence; False when the answer ended."""

@@ -208,27 +208,12 @@ def test_overlap_with_the_last_words_is_not_duplicated(small_sql):
 def test_stream_is_closed_a_few_tokens_after_the_first_invalid_byte(small_sql):
     pulled = []
     closed = threading.Event()
+    words = ["SELECT", " *", " FROM", " users", " WHERE", " x", " ILIKE", " 'a'", " AND", " y", " =", " 1"]
+    words += [piece for i in range(60) for piece in (" OR", f" z{i}", " =", f" {i}")]
 
     def streaming(prompt, prefix):
         try:
-            for token in [
-                "SELECT",
-                " *",
-                " FROM",
-                " users",
-                " WHERE",
-                " x",
-                " ILIKE",
-                " 'a'",
-                " AND",
-                " y",
-                " =",
-                " 1",
-                " OR",
-                " z",
-                " =",
-                " 2",
-            ]:
+            for token in words:
                 pulled.append(token)
                 yield token
         finally:
@@ -236,27 +221,49 @@ def test_stream_is_closed_a_few_tokens_after_the_first_invalid_byte(small_sql):
 
     # One call allowed, and no target: the budget ends the run.
     result = run(FunctionDraft(streaming, continues_prefix=True), small_sql, max_draft_calls=1)
-    # Read on until the evidence held six words or marks (ILIKE ' a ' AND y), then closed: the
-    # evidence shows the draft meant LIKE.
-    assert pulled[-1] == " y"
     assert closed.wait(5)
+    # Read on past the violation for as many tokens as asking again would bill (the prompt and
+    # the accepted text: 11 tokens of 4 characters, 41 characters or more), then closed, long
+    # before the answer's end.
+    evidence = "".join(pulled[6:])
+    assert 41 <= len(evidence) < 41 + 8, evidence
+    assert len(pulled) < len(words) // 3
     assert [c.detail for c in corrections(result)] == ["replaced 'ILIKE' with 'LIKE'"]
-    # The unfinished ``AND y`` is taken back, not completed with an invented value.
-    assert result.text == "SELECT * FROM users WHERE x LIKE 'a'"
-    assert [(c.reason, c.text) for c in cuts(result)] == [("budget", ""), ("unfinished", " AND y")]
+    # The text read is kept up to its last whole condition; an unfinished one is taken back,
+    # not completed with an invented value.
+    assert result.text.startswith("SELECT * FROM users WHERE x LIKE 'a' AND y = 1 OR z0 = 0")
+    assert small_sql.is_complete(result.text) and result.text in "".join(words).replace("ILIKE", "LIKE")
+    assert [c.reason for c in cuts(result)] == ["budget", "unfinished"]
     assert not result.complete and not result.faithful
+
+
+def test_short_answer_is_read_to_its_end_rather_than_asked_again(small_sql):
+    """After a violation, the rest of a short answer costs less than asking again (which bills
+    the prompt and the accepted text once more): it is read whole and repaired in one call."""
+    prompts = []
+
+    def streaming(prompt, prefix):
+        prompts.append(prefix)
+        yield from ["SELECT", " *", " FROM", " users", " WHERE", " x", " ILIKE", " 'a'", " AND", " y", " =", " 1"]
+
+    result = run(FunctionDraft(streaming, continues_prefix=True), small_sql)
+    assert result.text == "SELECT * FROM users WHERE x LIKE 'a' AND y = 1"
+    assert len(prompts) == 1 and result.stats.draft_calls == 1
+    assert result.complete
 
 
 def test_evidence_read_ahead_is_bounded(small_sql):
     pulled = []
 
     def streaming(prompt, prefix):
-        for token in ["SELECT", " *", " FROM", " users", " WHERE", " x", " ~"] + [" "] * 20 + [" 'a'"]:
+        for token in ["SELECT", " *", " FROM", " users", " WHERE", " x", " ~"] + [" "] * 200 + [" 'a'"]:
             pulled.append(token)
             yield token
 
     result = run(FunctionDraft(streaming, continues_prefix=True), small_sql, max_draft_calls=1)
-    assert len(pulled) == 7 + 8  # the invalid token and eight more, then the stream was closed
+    # The invalid token, then as many characters as asking again would bill (the prompt and the
+    # accepted text, 11 tokens of 4 characters: "~" and 40 spaces), then the stream was closed.
+    assert len(pulled) == 7 + 40
     assert not result.complete
 
 
