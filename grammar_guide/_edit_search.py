@@ -202,8 +202,8 @@ def _drop_marks(v: Violation) -> Iterator[Candidate]:
         dropped = evidence[:d]
         if dropped.strip() == "" and d > 1:
             break
-        if QUOTES & set(dropped):
-            break  # an unpaired quote would turn the rest into a string
+        if QUOTES & set(dropped) or (dropped.endswith("\\") and evidence[d : d + 1] in QUOTES):
+            break  # an unpaired quote would turn the rest into a string (so would an escaped one, unescaped)
         if any(is_word_char(ch) for ch in dropped):
             break  # a word is the draft's content: the search may drop it, if nothing keeps it
         if _joins_words(text, evidence[d:]) or splits_operator(text, len(text), len(text) + d, evidence):
@@ -279,12 +279,52 @@ def _swap_mark(v: Violation) -> Iterator[Candidate]:
         if bad in QUOTES:
             # A quote is swapped with its partner, or not at all.
             partner = evidence.find(bad, 1)
-            if good in QUOTES and partner > 0:
+            if good in QUOTES and partner > 0 and evidence[partner - 1] != "\\":  # not an escaped one
                 swapped = evidence[1:partner] + good + evidence[partner + 1 :]
                 description = f"replaced {bad}...{bad} with {good}...{good}"
                 yield Candidate(len(text), good, swapped, bad, description, _cost(1, 3), base=1)
+            if good in QUOTES:
+                yield from _requote(v, bad, good)
         elif _same_class(bad, good):
             yield Candidate(len(text), good, evidence[1:], bad, f"replaced {bad!r} with {good!r}", _cost(1, 2), base=1)
+
+
+def _requote(v: Violation, bad: str, good: str) -> Iterator[Candidate]:
+    """A string in ``bad`` quotes that holds ``good`` quotes or escaped ``bad`` ones
+    (``'it"s'``, ``'O\\'Reilly'``), written in ``good`` quotes with its text kept: the ``good``
+    quotes inside escaped, the escaped ``bad`` ones written plain. Its partner is the first
+    ``bad`` quote not escaped."""
+    evidence = v.evidence
+    partner = _unescaped(evidence, bad, 1)
+    if partner < 0:
+        return
+    inner = evidence[1:partner]
+    requoted = re.sub(r"\\(.)|(.)", lambda m: _requoted_char(m, bad, good), inner, flags=re.S)
+    if requoted == inner:
+        return
+    kept = requoted + good + evidence[partner + 1 :]
+    description = f"replaced {bad}...{bad} with {good}...{good}, the quotes inside escaped as {good}...{good} needs"
+    yield Candidate(len(v.text), good, kept, bad, description, _cost(1, 4), base=1 + len(inner) - len(requoted))
+
+
+def _requoted_char(match: re.Match[str], bad: str, good: str) -> str:
+    escaped, plain = match.group(1), match.group(2)
+    if escaped is not None:
+        return escaped if escaped == bad else "\\" + escaped
+    return "\\" + good if plain == good else plain
+
+
+def _unescaped(text: str, quote: str, start: int) -> int:
+    """The first ``quote`` in ``text`` from ``start`` that no backslash escapes, or -1."""
+    i = start
+    while i < len(text):
+        if text[i] == "\\":
+            i += 2
+            continue
+        if text[i] == quote:
+            return i
+        i += 1
+    return -1
 
 
 def _drop_mark_before(v: Violation) -> Iterator[Candidate]:

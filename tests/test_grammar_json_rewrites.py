@@ -71,6 +71,17 @@ SLIPS = [
     ('{"v": 1.5.2, "d": 2024-01-15}', {"v": "1.5.2", "d": "2024-01-15"}),
     ('{"a" = [true false null 3]}', {"a": [True, False, None, 3]}),
     ("[\u2018a\u2019, \u2018b c\u2019]", ["a", "b c"]),
+    # A word glued to a quote is inside the string, not prose after it.
+    ('{"text": "The motto "to be or not" is old."}', {"text": 'The motto "to be or not" is old.'}),
+    ('{"a": "he said "no"", "b": 1}', {"a": 'he said "no"', "b": 1}),
+    ('{"a" 1, "b" "x", "c" [true]}', {"a": 1, "b": "x", "c": [True]}),
+    ('["a" "b"]', ["a", "b"]),  # no colon in an array
+    ('{"score": 1-2, "r": [3-4]}', {"score": "1-2", "r": ["3-4"]}),
+    ('{\\"a\\": \\"b\\", \\"n\\": [\\"c\\"]}', {"a": "b", "n": ["c"]}),
+    ('{"a": 1e, "b": [2E+]}', {"a": 1, "b": [2]}),
+    ("{'name': 'O\\'Reilly', 'q': 'say \"hi\"'}", {"name": "O'Reilly", "q": 'say "hi"'}),
+    ('{"a", "b", 3}', ["a", "b", 3]),
+    ('Sure! ```json\n{"a": 1,}\n```', {"a": 1}),
 ]
 
 # A finished answer cut short: closed with the least text, what cannot be closed dropped.
@@ -138,3 +149,20 @@ def test_a_mark_is_not_replaced_with_a_value() -> None:
     # '/' alone is no JSON: nothing but an invented value could finish it (it gave 'null').
     with pytest.raises(GuideExhausted):
         guide(lambda prompt: "/", JSON, "Answer in JSON.", target=False)
+
+
+def test_the_new_readings_are_recorded_as_rewrites_with_their_reasons() -> None:
+    result = guide(lambda prompt: '{"a" 1, "b": 2e, "c": "x "y""}', JSON, "p", target=False)
+    assert json.loads(result.text) == {"a": 1, "b": 2, "c": 'x "y"'}
+    rewrites = [e.detail for e in result.events if isinstance(e, Correction) and e.rule == "rewrite"]
+    assert any("a key without its colon" in d for d in rewrites)
+    assert any("an exponent without digits" in d for d in rewrites)
+    assert any("before the string's own closing quote" in d for d in rewrites)
+    assert result.changes.rewrites == len(rewrites)
+
+
+def test_a_single_quoted_string_keeps_its_inner_quotes() -> None:
+    result = guide(lambda prompt: "{'q': 'it\"s'}", JSON, "p", target=False)
+    assert result.text == '{"q": "it\\"s"}'
+    details = [e.detail for e in result.events if isinstance(e, Correction)]
+    assert any("the quotes inside escaped" in d for d in details)
