@@ -169,8 +169,11 @@ class _Best:
             return
         accepted, complete = tried
         read = whole_words(c.kept, accepted)  # what counts as read; the edit keeps all it accepted
+        # A rewrite that drops the rest of a finished answer (a comment after it) and leaves it
+        # complete reads nothing, and needs not.
+        ends = c.rule == "rewrite" and v.final and not c.kept and complete
         # (A rewrite may open a bracket that a later one or the close ends: ``(1, (2, 3))``.)
-        if not (c.insert or read) or (c.rule != "rewrite" and _opens_unclosed(c.insert, c.kept[:accepted])):
+        if not (c.insert or read or ends) or (c.rule != "rewrite" and _opens_unclosed(c.insert, c.kept[:accepted])):
             return
         if not conclusive(c.kept, read, v.final, complete, c.min_read):
             return
@@ -179,7 +182,7 @@ class _Best:
         # or the aside is cut instead.
         if self.was_complete and not (complete and accepted == len(c.kept)) and not re.search(r"\w", c.kept[:accepted]):
             return
-        if not c.insert and accepted == 0:
+        if not c.insert and accepted == 0 and not ends:
             return
         score = (c.base + read, -c.cost)
         edit = Edit(c.start, c.insert, c.kept[:accepted], c.removed, c.description, c.kept[accepted:], rule=c.rule)

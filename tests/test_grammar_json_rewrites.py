@@ -82,6 +82,9 @@ SLIPS = [
     ("{'name': 'O\\'Reilly', 'q': 'say \"hi\"'}", {"name": "O'Reilly", "q": 'say "hi"'}),
     ('{"a", "b", 3}', ["a", "b", 3]),
     ('Sure! ```json\n{"a": 1,}\n```', {"a": 1}),
+    ('{"a": 1} // {"b": 2}', {"a": 1}),  # a comment to the end, not a second value
+    ('{"a": 0.5., "b": --1, "c": -1.e5}', {"a": "0.5.", "b": "--1", "c": -100000.0}),
+    ('{"key": "a\\qb", "p": "C:\\Users", "q": "it\\\'s"}', {"key": "a\\qb", "p": "C:\\Users", "q": "it's"}),
 ]
 
 # A finished answer cut short: closed with the least text, what cannot be closed dropped.
