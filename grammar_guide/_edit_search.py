@@ -656,6 +656,8 @@ def _replacement_cost(word: str, literal: str, keywords: frozenset[str]) -> int 
         return None  # a literal of the draft ('"b"', '50') is its content, not a slip
     if is_operator(word) != is_operator(literal):
         return None  # an operator is not a bracket ('> ALL (' is not '( ALL ('), nor the reverse
+    if literal in _OPENERS and word not in _OPENERS:
+        return None  # a separator is not an opening bracket: it would open a value nobody wrote
     if literal in OPERATOR_SYNONYMS.get(word, ()):
         return _cost(1, 0)
     if len(word) > 1:
@@ -717,6 +719,7 @@ def _joins_words(before: str, after: str) -> bool:
 
 
 _CLOSERS = {"(": ")", "[": "]", "{": "}"}
+_OPENERS = frozenset(_CLOSERS)
 
 
 def _opens_unclosed(insert: str, kept: str) -> bool:

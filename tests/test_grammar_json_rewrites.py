@@ -83,6 +83,9 @@ SLIPS = [
     ('{"a", "b", 3}', ["a", "b", 3]),
     ('Sure! ```json\n{"a": 1,}\n```', {"a": 1}),
     ('{"a": 1} // {"b": 2}', {"a": 1}),  # a comment to the end, not a second value
+    ('{"a":,}', {"a": ""}),  # before: "replaced ',' with '{'", {"a": {}}
+    ('{"key": "value\\", "k2": "v2"}', {"key": 'value"', "k2": "v2"}),
+    ('["say "it" ", "b"]', ['say "it" ', "b"]),
     ('{"a": 0.5., "b": --1, "c": -1.e5}', {"a": "0.5.", "b": "--1", "c": -100000.0}),
     ('{"key": "a\\qb", "p": "C:\\Users", "q": "it\\\'s"}', {"key": "a\\qb", "p": "C:\\Users", "q": "it's"}),
 ]
