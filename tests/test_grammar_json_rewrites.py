@@ -88,6 +88,9 @@ SLIPS = [
     ('["say "it" ", "b"]', ['say "it" ', "b"]),
     ('{"a": 0.5., "b": --1, "c": -1.e5}', {"a": "0.5.", "b": "--1", "c": -100000.0}),
     ('{"key": "a\\qb", "p": "C:\\Users", "q": "it\\\'s"}', {"key": "a\\qb", "p": "C:\\Users", "q": "it's"}),
+    ('{"a":\u00a01,\u3000"b": 2}\u200b', {"a": 1, "b": 2}),  # white space JSON does not know
+    ('{"a"\uff1a 1\uff0c "b": "x\uff0cy"}', {"a": 1, "b": "x\uff0cy"}),  # full-width marks, not in a string
+    ('```{"a": "b"}```', {"a": "b"}),  # a fence with the answer on its line
 ]
 
 # A finished answer cut short: closed with the least text, what cannot be closed dropped.
