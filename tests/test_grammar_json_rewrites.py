@@ -91,6 +91,7 @@ SLIPS = [
     ('{"a":\u00a01,\u3000"b": 2}\u200b', {"a": 1, "b": 2}),  # white space JSON does not know
     ('{"a"\uff1a 1\uff0c "b": "x\uff0cy"}', {"a": 1, "b": "x\uff0cy"}),  # full-width marks, not in a string
     ('```{"a": "b"}```', {"a": "b"}),  # a fence with the answer on its line
+    ('{"a": @b, "b": $x, "c": <tag>}', {"a": "@b", "b": "$x", "c": "<tag>"}),  # before: {} (all dropped)
 ]
 
 # A finished answer cut short: closed with the least text, what cannot be closed dropped.
