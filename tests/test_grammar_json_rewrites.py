@@ -92,6 +92,7 @@ SLIPS = [
     ('{"a"\uff1a 1\uff0c "b": "x\uff0cy"}', {"a": 1, "b": "x\uff0cy"}),  # full-width marks, not in a string
     ('```{"a": "b"}```', {"a": "b"}),  # a fence with the answer on its line
     ('{"a": @b, "b": $x, "c": <tag>}', {"a": "@b", "b": "$x", "c": "<tag>"}),  # before: {} (all dropped)
+    ('{"a": "b" "c"}', {"a": "b"}),  # a key with no value, dropped (GuideExhausted before)
 ]
 
 # A finished answer cut short: closed with the least text, what cannot be closed dropped.
