@@ -180,7 +180,10 @@ class _Best:
         # After a complete text, drafted text is often an aside (a closing fence, prose): an edit
         # must make all of it part of a complete text, or read words of it, not only punctuation,
         # or the aside is cut instead.
-        if self.was_complete and not (complete and accepted == len(c.kept)) and not re.search(r"\w", c.kept[:accepted]):
+        # (A rewrite that only drops text, a comment, is formatting: no aside is made part of the text.)
+        dropped_only = c.rule == "rewrite" and not c.insert
+        aside = not (complete and accepted == len(c.kept)) and not re.search(r"\w", c.kept[:accepted])
+        if self.was_complete and aside and not dropped_only:
             return
         if not c.insert and accepted == 0 and not ends:
             return

@@ -93,6 +93,8 @@ SLIPS = [
     ('```{"a": "b"}```', {"a": "b"}),  # a fence with the answer on its line
     ('{"a": @b, "b": $x, "c": <tag>}', {"a": "@b", "b": "$x", "c": "<tag>"}),  # before: {} (all dropped)
     ('{"a": "b" "c"}', {"a": "b"}),  # a key with no value, dropped (GuideExhausted before)
+    ('{"a": 1} // one\n{"b": 2}', [{"a": 1}, {"b": 2}]),  # a comment between two values (before: the second cut)
+    ('{"k": "\\uZZZZ", "n": "\\u12"}', {"k": "\\uZZZZ", "n": "\\u12"}),  # no \\uXXXX escape: the backslash kept
 ]
 
 # A finished answer cut short: closed with the least text, what cannot be closed dropped.
