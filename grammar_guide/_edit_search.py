@@ -291,6 +291,7 @@ def _swap_mark(v: Violation) -> Iterator[Candidate]:
                 yield Candidate(len(text), good, swapped, bad, description, _cost(1, 3), base=1)
             if good in QUOTES:
                 yield from _requote(v, bad, good)
+                yield from _mismatched_partner(v, bad, good)
         elif _same_class(bad, good):
             yield Candidate(len(text), good, evidence[1:], bad, f"replaced {bad!r} with {good!r}", _cost(1, 2), base=1)
 
@@ -311,6 +312,24 @@ def _requote(v: Violation, bad: str, good: str) -> Iterator[Candidate]:
     kept = requoted + good + evidence[partner + 1 :]
     description = f"replaced {bad}...{bad} with {good}...{good}, the quotes inside escaped as {good}...{good} needs"
     yield Candidate(len(v.text), good, kept, bad, description, _cost(1, 4), base=1 + len(inner) - len(requoted))
+
+
+_STRUCTURE_AFTER = re.compile(r"\s*[,:}\]]")
+
+
+def _mismatched_partner(v: Violation, bad: str, good: str) -> Iterator[Candidate]:
+    """A string opened with ``bad`` and closed with ``good`` (``'b", "c": 1``): where no ``bad``
+    quote closes it, the first ``good`` quote that structure follows is its end."""
+    evidence = v.evidence
+    if _unescaped(evidence, bad, 1) >= 0:
+        return
+    end = next(
+        (m.start() for m in re.finditer(re.escape(good), evidence) if _STRUCTURE_AFTER.match(evidence, m.end())), -1
+    )
+    if end <= 0 or evidence[end - 1] == "\\":
+        return
+    description = f"replaced {bad}...{good} with {good}...{good}"
+    yield Candidate(len(v.text), good, evidence[1:], bad, description, _cost(1, 4), base=1)
 
 
 def _requoted_char(match: re.Match[str], bad: str, good: str) -> str:

@@ -94,6 +94,7 @@ SLIPS = [
     ('{"a": @b, "b": $x, "c": <tag>}', {"a": "@b", "b": "$x", "c": "<tag>"}),  # before: {} (all dropped)
     ('{"a": "b" "c"}', {"a": "b"}),  # a key with no value, dropped (GuideExhausted before)
     ('{"a": 1} // one\n{"b": 2}', [{"a": 1}, {"b": 2}]),  # a comment between two values (before: the second cut)
+    ('{"a": \'b", "c": "d"}', {"a": "b", "c": "d"}),  # opened with ', closed with " (before: {})
     ('{"k": "\\uZZZZ", "n": "\\u12"}', {"k": "\\uZZZZ", "n": "\\u12"}),  # no \\uXXXX escape: the backslash kept
 ]
 
