@@ -169,17 +169,23 @@ class _Best:
             return
         accepted, complete = tried
         read = whole_words(c.kept, accepted)  # what counts as read; the edit keeps all it accepted
+        # A rewrite that drops the rest of a finished answer (a comment after it) and leaves it
+        # complete reads nothing, and needs not.
+        ends = c.rule == "rewrite" and v.final and not c.kept and complete
         # (A rewrite may open a bracket that a later one or the close ends: ``(1, (2, 3))``.)
-        if not (c.insert or read) or (c.rule != "rewrite" and _opens_unclosed(c.insert, c.kept[:accepted])):
+        if not (c.insert or read or ends) or (c.rule != "rewrite" and _opens_unclosed(c.insert, c.kept[:accepted])):
             return
         if not conclusive(c.kept, read, v.final, complete, c.min_read):
             return
         # After a complete text, drafted text is often an aside (a closing fence, prose): an edit
         # must make all of it part of a complete text, or read words of it, not only punctuation,
         # or the aside is cut instead.
-        if self.was_complete and not (complete and accepted == len(c.kept)) and not re.search(r"\w", c.kept[:accepted]):
+        # (A rewrite that only drops text, a comment, is formatting: no aside is made part of the text.)
+        dropped_only = c.rule == "rewrite" and not c.insert
+        aside = not (complete and accepted == len(c.kept)) and not re.search(r"\w", c.kept[:accepted])
+        if self.was_complete and aside and not dropped_only:
             return
-        if not c.insert and accepted == 0:
+        if not c.insert and accepted == 0 and not ends:
             return
         score = (c.base + read, -c.cost)
         edit = Edit(c.start, c.insert, c.kept[:accepted], c.removed, c.description, c.kept[accepted:], rule=c.rule)
@@ -202,8 +208,8 @@ def _drop_marks(v: Violation) -> Iterator[Candidate]:
         dropped = evidence[:d]
         if dropped.strip() == "" and d > 1:
             break
-        if QUOTES & set(dropped):
-            break  # an unpaired quote would turn the rest into a string
+        if QUOTES & set(dropped) or (dropped.endswith("\\") and evidence[d : d + 1] in QUOTES):
+            break  # an unpaired quote would turn the rest into a string (so would an escaped one, unescaped)
         if any(is_word_char(ch) for ch in dropped):
             break  # a word is the draft's content: the search may drop it, if nothing keeps it
         if _joins_words(text, evidence[d:]) or splits_operator(text, len(text), len(text) + d, evidence):
@@ -279,12 +285,71 @@ def _swap_mark(v: Violation) -> Iterator[Candidate]:
         if bad in QUOTES:
             # A quote is swapped with its partner, or not at all.
             partner = evidence.find(bad, 1)
-            if good in QUOTES and partner > 0:
+            if good in QUOTES and partner > 0 and evidence[partner - 1] != "\\":  # not an escaped one
                 swapped = evidence[1:partner] + good + evidence[partner + 1 :]
                 description = f"replaced {bad}...{bad} with {good}...{good}"
                 yield Candidate(len(text), good, swapped, bad, description, _cost(1, 3), base=1)
+            if good in QUOTES:
+                yield from _requote(v, bad, good)
+                yield from _mismatched_partner(v, bad, good)
         elif _same_class(bad, good):
             yield Candidate(len(text), good, evidence[1:], bad, f"replaced {bad!r} with {good!r}", _cost(1, 2), base=1)
+
+
+def _requote(v: Violation, bad: str, good: str) -> Iterator[Candidate]:
+    """A string in ``bad`` quotes that holds ``good`` quotes or escaped ``bad`` ones
+    (``'it"s'``, ``'O\\'Reilly'``), written in ``good`` quotes with its text kept: the ``good``
+    quotes inside escaped, the escaped ``bad`` ones written plain. Its partner is the first
+    ``bad`` quote not escaped."""
+    evidence = v.evidence
+    partner = _unescaped(evidence, bad, 1)
+    if partner < 0:
+        return
+    inner = evidence[1:partner]
+    requoted = re.sub(r"\\(.)|(.)", lambda m: _requoted_char(m, bad, good), inner, flags=re.S)
+    if requoted == inner:
+        return
+    kept = requoted + good + evidence[partner + 1 :]
+    description = f"replaced {bad}...{bad} with {good}...{good}, the quotes inside escaped as {good}...{good} needs"
+    yield Candidate(len(v.text), good, kept, bad, description, _cost(1, 4), base=1 + len(inner) - len(requoted))
+
+
+_STRUCTURE_AFTER = re.compile(r"\s*[,:}\]]")
+
+
+def _mismatched_partner(v: Violation, bad: str, good: str) -> Iterator[Candidate]:
+    """A string opened with ``bad`` and closed with ``good`` (``'b", "c": 1``): where no ``bad``
+    quote closes it, the first ``good`` quote that structure follows is its end."""
+    evidence = v.evidence
+    if _unescaped(evidence, bad, 1) >= 0:
+        return
+    end = next(
+        (m.start() for m in re.finditer(re.escape(good), evidence) if _STRUCTURE_AFTER.match(evidence, m.end())), -1
+    )
+    if end <= 0 or evidence[end - 1] == "\\":
+        return
+    description = f"replaced {bad}...{good} with {good}...{good}"
+    yield Candidate(len(v.text), good, evidence[1:], bad, description, _cost(1, 4), base=1)
+
+
+def _requoted_char(match: re.Match[str], bad: str, good: str) -> str:
+    escaped, plain = match.group(1), match.group(2)
+    if escaped is not None:
+        return escaped if escaped == bad else "\\" + escaped
+    return "\\" + good if plain == good else plain
+
+
+def _unescaped(text: str, quote: str, start: int) -> int:
+    """The first ``quote`` in ``text`` from ``start`` that no backslash escapes, or -1."""
+    i = start
+    while i < len(text):
+        if text[i] == "\\":
+            i += 2
+            continue
+        if text[i] == quote:
+            return i
+        i += 1
+    return -1
 
 
 def _drop_mark_before(v: Violation) -> Iterator[Candidate]:
@@ -613,6 +678,8 @@ def _replacement_cost(word: str, literal: str, keywords: frozenset[str]) -> int 
         return None  # a literal of the draft ('"b"', '50') is its content, not a slip
     if is_operator(word) != is_operator(literal):
         return None  # an operator is not a bracket ('> ALL (' is not '( ALL ('), nor the reverse
+    if literal in _OPENERS and word not in _OPENERS:
+        return None  # a separator is not an opening bracket: it would open a value nobody wrote
     if literal in OPERATOR_SYNONYMS.get(word, ()):
         return _cost(1, 0)
     if len(word) > 1:
@@ -674,6 +741,7 @@ def _joins_words(before: str, after: str) -> bool:
 
 
 _CLOSERS = {"(": ")", "[": "]", "{": "}"}
+_OPENERS = frozenset(_CLOSERS)
 
 
 def _opens_unclosed(insert: str, kept: str) -> bool:

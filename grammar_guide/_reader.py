@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from ._align import Aligner
+from ._text import QUOTES
 
 __all__ = [
     "AnswerReader",
@@ -33,7 +34,7 @@ PREAMBLE_LIMIT = 2000
 """Characters of prose read before the answer before giving up on finding one."""
 
 _FENCE = re.compile(r"\n[ \t]*```(?![ \t]*[A-Za-z])")
-_FENCE_LINE = re.compile(r"(?m)^[ \t]*```[\w+-]*[ \t]*\n")
+_FENCE_LINE = re.compile(r"(?m)(?:^|(?<=[ \t:!?.]))[ \t]*```[\w+-]*[ \t]*(?:\n|(?=[\[{]))")
 _BLANK_LINE = re.compile(r"\n[ \t]*\n")
 _SENTENCE = re.compile(r"[ \t\n]*[A-Z][a-z]+(?:[ \t]+[a-z][\w'’]*){2}")
 _CODE_TOKEN = re.compile(r"[=(){}\[\];\"<>]|\w\.\w")
@@ -198,7 +199,7 @@ def answer_start(preamble: str, accepts: Callable[[str], int]) -> int | None:
     lines = [0] + [i + 1 for i, ch in enumerate(preamble) if ch == "\n"]
     ends = [m.end() for m in _INTRODUCTION_END.finditer(preamble)]
     fenced = {m.end() for m in list(_FENCE_LINE.finditer(preamble))[::2]}  # after an opening fence
-    for start in sorted({*lines, *ends}):
+    for start in sorted({*lines, *ends, *fenced}):
         rest = preamble[start:]
         if not rest.strip() or rest.lstrip().startswith("```"):
             continue
@@ -367,6 +368,8 @@ def prose_run(text: str, at: int, rejected: str, keywords: frozenset[str]) -> tu
     grammar's ``keywords``; or document markup (``\\end{code}``) at the violation. ``None``
     otherwise: ``Max Number of Times`` is a name with spaces, ``x is not null`` is code."""
     head = rejected.lstrip()
+    if at and text[at - 1] in QUOTES and rejected[:1].isalnum():
+        return None  # a word glued to a quote ('"to be or not"') is inside a string, not after it
     if _MARKUP.match(head):
         start = at + len(rejected) - len(head)
         return start, start + len(head.split("\n", 1)[0])

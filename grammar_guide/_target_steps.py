@@ -148,6 +148,8 @@ class TargetSteps:
         closing = shortest_close(self.checker) if self.checker.text.strip() else None
         if closing is None:
             closing = self._take_back_unfinished()
+        if closing is None:
+            closing = self._schema_least_values(why)
         if closing is None and await self._get_target() is not None:
             start = len(self.checker.text)
             if self.checker.text.strip() and self.grammar.captured_grammar is not None:
@@ -180,6 +182,23 @@ class TargetSteps:
                 edit.start, edit.text, "repair", "finish", detail=edit.description, rule=edit.rule, removed=edit.removed
             )
         )
+
+    def _schema_least_values(self, why: str) -> str | None:
+        """Under a JSON Schema, what closing marks cannot end (a required member the answer
+        lacks, an item ``minItems`` asks for) is written with the least values the schema allows
+        (the grammar's shortest completion: ``"b":""``, ``0``), not by the target, and recorded as
+        invented (a ``completion`` beyond closing marks); ``""`` once written. ``None`` for other
+        grammars, or where no completion is found."""
+        if self.grammar.json_schema is None or not self.checker.text.strip():
+            return None
+        completion = shortest_completion(self.checker)
+        if not completion:
+            return None
+        offset = len(self.checker.text)
+        self.checker.feed(completion)
+        detail = f"{why}; the least values the JSON Schema requires, invented"
+        self.emit(Correction(offset, completion, "completion", "finish", detail=detail))
+        return ""
 
     def _take_back_unfinished(self) -> str | None:
         """The draft's last words, which only invented text could finish (``WHERE id = ``, a

@@ -29,7 +29,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from grammar_guide import Grammar
+from grammar_guide import Correction, Grammar, guide
 
 
 def _refuse_constant(name: str) -> float:
@@ -244,3 +244,38 @@ def test_json_schema_test_suite_files(grammar: Grammar, schema_suite_files):
         f"{mutated_total} mutations agreed ({rejected} invalid, {mutated_total - rejected} valid)"
     )
     assert documents > 3000 and rejected > 500
+
+
+# -- a truncated answer under a JSON Schema (issue 25 item 2) -----------------------------------
+
+_REQUIRED = {
+    "type": "object",
+    "properties": {"name": {"type": "string"}, "age": {"type": "integer"}},
+    "required": ["name", "age"],
+    "additionalProperties": False,
+}
+
+
+@pytest.mark.parametrize(
+    ("answer", "text"),
+    [
+        ('{"name": "Ada"', '{"name": "Ada","age":0}'),  # the required member it lacks
+        ('{"name": "Ada", "age', '{"name": "Ada", "age":0}'),  # a required key cut short
+    ],
+)
+def test_a_required_member_a_truncated_answer_lacks_is_written_least_and_recorded_invented(answer: str, text: str):
+
+    result = guide(lambda prompt: answer, Grammar.from_json_schema(_REQUIRED), "p", target=False)
+    assert result.complete and result.text == text
+    assert result.changes.invented == 1 and not result.faithful
+    (completion,) = [e for e in result.events if isinstance(e, Correction) and e.source == "completion"]
+    # (After the key cut short, the grammar forces its closing quote: not invented.)
+    assert text.endswith(completion.text) and completion.text[0] in ",:" and "JSON Schema requires" in completion.detail
+    assert [o.source for o in result.origins if o.start >= len(answer)] in (["completion"], ["forced", "completion"])
+
+
+def test_a_close_that_the_schema_allows_invents_nothing():
+
+    result = guide(lambda prompt: '{"name": "Ada", "age": 36', Grammar.from_json_schema(_REQUIRED), "p", target=False)
+    assert result.text == '{"name": "Ada", "age": 36}'
+    assert result.changes.invented == 0 and result.changes.closed == 1

@@ -71,6 +71,31 @@ SLIPS = [
     ('{"v": 1.5.2, "d": 2024-01-15}', {"v": "1.5.2", "d": "2024-01-15"}),
     ('{"a" = [true false null 3]}', {"a": [True, False, None, 3]}),
     ("[\u2018a\u2019, \u2018b c\u2019]", ["a", "b c"]),
+    # A word glued to a quote is inside the string, not prose after it.
+    ('{"text": "The motto "to be or not" is old."}', {"text": 'The motto "to be or not" is old.'}),
+    ('{"a": "he said "no"", "b": 1}', {"a": 'he said "no"', "b": 1}),
+    ('{"a" 1, "b" "x", "c" [true]}', {"a": 1, "b": "x", "c": [True]}),
+    ('["a" "b"]', ["a", "b"]),  # no colon in an array
+    ('{"score": 1-2, "r": [3-4]}', {"score": "1-2", "r": ["3-4"]}),
+    ('{\\"a\\": \\"b\\", \\"n\\": [\\"c\\"]}', {"a": "b", "n": ["c"]}),
+    ('{"a": 1e, "b": [2E+]}', {"a": 1, "b": [2]}),
+    ("{'name': 'O\\'Reilly', 'q': 'say \"hi\"'}", {"name": "O'Reilly", "q": 'say "hi"'}),
+    ('{"a", "b", 3}', ["a", "b", 3]),
+    ('Sure! ```json\n{"a": 1,}\n```', {"a": 1}),
+    ('{"a": 1} // {"b": 2}', {"a": 1}),  # a comment to the end, not a second value
+    ('{"a":,}', {"a": ""}),  # before: "replaced ',' with '{'", {"a": {}}
+    ('{"key": "value\\", "k2": "v2"}', {"key": 'value"', "k2": "v2"}),
+    ('["say "it" ", "b"]', ['say "it" ', "b"]),
+    ('{"a": 0.5., "b": --1, "c": -1.e5}', {"a": "0.5.", "b": "--1", "c": -100000.0}),
+    ('{"key": "a\\qb", "p": "C:\\Users", "q": "it\\\'s"}', {"key": "a\\qb", "p": "C:\\Users", "q": "it's"}),
+    ('{"a":\u00a01,\u3000"b": 2}\u200b', {"a": 1, "b": 2}),  # white space JSON does not know
+    ('{"a"\uff1a 1\uff0c "b": "x\uff0cy"}', {"a": 1, "b": "x\uff0cy"}),  # full-width marks, not in a string
+    ('```{"a": "b"}```', {"a": "b"}),  # a fence with the answer on its line
+    ('{"a": @b, "b": $x, "c": <tag>}', {"a": "@b", "b": "$x", "c": "<tag>"}),  # before: {} (all dropped)
+    ('{"a": "b" "c"}', {"a": "b"}),  # a key with no value, dropped (GuideExhausted before)
+    ('{"a": 1} // one\n{"b": 2}', [{"a": 1}, {"b": 2}]),  # a comment between two values (before: the second cut)
+    ('{"a": \'b", "c": "d"}', {"a": "b", "c": "d"}),  # opened with ', closed with " (before: {})
+    ('{"k": "\\uZZZZ", "n": "\\u12"}', {"k": "\\uZZZZ", "n": "\\u12"}),  # no \\uXXXX escape: the backslash kept
 ]
 
 # A finished answer cut short: closed with the least text, what cannot be closed dropped.
@@ -138,3 +163,20 @@ def test_a_mark_is_not_replaced_with_a_value() -> None:
     # '/' alone is no JSON: nothing but an invented value could finish it (it gave 'null').
     with pytest.raises(GuideExhausted):
         guide(lambda prompt: "/", JSON, "Answer in JSON.", target=False)
+
+
+def test_the_new_readings_are_recorded_as_rewrites_with_their_reasons() -> None:
+    result = guide(lambda prompt: '{"a" 1, "b": 2e, "c": "x "y""}', JSON, "p", target=False)
+    assert json.loads(result.text) == {"a": 1, "b": 2, "c": 'x "y"'}
+    rewrites = [e.detail for e in result.events if isinstance(e, Correction) and e.rule == "rewrite"]
+    assert any("a key without its colon" in d for d in rewrites)
+    assert any("an exponent without digits" in d for d in rewrites)
+    assert any("before the string's own closing quote" in d for d in rewrites)
+    assert result.changes.rewrites == len(rewrites)
+
+
+def test_a_single_quoted_string_keeps_its_inner_quotes() -> None:
+    result = guide(lambda prompt: "{'q': 'it\"s'}", JSON, "p", target=False)
+    assert result.text == '{"q": "it\\"s"}'
+    details = [e.detail for e in result.events if isinstance(e, Correction)]
+    assert any("the quotes inside escaped" in d for d in details)
