@@ -144,11 +144,14 @@ def rebuild(events: Sequence[Event], text: str) -> Rebuilt:
         line, column = line_column(b.accepted, max(0, min(event.offset, len(b.accepted))))
         context = Context(line, column)
         contexts[i] = context
-        if isinstance(event, GrammarViolation):
+        if isinstance(event, (GrammarViolation, Cut)):
+            # A later violation or cut that reports the leftover again (with the accepted text
+            # before it) owns it from here.
             taken = b.accepted[event.offset :] if 0 <= event.offset <= len(b.accepted) else None
-            if leftover is not None and taken is not None and event.rejected.startswith(taken + leftover.text):
+            reported = event.rejected if isinstance(event, GrammarViolation) else event.text
+            if leftover is not None and taken is not None and reported.startswith(taken + leftover.text):
                 b.segments.remove(leftover)
-        elif not isinstance(event, (DraftSpan, Correction)) or (
+        if not isinstance(event, (DraftSpan, Correction, GrammarViolation)) or (
             isinstance(event, Correction) and event.source != "repair"
         ):
             struck = None
@@ -204,17 +207,27 @@ def rebuild(events: Sequence[Event], text: str) -> Rebuilt:
                 kind = event.source if event.source in KEPT_KINDS else "target"
                 b.insert(event.offset, event.text, kind, i)
         elif isinstance(event, Cut):
-            stop = event.offset + len(event.text)
-            if event.text and 0 <= event.offset < len(b.accepted) and b.accepted[event.offset : stop] == event.text:
-                context.removed = True
-                b.remove(event.offset, stop, "cut", i)
-            else:
-                b.insert(event.offset, event.text, "cut", i)
+            context.removed = _cut(b, event, i)
     segments = [s for s in b.segments if s.text]
     exact = b.exact and b.accepted == text
     if not exact:
         segments = [Segment("draft", text, None)]
     return Rebuilt(segments, contexts, exact)
+
+
+def _cut(b: _Builder, event: Cut, index: int) -> bool:
+    """Record a cut; whether it took back accepted text. It takes back what it names of the
+    accepted text from its offset: all of its text, or, where its text runs on past the end of
+    the accepted text (the draft's evidence, never accepted: ``SELECT`` accepted, ``SELECT name``
+    cut), the accepted part, the rest recorded after it."""
+    accepted = b.accepted[event.offset : event.offset + len(event.text)] if event.offset >= 0 else ""
+    whole = len(accepted) == len(event.text) or event.offset + len(accepted) == len(b.accepted)
+    if not (event.text and accepted and whole and event.text.startswith(accepted)):
+        b.insert(event.offset, event.text, "cut", index)
+        return False
+    b.remove(event.offset, event.offset + len(accepted), "cut", index)
+    b.insert(event.offset, event.text[len(accepted) :], "cut", index)
+    return True
 
 
 # -- the result's view ------------------------------------------------------------------------

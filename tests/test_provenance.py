@@ -141,6 +141,16 @@ _PIECES = st.sampled_from(
 )
 
 
+def test_a_cut_running_past_the_accepted_text_is_accounted_for() -> None:
+    # "SELECT" was accepted, then cut with the evidence after it ("SELECT name", another answer):
+    # the cut takes back the accepted part and records the rest (found by the test below).
+    result = run("sqlite", " ``` ```SELECT name")
+    spans = assert_accounted(result)
+    assert "SELECT" not in result.text[spans[-1].start :]
+    assert [(d.text, d.reason) for d in result.dropped if "name" in d.text] == [(" name", "another answer")]
+    assert "".join(d.text for d in result.dropped if d.reason == "another answer") == "SELECT name"
+
+
 @settings(max_examples=60, deadline=None)
 @given(st.lists(_PIECES, min_size=1, max_size=12))
 def test_any_draft_of_sql_pieces_is_accounted_for(pieces: list[str]) -> None:
