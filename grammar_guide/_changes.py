@@ -106,15 +106,17 @@ def _is_close(text: str) -> bool:
 
 def changes_of(events: Iterable[Event]) -> Changes:
     """Count what ``events`` did to the draft's answer."""
+    events = list(events)
     counts = dict.fromkeys(("edits", "rewrites", "invented", "dropped", "closed", "other_answers", "drafted_chars"), 0)
+    # A closing bracket too many, dropped, changes no word, literal or operator; where a bracket
+    # is also closed for the draft, the draft's own close was moved (its grouping changed): an edit.
+    closes_added = any(isinstance(e, Correction) and _correction_kind(e) == "closed" for e in events)
     prose = 0
     for event in events:
         if isinstance(event, DraftSpan):
             counts["drafted_chars"] += len(event.text)
         elif _drops_bracket_close(event):
-            # A closing bracket too many, dropped, changes no word, literal or operator; after a
-            # bracket was closed for the draft, the draft's own close was moved: an edit.
-            counts["edits" if counts["closed"] else "closed"] += 1
+            counts["edits" if closes_added else "closed"] += 1
         elif isinstance(event, Cut) and event.text.strip() and event.reason in _CUT_COUNTS:
             counts[_CUT_COUNTS[event.reason]] += 1
         elif isinstance(event, Cut) and event.reason == "prose" and event.text.strip():

@@ -243,6 +243,19 @@ def rewrite(text: str) -> str:
             "SELECT COUNT(*) FROM (SELECT DISTINCT a, b FROM (SELECT 1 AS a, 2 AS b UNION ALL SELECT 1, 2))",
             1,
         ),
+        # A subquery closed before its set operation and again after it: the operation was its own.
+        (
+            "SELECT COUNT(*) FROM (SELECT 1 AS x UNION ALL SELECT 2) WHERE NOT x IN (SELECT 1) INTERSECT SELECT 2)",
+            "SELECT COUNT(*) FROM (SELECT 1 AS x UNION ALL SELECT 2) WHERE NOT x IN (SELECT 1 INTERSECT SELECT 2)",
+            2,
+        ),
+        (
+            "SELECT COUNT(*) FROM (SELECT k FROM (SELECT 1 AS k, 5 AS v UNION ALL SELECT 2, 9) GROUP BY k "
+            "WHERE AVG(v) > 6)",
+            "SELECT COUNT(*) FROM (SELECT k FROM (SELECT 1 AS k, 5 AS v UNION ALL SELECT 2, 9) GROUP BY k "
+            "HAVING AVG(v) > 6)",
+            1,
+        ),
         # A comparison in words (the draft's "more than" is '>', never '<' or '=').
         ("SELECT 600 is more than 500", "SELECT 600 > 500", 1),
         ("SELECT 2 greater than 1", "SELECT 2 > 1", 1),
@@ -274,6 +287,7 @@ def test_each_rewrite_means_what_the_slip_meant(slip: str, meant: str, value: ob
         "SELECT a FROM t WHERE a < ANY (SELECT b, c FROM u)",  # which column would the aggregate take?
         "SELECT a FROM t UNION (SELECT b FROM u ORDER BY b LIMIT 1)",  # the limit is the bracket's own
         "SELECT a FROM t WHERE a = 1 TO 2.5.1",  # no range of two numbers
+        "SELECT k FROM t GROUP BY k WHERE v > 1 ORDER BY COUNT(*)",  # no aggregate in the condition
     ],
 )
 def test_no_rewrite_where_the_meaning_would_change(text: str) -> None:

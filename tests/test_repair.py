@@ -323,6 +323,15 @@ def test_a_closing_bracket_too_many_dropped_keeps_the_text_faithful(sqlite: Gram
     assert result.faithful and result.changes.closed == 1 and result.changes.edits == 0
 
 
+def test_a_close_dropped_where_the_finish_closes_brackets_is_an_edit(sqlite: Grammar) -> None:
+    # The draft's ')' after 'FROM v' ended the subquery early; it goes and the finish closes all:
+    # the second condition is now inside the subquery, so the result is not the draft's text.
+    answer = "SELECT a FROM t WHERE b IN (SELECT c FROM u WHERE d IN (SELECT e FROM v) WHERE f = 1 AND g IN (SELECT h"
+    result = guide(lambda prompt: answer, sqlite, "q", target=False)
+    assert result.text.endswith("FROM v WHERE f = 1 AND g IN (SELECT h)))")
+    assert not result.faithful and result.changes.edits == 1 and result.changes.closed == 1
+
+
 def test_a_bracket_closed_early_then_the_draft_s_own_dropped_is_an_edit(sqlite: Grammar) -> None:
     # The draft's ')' was moved before '> 1990': the result must not say it is the draft's text.
     result = guide(
