@@ -205,9 +205,15 @@ def rebuild(events: Sequence[Event], text: str) -> Rebuilt:
                 b.insert(event.offset, event.text, kind, i)
         elif isinstance(event, Cut):
             stop = event.offset + len(event.text)
-            if event.text and 0 <= event.offset < len(b.accepted) and b.accepted[event.offset : stop] == event.text:
+            accepted_end = b.accepted[event.offset :] if 0 <= event.offset < len(b.accepted) else ""
+            if event.text and accepted_end and b.accepted[event.offset : stop] == event.text:
                 context.removed = True
                 b.remove(event.offset, stop, "cut", i)
+            elif event.text and accepted_end and event.text.startswith(accepted_end):
+                # The accepted text's end and the rejected text after it (another answer begun).
+                context.removed = True
+                b.remove(event.offset, len(b.accepted), "cut", i)
+                b.insert(event.offset, event.text[len(accepted_end) :], "cut", i, piece=1)
             else:
                 b.insert(event.offset, event.text, "cut", i)
     segments = [s for s in b.segments if s.text]

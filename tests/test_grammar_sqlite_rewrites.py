@@ -256,6 +256,15 @@ def rewrite(text: str) -> str:
             "HAVING AVG(v) > 6)",
             1,
         ),
+        # ORDER BY / LIMIT before a set operation (SQLite allows them only at the end): the SELECT
+        # they belong to becomes a subquery, so each limit keeps its own rows.
+        (
+            "SELECT COUNT(*) FROM (SELECT x FROM (SELECT 1 AS x UNION ALL SELECT 2) ORDER BY x DESC LIMIT 1 "
+            "INTERSECT SELECT 2)",
+            "SELECT COUNT(*) FROM (SELECT * FROM (SELECT x FROM (SELECT 1 AS x UNION ALL SELECT 2) ORDER BY x DESC "
+            "LIMIT 1) INTERSECT SELECT 2)",
+            1,
+        ),
         # A comparison in words (the draft's "more than" is '>', never '<' or '=').
         ("SELECT 600 is more than 500", "SELECT 600 > 500", 1),
         ("SELECT 2 greater than 1", "SELECT 2 > 1", 1),
