@@ -118,17 +118,22 @@ def interleave(answers: list[Answer], limit: int | None, skip: int = 0) -> list[
 _FENCE = re.compile(r"```[A-Za-z]*[ \t]*\n?(.*?)(?:```|$)", re.DOTALL)
 _STATEMENT = re.compile(r"\b(?:SELECT|WITH)\b", re.IGNORECASE)
 _CODE_LINE = re.compile(r"[()=]|\w_\w|^\w+\s+AS\b", re.IGNORECASE)  # "avg_salaries AS (": a CTE goes on
+_MARKUP_END = re.compile(r"\\end\{[A-Za-z]+\}|</(?:code|pre)>")  # '\end{code}' closes a block like a fence
 _PROSE_LINE = re.compile(r"\n\s*\n\s*(?=[A-Za-z])|\n(?=(?:This|The|Note|Here|Explanation|In this)\b)")
 
 
 def answer_sql(answer: str) -> str:
     """The SQL an answer means: a fenced block's content, else the text from the first SELECT/WITH
-    on; prose after it (a blank line then a word that is not a keyword, on a line with no bracket,
-    ``=`` or snake_case name; or a line starting with This/The/Note/Here/Explanation) is left out."""
+    on, up to markup that ends a code block (``\\end{code}``, ``</code>``); prose after it (a blank
+    line then a word that is not a keyword, on a line with no bracket, ``=`` or snake_case name; or
+    a line starting with This/The/Note/Here/Explanation) is left out."""
     fenced = _FENCE.search(answer)
     text = fenced.group(1) if fenced else answer
     if fenced and not text.strip() and answer[: fenced.start()].strip():
         text = answer[: fenced.start()]  # a closing fence with none before it: the SQL is before it
+    markup = _MARKUP_END.search(text)
+    if markup:
+        text = text[: markup.start()]
     start = _STATEMENT.search(text)
     if start and re.search(r"[A-Za-z]", text[: start.start()]):
         text = text[start.start() :]

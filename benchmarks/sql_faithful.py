@@ -5,7 +5,9 @@ operators) and aligned in order (``difflib`` on the token sequences, as a diff a
 draft token that the alignment replaces or drops is *lost*, unless the result recorded why: a
 dialect rewrite that took it away (``Correction(rule="rewrite").removed``) or formatting undone
 (``Cut(reason="formatting")``: Markdown escapes, a backtick pair around the answer; the draft is then
-read with them undone). A ``;`` and a ``)`` the draft never opened are not lost when dropped. An
+read with them undone), or another answer after a complete statement, cut and named
+(``Cut(reason="another answer")``: the task asks for one statement, issue 28 item 1). A ``;`` and
+a ``)`` the draft never opened are not lost when dropped. An
 output token that the alignment does not match is *added* (an inserted operator changes the meaning
 as a replaced one does), unless it is a closing mark (``)``, ``]``, ``;``) or a rewrite or forced
 text of the result wrote it. *Faithful*: nothing lost and nothing added. *Invented literals*: output
@@ -119,8 +121,8 @@ def _undo_formatting(sql: str) -> str:
 
 @dataclass(frozen=True)
 class Excuses:
-    """What a result recorded: formatting undone, the draft's text its rewrites took away, and the
-    text its rewrites and forced steps wrote."""
+    """What a result recorded: formatting undone, the draft's text its rewrites took away (and
+    the other answers it cut), and the text its rewrites and forced steps wrote."""
 
     formatting: bool = False
     removed: tuple[str, ...] = ()
@@ -143,6 +145,8 @@ def excuses_of(events: Iterable[Any]) -> Excuses:
         kind = getattr(event, "kind", "")
         if kind == "cut" and event.reason == "formatting":
             formatting = True
+        elif kind == "cut" and event.reason == "another answer":
+            removed.append(event.text)  # a second statement: the task asks for one (issue 28 item 1)
         elif kind == "correction" and event.source == "repair" and event.rule == "rewrite":
             removed.append(event.removed)
             written.append(event.text)

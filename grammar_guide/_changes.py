@@ -8,7 +8,8 @@ The events are the record of where each part of the text came from (``DraftSpan`
   re-chosen by healing (same text), formatting undone (Markdown escapes, a backtick pair), prose
   before, after or within the answer left out (never made into code), a restated answer;
 - ``rewrites``: the grammar's known slips of another dialect, rewritten to what they mean;
-- ``closed``: closing marks only (brackets, quotes, ``;``) that end an unfinished text;
+- ``closed``: closing marks only (brackets, quotes, ``;``) that end an unfinished text, or a
+  closing bracket the draft wrote too many, dropped;
 - ``edits``: the least edit of the draft's text (a lexeme dropped, inserted or replaced);
 - ``invented``: text that the target wrote, or a completion beyond closing marks;
 - ``dropped``: the draft's answer left out (a dead end, text no edit could repair, text a budget
@@ -88,17 +89,34 @@ def _counted(*counts: tuple[int, str]) -> str:
     return ", ".join(words)
 
 
+def _drops_bracket_close(event: Event) -> bool:
+    """Whether ``event`` leaves out only closing brackets of the draft (``)`` it wrote too many)."""
+    if isinstance(event, Correction) and event.source == "repair" and not event.text.strip():
+        dropped = event.removed
+    elif isinstance(event, Cut) and event.reason == "after complete text":
+        dropped = event.text
+    else:
+        return False
+    return bool(dropped.strip()) and all(c in ")]}" or c.isspace() for c in dropped)
+
+
 def _is_close(text: str) -> bool:
     return bool(text.strip()) and all(c in CLOSING_MARKS or c.isspace() for c in text)
 
 
 def changes_of(events: Iterable[Event]) -> Changes:
     """Count what ``events`` did to the draft's answer."""
+    events = list(events)
     counts = dict.fromkeys(("edits", "rewrites", "invented", "dropped", "closed", "other_answers", "drafted_chars"), 0)
+    # A closing bracket too many, dropped, changes no word, literal or operator; where a bracket
+    # is also closed for the draft, the draft's own close was moved (its grouping changed): an edit.
+    closes_added = any(isinstance(e, Correction) and _correction_kind(e) == "closed" for e in events)
     prose = 0
     for event in events:
         if isinstance(event, DraftSpan):
             counts["drafted_chars"] += len(event.text)
+        elif _drops_bracket_close(event):
+            counts["edits" if closes_added else "closed"] += 1
         elif isinstance(event, Cut) and event.text.strip() and event.reason in _CUT_COUNTS:
             counts[_CUT_COUNTS[event.reason]] += 1
         elif isinstance(event, Cut) and event.reason == "prose" and event.text.strip():

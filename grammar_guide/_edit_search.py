@@ -24,7 +24,16 @@ from ._checker import Checker
 from ._complete import closing_brackets, shortest_close
 from ._events import EditRule
 from ._grammar import Rewrite
-from ._lexemes import LEXEME, OPERATOR_SYNONYMS, is_operator, is_word, keywords_of, splits_operator, word_becomes_other
+from ._lexemes import (
+    LEXEME,
+    OPERATOR_SYNONYMS,
+    is_operator,
+    is_word,
+    keywords_of,
+    merges,
+    splits_operator,
+    word_becomes_other,
+)
 from ._text import QUOTES, is_word_char, run_start
 
 __all__ = [
@@ -276,6 +285,8 @@ def _swap_mark(v: Violation) -> Iterator[Candidate]:
     if not evidence or evidence[0] not in _SWAPPABLE or splits_operator(text, len(text), len(text) + 1, evidence):
         return
     bad = evidence[0]
+    if bad == ";":
+        return  # a ';' ends what the draft wrote: it is not made a separator within it
     with v.checker.trial() as trial:
         allowed = trial.allowed_bytes()
     for code in sorted(allowed):
@@ -487,6 +498,7 @@ def levenshtein(a: str, b: str, *, transpositions: bool = False) -> int:
 
 _TOKEN = re.compile(r"\w+|[^\w\s]")  # how much of the evidence an edit reads: words and marks
 _TIEBREAK = 10  # a lexeme changed costs more than any difference in characters
+_INVENTED_WORD = 2  # lexemes a word inserted costs: more than one of the draft's dropped
 
 
 def _cost(lexemes: int, chars: int) -> int:
@@ -645,12 +657,18 @@ def _candidates(checker: Checker, start: int, draft: str, keywords: frozenset[st
     out: list[tuple[str, int, str, int]] = []
     for literal in dict.fromkeys(_expected_literals(checker, start, like=word)):
         sep = " " if literal[-1].isalnum() and draft[:1].isalnum() else ""
-        out.append((literal + sep, 0, f"inserted {literal!r}", _cost(1, len(literal) + 2)))
+        # A word written where the draft has none is invented: it costs more than a lexeme of the
+        # draft dropped (``FROM ORDER BY`` is not ``FROM FULL ORDER BY``, a keyword made a name).
+        invented = _INVENTED_WORD if is_word(literal) else 1
+        out.append((literal + sep, 0, f"inserted {literal!r}", _cost(invented, len(literal) + 2)))
         replaced = _replacement_cost(word, literal, keywords)
         if replaced is not None:
             out.append((draft[:gap] + literal, gap + len(word), f"replaced {word!r} with {literal!r}", replaced))
     if word:
-        out.append(("", gap + len(word), f"dropped {word!r}", _cost(1, 2 * len(word) + 1)))
+        skip = gap + len(word)
+        if gap or checker.text[:start][-1:].isspace():  # one space stays between the words around it
+            skip += len(draft[skip:]) - len(draft[skip:].lstrip(" "))
+        out.append(("", skip, f"dropped {word!r}", _cost(1, 2 * len(word) + 1)))
     if is_word(word) and (word.lower() not in keywords or not word.isupper()):
         # A name in double quotes; in single quotes (a string SQLite also takes for a name) after.
         # A keyword written as the draft writes names (``FROM order``) may be one; one written as
@@ -669,8 +687,8 @@ def _replacement_cost(word: str, literal: str, keywords: frozenset[str]) -> int 
     into ``IS``), a word that is no slip of the keyword (``FROM`` is not ``ORDER``), a literal, or
     an operator of several marks for another (``**`` for ``*``). A mark for another costs one
     lexeme, an operator another language writes for the same (``**`` for ``^``) less."""
-    if not word or word == literal or word_becomes_other(word, literal, keywords):
-        return None
+    if not word or word == literal or word_becomes_other(word, literal, keywords) or word == ";":
+        return None  # (a ';' ends what the draft wrote: it is not made a separator within it)
     distance = _distance(word, literal)
     if is_word(word):
         return _cost(1, 2 * distance) if is_word(literal) and distance <= max(1, len(word) // 3) else None
@@ -705,6 +723,8 @@ def names_with_spaces(draft: str, keywords: frozenset[str]) -> list[tuple[str, i
         part = _NAME_PART.match(draft, end + (1 if parts else 0))
         if part is None or (parts and draft[end] != " ") or (not parts and part.group()[0] == "("):
             break
+        if part.group()[0] == "(" and _reads_as_code(part.group()[1:-1], keywords):
+            break
         parts.append(part.group())
         end = part.end()
         words = [p for p in parts if p[0] != "("]
@@ -717,6 +737,15 @@ def names_with_spaces(draft: str, keywords: frozenset[str]) -> list[tuple[str, i
         if part.group()[0] == "(":
             break
     return names
+
+
+def _reads_as_code(inside: str, keywords: frozenset[str]) -> bool:
+    """Whether a bracketed part is the draft's code, not part of a name: it begins with a keyword
+    (``(SELECT boat FROM crews)``, ``(select ...)``) or has one written in capitals. ``(K-12)``
+    and ``(Ages 5-17)`` are names' parts."""
+    words = re.findall(r"[A-Za-z_]\w*", inside)
+    first = inside.lstrip()[:1].isalpha() and words[:1] and words[0].lower() in keywords
+    return bool(first) or any(w.isupper() and len(w) > 1 and w.lower() in keywords for w in words)
 
 
 def _quotes_balanced(insert: str, removed: str) -> bool:
@@ -737,7 +766,8 @@ _CLASSES = (set(")]}"), set("([{"), set(",;"))
 
 
 def _joins_words(before: str, after: str) -> bool:
-    return bool(before) and bool(after) and is_word_char(before[-1]) and is_word_char(after[0])
+    """Whether writing ``after`` right after ``before`` merges the lexemes at the seam."""
+    return merges(before, after)
 
 
 _CLOSERS = {"(": ")", "[": "]", "{": "}"}

@@ -18,6 +18,7 @@ __all__ = [
     "is_operator",
     "is_word",
     "keywords_of",
+    "merges",
     "splits_operator",
     "word_becomes_other",
 ]
@@ -111,3 +112,16 @@ def splits_operator(before: str, start: int, end: int, after: str = "") -> bool:
         if start == end and m_start < start < m_end:
             return True  # writes inside it
     return False
+
+
+def merges(before: str, after: str) -> bool:
+    """Whether ``before`` and ``after`` written together make their lexemes at the seam one
+    (``b`` and ``title`` into ``btitle``, ``1`` and ``.030`` into the number ``1.030``, ``<`` and
+    ``=`` into ``<=``): an edit that drops the text between them changes the draft's lexemes."""
+    if not before or not after or before[-1].isspace() or after[0].isspace():
+        return False
+    tail = LEXEME.findall(before[-64:])[-1:]
+    if not tail:
+        return False
+    joined = LEXEME.match(tail[0] + after[:64])
+    return joined is not None and len(joined.group()) > len(tail[0])

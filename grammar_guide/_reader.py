@@ -225,7 +225,9 @@ def looks_like_aside(text: str, rejected: str, answer_ended: bool) -> bool:
     rather than more of the answer with a mistake in it."""
     gap = text[len(text.rstrip()) :] + rejected[: len(rejected) - len(rejected.lstrip())]
     head = rejected.lstrip()
-    if not head or head.startswith("```") or _MARKUP.match(head) or (answer_ended and len(rejected) <= 2):
+    # (A mark or two after a finished answer is an aside; a word or a number is the answer's.)
+    stray = answer_ended and len(rejected) <= 2 and not any(c.isalnum() for c in head)
+    if not head or head.startswith("```") or _MARKUP.match(head) or stray:
         return True
     # A new line alone is no evidence: code goes on over lines. Cut only before a sentence.
     return "\n" in gap and looks_like_sentence(head)

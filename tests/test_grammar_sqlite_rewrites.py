@@ -164,6 +164,107 @@ def rewrite(text: str) -> str:
             "SELECT (SELECT COUNT(*) FROM (SELECT 1 AS x UNION ALL SELECT 2) WHERE x NOT IN (SELECT max(1, 1)))",
             1,
         ),
+        # Clauses in the wrong order, moved where SQLite reads them (issue 28: they were cut).
+        (
+            "SELECT COUNT(*) FROM (SELECT 1 AS id, 5 AS n UNION ALL SELECT 2, 9) AS b WHERE n > 6 "
+            "JOIN (SELECT 2 AS id) AS c ON b.id = c.id",
+            "SELECT COUNT(*) FROM (SELECT 1 AS id, 5 AS n UNION ALL SELECT 2, 9) AS b "
+            "JOIN (SELECT 2 AS id) AS c ON b.id = c.id WHERE n > 6",
+            1,
+        ),
+        (
+            "SELECT COUNT(*) FROM (SELECT 1 AS a, 3 AS b UNION ALL SELECT 1, 2) WHERE a = 1 WHERE b = 3",
+            "SELECT COUNT(*) FROM (SELECT 1 AS a, 3 AS b UNION ALL SELECT 1, 2) WHERE a = 1 AND b = 3",
+            1,
+        ),
+        # A second WHERE after an OR: both conditions keep their own grouping.
+        (
+            "SELECT COUNT(*) FROM (SELECT 1 AS a, 2 AS b UNION ALL SELECT 1, 3 UNION ALL SELECT 4, 2) "
+            "WHERE a = 1 OR b = 2 WHERE b > 2",
+            "SELECT COUNT(*) FROM (SELECT 1 AS a, 2 AS b UNION ALL SELECT 1, 3 UNION ALL SELECT 4, 2) "
+            "WHERE (a = 1 OR b = 2) AND (b > 2)",
+            1,
+        ),
+        (
+            "SELECT a FROM (SELECT 1 AS a UNION ALL SELECT 2 UNION ALL SELECT 2) ORDER BY a DESC "
+            "GROUP BY a HAVING COUNT(*) > 1",
+            "SELECT a FROM (SELECT 1 AS a UNION ALL SELECT 2 UNION ALL SELECT 2) GROUP BY a "
+            "HAVING COUNT(*) > 1 ORDER BY a DESC",
+            2,
+        ),
+        # Quantified comparisons SQLite lacks, as the aggregate (or IN) they mean.
+        (
+            "SELECT 3 < ANY (SELECT x FROM (SELECT 2 AS x UNION ALL SELECT 5))",
+            "SELECT 3 < (SELECT MAX(x) FROM (SELECT 2 AS x UNION ALL SELECT 5))",
+            1,
+        ),
+        (
+            "SELECT 3 > ALL (SELECT x FROM (SELECT 2 AS x UNION ALL SELECT 5))",
+            "SELECT 3 > (SELECT MAX(x) FROM (SELECT 2 AS x UNION ALL SELECT 5))",
+            0,
+        ),
+        (
+            "SELECT 3 >= SOME (SELECT x FROM (SELECT 2 AS x UNION ALL SELECT 5))",
+            "SELECT 3 >= (SELECT MIN(x) FROM (SELECT 2 AS x UNION ALL SELECT 5))",
+            1,
+        ),
+        (
+            "SELECT 5 = ANY (SELECT x FROM (SELECT 2 AS x UNION ALL SELECT 5))",
+            "SELECT 5 IN (SELECT x FROM (SELECT 2 AS x UNION ALL SELECT 5))",
+            1,
+        ),
+        (
+            "SELECT 4 <> ALL (SELECT x FROM (SELECT 2 AS x UNION ALL SELECT 5))",
+            "SELECT 4 NOT IN (SELECT x FROM (SELECT 2 AS x UNION ALL SELECT 5))",
+            1,
+        ),
+        (
+            "SELECT 6 > MAX(SELECT x FROM (SELECT 2 AS x UNION ALL SELECT 5))",
+            "SELECT 6 > (SELECT MAX(x) FROM (SELECT 2 AS x UNION ALL SELECT 5))",
+            1,
+        ),
+        # A subquery after a comparison, bracketed as after IN.
+        (
+            "SELECT 5 = SELECT MAX(x) FROM (SELECT 2 AS x UNION ALL SELECT 5)",
+            "SELECT 5 = (SELECT MAX(x) FROM (SELECT 2 AS x UNION ALL SELECT 5))",
+            1,
+        ),
+        ("SELECT 3 = 2 TO 4", "SELECT 3 BETWEEN 2 AND 4", 1),
+        ("SELECT COUNT(*) FROM (SELECT 1 UNION (SELECT 2))", "SELECT COUNT(*) FROM (SELECT 1 UNION SELECT 2)", 2),
+        (
+            "SELECT COUNT(*) FROM (SELECT 1 AS a, 2 AS b) AS t JOIN (SELECT 1 AS a, 3 AS b) AS u "
+            "ON t.a = u.a, t.b = u.b",
+            "SELECT COUNT(*) FROM (SELECT 1 AS a, 2 AS b) AS t JOIN (SELECT 1 AS a, 3 AS b) AS u "
+            "ON t.a = u.a AND t.b = u.b",
+            0,
+        ),
+        (
+            "SELECT COUNT(*) FROM (SELECT DISTINCT a, DISTINCT b FROM (SELECT 1 AS a, 2 AS b UNION ALL SELECT 1, 2))",
+            "SELECT COUNT(*) FROM (SELECT DISTINCT a, b FROM (SELECT 1 AS a, 2 AS b UNION ALL SELECT 1, 2))",
+            1,
+        ),
+        # A subquery closed before its set operation and again after it: the operation was its own.
+        (
+            "SELECT COUNT(*) FROM (SELECT 1 AS x UNION ALL SELECT 2) WHERE NOT x IN (SELECT 1) INTERSECT SELECT 2)",
+            "SELECT COUNT(*) FROM (SELECT 1 AS x UNION ALL SELECT 2) WHERE NOT x IN (SELECT 1 INTERSECT SELECT 2)",
+            2,
+        ),
+        (
+            "SELECT COUNT(*) FROM (SELECT k FROM (SELECT 1 AS k, 5 AS v UNION ALL SELECT 2, 9) GROUP BY k "
+            "WHERE AVG(v) > 6)",
+            "SELECT COUNT(*) FROM (SELECT k FROM (SELECT 1 AS k, 5 AS v UNION ALL SELECT 2, 9) GROUP BY k "
+            "HAVING AVG(v) > 6)",
+            1,
+        ),
+        # ORDER BY / LIMIT before a set operation (SQLite allows them only at the end): the SELECT
+        # they belong to becomes a subquery, so each limit keeps its own rows.
+        (
+            "SELECT COUNT(*) FROM (SELECT x FROM (SELECT 1 AS x UNION ALL SELECT 2) ORDER BY x DESC LIMIT 1 "
+            "INTERSECT SELECT 2)",
+            "SELECT COUNT(*) FROM (SELECT * FROM (SELECT x FROM (SELECT 1 AS x UNION ALL SELECT 2) ORDER BY x DESC "
+            "LIMIT 1) INTERSECT SELECT 2)",
+            1,
+        ),
         # A comparison in words (the draft's "more than" is '>', never '<' or '=').
         ("SELECT 600 is more than 500", "SELECT 600 > 500", 1),
         ("SELECT 2 greater than 1", "SELECT 2 > 1", 1),
@@ -192,6 +293,10 @@ def test_each_rewrite_means_what_the_slip_meant(slip: str, meant: str, value: ob
         "SELECT 'C:\\' || name FROM t",  # valid SQLite: a backslash is a character
         "SELECT a FROM t WHERE b = 'x'AND c = 'it'",  # 'x' then AND: no apostrophe inside a word
         "SELECT a FROM t WHERE b = 'more than' AND c IN ('less than')",  # words inside strings
+        "SELECT a FROM t WHERE a < ANY (SELECT b, c FROM u)",  # which column would the aggregate take?
+        "SELECT a FROM t UNION (SELECT b FROM u ORDER BY b LIMIT 1)",  # the limit is the bracket's own
+        "SELECT a FROM t WHERE a = 1 TO 2.5.1",  # no range of two numbers
+        "SELECT k FROM t GROUP BY k WHERE v > 1 ORDER BY COUNT(*)",  # no aggregate in the condition
     ],
 )
 def test_no_rewrite_where_the_meaning_would_change(text: str) -> None:

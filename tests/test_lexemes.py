@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from grammar_guide._lexemes import LEXEME, splits_operator, word_becomes_other
+from grammar_guide._lexemes import LEXEME, merges, splits_operator, word_becomes_other
 
 
 def test_a_lexeme_is_a_word_a_literal_or_a_whole_operator() -> None:
@@ -46,3 +46,18 @@ def test_an_edit_never_splits_a_multi_character_operator(
 )
 def test_a_word_never_becomes_an_operator_or_another_keyword(word: str, literal: str, other: bool) -> None:
     assert word_becomes_other(word, literal, frozenset({"as", "is", "from", "in"})) is other
+
+
+@pytest.mark.parametrize(
+    ("before", "after", "merged"),
+    [
+        ("b", "title", True),  # two words into one
+        ("LIMIT 1", ".030 sec", True),  # two numbers into the invented 1.030
+        ("a <", "= b", True),  # two marks into the operator '<='
+        ("LIMIT 1", " .030", False),  # white space keeps them apart
+        ("f(x", ") + 1", False),  # marks that stay marks
+        ("step", "-by", False),
+    ],
+)
+def test_an_edit_never_merges_the_lexemes_at_its_seam(before: str, after: str, merged: bool) -> None:
+    assert merges(before, after) is merged

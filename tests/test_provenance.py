@@ -158,3 +158,11 @@ def test_any_draft_of_sql_pieces_is_accounted_for(pieces: list[str]) -> None:
     assert_accounted(result)
     for d in result.dropped:
         assert d.text and d.reason
+
+
+def test_a_cut_of_the_accepted_end_and_the_rejected_text_after_it_is_accounted_for() -> None:
+    # Another answer begun in the accepted text ('SELECT') and read on in the rejected (' name'):
+    # one cut holds both (hypothesis found it: the events did not rebuild the text).
+    result = run("sqlite", " ``` ```SELECT name")
+    assert_accounted(result)
+    assert any(d.text.startswith("SELECT") and d.reason == "another answer" for d in result.dropped)

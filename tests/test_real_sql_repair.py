@@ -71,6 +71,9 @@ def test_the_sql_an_answer_means() -> None:
     assert answer_sql("SELECT a\nFROM t\n```") == "SELECT a\nFROM t"  # a closing fence alone
     cte = "WITH a AS (SELECT 1),\n\nmax_salaries AS (SELECT 2)\nSELECT * FROM a"
     assert answer_sql(cte) == cte  # a CTE after a blank line is not prose
+    # Markup that ends a code block ends the SQL, as a closing fence does (a forum thread after it).
+    assert answer_sql("SELECT a FROM t ) \\end{code} Comment: which table?") == "SELECT a FROM t )"
+    assert answer_sql("<code>SELECT a FROM t</code> Here") == "SELECT a FROM t"
 
 
 def test_names_and_literals_kept_and_invented() -> None:

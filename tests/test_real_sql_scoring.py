@@ -64,6 +64,15 @@ def test_markdown_escapes_are_excused_only_when_the_result_undid_them() -> None:
     assert faithfulness(draft, result.text).lost == ["event\\_name"]
 
 
+def test_a_second_statement_is_excused_only_when_the_result_cut_and_named_it() -> None:
+    draft = "SELECT name FROM boats WHERE len > 3; SELECT name FROM boats WHERE len > 4;"
+    result = _guide(draft)
+    assert result.text == "SELECT name FROM boats WHERE len > 3;"
+    assert result.changes.other_answers == 1
+    assert faithfulness(draft, result.text, excuses_of(result.events)).faithful
+    assert faithfulness(draft, result.text).lost[:2] == ["SELECT", "name"]  # unrecorded: lost
+
+
 def test_losses_additions_and_invented_literals() -> None:
     # A word the repair made into nothing: 'OR' dropped makes Owners an alias.
     dropped = faithfulness(

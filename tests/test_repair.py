@@ -258,3 +258,103 @@ def test_an_edit_costs_the_lexemes_it_changes(sqlite: Grammar) -> None:
     decision = repair.decide(checker, evidence, final=True, floor=0)  # type: ignore[arg-type]
     assert isinstance(decision, repair.Edit)
     assert decision.removed.strip() == "ORDR" and decision.text.strip() == "ORDER"
+
+
+# -- issue 28 item 3: repairs that keep the query's meaning ------------------------------------------
+
+
+def _corrections(result: object) -> list[tuple[str, str, str]]:
+    events = result.events  # type: ignore[attr-defined]
+    return [(e.rule, e.removed, e.text) for e in events if isinstance(e, Correction) and e.source == "repair"]
+
+
+def test_clauses_written_out_of_order_are_moved_not_cut(sqlite: Grammar) -> None:
+    answer = (
+        "SELECT b.name FROM boats AS b WHERE b.kind = 'sail' JOIN crews AS c ON b.id = c.boat "
+        "WHERE c.age > 30 ORDER BY b.name"
+    )
+    result = guide(lambda prompt: answer, sqlite, "q", target=False)
+    assert result.text == (
+        "SELECT b.name FROM boats AS b JOIN crews AS c ON b.id = c.boat WHERE b.kind = 'sail' AND c.age > 30 "
+        "ORDER BY b.name"
+    )
+    assert _corrections(result) == [
+        (
+            "rewrite",
+            "WHERE b.kind = 'sail' JOIN crews AS c ON b.id = c.boat",
+            "JOIN crews AS c ON b.id = c.boat WHERE b.kind = 'sail'",
+        ),
+        ("rewrite", "WHERE b.kind = 'sail' WHERE c.age > 30", "WHERE b.kind = 'sail' AND c.age > 30"),
+    ]
+    assert result.faithful and result.changes.rewrites == 2
+    assert sqlite_oracle.check_one_statement(result.text).valid
+
+
+def test_a_quantified_comparison_is_rewritten_not_quoted_as_a_name(sqlite: Grammar) -> None:
+    # '= ANY (SELECT ...)' had become the name "ANY (SELECT boat FROM crews)".
+    result = guide(
+        lambda prompt: "SELECT n FROM boats WHERE NOT id = ANY (SELECT boat FROM crews)", sqlite, "q", target=False
+    )
+    assert result.text == "SELECT n FROM boats WHERE NOT id IN (SELECT boat FROM crews)"
+    assert _corrections(result) == [("rewrite", "= ANY (SELECT", "IN (SELECT")] and result.faithful
+
+
+def test_no_keyword_is_invented_where_dropping_the_draft_s_word_is_the_least_change(sqlite: Grammar) -> None:
+    # The table was left out: 'FROM FULL ORDER BY' made a keyword a table name.
+    result = guide(lambda prompt: "SELECT Label FROM ORDER BY Year DESC", sqlite, "q", target=False)
+    assert result.text == "SELECT Label ORDER BY Year DESC"
+    assert _corrections(result) == [("edit", "FROM ", "")]
+    assert not result.faithful and result.changes.dropped == 1
+
+
+def test_a_dropped_mark_never_merges_two_literals(sqlite: Grammar) -> None:
+    # 'LIMIT 1;.030 sec' (a console's timing after the answer) had become the invented 'LIMIT 1.030'.
+    result = guide(lambda prompt: "SELECT a FROM t ORDER BY a LIMIT 1;.030 sec", sqlite, "q", target=False)
+    assert result.text == "SELECT a FROM t ORDER BY a LIMIT 1;"
+    assert [e.text for e in result.events if getattr(e, "kind", "") == "cut" and e.reason == "unrepaired"][:1] == [
+        ".030 sec"
+    ]
+    assert not result.faithful
+
+
+def test_a_closing_bracket_too_many_dropped_keeps_the_text_faithful(sqlite: Grammar) -> None:
+    result = guide(lambda prompt: "SELECT a FROM t WHERE b IN (SELECT c FROM u))", sqlite, "q", target=False)
+    assert result.text == "SELECT a FROM t WHERE b IN (SELECT c FROM u)"
+    assert result.faithful and result.changes.closed == 1 and result.changes.edits == 0
+
+
+def test_a_close_dropped_where_the_finish_closes_brackets_is_an_edit(sqlite: Grammar) -> None:
+    # The draft's ')' after 'FROM v' ended the subquery early; it goes and the finish closes all:
+    # the second condition is now inside the subquery, so the result is not the draft's text.
+    answer = "SELECT a FROM t WHERE b IN (SELECT c FROM u WHERE d IN (SELECT e FROM v) WHERE f = 1 AND g IN (SELECT h"
+    result = guide(lambda prompt: answer, sqlite, "q", target=False)
+    assert result.text.endswith("FROM v WHERE f = 1 AND g IN (SELECT h)))")
+    assert not result.faithful and result.changes.edits == 1 and result.changes.closed == 1
+
+
+def test_a_bracket_closed_early_then_the_draft_s_own_dropped_is_an_edit(sqlite: Grammar) -> None:
+    # The draft's ')' was moved before '> 1990': the result must not say it is the draft's text.
+    result = guide(
+        lambda prompt: "SELECT COUNT(*) FROM trips WHERE NOT port IN (SELECT port FROM built_year > 1990)",
+        sqlite,
+        "q",
+        target=False,
+    )
+    assert not result.faithful and result.changes.edits >= 1
+
+
+def test_a_number_after_a_finished_answer_is_not_an_aside() -> None:
+    from grammar_guide._reader import looks_like_aside
+
+    # A number is the answer's text (it was cut as an aside and the result said faithful); a
+    # stray bracket after the end is an aside.
+    assert not looks_like_aside("SELECT a FROM t WHERE x", " 5", True)
+    assert looks_like_aside("SELECT a FROM t WHERE x", " )", True)
+
+
+def test_a_bracketed_part_that_reads_as_sql_is_no_part_of_a_name(sqlite: Grammar) -> None:
+    from grammar_guide._edit_search import names_with_spaces
+
+    keywords = repair.grammar_keywords(sqlite.checker())  # type: ignore[arg-type]
+    assert names_with_spaces("ANY (SELECT boat FROM crews)", keywords) == []
+    assert names_with_spaces("Enrollment (K-12) / x", keywords)[-1][0] == "Enrollment (K-12)"
