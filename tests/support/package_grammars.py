@@ -90,9 +90,7 @@ def module_strings(path: Path) -> list[str]:
     found = {
         node.value: None
         for node in ast.walk(tree)
-        if isinstance(node, ast.Constant)
-        and isinstance(node.value, str)
-        and id(node) not in docstrings | formatted
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings | formatted
     }
     return list(found)
 
