@@ -10,14 +10,22 @@ invalid at an offset. lark has no "valid prefix" answer, so the reference decide
 - ``UnexpectedCharacters`` at position p: the text may still end inside a lexeme. It is a valid
   prefix when for some k <= p the text before k is complete or a valid prefix (by lark), and the
   rest, ``text[k:]``, is the beginning of a lexeme of a terminal lark expects at k (or of an
-  ``%ignore``d terminal). "Beginning of a lexeme" is decided with the ``regex`` module's partial
-  matching on lark's own terminal patterns.
+  ``%ignore``d terminal), and lark reads the whole text once that lexeme is complete (its
+  dynamic lexer takes each terminal's longest match, so the split must be lark's). "Beginning of
+  a lexeme" is decided with the ``regex`` module's partial matching on lark's own terminal
+  patterns.
 
 The checker's invalid offset n must agree exactly: by lark, ``text[:n]`` is a valid prefix and
 ``text[:n+1]`` is not.
 
 No difference is allowed: the checker reads terminals as lark's dynamic lexer does (see
 grammar_guide/_hazards.py), so the verdicts agree on every string.
+
+Issue 27's package grammars are read with the package's own parser, LALR for most
+(``PACKAGE_SUITES``), on the texts of the package's own tests. There the reference is
+``LalrReference``: complete exactly when lark's LALR parser parses the text; a valid prefix only
+with a witness, a text lark parses that begins with it; an invalid offset where lark's own parse
+of the text fails on the same token.
 """
 
 from __future__ import annotations
