@@ -75,8 +75,9 @@ def python_string(package: str, version: str, path: str, name: str, *, sdist: bo
 
 
 def module_strings(path: Path) -> list[str]:
-    """Every string literal of a Python module (docstrings left out), once each, in the order
-    they are written; f-strings' constant parts are left out too."""
+    """Every string literal of a Python module, once each, in the order they are written; left
+    out: docstrings, f-strings' constant parts and the argument names ``pytest.mark.parametrize``
+    is given first (``"marker, expected"``)."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
     docstrings = {
         id(node.body[0].value)
@@ -87,10 +88,20 @@ def module_strings(path: Path) -> list[str]:
         and isinstance(node.body[0].value, ast.Constant)
     }
     formatted = {id(part) for node in ast.walk(tree) if isinstance(node, ast.JoinedStr) for part in node.values}
+    names = {
+        id(node.args[0])
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr == "parametrize"
+        and node.args
+    }
     found = {
         node.value: None
         for node in ast.walk(tree)
-        if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings | formatted
+        if isinstance(node, ast.Constant)
+        and isinstance(node.value, str)
+        and id(node) not in docstrings | formatted | names
     }
     return list(found)
 
