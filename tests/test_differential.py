@@ -10,24 +10,39 @@ invalid at an offset. lark has no "valid prefix" answer, so the reference decide
 - ``UnexpectedCharacters`` at position p: the text may still end inside a lexeme. It is a valid
   prefix when for some k <= p the text before k is complete or a valid prefix (by lark), and the
   rest, ``text[k:]``, is the beginning of a lexeme of a terminal lark expects at k (or of an
-  ``%ignore``d terminal). "Beginning of a lexeme" is decided with the ``regex`` module's partial
-  matching on lark's own terminal patterns.
+  ``%ignore``d terminal), and lark reads the whole text once that lexeme is complete (its
+  dynamic lexer takes each terminal's longest match, so the split must be lark's). "Beginning of
+  a lexeme" is decided with the ``regex`` module's partial matching on lark's own terminal
+  patterns.
 
 The checker's invalid offset n must agree exactly: by lark, ``text[:n]`` is a valid prefix and
 ``text[:n+1]`` is not.
 
 No difference is allowed: the checker reads terminals as lark's dynamic lexer does (see
-grammar_guide/compiler/hazards.py), so the verdicts agree on every string.
+from grammar_guide.compiler.automaton import dfa_of
+from grammar_guide.compiler.compile import _KNOWN_EQUIVALENTS
+from grammar_guide.compiler.exact import greedy_regex
+from grammar_guide.compiler.regex import regex_features
+from tests.support.package_grammars import (
+    grammar_file,
+    module_strings,
+    package_files,
+    python_string,
+    terminal_definition,
+)
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import random
 import re
 import textwrap
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, Literal
 
 import lark
 import pytest
@@ -35,13 +50,20 @@ import regex
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.lark import from_lark
+from lark.parsers.lalr_analysis import Shift
 
 from grammar_guide import Grammar, GrammarError
 from grammar_guide.compiler.automaton import dfa_of
 from grammar_guide.compiler.compile import _KNOWN_EQUIVALENTS
 from grammar_guide.compiler.exact import greedy_regex
 from grammar_guide.compiler.regex import regex_features
-from tests.support.package_grammars import grammar_file, terminal_definition
+from tests.support.package_grammars import (
+    grammar_file,
+    module_strings,
+    package_files,
+    python_string,
+    terminal_definition,
+)
 
 ARITHMETIC = textwrap.dedent(
     r"""
@@ -272,11 +294,26 @@ class Reference:
             if self.parse_status(text[:k])[0] == "error":
                 continue
             allowed = self.next_terminals(text[:k])
-            if set(starting) & (allowed - self.ignored):
+            if any(self.reads_through(text, name, rest) for name in set(starting) & (allowed - self.ignored)):
                 return "prefix"
             if any(self.ignored_run_can_end(name, rest, allowed) for name in set(starting) & self.ignored):
                 return "prefix"
         return "invalid"
+
+    def reads_through(self, text: str, name: str, rest: str) -> bool:
+        """Whether lark reads all of ``text`` once ``rest``, the beginning of a lexeme of ``name``
+        it ends in, is whole: the lexeme before ``rest`` may not end where the split says (lark's
+        dynamic lexer takes each terminal's longest match, so sympy's ``1.7.`` is no ``1.`` then
+        ``7.``). Where no completion is found, the split stands."""
+        completions = _completions(self.exact[name], rest)
+        for completion in completions:
+            try:
+                status, info = self.parse_status(text + completion)
+            except RuntimeError:  # lark 1.3.1's "multiple start symbol items" (sympy's ignored commands)
+                continue
+            if status != "error" or int(next(iter(info))) >= len(text):
+                return True
+        return not completions
 
     def ends_in_endless_ignored_run(self, text: str) -> bool:
         """Whether ``text`` ends in ignored text that lark reads on past anything allowed after it
@@ -733,3 +770,296 @@ def test_pyquil_agrees_with_lark_on_every_prefix():
         for end in range(len(text) + 1):
             compare(reference, text[:end], tally)
     print(f"\npyquil: {tally.agree} prefixes, all agree")
+
+
+# -- issue 27's grammars with each package's own test strings ---------------------------------
+
+
+@dataclass(frozen=True)
+class PackageSuite:
+    """A grammar of a package on the package index, read as the package's own ``Lark(...)`` call
+    reads it, and the texts its tests parse (from the same archive)."""
+
+    package: str
+    version: str
+    grammar: str  # the grammar file's path in the archive, or ``module.py:NAME`` for a Python string
+    start: str
+    parser: Literal["earley", "lalr"]
+    texts: tuple[str, ...]  # globs: a .py module gives its string literals, another file its text
+    sdist: bool = True  # the tests are in the source archive
+    lines: bool = False  # each line of a text file is a text of its own too
+    max_texts: int = 50  # sampled deterministically (sympy's grammar checks at ~400 µs a byte)
+
+
+# poetry-core's Parser (version/parser.py) opens both with parser="lalr", start "start"; pddl's
+# BaseParser with parser="lalr" and start "domain" / "problem"; sympy's LarkLaTeXParser with
+# parser="earley", lexer="auto" (dynamic), start "latex_string" (ambiguity="explicit" changes trees,
+# not the language); pytket's _parser with parser="lalr", start "prog", and pytket parses its
+# shipped .inc gate libraries with it (includes/load_includes.py). pytket ships only wheels
+# (no tests): the .inc files, whole and line by line, are its texts.
+PACKAGE_SUITES = {
+    "poetry-pep508": PackageSuite(
+        "poetry-core",
+        "2.5.0",
+        "src/poetry/core/version/grammars/pep508.lark",
+        "start",
+        "lalr",
+        ("tests/version/test_requirements.py", "tests/packages/test_main.py"),
+    ),
+    "poetry-markers": PackageSuite(
+        "poetry-core",
+        "2.5.0",
+        "src/poetry/core/version/grammars/markers.lark",
+        "start",
+        "lalr",
+        ("tests/version/test_markers.py", "tests/packages/utils/test_utils.py"),
+    ),
+    "pddl-domain": PackageSuite(
+        "pddl", "0.5.1", "pddl/parser/grammar.lark", "domain", "lalr", ("tests/fixtures/pddl_files/*/domain.pddl",)
+    ),
+    "pddl-problem": PackageSuite(
+        "pddl", "0.5.1", "pddl/parser/grammar.lark", "problem", "lalr", ("tests/fixtures/pddl_files/*/p*.pddl",)
+    ),
+    "sympy-latex": PackageSuite(
+        "sympy",
+        "1.14.0",
+        "sympy/parsing/latex/lark/grammar/latex.lark",
+        "latex_string",
+        "earley",
+        ("sympy/parsing/tests/test_latex_lark.py",),
+        max_texts=20,
+    ),
+    "pytket-qasm": PackageSuite(
+        "pytket",
+        "2.18.5",
+        "pytket/qasm/grammar.py:grammar",
+        "prog",
+        "lalr",
+        ("pytket/qasm/includes/*.inc",),
+        sdist=False,
+        lines=True,
+    ),
+}
+MAX_TEXT_PREFIXES = 6  # prefixes per text besides the text itself, sampled deterministically
+MAX_SUITE_CHARS = 3_000  # longer texts (pddl problems) are left out
+
+
+@functools.cache
+def load_suite(name: str) -> Grammar:
+    suite = PACKAGE_SUITES[name]
+    if ":" in suite.grammar:
+        path, variable = suite.grammar.split(":")
+        text = python_string(suite.package, suite.version, path, variable, sdist=suite.sdist)
+        return Grammar.from_lark(text, suite.start, name=name, parser=suite.parser)
+    path = grammar_file(suite.package, suite.version, suite.grammar, sdist=suite.sdist)
+    return Grammar.from_file(path, suite.start, parser=suite.parser)
+
+
+def suite_texts(name: str) -> list[str]:
+    """The package's own test texts, the suite's ``max_texts`` of them at most."""
+    suite = PACKAGE_SUITES[name]
+    texts: dict[str, None] = {}
+    for pattern in suite.texts:
+        for path in package_files(suite.package, suite.version, pattern, sdist=suite.sdist):
+            if path.suffix == ".py":
+                texts.update(dict.fromkeys(module_strings(path)))
+                continue
+            whole = path.read_text(encoding="utf-8")
+            texts[whole] = None
+            if suite.lines:
+                texts.update(dict.fromkeys(line for line in whole.splitlines() if line.strip()))
+    found = [t for t in texts if len(t) <= MAX_SUITE_CHARS]
+    return sorted(random.Random(name).sample(found, min(len(found), suite.max_texts)), key=found.index)
+
+
+def sampled_prefixes(text: str) -> list[str]:
+    """The text's proper prefixes, ``MAX_TEXT_PREFIXES`` of them at most, the same on every run."""
+    ends = range(len(text))
+    return [text[:end] for end in sorted(random.Random(text).sample(ends, min(len(ends), MAX_TEXT_PREFIXES)))]
+
+
+def lark_failure(parser: lark.Lark, text: str) -> tuple[int, int] | None:
+    """Where lark's LALR parse of ``text`` fails, ``None`` when it parses: the refused token's span
+    (the text's end for a missing one), or from a character no terminal matches to the text's end
+    (a lexeme the checker may still read begins there)."""
+    try:
+        parser.parse(text)
+    except lark.exceptions.UnexpectedToken as exc:
+        if exc.token.type == "$END":
+            return len(text), len(text)
+        return exc.token.start_pos, exc.token.end_pos
+    except lark.exceptions.UnexpectedCharacters as exc:
+        return exc.pos_in_stream, len(text)
+    return None
+
+
+# What may end a lexeme in progress before a completion is sought token by token
+# (a comment's line end, a string's quote).
+LEXEME_ENDS = ["", "\n", " ", '"', "'", ")", "*/"]
+
+
+@dataclass(eq=False)
+class LalrReference:
+    """lark's LALR verdicts on one grammar's texts: lark has no prefix answer, so a valid prefix
+    is witnessed by a text lark parses that begins with it."""
+
+    grammar: Grammar
+    parser: lark.Lark
+    parsed: list[str]  # the suite's texts that lark parses
+
+    @classmethod
+    def of(cls, grammar: Grammar, texts: list[str]) -> LalrReference:
+        parser = grammar.lark_parser
+        assert parser is not None
+        return cls(grammar, parser, [t for t in texts if lark_failure(parser, t) is None])
+
+    def witnessed(self, prefix: str) -> bool:
+        """Whether lark parses a text that begins with ``prefix``: one of the parsed texts, the
+        prefix with the end of a parsed text after the same characters (``g;`` and a marker), or
+        the prefix with the text the checker forces, a lexeme's end and a few tokens after that
+        (``token_completion``)."""
+        if any(t.startswith(prefix) for t in self.parsed):
+            return True
+        if any(lark_failure(self.parser, prefix + tail) is None for tail in self.tails_after(prefix[-8:])):
+            return True
+        checker = self.grammar.checker()
+        checker.feed(prefix)
+        forced = prefix + checker.forced_text()
+        return any(self.token_completion(forced + lexeme_end) is not None for lexeme_end in LEXEME_ENDS)
+
+    @functools.cached_property
+    def lexemes(self) -> dict[str, str]:
+        """A short lexeme of each terminal (its shortest match, as Python's re confirms it)."""
+        found = {}
+        for terminal in self.parser.terminals:
+            pattern = terminal.pattern.to_regexp()
+            with contextlib.suppress(Exception):  # a look-around the automaton cannot read
+                shortest = _shortest(re.compile(pattern), "")
+                if shortest and shortest[0]:
+                    found[terminal.name] = shortest[0]
+        return found
+
+    def token_completion(self, text: str, depth: int = 24, width: int = 200) -> str | None:
+        """A text after ``text`` that lark parses it with: a breadth-first search over the tokens
+        lark's parse table takes (each written as its short lexeme, after a space or nothing),
+        one path to each parser stack."""
+        try:
+            interactive = self.parser.parse_interactive(text)
+            interactive.exhaust_lexer()
+        except lark.exceptions.UnexpectedInput:
+            return None
+        conf = interactive.parser_state.parse_conf
+        frontier = [(tuple(interactive.parser_state.state_stack), "")]
+        seen = {frontier[0][0]}
+        for _ in range(depth):
+            following = []
+            for stack, written in frontier:
+                if _lalr_takes(conf, stack, "$END") is not None:
+                    for gap in (" ", ""):
+                        ending = written.replace("\x00", gap)
+                        if lark_failure(self.parser, text + ending) is None:
+                            return ending
+                for name in sorted(conf.states[stack[-1]].keys() & self.lexemes.keys()):
+                    after = _lalr_takes(conf, stack, name)
+                    if after is not None and after not in seen:
+                        seen.add(after)
+                        following.append((after, f"{written}\x00{self.lexemes[name]}"))
+            frontier = following[:width]
+        return None
+
+    def tails_after(self, context: str, limit: int = 40) -> Iterator[str]:
+        """The ends of parsed texts after where they hold the longest end of ``context`` (its
+        last 8, 4, 2, then 1 characters), ``limit`` of them at most."""
+        seen: set[str] = set()
+        for k in (8, 4, 2, 1):
+            if len(context) < k:
+                continue
+            for text in self.parsed:
+                at = text.find(context[-k:])
+                while at >= 0 and len(seen) < limit:
+                    tail = text[at + k :]
+                    if tail not in seen:
+                        seen.add(tail)
+                        yield tail
+                    at = text.find(context[-k:], at + 1)
+
+
+def _lalr_takes(conf: Any, stack: tuple[int, ...], name: str) -> tuple[int, ...] | None:
+    """The parser's state stack after it takes a token of terminal ``name`` (``$END``: the
+    stack it accepts in), ``None`` where it refuses it: lark's parse table, without the trees."""
+    states = list(stack)
+    while True:
+        action = conf.states[states[-1]].get(name)
+        if action is None:
+            return None
+        kind, target = action
+        if kind is Shift:
+            return (*states, target)
+        if target.expansion:
+            del states[-len(target.expansion) :]
+        states.append(conf.states[states[-1]][target.origin.name][1])
+        if name == "$END" and states[-1] == conf.end_state:
+            return tuple(states)
+
+
+def compare_lalr(reference: LalrReference, text: str, tally: Tally) -> None:
+    """Assert the checker of an LALR grammar agrees with lark's LALR parser on ``text``: complete
+    exactly when lark parses it; what it accepts is witnessed as a prefix (``LalrReference``);
+    where it refuses, lark's parse of the text fails on the same token (or from the same
+    character on)."""
+    verdict, n = checker_verdict(reference.grammar, text)
+    failure = lark_failure(reference.parser, text)
+    assert (verdict == "complete") == (failure is None), f"checker says {verdict} at {n}, lark {failure}: {text!r}"
+    assert reference.witnessed(text[:n]), f"no text lark parses begins {text[:n]!r}"
+    if verdict == "invalid":
+        assert failure is not None and failure[0] <= n <= failure[1], f"checker refuses at {n}, lark at {failure}"
+    tally.agree += 1
+
+
+@pytest.mark.parametrize("name", list(PACKAGE_SUITES))
+def test_package_strings_agree_with_lark(name):
+    """Each package's own test texts, their prefixes and one mutation of each: the checker's
+    verdict (complete, valid prefix, invalid at an offset) is lark's with the package's parser."""
+    grammar = load_suite(name)
+    texts = suite_texts(name)
+    rng = random.Random(name)
+    tally = Tally()
+    lark_crashes: list[str] = []  # lark 1.3.1's "multiple start symbol items" (sympy's \\negthinspace)
+    if PACKAGE_SUITES[name].parser == "lalr":
+        lalr = LalrReference.of(grammar, texts)
+        for text in texts:
+            for candidate in [text, *sampled_prefixes(text), *mutations(text, rng, 1)]:
+                compare_lalr(lalr, candidate, tally)
+    else:
+        reference = Reference.of(grammar)
+        for text in texts:
+            for candidate in [text, *sampled_prefixes(text), *mutations(text, rng, 1)]:
+                try:
+                    compare(reference, candidate, tally)
+                except RuntimeError as exc:  # lark's own parse fails: it gives no verdict to compare
+                    assert "multiple start symbol items" in str(exc), exc
+                    lark_crashes.append(candidate)
+    parses = sum(lark_failure(grammar.lark_parser, t) is None for t in texts) if grammar.lark_parser else 0
+    print(f"\n{name}: {len(texts)} texts ({parses} lark parses), {tally.agree} verdicts, all agree")
+    if lark_crashes:
+        print(f"{name}: lark itself raises RuntimeError on {len(lark_crashes)}: {lark_crashes}")
+    assert texts and tally.agree >= len(texts) and len(lark_crashes) <= len(texts) // 10
+
+
+def test_pytket_glued_keywords_are_refused_as_lark_lalr_refuses_them():
+    """pytket's QASM read as pytket reads it (LALR, contextual lexer): a keyword glued to what
+    follows is one name, so ``OPENQASM2.0;`` is refused, where lark's Earley reading splits it."""
+    grammar = load_suite("pytket-qasm")
+    texts = suite_texts("pytket-qasm")
+    reference = LalrReference.of(grammar, texts)
+    keyword = re.compile(r"\b(OPENQASM|include|gate|opaque|qreg|creg|measure|barrier|reset|if) +")
+    glued = ["OPENQASM2.0;", *(keyword.sub(r"\1", t, count=1) for t in reference.parsed if keyword.search(t))]
+    tally = Tally()
+    for text in glued:
+        compare_lalr(reference, text, tally)
+    refused = [t for t in glued if lark_failure(reference.parser, t) is not None]
+    assert "OPENQASM2.0;" in refused and len(refused) > 1  # others are names: opaqueU1q(theta) q; is a call
+    assert grammar.valid_prefix("OPENQASM2.0;") == len("OPENQASM2")  # a name, then no "." after it
+    earley = Grammar.from_lark(grammar.lark_source or "", "prog", name="pytket-qasm-earley")
+    assert earley.is_complete("OPENQASM2.0;")
+    print(f"\npytket-qasm glued keywords: {len(glued)} texts, {len(refused)} refused by lark, all agree")
