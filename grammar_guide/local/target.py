@@ -26,6 +26,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import functools
+import re
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -334,7 +335,8 @@ class TargetModel:
         matcher, captured = self._matcher(grammar)
         if not matcher.consume_tokens(kept):
             raise ValueError(f"text is not a valid prefix of {grammar.name}: {text!r}")
-        baseline = _captures_after(matcher, ll, healed) if captured else 0
+        ignored = grammar.ignored_terminals
+        baseline = _captures_after(matcher, ll, healed, ignored) if captured else 0
         if healed and matcher.validate_tokens(ll.tokenize_bytes(healed)) == 0:
             raise ValueError(f"text is not a valid prefix of {grammar.name}: {text!r}")
 
@@ -381,7 +383,7 @@ class TargetModel:
                     if stream is not None:
                         stream.push(ff)
                     forced += len(ff)
-                    reason = self._stop(matcher, captured, baseline, finish, min_terminals)
+                    reason = self._stop(matcher, captured, baseline, finish, min_terminals, ignored=ignored)
                     if reason:
                         stop_reason = reason
                         break
@@ -460,7 +462,7 @@ class TargetModel:
                 pending = pending[len(piece) :] if pending.startswith(piece) else b""
             else:
                 sampled += 1
-            reason = self._stop(matcher, captured, baseline, finish, min_terminals, pending)
+            reason = self._stop(matcher, captured, baseline, finish, min_terminals, pending, ignored)
             if reason:
                 stop_reason = reason
                 break
@@ -496,12 +498,13 @@ class TargetModel:
         finish: bool,
         min_terminals: int,
         pending: bytes = b"",
+        ignored: frozenset[str] = frozenset(),
     ) -> str | None:
         if pending:
             return None
         if matcher.is_stopped():
             return "complete"
-        if not finish and captured and len(matcher.get_captures()) - baseline >= min_terminals:
+        if not finish and captured and _terminal_count(matcher, ignored) - baseline >= min_terminals:
             return "terminal"
         return None
 
@@ -587,6 +590,11 @@ class TargetModel:
 _DEAD_END_CANDIDATES = 256
 # A unit of 1, 2 or 3 tokens (not white space) is written at most this many times in a row.
 _MAX_REPEATS = {1: 6, 2: 4, 3: 4}
+# A longer unit of text, white space aside, is written at most this many times in a row: a call
+# nested in itself (`` (Date.dayOfWeek`` over and over, its spacing varied: issue 28).
+_TEXT_UNIT = (6, 48)
+_TEXT_COPIES = 3
+_SPACE = re.compile(rb"\s+")
 
 
 def _repeats(new: list[int], token: int, token_bytes: list[bytes]) -> bool:
@@ -600,6 +608,19 @@ def _repeats(new: list[int], token: int, token_bytes: list[bytes]) -> bool:
             and all(tail[i] == tail[i - period] for i in range(period, len(tail)))
             and b"".join(token_bytes[t] for t in tail[-period:]).strip()
         ):
+            return True
+    return _text_repeats(b"".join(token_bytes[t] for t in [*new[-64:], token]))
+
+
+def _text_repeats(data: bytes) -> bool:
+    """Whether ``data``, white space aside, ends in a unit of ``_TEXT_UNIT`` bytes written once
+    more than ``_TEXT_COPIES`` allows."""
+    text = _SPACE.sub(b"", data)
+    copies = _TEXT_COPIES + 1
+    shortest, longest = _TEXT_UNIT
+    for unit in range(shortest, min(longest, len(text) // copies) + 1):
+        tail = text[-unit * copies :]
+        if tail == tail[:unit] * copies:
             return True
     return False
 
@@ -703,13 +724,21 @@ def bitmask_to_bool(bitmask: bytes, n_vocab: int, device: str = "cpu") -> torch.
     return mask if device == "cpu" else mask.to(device)
 
 
-def _captures_after(matcher: llg.LLMatcher, ll: llg.LLTokenizer, healed: bytes) -> int:
+def _terminal_count(matcher: llg.LLMatcher, ignored: frozenset[str]) -> int:
+    """How many terminals the matcher's text has completed, those the grammar ignores (white
+    space) left out: in a grammar read at the character level a multi-byte token such as `` (``
+    reports the white space before it complete, which is no terminal written (a step stopped
+    after the ``(`` of ``(Monday)``)."""
+    return sum(name not in ignored for name, _ in matcher.get_captures())
+
+
+def _captures_after(matcher: llg.LLMatcher, ll: llg.LLTokenizer, healed: bytes, ignored: frozenset[str]) -> int:
     """How many terminals the whole text completes (the healed bytes consumed, then undone)."""
     if not healed:
-        return len(matcher.get_captures())
+        return _terminal_count(matcher, ignored)
     tokens = ll.tokenize_bytes(healed)
     n = matcher.try_consume_tokens(tokens)
-    count = len(matcher.get_captures())
+    count = _terminal_count(matcher, ignored)
     if n:
         matcher.rollback(n)
     return count
