@@ -30,6 +30,7 @@ from ._rewrites import Rewrite
 from ._text import is_word_char, line_column, run_start
 from .compiler.compile import PROBE_IDS, PROBE_MARKERS, Terminal
 from .compiler.matcher import ByteMatcherFactory, regex_accepts_prefix
+from .compiler.terminal_costs import TerminalCosts
 
 __all__ = ["CheckedGrammar", "Checker", "CheckerState", "Violation"]
 
@@ -59,6 +60,8 @@ class CheckedGrammar(Protocol):
     def ignored_start_bytes(self) -> frozenset[int]: ...
     @property
     def guard_terminals(self) -> frozenset[str]: ...
+    @property
+    def terminal_costs(self) -> TerminalCosts | None: ...
     @property
     def probe_matchers(self) -> tuple[ByteMatcherFactory, Mapping[tuple[int, int], str]] | None: ...
     def new_matcher(self) -> llg.LLMatcher: ...

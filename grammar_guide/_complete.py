@@ -10,7 +10,11 @@ expects there; each search gives up after ``max_nodes`` checker states (about 20
 
 from __future__ import annotations
 
+import heapq
+import re
+
 from ._checker import Checker
+from ._terminal_completion import terminal_completion
 from ._text import QUOTES
 
 __all__ = ["closing_brackets", "shortest_close", "shortest_completion"]
@@ -38,7 +42,10 @@ def shortest_completion(checker: Checker, *, max_nodes: int = 4_000) -> str | No
                         rest = _search(trial, max_nodes // 8)
                         found.append(None if rest is None else start + rest)
     best = min((f for f in found if f is not None), key=len, default=None)
-    return best if best is not None else _after_closers(checker, max_nodes)
+    if best is None:
+        best = _after_closers(checker, max_nodes)
+    costs = checker.grammar.terminal_costs if best is None else None
+    return best if costs is None else terminal_completion(checker, costs)
 
 
 def _after_closers(checker: Checker, max_nodes: int) -> str | None:
@@ -110,34 +117,55 @@ def _keywords(checker: Checker) -> list[str]:
 
 
 def _search(checker: Checker, max_nodes: int, max_length: int = 48, *, marks_only: bool = False) -> str | None:
-    """Breadth-first over suffixes, each tried on ``checker`` and taken back (a node costs its
-    suffix's length, not the text's)."""
+    """Best-first over suffixes, each tried on ``checker`` and taken back (a node costs its
+    suffix's length, not the text's): the shortest first, counting each bracket still open as a
+    character it will need (so that closing comes before opening more); a step is a character
+    and the literal rest it forces. Gives up after ``max_nodes`` tries or past ``max_length``."""
     if checker.is_complete:
         return ""
     with checker.trial() as state:
         start = state.snapshot()
-        frontier = [""]
+        opened = _open_brackets(checker.text)
+        frontier: list[tuple[int, int, str]] = [(opened, 0, "")]
+        seen: set[str] = set()  # suffixes that differ only in a space beside a mark are one
         nodes = 0
-        for _ in range(max_length):
-            next_frontier: list[str] = []
-            for suffix in frontier:
-                state.rollback(start)
-                state.feed(suffix)
-                parent = state.snapshot()
-                for ch in _steps(state, suffix, marks_only):
-                    nodes += 1
-                    if nodes > max_nodes:
-                        return None
-                    fed = state.feed(ch) == len(ch)
-                    if fed and state.is_complete:
-                        return suffix + ch
-                    if fed and state.can_continue:
-                        next_frontier.append(suffix + ch)
-                    state.rollback(parent)
-            if not next_frontier:
-                return None
-            frontier = next_frontier
+        while frontier:
+            _, _, suffix = heapq.heappop(frontier)
+            state.rollback(start)
+            state.feed(suffix)
+            parent = state.snapshot()
+            for ch in _steps(state, suffix, marks_only):
+                nodes += 1
+                if nodes > max_nodes:
+                    return None
+                fed = state.feed(ch) == len(ch)
+                if fed and state.is_complete:
+                    return suffix + ch
+                if fed and state.can_continue:
+                    longer = suffix + ch + _forced(state)
+                    if state.is_complete:
+                        return longer
+                    key = _SPACE_BY_MARK.sub("", longer)
+                    if len(longer) <= max_length and key not in seen:
+                        seen.add(key)
+                        cost = len(longer) + max(opened + _open_brackets(longer), 0)
+                        heapq.heappush(frontier, (cost, nodes, longer))
+                state.rollback(parent)
     return None
+
+
+_SPACE_BY_MARK = re.compile(r"(?<=[^\w\s])\s+|\s+(?=[^\w\s])")
+
+
+def _open_brackets(text: str) -> int:
+    return sum(text.count(c) for c in "([{") - sum(text.count(c) for c in ")]}")
+
+
+def _forced(state: Checker) -> str:
+    """The text the grammar forces after the state's (fed): a literal's rest is one step of the
+    search, not one a character (``(DateAtTimeWithDefaults`` after ``(DateA``)."""
+    forced = state.forced_text()
+    return forced[: state.feed(forced)] if forced else ""
 
 
 def _steps(state: Checker, suffix: str, marks_only: bool = False) -> list[str]:
@@ -153,10 +181,14 @@ def _steps(state: Checker, suffix: str, marks_only: bool = False) -> list[str]:
     for chars in _CLASSES:
         members = allowed & set(chars)
         if len(members) > 6:
+            # One representative, itself allowed (``A`` where only ``M``, ``T`` and so on begin
+            # the grammar's words would be a step that leads nowhere).
             allowed -= members
-            allowed.add(chars[0])
+            allowed.add(min(members))
     preferred = [ch for ch in _PREFERRED if ch in allowed]
     # A line end last: where the grammar ignores it, a space does as much and is tried first;
     # where lines matter (Python), it ends a statement.
-    line_end = ["\n"] if 0x0A in allowed_bytes and (not marks_only or "\n" not in suffix) else []
+    # Not after white space the search wrote (`` \n`` does what ``\n`` does: one more node each).
+    after_space = suffix[-1:].isspace()
+    line_end = ["\n"] if 0x0A in allowed_bytes and not after_space and (not marks_only or "\n" not in suffix) else []
     return preferred + sorted(allowed - set(preferred)) + line_end

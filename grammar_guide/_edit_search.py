@@ -812,4 +812,8 @@ def _expected_literals(checker: Checker, upto: int, like: str = "") -> list[str]
             if terminal.case_insensitive and like:
                 literal = literal.upper() if like.isupper() else literal.lower() if like.islower() else literal
             literals.append(literal)
+        else:
+            # An operator another language writes for ``like`` that a pattern terminal matches
+            # (``OP: "+" | "^"`` for ``**``).
+            literals += [s for s in OPERATOR_SYNONYMS.get(like, ()) if re.fullmatch(terminal.pattern, s)]
     return literals

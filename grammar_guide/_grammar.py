@@ -36,6 +36,7 @@ from ._rewrites import Rewrite, load_rewrites
 from .compiler.compile import Lexer, Terminal, compile_lark, probe_grammar, validate
 from .compiler.load import load_lark
 from .compiler.matcher import ByteMatcherFactory, regex_start_bytes
+from .compiler.terminal_costs import TerminalCosts
 
 if TYPE_CHECKING:
     from ._lalr_checker import LalrChecker
@@ -270,6 +271,19 @@ class Grammar:
         if self._lark is None:
             raise GrammarError(f"{self.name} is not a Lark grammar; it has no parse tree")
         return self._lark.parse(text)
+
+    @functools.cached_property
+    def terminal_costs(self) -> TerminalCosts | None:
+        """What the terminal-at-a-time completion ranks terminals by (``None``: not a Lark grammar)."""
+        if self._lark is None:
+            return None
+        rules = ((r.origin.name, [(s.name, s.is_term) for s in r.expansion]) for r in self._lark.rules)
+        return TerminalCosts.of(self.terminals, rules)
+
+    @functools.cached_property
+    def ignored_terminals(self) -> frozenset[str]:
+        """Names of the terminals the grammar ignores between its tokens (``%ignore``)."""
+        return frozenset(self._lark.ignore_tokens) if self._lark is not None else frozenset()
 
     @functools.cached_property
     def ignored_start_bytes(self) -> frozenset[int]:

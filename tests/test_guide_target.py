@@ -276,3 +276,49 @@ def test_a_hundred_open_calls_are_closed():
     text = "SELECT " + "SUBSTRING_INDEX(" * 130
     result = gg.guide(lambda prompt: text, grammar, SCHEMA_PROMPT, target=False, max_new_tokens=4096)
     assert result.text == text + ")" * 130 and grammar.is_complete(result.text)
+
+
+# A calendar language in the style of SMCalFlow's Lispress (written for this test): every call's
+# head is one literal with its bracket, zero-argument calls are bracketed, and most calls need
+# arguments, so a few closing marks rarely end a text and the grammar's completion is long.
+CALENDAR = r"""
+start: call
+call: "(Yield" event ")"
+event: "(CreateEvent" constraint ")"
+constraint: "(&" constraint constraint ")"
+    | "(Event.subject_? (?=" ESCAPED_STRING "))"
+    | "(Event.start_? (?=" datetime "))"
+    | "(Event.attendees_?" person ")"
+datetime: "(DateAtTimeWithDefaults" date time ")"
+date: DAY | "(NextDOW" date ")" | "(Date.dayOfWeek" date ")"
+time: "(NumberPM" NUMBER ")" | "(Noon)" | "(Morning)"
+person: "(FindManager" person ")" | "(toRecipient (CurrentUser))"
+DAY: "(Monday)" | "(Tuesday)" | "(Wednesday)" | "(Thursday)" | "(Friday)" | "(Today)" | "(Tomorrow)"
+%import common.ESCAPED_STRING
+%import common.NUMBER
+%import common.WS
+%ignore WS
+"""
+
+
+@pytest.mark.parametrize(
+    "draft",
+    [
+        # A zero-argument call written bare: no edit the draft's text supports fixes it.
+        "(Yield (CreateEvent (& (Event.start_? (?= (DateAtTimeWithDefaults (NextDOW Thursday) (Noon)))) "
+        "(Event.attendees_? (FindManager (toRecipient (CurrentUser)))))))",
+        # The answer cut short inside a name: the completion needs arguments, not only closers.
+        '(Yield (CreateEvent (& (Event.subject_? (?= "lunch")) (Event.start_? (?= (DateAtTimeWithDefaults (NextDOW ',
+    ],
+)
+def test_with_a_target_a_lispress_answer_is_finished_not_exhausted(target, draft):
+    """Issue 28 item 6: with the target loaded, a grammar that allows a completion gets one (Grammar
+    Prompting's SMCalFlow programs ended in ``GuideExhausted``: the target's steps stopped inside
+    ``(Monday)``, counting the white space before it as a terminal, and the completion search never
+    reached the end of a call that needs arguments)."""
+    import lark
+
+    grammar = gg.Grammar.from_lark(CALENDAR, name="calendar")
+    result = gg.guide(lambda prompt, prefix: draft if not prefix else "", grammar, "Lunch with my boss", target)
+    lark.Lark(CALENDAR).parse(result.text)  # lark, the grammar's own parser, accepts the output
+    assert result.text.startswith("(Yield (CreateEvent (& (Event.")

@@ -26,6 +26,7 @@ GRAMMAR_LAYER = [
     "compiler.load",
     "compiler.hazards",
     "compiler.compile",
+    "compiler.terminal_costs",
     "compiler.first_path",
     "compiler.postlex",
     "compiler.lalr",
@@ -33,6 +34,7 @@ GRAMMAR_LAYER = [
     "_rewrites",
     "_checker",
     "_lalr_checker",
+    "_terminal_completion",
     "_grammar",
 ]
 

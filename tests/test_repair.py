@@ -177,6 +177,18 @@ def test_a_multi_character_operator_is_replaced_whole_never_split(arithmetic: Gr
     assert (edit.removed, edit.text) == ("**", "^")
 
 
+def test_an_operator_terminal_written_as_a_pattern_offers_its_synonym() -> None:
+    # Issue 28: 'OP: "+" | "*" | "^"' is a pattern terminal, not literals: '**' still becomes '^'.
+    grammar = Grammar.from_lark(
+        'start: expr\n?expr: expr OP NUMBER | NUMBER\nOP: "+" | "-" | "*" | "/" | "^"\n'
+        "%import common.NUMBER\n%import common.WS\n%ignore WS\n"
+    )
+    result = guide(lambda prompt: "2 ** 3", grammar, "q", target=False)
+    assert result.text == "2 ^ 3"
+    (edit,) = repairs(result)
+    assert (edit.removed, edit.text) == ("**", "^")
+
+
 def test_without_an_operator_that_means_the_same_an_operator_is_not_split() -> None:
     no_power = Grammar.from_lark(ARITHMETIC.replace('atom "^" factor | ', ""))
     with pytest.raises(GuideExhausted) as raised:

@@ -116,7 +116,8 @@ class Decoding:
         if not matcher.consume_tokens(kept):
             raise ValueError(f"text is not a valid prefix of {grammar.name}: {text!r}")
         ll = lm.ll_tokenizer
-        self.baseline = _captures_after(matcher, ll, healed) if self.captured else 0
+        self.ignored = grammar.ignored_terminals
+        self.baseline = _captures_after(matcher, ll, healed, self.ignored) if self.captured else 0
         if healed and matcher.validate_tokens(ll.tokenize_bytes(healed)) == 0:
             raise ValueError(f"text is not a valid prefix of {grammar.name}: {text!r}")
         data = text.encode("utf-8")
@@ -315,7 +316,7 @@ class Decoding:
         return "terminal" if written else None
 
     def _terminals_written(self) -> int:
-        return len(self.matcher.get_captures()) - self.baseline
+        return _terminal_count(self.matcher, self.ignored) - self.baseline
 
     def _continuation(self) -> Continuation:
         generated = b"".join(self.lm.token_bytes[t] for t in self.new)
@@ -365,13 +366,21 @@ def whole_chars(data: bytes) -> tuple[str, bool]:
     return data.decode("utf-8", errors="ignore"), False
 
 
-def _captures_after(matcher: llg.LLMatcher, ll: llg.LLTokenizer, healed: bytes) -> int:
+def _terminal_count(matcher: llg.LLMatcher, ignored: frozenset[str]) -> int:
+    """How many terminals the matcher's text has completed, those the grammar ignores (white
+    space) left out: in a grammar read at the character level a multi-byte token such as `` (``
+    reports the white space before it complete, which is no terminal written (a step stopped
+    after the ``(`` of ``(Monday)``)."""
+    return sum(name not in ignored for name, _ in matcher.get_captures())
+
+
+def _captures_after(matcher: llg.LLMatcher, ll: llg.LLTokenizer, healed: bytes, ignored: frozenset[str]) -> int:
     """How many terminals the whole text completes (the healed bytes consumed, then undone)."""
     if not healed:
-        return len(matcher.get_captures())
+        return _terminal_count(matcher, ignored)
     tokens = ll.tokenize_bytes(healed)
     n = matcher.try_consume_tokens(tokens)
-    count = len(matcher.get_captures())
+    count = _terminal_count(matcher, ignored)
     if n:
         matcher.rollback(n)
     return count
