@@ -256,7 +256,9 @@ class Origin:
 class Dropped:
     """Drafted ``text`` that is not in the result, and why: a ``Cut``'s reason (``preamble``,
     ``another answer``, ``unfinished``, ``budget``, ...) or ``rejected`` (text the grammar did
-    not allow, replaced by a repair or the target's text) or ``replaced`` (taken back by the
+    not allow, replaced by a repair or the target's text) or ``prose`` (text the grammar did not
+    allow that the repair left out as prose, such as ``The answer is`` before the answer: not
+    the answer, so not unfaithful) or ``replaced`` (taken back by the
     correction that wrote in its place, with no violation: a rewrite at the end of the text).
     ``offset`` is where it stood."""
 
@@ -291,6 +293,17 @@ def _origin(start: int, end: int, kind: str, index: int, event: Event) -> Origin
     return Origin(start, end, kind, index, call, rule)
 
 
+def _drop_reason(event: Event, context: Context) -> str:
+    """A cut's reason; ``replaced`` for text a correction took back; for rejected text, ``prose``
+    where the repair left it out as prose (``The answer is`` before ``3 + 4``), else ``rejected``."""
+    if isinstance(event, Cut):
+        return event.reason
+    if isinstance(event, Correction):
+        return "replaced"
+    repair = context.repair
+    return "prose" if repair is not None and repair.rule == "prose" else "rejected"
+
+
 def dropped(events: Sequence[Event], text: str) -> tuple[Dropped, ...]:
     """What the draft wrote that is not in ``text``, in order, and why."""
     rebuilt = rebuild(events, text)
@@ -302,7 +315,5 @@ def dropped(events: Sequence[Event], text: str) -> tuple[Dropped, ...]:
             continue
         if seg.event is None or not seg.text:
             continue
-        event = events[seg.event]
-        reason = event.reason if isinstance(event, Cut) else "replaced" if isinstance(event, Correction) else "rejected"
-        out.append(Dropped(seg.text, reason, pos, seg.event))
+        out.append(Dropped(seg.text, _drop_reason(events[seg.event], rebuilt.contexts[seg.event]), pos, seg.event))
     return tuple(out)

@@ -166,3 +166,11 @@ def test_a_cut_of_the_accepted_end_and_the_rejected_text_after_it_is_accounted_f
     result = run("sqlite", " ``` ```SELECT name")
     assert_accounted(result)
     assert any(d.text.startswith("SELECT") and d.reason == "another answer" for d in result.dropped)
+
+
+def test_prose_before_the_answer_is_dropped_as_prose(arithmetic: Grammar) -> None:
+    result = run(arithmetic, "The answer is 3 + 4")
+    assert result.text == "3 + 4"
+    assert [(d.text, d.reason) for d in result.dropped] == [("The answer is ", "prose")]
+    # The prose is not the answer: nothing of the answer was dropped or changed.
+    assert result.faithful and result.changes.dropped == 0
