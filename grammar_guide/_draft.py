@@ -113,6 +113,10 @@ class Draft(abc.ABC):
 
     name: str = "draft"
     continues_prefix: bool = True
+    #: Whether a new call reads (and bills) the prompt and the accepted text again, as an API
+    #: does: after a violation the loop then reads on as far as that would cost rather than ask
+    #: again. A local model keeps them in its KV cache (``False``): it stops at the evidence.
+    rereads_prompt: bool = True
 
     @abc.abstractmethod
     def stream(self, call: DraftCall) -> AsyncIterator[str]:

@@ -279,8 +279,11 @@ class Drafting:
         # Asking again bills the prompt and the accepted text once more (and waits for a first
         # token). Reading on costs no more than that: a short answer's rest is read whole, and
         # the repair goes on through it with the draft's own text instead of a new call. A long
-        # one costs at most twice what stopping at once did.
-        reask = self.count_tokens(self.prompt) + self.count_tokens(self.checker.text)
+        # one costs at most twice what stopping at once did. (A local model asked again reads
+        # nothing again: its cache holds them.)
+        reask = (
+            self.count_tokens(self.prompt) + self.count_tokens(self.checker.text) if self.draft.rereads_prompt else 0
+        )
         while self.count_tokens(rnd.evidence or "") < reask:
             if not await self._more_evidence(rnd, stream):
                 return

@@ -43,6 +43,7 @@ class TransformersDraft(SyncDraft):
     """
 
     continues_prefix = True
+    rereads_prompt = False  # the prompt and accepted text stay in the KV cache between calls
 
     def __init__(
         self,

@@ -237,6 +237,23 @@ def test_stream_is_closed_a_few_tokens_after_the_first_invalid_byte(small_sql):
     assert not result.complete and not result.faithful
 
 
+def test_a_draft_that_keeps_its_prompt_cached_is_closed_at_the_evidence(small_sql):
+    """A local model asked again reads nothing again (its KV cache holds the prompt): its stream
+    is closed once the evidence shows what it meant (six words or marks), not read on."""
+    pulled = []
+
+    def streaming(prompt, prefix):
+        for token in ["SELECT", " *", " FROM", " users", " WHERE", " x", " ILIKE", " 'a'", " AND", " y", " =", " 1"]:
+            pulled.append(token)
+            yield token
+
+    draft = FunctionDraft(streaming, continues_prefix=True)
+    draft.rereads_prompt = False
+    result = run(draft, small_sql, max_draft_calls=1)
+    assert pulled[-1] == " y"  # ILIKE 'a' AND y: six lexemes, then closed
+    assert [c.detail for c in corrections(result)] == ["replaced 'ILIKE' with 'LIKE'"]
+
+
 def test_short_answer_is_read_to_its_end_rather_than_asked_again(small_sql):
     """After a violation, the rest of a short answer costs less than asking again (which bills
     the prompt and the accepted text once more): it is read whole and repaired in one call."""
