@@ -110,6 +110,9 @@ def decide(
     with checker.trial() as trial:
         trial.rollback_chars(at)
         edit = propose_edit(trial, moved, final=final, floor=floor)
+        begin = min(at, edit.start) if edit is not None else at
+        if edit is not None and fresh and _code_for_words(checker, text[:begin], edit.text, text[begin:] + evidence):
+            return Cut(max(len(text[:begin].rstrip()), floor), "prose", begin)
         if edit is not None and fresh:
             placed = [replace(_before_space(trial, e, floor), at=at) for e in (edit, *edit.ties)]
             return replace(placed[0], ties=tuple(placed[1:]))
@@ -118,6 +121,8 @@ def decide(
             # explanation. Cut it, with the white space before it, and stop.
             return Cut(at - len(_trailing_space(trial, floor)), "after complete text", at)
     edits = search_edits(checker, evidence, final=final, floor=floor) if fresh else []
+    if edits and _code_for_words(checker, text[: edits[0].start], edits[0].text, text[edits[0].start :] + evidence):
+        return Cut(max(len(text[: edits[0].start].rstrip()), floor), "prose", min(at, edits[0].start))
     if edits:
         placed = [_before_space(checker, e, floor) for e in edits]
         placed = [replace(e, at=min(at, e.start)) for e in placed]
@@ -127,6 +132,22 @@ def decide(
     if word and moved[:1].isalnum() and start - len(word) >= floor:
         start -= len(word)
     return NeedTarget(start, at)
+
+
+def _code_for_words(checker: Checker, before: str, inserted: str, moved: str) -> bool:
+    """Whether an edit would make words that are no code into code: nothing of the answer is
+    written yet, the edit writes a word the draft did not (a keyword), and the draft's text has
+    none of the grammar's keywords (``error`` is not ``DETACH error``; ``name FROM users`` does
+    read as SQL missing its ``SELECT``). Such text is cut as prose instead."""
+    if before.strip():
+        return False
+    drafted = {word.lower() for word in _WORD.findall(moved)}
+    if all(word.lower() in drafted for word in _WORD.findall(inserted)):
+        return False
+    return not drafted & grammar_keywords(checker)
+
+
+_WORD = re.compile(r"[A-Za-z_]\w*")
 
 
 def _before_space(checker: Checker, edit: Edit, floor: int) -> Edit:

@@ -370,3 +370,21 @@ def test_a_bracketed_part_that_reads_as_sql_is_no_part_of_a_name(sqlite: Grammar
     keywords = repair.grammar_keywords(sqlite.checker())  # type: ignore[arg-type]
     assert names_with_spaces("ANY (SELECT boat FROM crews)", keywords) == []
     assert names_with_spaces("Enrollment (K-12) / x", keywords)[-1][0] == "Enrollment (K-12)"
+
+
+@pytest.mark.parametrize("draft", ["error", "sql placeholder", "name name"])
+def test_words_that_are_no_code_are_cut_not_given_a_keyword(sqlite: Grammar, draft: str) -> None:
+    # No keyword of the grammar in the draft's text, nothing of the answer yet: inserting DETACH
+    # or SELECT before it would make words into code. They are cut as prose: no answer.
+    with pytest.raises(GuideExhausted) as info:
+        guide(lambda prompt: draft, sqlite, "Answer.", target=False)
+    result = info.value.result
+    assert result.text == ""
+    assert [(d.text, d.reason) for d in result.dropped] == [(draft, "prose")]
+
+
+def test_a_statement_missing_its_first_keyword_still_gets_it(sqlite: Grammar) -> None:
+    # FROM is the grammar's: this is SQL that lacks its SELECT, and the edit writes it.
+    result = guide(lambda prompt: "name FROM users", sqlite, "Answer.", target=False)
+    assert result.text.lower() == "select name from users"
+    assert [c.detail for c in result.events if isinstance(c, Correction)] == ["inserted 'select'"]
