@@ -9,7 +9,6 @@ finishes the text under the grammar.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import enum
 import functools
 import math
@@ -50,8 +49,7 @@ async def off_loop(fn: Callable[_P, _R], *args: _P.args, **kwargs: _P.kwargs) ->
     try:
         return await asyncio.shield(future)
     except asyncio.CancelledError:
-        with contextlib.suppress(Exception):
-            await asyncio.wait([future])
+        await asyncio.wait([future])  # returns when done; the future's own error stays in it
         raise
 
 

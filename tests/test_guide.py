@@ -457,6 +457,29 @@ def test_repair_search_leaves_the_event_loop_to_other_generations(small_sql, mon
     assert all(not on_loop and advanced > 0 for on_loop, advanced in seen), seen
 
 
+def test_a_cancelled_search_ends_before_the_cancellation_goes_on():
+    """Cancelling a row while its repair search runs in the worker thread waits for the search
+    (it works on the row's checker, which the partial result is read from), then re-raises."""
+    from grammar_guide._loop import off_loop
+
+    ended = threading.Event()
+
+    def search() -> None:
+        time.sleep(0.2)
+        ended.set()
+        raise ValueError("the search's own error stays in its future")
+
+    async def main() -> bool:
+        task = asyncio.create_task(off_loop(search))
+        await asyncio.sleep(0.05)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        return ended.is_set()
+
+    assert asyncio.run(main())
+
+
 def test_result_round_trips_through_json(small_sql):
     result = run(lambda prompt: "SELECT name FROM users WHERE name ILIKE 'a%';", small_sql)
     again = gg.GuideResult.from_dict(json.loads(result.to_json()))
