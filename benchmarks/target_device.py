@@ -170,7 +170,8 @@ def main() -> None:
     guided = [asyncio.run(guided_rows(target, answers, args.rows, c)) for c in (1, args.batch)]
     print(table(guided), flush=True)
 
-    results = {"device": lm.device, "device_name": name, "dtype": str(lm.dtype), "torch": torch.__version__}
+    results: dict[str, Any] = {"device": lm.device, "device_name": name, "dtype": str(lm.dtype)}
+    results["torch"] = torch.__version__
     results["load_seconds"] = loaded
     results |= {"pass_costs": costs, "free_writing": writing, "guided_rows": guided}
     suffix = ("" if lm.device == "cpu" else "_gpu") + ("" if args.dtype is None else "_" + args.dtype)
