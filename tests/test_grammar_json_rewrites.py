@@ -96,6 +96,10 @@ SLIPS = [
     ('{"a": 1} // one\n{"b": 2}', [{"a": 1}, {"b": 2}]),  # a comment between two values (before: the second cut)
     ('{"a": \'b", "c": "d"}', {"a": "b", "c": "d"}),  # opened with ', closed with " (before: {})
     ('{"k": "\\uZZZZ", "n": "\\u12"}', {"k": "\\uZZZZ", "n": "\\u12"}),  # no \\uXXXX escape: the backslash kept
+    # A fenced JSON value written inside a string without escapes: the value (the fence names json).
+    ('{"key": "```json {"a": [{"b": 1}, 2]}```", "n": 1}', {"key": {"a": [{"b": 1}, 2]}, "n": 1}),
+    # A row that lost its opening bracket, between rows: the bracket restored (it was flattened).
+    ('{"rows": [["a", 1], ["b", 2], "c", 3], ["d", 4]]}', {"rows": [["a", 1], ["b", 2], ["c", 3], ["d", 4]]}),
 ]
 
 # A finished answer cut short: closed with the least text, what cannot be closed dropped.
@@ -116,6 +120,10 @@ TRUNCATED = [
     ('{"a": 1, "note:see below', {"a": 1, "note": "see below"}),
     ('{"url": "http://x.com', {"url": "http://x.com"}),
     ('{"path": "C:\\', {"path": "C:\\"}),
+    # A string cut inside an array inside an object: its quote, then the brackets (the close search
+    # took the brackets written inside the open string for closes, and the last element was dropped).
+    ('{"employees": ["John", "Anna", "Peter', {"employees": ["John", "Anna", "Peter"]}),
+    ('{"a": [{"b": "x y', {"a": [{"b": "x y"}]}),
 ]
 
 
