@@ -188,3 +188,13 @@ def test_a_single_quoted_string_keeps_its_inner_quotes() -> None:
     assert result.text == '{"q": "it\\"s"}'
     details = [e.detail for e in result.events if isinstance(e, Correction)]
     assert any("the quotes inside escaped" in d for d in details)
+
+
+def test_with_the_target_a_truncated_answer_is_still_closed_not_completed() -> None:
+    # Issue 25 item 2: the target invents no element or value where closing is enough ('[1,2,3,'
+    # gave '[1,2,3,4]' with SmolLM2). The edits close every one of these, so it is never asked.
+    for answer, meant in TRUNCATED:
+        result = guide(lambda prompt, answer=answer: answer, JSON, "Answer in JSON.")
+        assert result.complete and json.loads(result.text) == meant, answer
+        assert result.changes.invented == 0, answer
+        assert not [e for e in result.events if isinstance(e, Correction) and e.source == "target"], answer
