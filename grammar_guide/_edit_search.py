@@ -587,7 +587,7 @@ def search_edits(checker: Checker, evidence: str, *, final: bool, floor: int = 0
                 continue
             accepted, complete = tried
             read = whole_words(rest, accepted)  # what counts as read; the edit keeps all it accepted
-            if _opens_unclosed(insert, rest[:accepted]):
+            if _opens_unclosed(insert, rest[:accepted]) or _empty_before_closer(text[:start], insert, rest):
                 continue
             read_evidence = read + skip - (len(text) - start)
             whole = final and accepted == len(rest) and complete
@@ -783,6 +783,13 @@ def _opens_unclosed(insert: str, kept: str) -> bool:
         if opened > 0 and opened + kept.count(opener) - kept.count(closer) > 0:
             return True
     return False
+
+
+def _empty_before_closer(before: str, insert: str, rest: str) -> bool:
+    """Whether an edit gives the answer's first mark, a closing bracket, an opener of its own:
+    ``]`` alone is no JSON, not ``[]`` (an empty value nobody wrote)."""
+    closer = _CLOSERS.get(insert.strip())
+    return not before.strip() and closer is not None and rest.lstrip().startswith(closer)
 
 
 def _same_class(a: str, b: str) -> bool:

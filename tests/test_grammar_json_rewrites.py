@@ -100,6 +100,10 @@ SLIPS = [
     ('{"key": "```json {"a": [{"b": 1}, 2]}```", "n": 1}', {"key": {"a": [{"b": 1}, 2]}, "n": 1}),
     # A row that lost its opening bracket, between rows: the bracket restored (it was flattened).
     ('{"rows": [["a", 1], ["b", 2], "c", 3], ["d", 4]]}', {"rows": [["a", 1], ["b", 2], ["c", 3], ["d", 4]]}),
+    # Braces inside an unquoted value are its text (GuideExhausted before).
+    ("{text: words{in braces}m, n: 1}", {"text": "words{in braces}m", "n": 1}),
+    # A Python set of single-quoted strings: an array (GuideExhausted before).
+    ("{'key1', 'key2', 'k3'}", ["key1", "key2", "k3"]),
 ]
 
 # A finished answer cut short: closed with the least text, what cannot be closed dropped.
@@ -171,6 +175,14 @@ def test_a_mark_is_not_replaced_with_a_value() -> None:
     # '/' alone is no JSON: nothing but an invented value could finish it (it gave 'null').
     with pytest.raises(GuideExhausted):
         guide(lambda prompt: "/", JSON, "Answer in JSON.", target=False)
+
+
+@pytest.mark.parametrize("answer", ["]", "}", " ] "])
+def test_a_closing_mark_alone_is_no_json(answer: str) -> None:
+    # A closer the answer begins with is not given an opener of its own: ']' gave '[]', an empty
+    # value nobody wrote (the repair libraries find no JSON in it).
+    with pytest.raises(GuideExhausted):
+        guide(lambda prompt: answer, JSON, "Answer in JSON.", target=False)
 
 
 def test_the_new_readings_are_recorded_as_rewrites_with_their_reasons() -> None:
