@@ -285,6 +285,8 @@ def _swap_mark(v: Violation) -> Iterator[Candidate]:
     if not evidence or evidence[0] not in _SWAPPABLE or splits_operator(text, len(text), len(text) + 1, evidence):
         return
     bad = evidence[0]
+    if bad in QUOTES and _escaped(text):
+        return  # a quote after a backslash is escaped (the backslash may be dropped), no string's quote
     if bad == ";":
         return  # a ';' ends what the draft wrote: it is not made a separator within it
     with v.checker.trial() as trial:
@@ -790,6 +792,11 @@ def _empty_before_closer(before: str, insert: str, rest: str) -> bool:
     ``]`` alone is no JSON, not ``[]`` (an empty value nobody wrote)."""
     closer = _CLOSERS.get(insert.strip())
     return not before.strip() and closer is not None and rest.lstrip().startswith(closer)
+
+
+def _escaped(text: str) -> bool:
+    """Whether ``text`` ends with an odd number of backslashes (what follows it is escaped)."""
+    return (len(text) - len(text.rstrip("\\"))) % 2 == 1
 
 
 def _same_class(a: str, b: str) -> bool:

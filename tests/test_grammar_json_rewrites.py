@@ -104,6 +104,8 @@ SLIPS = [
     ("{text: words{in braces}m, n: 1}", {"text": "words{in braces}m", "n": 1}),
     # A Python set of single-quoted strings: an array (GuideExhausted before).
     ("{'key1', 'key2', 'k3'}", ["key1", "key2", "k3"]),
+    # An escaped single quote inside a double-quoted string is the quote (it became '\\"').
+    ('{"a": "\\\'", "b": ["\\\'x"]}', {"a": "'", "b": ["'x"]}),
 ]
 
 # A finished answer cut short: closed with the least text, what cannot be closed dropped.
@@ -128,6 +130,8 @@ TRUNCATED = [
     # took the brackets written inside the open string for closes, and the last element was dropped).
     ('{"employees": ["John", "Anna", "Peter', {"employees": ["John", "Anna", "Peter"]}),
     ('{"a": [{"b": "x y', {"a": [{"b": "x y"}]}),
+    # A string left open after an escaped quote, at the end: closed there (the '}' was its text).
+    ('{"a": "b\\"}', {"a": 'b"'}),
 ]
 
 
