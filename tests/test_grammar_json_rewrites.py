@@ -106,6 +106,14 @@ SLIPS = [
     ("{'key1', 'key2', 'k3'}", ["key1", "key2", "k3"]),
     # An escaped single quote inside a double-quoted string is the quote (it became '\\"').
     ('{"a": "\\\'", "b": ["\\\'x"]}', {"a": "'", "b": ["'x"]}),
+    # A doubled closing quote on a container's last string: the second dropped (it was kept as text).
+    ('{"a": ["x""], "b": "y""}', {"a": ["x"], "b": "y"}),
+    # A stray word or literal after an object's last value: dropped, not read into the string
+    # with the closing brace ('{"a": "b\\" 1}"}').
+    ('{"a": "b" 1}', {"a": "b"}),
+    ('{"a": {"b": "x" true}, "c": "y" zz}', {"a": {"b": "x"}, "c": "y"}),
+    # A bare value that begins with '-' and a letter is quoted whole (the member was dropped).
+    ('{"a": -abc, "b": [-x y]}', {"a": "-abc", "b": ["-x y"]}),
 ]
 
 # A finished answer cut short: closed with the least text, what cannot be closed dropped.
