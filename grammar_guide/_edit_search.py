@@ -531,9 +531,12 @@ def conclusive(kept: str, accepted: int, final: bool, complete: bool, min_read: 
 def rewrite_at_end(checker: Checker, floor: int) -> Edit | None:
     """A rewrite whose match ends the text of a finished draft (``... LIMIT ALL``): the text is
     then complete; or, where no closing marks end the text as it is (``[1, 2,``, ``{"a": 2e``),
-    they then do (the separator, the unfinished number dropped). ``None`` if there is none."""
+    they then do (the separator, the unfinished number dropped); or it drops marks alone, no
+    word, and fewer closing marks then end the text (``["`` is ``[]``, not an empty string
+    nobody wrote; ``"x,`` keeps its comma). ``None`` if there is none."""
     text = checker.text
-    closable = shortest_close(checker) is not None
+    close = shortest_close(checker)
+    closable = close is not None
     window_start = max(floor, len(text) - _REWRITE_REACH)
     window = text[window_start:]
     for rewrite in checker.grammar.rewrites:
@@ -546,7 +549,11 @@ def rewrite_at_end(checker: Checker, floor: int) -> Edit | None:
                 trial.rollback_chars(start)
                 if trial.feed(insert) != len(insert):
                     continue
-                if not (trial.is_complete or (not closable and shortest_close(trial) is not None)):
+                after = shortest_close(trial)
+                # (Marks alone dropped where the close then needs less: ``["`` is ``[]``.)
+                less = close is not None and after is not None and len(after) < len(close)
+                drops_marks = not insert and not re.search(r"\w", match.group()) and less
+                if not (trial.is_complete or ((not closable or drops_marks) and after is not None)):
                     continue
             return Edit(start, insert, "", match.group(), _rewrote(match, rewrite), at=start, rule="rewrite")
     return None

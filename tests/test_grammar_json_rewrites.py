@@ -140,6 +140,11 @@ TRUNCATED = [
     ('{"a": [{"b": "x y', {"a": [{"b": "x y"}]}),
     # A string left open after an escaped quote, at the end: closed there (the '}' was its text).
     ('{"a": "b\\"}', {"a": 'b"'}),
+    # An array's element cut at its opening quote is dropped, not closed as an empty string nobody
+    # wrote ('[""]'); a string's own marks at the cut are kept (the close needs no less without them).
+    ('["', []),
+    ('{"a": [1, "', {"a": [1]}),
+    ('{"a": "x, wait...', {"a": "x, wait..."}),
 ]
 
 
