@@ -302,6 +302,11 @@ def _swap_mark(v: Violation) -> Iterator[Candidate]:
                 swapped = evidence[1:partner] + good + evidence[partner + 1 :]
                 description = f"replaced {bad}...{bad} with {good}...{good}"
                 yield Candidate(len(text), good, swapped, bad, description, _cost(1, 3), base=1)
+            if good in QUOTES and partner < 0 and v.final and good not in evidence:
+                # A string cut short in ``bad`` quotes (``{'b': 'y``): opened with ``good``, closed at the finish.
+                yield Candidate(
+                    len(text), good, evidence[1:], bad, f"replaced {bad}... with {good}...", _cost(1, 3), base=1
+                )
             if good in QUOTES:
                 yield from _requote(v, bad, good)
                 yield from _mismatched_partner(v, bad, good)
@@ -310,10 +315,11 @@ def _swap_mark(v: Violation) -> Iterator[Candidate]:
 
 
 def _requote(v: Violation, bad: str, good: str) -> Iterator[Candidate]:
-    """A string in ``bad`` quotes that holds ``good`` quotes or escaped ``bad`` ones
-    (``'it"s'``, ``'O\\'Reilly'``), written in ``good`` quotes with its text kept: the ``good``
-    quotes inside escaped, the escaped ``bad`` ones written plain. Its partner is the first
-    ``bad`` quote not escaped."""
+    """A string in ``bad`` quotes that holds ``good`` quotes, escaped ``bad`` ones or raw control
+    characters (``'it"s'``, ``'O\\'Reilly'``, ``'a⇥b'``), written in ``good`` quotes with its text
+    kept: the ``good`` quotes inside escaped, the escaped ``bad`` ones written plain, a line
+    break, tab or carriage return as its escape (where the grammar takes them raw, the plain
+    swap reads as far for less). Its partner is the first ``bad`` quote not escaped."""
     evidence = v.evidence
     partner = _unescaped(evidence, bad, 1)
     if partner < 0:
@@ -323,7 +329,7 @@ def _requote(v: Violation, bad: str, good: str) -> Iterator[Candidate]:
     if requoted == inner:
         return
     kept = requoted + good + evidence[partner + 1 :]
-    description = f"replaced {bad}...{bad} with {good}...{good}, the quotes inside escaped as {good}...{good} needs"
+    description = f"replaced {bad}...{bad} with {good}...{good}, what is inside escaped as {good}...{good} needs"
     yield Candidate(len(v.text), good, kept, bad, description, _cost(1, 4), base=1 + len(inner) - len(requoted))
 
 
@@ -349,7 +355,10 @@ def _requoted_char(match: re.Match[str], bad: str, good: str) -> str:
     escaped, plain = match.group(1), match.group(2)
     if escaped is not None:
         return escaped if escaped == bad else "\\" + escaped
-    return "\\" + good if plain == good else plain
+    return "\\" + good if plain == good else _CONTROL_ESCAPES.get(plain, plain)
+
+
+_CONTROL_ESCAPES = {"\n": "\\n", "\t": "\\t", "\r": "\\r"}
 
 
 def _unescaped(text: str, quote: str, start: int) -> int:

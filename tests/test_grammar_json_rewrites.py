@@ -114,6 +114,9 @@ SLIPS = [
     ('{"a": {"b": "x" true}, "c": "y" zz}', {"a": {"b": "x"}, "c": "y"}),
     # A bare value that begins with '-' and a letter is quoted whole (the member was dropped).
     ('{"a": -abc, "b": [-x y]}', {"a": "-abc", "b": ["-x y"]}),
+    # A single-quoted string with raw control characters: requoted with them escaped (a tab gave
+    # {"a": ""}, the string dropped; a line break GuideExhausted).
+    ("{'a': 'tab\there', 'b': 'line1\nline2', 'c': 'it\"s\n'}", {"a": "tab\there", "b": "line1\nline2", "c": 'it"s\n'}),
 ]
 
 # A finished answer cut short: closed with the least text, what cannot be closed dropped.
@@ -145,6 +148,8 @@ TRUNCATED = [
     ('["', []),
     ('{"a": [1, "', {"a": [1]}),
     ('{"a": "x, wait...', {"a": "x, wait..."}),
+    # A single-quoted string cut short: its quote swapped, closed at the finish (GuideExhausted before).
+    ("{'a': 'x', 'b': ['y', 'z", {"a": "x", "b": ["y", "z"]}),
 ]
 
 
@@ -216,7 +221,7 @@ def test_a_single_quoted_string_keeps_its_inner_quotes() -> None:
     result = guide(lambda prompt: "{'q': 'it\"s'}", JSON, "p", target=False)
     assert result.text == '{"q": "it\\"s"}'
     details = [e.detail for e in result.events if isinstance(e, Correction)]
-    assert any("the quotes inside escaped" in d for d in details)
+    assert any("what is inside escaped" in d for d in details)
 
 
 def test_with_the_target_a_truncated_answer_is_still_closed_not_completed() -> None:
