@@ -117,6 +117,12 @@ SLIPS = [
     # A single-quoted string with raw control characters: requoted with them escaped (a tab gave
     # {"a": ""}, the string dropped; a line break GuideExhausted).
     ("{'a': 'tab\there', 'b': 'line1\nline2', 'c': 'it\"s\n'}", {"a": "tab\there", "b": "line1\nline2", "c": 'it"s\n'}),
+    # A key missing its opening quote (GuideExhausted, or the member dropped).
+    ('{a": 1, "b": "x", c": "d"}', {"a": 1, "b": "x", "c": "d"}),
+    # Semicolons between values, as commas ('[1; 2]' gave []).
+    ('{"a": [1; 2; "x"], "b" : 1 ; "c": 2}', {"a": [1, 2, "x"], "b": 1, "c": 2}),
+    # An object left open before the next object of its array (the first object was dropped).
+    ('[{"a": 1, "b": 2, {"a": 3}]', [{"a": 1, "b": 2}, {"a": 3}]),
 ]
 
 # A finished answer cut short: closed with the least text, what cannot be closed dropped.
