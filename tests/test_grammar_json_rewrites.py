@@ -123,6 +123,7 @@ SLIPS = [
     ('{"a": [1; 2; "x"], "b" : 1 ; "c": 2}', {"a": [1, 2, "x"], "b": 1, "c": 2}),
     # An object left open before the next object of its array (the first object was dropped).
     ('[{"a": 1, "b": 2, {"a": 3}]', [{"a": 1, "b": 2}, {"a": 3}]),
+    ("[1, 2, \u2026, 9]", [1, 2, 9]),  # the one-character ellipsis, as "..." (it was kept as a string)
 ]
 
 # A finished answer cut short: closed with the least text, what cannot be closed dropped.
