@@ -91,14 +91,25 @@ def shortest_close(checker: Checker, *, max_length: int = 8, max_nodes: int = 40
     with checker.trial() as trial:
         found = _search(trial, max_nodes, max_length, marks_only=True)
     if found is None:  # more open brackets than the search reaches: all of them closed
-        closers = closing_brackets(checker)
-        with checker.trial() as trial:
-            if closers and trial.feed(closers) == len(closers) and trial.is_complete:
-                found = closers
+        found = _quote_then_closers(checker)
     if len(_CLOSES) >= _MAX_CLOSES:
         del _CLOSES[next(iter(_CLOSES))]
     _CLOSES[key] = found
     return found
+
+
+def _quote_then_closers(checker: Checker) -> str | None:
+    """The text's open string closed (where a quote ends it) and then every bracket still open:
+    what the search misses where brackets written inside the open string look like closes
+    (``{"a": ["b", "c`` needs ``"]}``)."""
+    for quote in ("", *sorted(q for q in QUOTES if ord(q) in checker.allowed_bytes())):
+        with checker.trial() as trial:
+            if trial.feed(quote) != len(quote):
+                continue
+            closers = closing_brackets(trial)
+            if (quote or closers) and trial.feed(closers) == len(closers) and trial.is_complete:
+                return quote + closers
+    return None
 
 
 # The last few closes found (or not): ``shortest_close`` depends on the grammar and text alone.

@@ -285,6 +285,8 @@ def _swap_mark(v: Violation) -> Iterator[Candidate]:
     if not evidence or evidence[0] not in _SWAPPABLE or splits_operator(text, len(text), len(text) + 1, evidence):
         return
     bad = evidence[0]
+    if bad in QUOTES and _escaped(text):
+        return  # a quote after a backslash is escaped (the backslash may be dropped), no string's quote
     if bad == ";":
         return  # a ';' ends what the draft wrote: it is not made a separator within it
     with v.checker.trial() as trial:
@@ -300,6 +302,11 @@ def _swap_mark(v: Violation) -> Iterator[Candidate]:
                 swapped = evidence[1:partner] + good + evidence[partner + 1 :]
                 description = f"replaced {bad}...{bad} with {good}...{good}"
                 yield Candidate(len(text), good, swapped, bad, description, _cost(1, 3), base=1)
+            if good in QUOTES and partner < 0 and v.final and good not in evidence:
+                # A string cut short in ``bad`` quotes (``{'b': 'y``): opened with ``good``, closed at the finish.
+                yield Candidate(
+                    len(text), good, evidence[1:], bad, f"replaced {bad}... with {good}...", _cost(1, 3), base=1
+                )
             if good in QUOTES:
                 yield from _requote(v, bad, good)
                 yield from _mismatched_partner(v, bad, good)
@@ -308,10 +315,11 @@ def _swap_mark(v: Violation) -> Iterator[Candidate]:
 
 
 def _requote(v: Violation, bad: str, good: str) -> Iterator[Candidate]:
-    """A string in ``bad`` quotes that holds ``good`` quotes or escaped ``bad`` ones
-    (``'it"s'``, ``'O\\'Reilly'``), written in ``good`` quotes with its text kept: the ``good``
-    quotes inside escaped, the escaped ``bad`` ones written plain. Its partner is the first
-    ``bad`` quote not escaped."""
+    """A string in ``bad`` quotes that holds ``good`` quotes, escaped ``bad`` ones or raw control
+    characters (``'it"s'``, ``'O\\'Reilly'``, ``'a⇥b'``), written in ``good`` quotes with its text
+    kept: the ``good`` quotes inside escaped, the escaped ``bad`` ones written plain, a line
+    break, tab or carriage return as its escape (where the grammar takes them raw, the plain
+    swap reads as far for less). Its partner is the first ``bad`` quote not escaped."""
     evidence = v.evidence
     partner = _unescaped(evidence, bad, 1)
     if partner < 0:
@@ -321,7 +329,7 @@ def _requote(v: Violation, bad: str, good: str) -> Iterator[Candidate]:
     if requoted == inner:
         return
     kept = requoted + good + evidence[partner + 1 :]
-    description = f"replaced {bad}...{bad} with {good}...{good}, the quotes inside escaped as {good}...{good} needs"
+    description = f"replaced {bad}...{bad} with {good}...{good}, what is inside escaped as {good}...{good} needs"
     yield Candidate(len(v.text), good, kept, bad, description, _cost(1, 4), base=1 + len(inner) - len(requoted))
 
 
@@ -347,7 +355,10 @@ def _requoted_char(match: re.Match[str], bad: str, good: str) -> str:
     escaped, plain = match.group(1), match.group(2)
     if escaped is not None:
         return escaped if escaped == bad else "\\" + escaped
-    return "\\" + good if plain == good else plain
+    return "\\" + good if plain == good else _CONTROL_ESCAPES.get(plain, plain)
+
+
+_CONTROL_ESCAPES = {"\n": "\\n", "\t": "\\t", "\r": "\\r"}
 
 
 def _unescaped(text: str, quote: str, start: int) -> int:
@@ -529,9 +540,12 @@ def conclusive(kept: str, accepted: int, final: bool, complete: bool, min_read: 
 def rewrite_at_end(checker: Checker, floor: int) -> Edit | None:
     """A rewrite whose match ends the text of a finished draft (``... LIMIT ALL``): the text is
     then complete; or, where no closing marks end the text as it is (``[1, 2,``, ``{"a": 2e``),
-    they then do (the separator, the unfinished number dropped). ``None`` if there is none."""
+    they then do (the separator, the unfinished number dropped); or it drops marks alone, no
+    word, and fewer closing marks then end the text (``["`` is ``[]``, not an empty string
+    nobody wrote; ``"x,`` keeps its comma). ``None`` if there is none."""
     text = checker.text
-    closable = shortest_close(checker) is not None
+    close = shortest_close(checker)
+    closable = close is not None
     window_start = max(floor, len(text) - _REWRITE_REACH)
     window = text[window_start:]
     for rewrite in checker.grammar.rewrites:
@@ -544,7 +558,11 @@ def rewrite_at_end(checker: Checker, floor: int) -> Edit | None:
                 trial.rollback_chars(start)
                 if trial.feed(insert) != len(insert):
                     continue
-                if not (trial.is_complete or (not closable and shortest_close(trial) is not None)):
+                after = shortest_close(trial)
+                # (Marks alone dropped where the close then needs less: ``["`` is ``[]``.)
+                less = close is not None and after is not None and len(after) < len(close)
+                drops_marks = not insert and not re.search(r"\w", match.group()) and less
+                if not (trial.is_complete or ((not closable or drops_marks) and after is not None)):
                     continue
             return Edit(start, insert, "", match.group(), _rewrote(match, rewrite), at=start, rule="rewrite")
     return None
@@ -587,7 +605,7 @@ def search_edits(checker: Checker, evidence: str, *, final: bool, floor: int = 0
                 continue
             accepted, complete = tried
             read = whole_words(rest, accepted)  # what counts as read; the edit keeps all it accepted
-            if _opens_unclosed(insert, rest[:accepted]):
+            if _opens_unclosed(insert, rest[:accepted]) or _empty_before_closer(text[:start], insert, rest):
                 continue
             read_evidence = read + skip - (len(text) - start)
             whole = final and accepted == len(rest) and complete
@@ -783,6 +801,18 @@ def _opens_unclosed(insert: str, kept: str) -> bool:
         if opened > 0 and opened + kept.count(opener) - kept.count(closer) > 0:
             return True
     return False
+
+
+def _empty_before_closer(before: str, insert: str, rest: str) -> bool:
+    """Whether an edit gives the answer's first mark, a closing bracket, an opener of its own:
+    ``]`` alone is no JSON, not ``[]`` (an empty value nobody wrote)."""
+    closer = _CLOSERS.get(insert.strip())
+    return not before.strip() and closer is not None and rest.lstrip().startswith(closer)
+
+
+def _escaped(text: str) -> bool:
+    """Whether ``text`` ends with an odd number of backslashes (what follows it is escaped)."""
+    return (len(text) - len(text.rstrip("\\"))) % 2 == 1
 
 
 def _same_class(a: str, b: str) -> bool:

@@ -31,7 +31,7 @@ from lark.grammar import Terminal as LarkTerminal
 
 from ._checker import Checker
 from ._errors import GrammarError
-from ._json_schema import SOLIDUS_REWRITE, llguidance_schema
+from ._json_schema import SOLIDUS_REWRITE, llguidance_schema, refused_value
 from ._rewrites import Rewrite, load_rewrites
 from .compiler.compile import Lexer, Terminal, compile_lark, probe_grammar, validate
 from .compiler.load import load_lark
@@ -234,14 +234,22 @@ class Grammar:
         """JSON documents valid under a JSON Schema (llguidance's JSON Schema compiler; strings take
         every escape JSON allows, ``\\/`` through a rewrite to ``/``). A keyword the grammar cannot
         honour (``uniqueItems``, ``not``, ...: ``UNHONOURED_KEYWORDS``) raises ``GrammarError``
-        naming it and its JSON Pointer. The schema is kept, as a copy, in ``json_schema`` (when it
+        naming it and its JSON Pointer; so does a ``format``, ``pattern`` (or ``patternProperties``
+        name) or outside ``$ref`` that the compiler refuses (an unknown format, a look-around).
+        The schema is kept, as a copy, in ``json_schema`` (when it
         is a JSON object)."""
         try:
             parsed = json.loads(schema) if isinstance(schema, str) else json.loads(json.dumps(schema))
             grammar = llg.LLMatcher.grammar_from_json_schema(llguidance_schema(parsed))
         except ValueError as exc:
             raise GrammarError(f"invalid JSON schema: {exc}") from None
-        validate(grammar, None, None)
+        try:
+            validate(grammar, None, None)
+        except GrammarError:
+            refusal = refused_value(parsed, _schema_refusal)
+            if refusal is None:
+                raise
+            raise GrammarError(refusal) from None
         return cls(
             grammar,
             name="json-schema",
@@ -509,3 +517,13 @@ def _builtin(name: str) -> Grammar:
         return grammar
     names = ", ".join(Grammar.builtin_names()) or "none"
     raise GrammarError(f"no builtin grammar named {name!r} (available: {names})")
+
+
+def _schema_refusal(schema_text: str) -> str | None:
+    """The matcher's reason for refusing a JSON Schema (its JSON text), or ``None``."""
+    try:
+        grammar = llg.LLMatcher.grammar_from_json_schema(schema_text)
+    except ValueError as exc:
+        return str(exc)
+    is_error, messages = llg.LLMatcher.validate_grammar_with_warnings(grammar)
+    return messages[0] if is_error else None

@@ -14,7 +14,7 @@ one is a rewrite of the grammar, ``\\/`` read as ``/``, the same string.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from ._errors import GrammarError
@@ -24,6 +24,7 @@ __all__ = [
     "SOLIDUS_REWRITE",
     "UNHONOURED_KEYWORDS",
     "llguidance_schema",
+    "refused_value",
     "unhonoured_keywords",
 ]
 
@@ -92,6 +93,66 @@ def unhonoured_keywords(schema: Any, pointer: str = "#") -> Iterator[tuple[str, 
         if key in _MAP and isinstance(value, Mapping):
             for name, item in value.items():
                 yield from unhonoured_keywords(item, f"{here}/{_escape(name)}")
+
+
+#: Keywords whose value the compiler may not take (a format it does not know, a pattern with a
+#: look-around, a reference outside the schema), each as a schema of that keyword alone: where
+#: the compiler refuses the whole schema, each is tried alone to find the one it refuses.
+_VALUE_PROBES: Mapping[str, Callable[[Any], Any]] = {
+    "format": lambda value: {"type": "string", "format": value},
+    "pattern": lambda value: {"type": "string", "pattern": value},
+    "$ref": lambda value: {"$ref": value},
+}
+
+
+def refused_value(schema: Any, refuses: Callable[[str], str | None]) -> str | None:
+    """Where the compiler refuses ``schema`` as a whole: the first ``format``, ``pattern``,
+    ``patternProperties`` name or outside ``$ref`` that it refuses alone (``refuses``: the
+    compiler's reason for a schema's JSON text, or ``None``), said in our words with its JSON
+    Pointer; ``None`` if none is refused alone."""
+    for pointer, node in _subschemas(schema):
+        probes = [
+            (k, node[k], f"{pointer}/{_escape(k)}", _VALUE_PROBES[k](node[k])) for k in _VALUE_PROBES if k in node
+        ]
+        names = node.get("patternProperties")
+        if isinstance(names, Mapping):
+            here = f"{pointer}/patternProperties"
+            probes += [("patternProperties", n, f"{here}/{_escape(n)}", _VALUE_PROBES["pattern"](n)) for n in names]
+        for keyword, value, at, probe in probes:
+            if keyword == "$ref" and str(value).startswith("#"):
+                continue  # a reference inside the schema: nothing to try alone
+            reason = refuses(json.dumps({**probe, "x-guidance": dict(_DEFAULT_OPTIONS)}))
+            if reason is not None:
+                return (
+                    f"JSON Schema {keyword} {value!r} at {at} cannot be honoured by the grammar "
+                    f"({_gist(reason)}); remove it or check it after generation"
+                )
+    return None
+
+
+def _gist(reason: str) -> str:
+    """The line of the compiler's reason that says what is wrong (a regex error's ``error: ...``
+    line, below the pattern it quotes)."""
+    lines = [line.strip() for line in reason.splitlines() if line.strip()]
+    said = [line.removeprefix("error: ") for line in lines if line.startswith("error:")]
+    return (said or lines or ["refused"])[0]
+
+
+def _subschemas(schema: Any, pointer: str = "#") -> Iterator[tuple[str, Mapping[str, Any]]]:
+    """``schema`` and each of its subschemas, with its JSON Pointer."""
+    if not isinstance(schema, Mapping):
+        return
+    yield pointer, schema
+    for key, value in schema.items():
+        here = f"{pointer}/{_escape(key)}"
+        if key in _ONE and isinstance(value, Mapping):
+            yield from _subschemas(value, here)
+        if key in _LIST and isinstance(value, list):
+            for i, item in enumerate(value):
+                yield from _subschemas(item, f"{here}/{i}")
+        if key in _MAP and isinstance(value, Mapping):
+            for name, item in value.items():
+                yield from _subschemas(item, f"{here}/{_escape(name)}")
 
 
 def llguidance_schema(schema: Any) -> str:

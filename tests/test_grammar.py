@@ -229,6 +229,36 @@ def test_a_json_schema_keyword_the_grammar_cannot_honour_is_refused_with_its_pat
     assert "Unimplemented" not in message  # our words, not the matcher's
 
 
+@pytest.mark.parametrize(
+    ("schema", "said", "pointer"),
+    [
+        (
+            {"type": "object", "properties": {"a": {"type": "string", "format": "my-format"}}},
+            "format 'my-format'",
+            "#/properties/a/format",
+        ),
+        ({"anyOf": [{"type": "string", "pattern": "^(?=a)a+$"}]}, "pattern '^(?=a)a+$'", "#/anyOf/0/pattern"),
+        (
+            {"type": "object", "patternProperties": {"(?<=x)a": {}}},
+            "patternProperties '(?<=x)a'",
+            "#/patternProperties/(?<=x)a",
+        ),
+        (
+            {"type": "array", "items": {"$ref": "http://example.com/s.json"}},
+            "$ref 'http://example.com/s.json'",
+            "#/items/$ref",
+        ),
+    ],
+)
+def test_a_json_schema_value_the_matcher_refuses_is_refused_with_its_path(schema, said, pointer):
+    # Issue 25 item 3: these were the matcher's words ("Unknown format: my-format", a regex parse
+    # error quoting the pattern), with no path to the keyword.
+    with pytest.raises(GrammarError) as info:
+        Grammar.from_json_schema(schema)
+    assert f"JSON Schema {said} at {pointer} cannot be honoured" in str(info.value)
+    assert "matcher rejected" not in str(info.value)
+
+
 def test_a_json_schema_keyword_that_constrains_nothing_is_not_refused():
     assert Grammar.from_json_schema({"type": "array", "uniqueItems": False}).is_complete("[1, 1]")
 
