@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import importlib.util
 import random
 import re
 import textwrap
@@ -479,7 +480,7 @@ PACKAGE_GRAMMARS = {
     # eql's grammar is too large to read at the character level (its lazy terminals are read,
     # tests/test_lazy.py): refused at the first terminal that needs it.
     "eql": ("eql", "1.0.1", "eql/etc/eql.g", "piped_query", False),
-    "cel": ("cel-python", "0.5.0", "celpy/cel.lark", "expr", False),
+    "cel": ("cel-python", "0.5.0", "src/celpy/cel.lark", "expr", False),
     "blark": ("blark", "0.8.3", "blark/iec.lark", "start", False),
     "hcl2": ("python-hcl2", "8.1.4", "hcl2/hcl2.lark", "start", False),
     "pyquil": ("pyquil", "3.5.4", "pyquil/_parser/grammar.lark", "quil", True),
@@ -796,7 +797,12 @@ class PackageSuite:
 # parser="earley", lexer="auto" (dynamic), start "latex_string" (ambiguity="explicit" changes trees,
 # not the language); pytket's _parser with parser="lalr", start "prog", and pytket parses its
 # shipped .inc gate libraries with it (includes/load_includes.py). pytket ships only wheels
-# (no tests): the .inc files, whole and line by line, are its texts.
+# (no tests): the .inc files, whole and line by line, are its texts. cel-python's CELParser:
+# parser="lalr", start "expr" (g_regex_flags=re.M changes nothing: cel.lark has no anchor; its
+# lexer_callbacks, which turn an IDENT "true"/"false" into a BOOL_LIT, are not read: lark's
+# language without them is compared). eql's lark_parser: parser="lalr", start "piped_query" (one
+# of its starts). pyquil's parser: parser="lalr", start "quil"; pyquil 3.5.4's archives ship no
+# tests: its texts are its modules' string literals (instruction names, messages, PRAGMA lines).
 PACKAGE_SUITES = {
     "poetry-pep508": PackageSuite(
         "poetry-core",
@@ -838,6 +844,22 @@ PACKAGE_SUITES = {
         ("pytket/qasm/includes/*.inc",),
         sdist=False,
         lines=True,
+    ),
+    "cel": PackageSuite(
+        "cel-python", "0.5.0", "src/celpy/cel.lark", "expr", "lalr", ("tests/test_parser.py",), max_texts=30
+    ),
+    "eql": PackageSuite(
+        "eql", "1.0.1", "eql/etc/eql.g", "piped_query", "lalr", ("tests/test_parser.py",), max_texts=30
+    ),
+    "pyquil": PackageSuite(
+        "pyquil",
+        "3.5.4",
+        "pyquil/_parser/grammar.lark",
+        "quil",
+        "lalr",
+        ("pyquil/quilbase.py", "pyquil/_parser/parser.py", "pyquil/latex/_main.py"),
+        sdist=False,
+        max_texts=30,
     ),
 }
 MAX_TEXT_PREFIXES = 6  # prefixes per text besides the text itself, sampled deterministically
@@ -925,7 +947,23 @@ class LalrReference:
         checker = self.grammar.checker()
         checker.feed(prefix)
         forced = prefix + checker.forced_text()
-        return any(self.token_completion(forced + lexeme_end) is not None for lexeme_end in LEXEME_ENDS)
+        if any(self.token_completion(forced + lexeme_end) is not None for lexeme_end in LEXEME_ENDS):
+            return True
+        return any(self.token_completion(grown + " ") is not None for grown in self.lexemes_grown(prefix))
+
+    def lexemes_grown(self, prefix: str, tries: int = 12) -> Iterator[str]:
+        """``prefix`` with its end grown into a short lexeme of a terminal whose lexeme begins
+        with that end (pyquil's ``SET-`` into ``SET-FREQUENCY``, where lark reads ``SET`` ``-``),
+        then with one character the checker takes after it (eql's ``.`` then ``5``)."""
+        for lexeme in self.lexemes.values():
+            for k in range(min(len(lexeme) - 1, len(prefix)), 0, -1):
+                if prefix.endswith(lexeme[:k]):
+                    yield prefix + lexeme[k:]
+        for c in PROBE:
+            checker = self.grammar.checker()
+            if checker.feed(prefix + c) == len(prefix) + 1 and tries > 0:
+                tries -= 1
+                yield prefix + c
 
     @functools.cached_property
     def lexemes(self) -> dict[str, str]:
@@ -1012,7 +1050,11 @@ def compare_lalr(reference: LalrReference, text: str, tally: Tally) -> None:
     assert (verdict == "complete") == (failure is None), f"checker says {verdict} at {n}, lark {failure}: {text!r}"
     assert reference.witnessed(text[:n]), f"no text lark parses begins {text[:n]!r}"
     if verdict == "invalid":
-        assert failure is not None and failure[0] <= n <= failure[1], f"checker refuses at {n}, lark at {failure}"
+        assert failure is not None and failure[0] <= n, f"checker refuses at {n}, lark at {failure}"
+        # Past lark's refused token only where lark took a shorter token because a longer lexeme
+        # did not end (eql's INDEX ``[0]``: in ``a[0[1]`` lark refuses ``[``, the checker the
+        # second ``[``): the character the checker refuses begins no text lark parses.
+        assert n <= failure[1] or not reference.witnessed(text[: n + 1]), f"checker refuses at {n}, lark at {failure}"
     tally.agree += 1
 
 
@@ -1063,3 +1105,95 @@ def test_pytket_glued_keywords_are_refused_as_lark_lalr_refuses_them():
     earley = Grammar.from_lark(grammar.lark_source or "", "prog", name="pytket-qasm-earley")
     assert earley.is_complete("OPENQASM2.0;")
     print(f"\npytket-qasm glued keywords: {len(glued)} texts, {len(refused)} refused by lark, all agree")
+
+
+# -- issue 27's grammars that are refused as their packages read them ---------------------------
+
+
+@dataclass(frozen=True)
+class PackageRefusal:
+    """A grammar read with its package's own ``Lark(...)`` options, refused at load, and where."""
+
+    package: str
+    version: str
+    grammar: str
+    start: str
+    parser: Literal["earley", "lalr"]
+    postlex: str | None  # ``module.py:Class``, the package's postlexer, taken from its archive
+    regex: bool
+    line: int | None  # the construct's line and column in the grammar (none for a postlexer)
+    column: int | None
+    says: tuple[str, ...]  # what the message names, and what it says to write instead
+
+
+# blark's new_parser (parse.py): parser="earley", start one of its BlarkStartingRule names;
+# python-hcl2's parser() (parser.py): parser="lalr", postlex=PostLexer() (merges a newline into
+# the operator after it); gdtoolkit's Parser (parser/parser.py): parser="lalr",
+# postlex=GDScriptIndenter() (its _process dedents multi-line lambdas), regex=True. Without their
+# postlexers, hcl2's and gdtoolkit's grammars load (LALR; gdtoolkit's \p{XID_Start} names too).
+PACKAGE_REFUSALS = {
+    "blark": PackageRefusal(
+        "blark",
+        "0.8.3",
+        "blark/iec.lark",
+        "iec_source",
+        "earley",
+        None,
+        False,
+        38,
+        13,
+        ("IDENTIFIER", "word boundary", "before and after", "write the terminal without it"),
+    ),
+    "hcl2": PackageRefusal(
+        "python-hcl2",
+        "8.1.4",
+        "hcl2/hcl2.lark",
+        "start",
+        "lalr",
+        "hcl2/postlexer.py:PostLexer",
+        False,
+        None,
+        None,
+        ("postlex=PostLexer", "Indenter postlexers", "write what it does to the tokens in the grammar's rules"),
+    ),
+    "gdtoolkit": PackageRefusal(
+        "gdtoolkit",
+        "4.5.0",
+        "gdtoolkit/parser/gdscript.lark",
+        "start",
+        "lalr",
+        "gdtoolkit/parser/gdscript_indenter.py:GDScriptIndenter",
+        True,
+        None,
+        None,
+        ("postlex=GDScriptIndenter", "overrides Indenter._process", "do its work in handle_NL"),
+    ),
+}
+
+
+def package_postlexer(refusal: PackageRefusal) -> object:
+    """An instance of the package's postlexer class, from its module in the package's archive
+    (the packages cannot be installed: their pins on lark conflict)."""
+    assert refusal.postlex is not None
+    path, name = refusal.postlex.split(":")
+    (module_path,) = package_files(refusal.package, refusal.version, path)
+    spec = importlib.util.spec_from_file_location(f"_package_{refusal.package.replace('-', '_')}", module_path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return getattr(module, name)()
+
+
+@pytest.mark.parametrize("name", list(PACKAGE_REFUSALS))
+def test_package_grammars_refused_as_their_packages_read_them(name):
+    """Read with the package's options, the grammar is refused at the construct without an exact
+    reading: its line and column in the grammar (a postlexer has none), and what to write instead."""
+    refusal = PACKAGE_REFUSALS[name]
+    postlex = package_postlexer(refusal) if refusal.postlex else None
+    path = grammar_file(refusal.package, refusal.version, refusal.grammar)
+    with pytest.raises(GrammarError) as info:
+        Grammar.from_file(path, refusal.start, parser=refusal.parser, postlex=postlex, regex=refusal.regex)
+    error = info.value
+    assert (error.line, error.column) == (refusal.line, refusal.column), error
+    assert all(part in str(error) for part in refusal.says), error
+    print(f"\n{name}: {error}")

@@ -45,15 +45,19 @@ def indenter_of(postlex: object) -> Indenter | None:
             f"postlex={cls.__name__}: grammar-guide reads lark's Indenter postlexers "
             "(lark.indenter.Indenter subclasses such as PythonIndenter, with your own NL_type, "
             "bracket types, INDENT/DEDENT types, tab_len or handle_NL); another postlexer's token "
-            "stream cannot be checked on prefixes",
+            "stream cannot be checked on prefixes: write what it does to the tokens in the "
+            "grammar's rules (a token it merges into the next as an optional terminal before that "
+            "one), or load the grammar without postlex",
             construct="postlex",
         )
     for method in ("process", "_process"):
         if getattr(cls, method) is not getattr(Indenter, method):
             raise GrammarError(
                 f"postlex={cls.__name__} overrides Indenter.{method}: grammar-guide drives an "
-                "Indenter token by token through handle_NL and cannot follow another process(); "
-                "override handle_NL instead",
+                "Indenter token by token through handle_NL, with the open brackets and the "
+                "indentation stack as its whole state, and cannot follow another process() (nor "
+                "state it keeps besides those); do its work in handle_NL, or write the tokens it "
+                "adds in the grammar's rules",
                 construct="postlex",
             )
     return copy.copy(postlex)
