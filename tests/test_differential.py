@@ -480,7 +480,7 @@ PACKAGE_GRAMMARS = {
     # eql's grammar is too large to read at the character level (its lazy terminals are read,
     # tests/test_lazy.py): refused at the first terminal that needs it.
     "eql": ("eql", "1.0.1", "eql/etc/eql.g", "piped_query", False),
-    "cel": ("cel-python", "0.5.0", "src/celpy/cel.lark", "expr", False),
+    "cel": ("cel-python", "0.5.0", "celpy/cel.lark", "expr", False),
     "blark": ("blark", "0.8.3", "blark/iec.lark", "start", False),
     "hcl2": ("python-hcl2", "8.1.4", "hcl2/hcl2.lark", "start", False),
     "pyquil": ("pyquil", "3.5.4", "pyquil/_parser/grammar.lark", "quil", True),
