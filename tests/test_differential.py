@@ -46,6 +46,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import lark
+import lark.indenter
 import pytest
 import regex
 from hypothesis import HealthCheck, Phase, given, settings
@@ -790,6 +791,9 @@ class PackageSuite:
     sdist: bool = True  # the tests are in the source archive
     lines: bool = False  # each line of a text file is a text of its own too
     max_texts: int = 50  # sampled deterministically (sympy's grammar checks at ~400 µs a byte)
+    postlex: str | None = None  # ``module.py:Class``, the package's postlexer, from the same archive
+    regex: bool = False
+    suffix: str = ""  # what the package adds to a text before it parses it (gdtoolkit: a newline)
 
 
 # poetry-core's Parser (version/parser.py) opens both with parser="lalr", start "start"; pddl's
@@ -803,6 +807,9 @@ class PackageSuite:
 # language without them is compared). eql's lark_parser: parser="lalr", start "piped_query" (one
 # of its starts). pyquil's parser: parser="lalr", start "quil"; pyquil 3.5.4's archives ship no
 # tests: its texts are its modules' string literals (instruction names, messages, PRAGMA lines).
+# gdtoolkit's Parser (parser/parser.py): parser="lalr", start "start", regex=True (\p{XID_Start}
+# names), postlex=GDScriptIndenter() (its own _process: read by replaying it), and it parses a
+# text with a newline added.
 PACKAGE_SUITES = {
     "poetry-pep508": PackageSuite(
         "poetry-core",
@@ -861,6 +868,17 @@ PACKAGE_SUITES = {
         sdist=False,
         max_texts=30,
     ),
+    "gdtoolkit": PackageSuite(
+        "gdtoolkit",
+        "4.5.0",
+        "gdtoolkit/parser/gdscript.lark",
+        "start",
+        "lalr",
+        ("tests/test_ast.py",),
+        postlex="gdtoolkit/parser/gdscript_indenter.py:GDScriptIndenter",
+        regex=True,
+        suffix="\n",
+    ),
 }
 MAX_TEXT_PREFIXES = 6  # prefixes per text besides the text itself, sampled deterministically
 MAX_SUITE_CHARS = 3_000  # longer texts (pddl problems) are left out
@@ -874,7 +892,8 @@ def load_suite(name: str) -> Grammar:
         text = python_string(suite.package, suite.version, path, variable, sdist=suite.sdist)
         return Grammar.from_lark(text, suite.start, name=name, parser=suite.parser)
     path = grammar_file(suite.package, suite.version, suite.grammar, sdist=suite.sdist)
-    return Grammar.from_file(path, suite.start, parser=suite.parser)
+    postlex = package_object(suite.package, suite.version, suite.postlex, sdist=suite.sdist) if suite.postlex else None
+    return Grammar.from_file(path, suite.start, parser=suite.parser, postlex=postlex, regex=suite.regex)
 
 
 def suite_texts(name: str) -> list[str]:
@@ -890,7 +909,7 @@ def suite_texts(name: str) -> list[str]:
             texts[whole] = None
             if suite.lines:
                 texts.update(dict.fromkeys(line for line in whole.splitlines() if line.strip()))
-    found = [t for t in texts if len(t) <= MAX_SUITE_CHARS]
+    found = [t + suite.suffix for t in texts if len(t) <= MAX_SUITE_CHARS]
     return sorted(random.Random(name).sample(found, min(len(found), suite.max_texts)), key=found.index)
 
 
@@ -912,6 +931,18 @@ def lark_failure(parser: lark.Lark, text: str) -> tuple[int, int] | None:
         return exc.token.start_pos, exc.token.end_pos
     except lark.exceptions.UnexpectedCharacters as exc:
         return exc.pos_in_stream, len(text)
+    except (lark.indenter.DedentError, AssertionError):
+        # The indenter refuses a newline's indentation (or a closing bracket), without a
+        # position: the first newline token (with the character after it) after which lark
+        # raises it, or the whole text.
+        for newline in re.finditer(r"\n[ \t]*", text):
+            try:
+                parser.parse(text[: newline.end()])
+            except (lark.indenter.DedentError, AssertionError):
+                return newline.start(), newline.end()
+            except lark.exceptions.LarkError:
+                pass
+        return 0, len(text)
     return None
 
 
@@ -984,7 +1015,7 @@ class LalrReference:
         try:
             interactive = self.parser.parse_interactive(text)
             interactive.exhaust_lexer()
-        except lark.exceptions.UnexpectedInput:
+        except (lark.exceptions.UnexpectedInput, lark.indenter.DedentError, AssertionError):
             return None
         conf = interactive.parser_state.parse_conf
         frontier = [(tuple(interactive.parser_state.state_stack), "")]
@@ -1107,6 +1138,34 @@ def test_pytket_glued_keywords_are_refused_as_lark_lalr_refuses_them():
     print(f"\npytket-qasm glued keywords: {len(glued)} texts, {len(refused)} refused by lark, all agree")
 
 
+# GDScript's multi-line lambdas, the texts GDScriptIndenter's own _process is for (it dedents a
+# lambda's body at the closing bracket or comma after it): gdtoolkit's test texts have none.
+# The last is refused by the indenter (a dedent to a column no block is at).
+GDSCRIPT_LAMBDAS = [
+    "func _ready():\n    var f = func(x):\n        return x + 1\n    print(f.call(1))\n",
+    'func _ready():\n    button.pressed.connect(func():\n        print("a")\n        print("b")\n    )\n',
+    "func _ready():\n    foo(func():\n        pass, 1)\n",
+    "func _ready():\n    foo(func():\n        pass\n        , 1)\n",
+    "func _ready():\n    foo(func(a):\n        if a:\n            pass\n    , func(): return 2)\n",
+    "func _ready():\n    foo(func():\n        pass\n      , 1)\n",
+    "func _ready():\n    var f = func():\n        pass\n   print(1)\n",
+]
+
+
+def test_gdscript_lambdas_agree_with_lark_on_every_prefix():
+    """gdtoolkit's grammar with its GDScriptIndenter (read by replaying it): every prefix of
+    texts with multi-line lambdas gets lark's verdict."""
+    grammar = load_suite("gdtoolkit")
+    reference = LalrReference.of(grammar, GDSCRIPT_LAMBDAS)
+    assert len(reference.parsed) == len(GDSCRIPT_LAMBDAS) - 1
+    tally = Tally()
+    for text in GDSCRIPT_LAMBDAS:
+        for end in range(len(text) + 1):
+            compare_lalr(reference, text[:end], tally)
+    assert grammar.valid_prefix(GDSCRIPT_LAMBDAS[-1]) == GDSCRIPT_LAMBDAS[-1].index("print")
+    print(f"\ngdscript lambdas: {tally.agree} prefixes, all agree")
+
+
 # -- issue 27's grammars that are refused as their packages read them ---------------------------
 
 
@@ -1128,9 +1187,7 @@ class PackageRefusal:
 
 # blark's new_parser (parse.py): parser="earley", start one of its BlarkStartingRule names;
 # python-hcl2's parser() (parser.py): parser="lalr", postlex=PostLexer() (merges a newline into
-# the operator after it); gdtoolkit's Parser (parser/parser.py): parser="lalr",
-# postlex=GDScriptIndenter() (its _process dedents multi-line lambdas), regex=True. Without their
-# postlexers, hcl2's and gdtoolkit's grammars load (LALR; gdtoolkit's \p{XID_Start} names too).
+# the operator after it; without it the grammar loads).
 PACKAGE_REFUSALS = {
     "blark": PackageRefusal(
         "blark",
@@ -1156,28 +1213,15 @@ PACKAGE_REFUSALS = {
         None,
         ("postlex=PostLexer", "Indenter postlexers", "write what it does to the tokens in the grammar's rules"),
     ),
-    "gdtoolkit": PackageRefusal(
-        "gdtoolkit",
-        "4.5.0",
-        "gdtoolkit/parser/gdscript.lark",
-        "start",
-        "lalr",
-        "gdtoolkit/parser/gdscript_indenter.py:GDScriptIndenter",
-        True,
-        None,
-        None,
-        ("postlex=GDScriptIndenter", "overrides Indenter._process", "do its work in handle_NL"),
-    ),
 }
 
 
-def package_postlexer(refusal: PackageRefusal) -> object:
-    """An instance of the package's postlexer class, from its module in the package's archive
-    (the packages cannot be installed: their pins on lark conflict)."""
-    assert refusal.postlex is not None
-    path, name = refusal.postlex.split(":")
-    (module_path,) = package_files(refusal.package, refusal.version, path)
-    spec = importlib.util.spec_from_file_location(f"_package_{refusal.package.replace('-', '_')}", module_path)
+def package_object(package: str, version: str, where: str, *, sdist: bool = False) -> object:
+    """An instance of a class of the package (``module.py:Class``, its postlexer), from its module
+    in the package's archive (the packages cannot be installed: their pins on lark conflict)."""
+    path, name = where.split(":")
+    (module_path,) = package_files(package, version, path, sdist=sdist)
+    spec = importlib.util.spec_from_file_location(f"_package_{package.replace('-', '_')}", module_path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -1189,7 +1233,7 @@ def test_package_grammars_refused_as_their_packages_read_them(name):
     """Read with the package's options, the grammar is refused at the construct without an exact
     reading: its line and column in the grammar (a postlexer has none), and what to write instead."""
     refusal = PACKAGE_REFUSALS[name]
-    postlex = package_postlexer(refusal) if refusal.postlex else None
+    postlex = package_object(refusal.package, refusal.version, refusal.postlex) if refusal.postlex else None
     path = grammar_file(refusal.package, refusal.version, refusal.grammar)
     with pytest.raises(GrammarError) as info:
         Grammar.from_file(path, refusal.start, parser=refusal.parser, postlex=postlex, regex=refusal.regex)
