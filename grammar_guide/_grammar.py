@@ -412,10 +412,10 @@ class LalrGrammar(Grammar):
         self, parser: lark.Lark, postlex: object, *, name: str, lark_source: str, rewrites: Sequence[Rewrite] = ()
     ) -> None:
         from .compiler.lalr import LalrLanguage
-        from .compiler.postlex import IndentDriver, indenter_of
+        from .compiler.postlex import driver_of, indenter_of
 
         indenter = indenter_of(postlex)
-        self.language = LalrLanguage(parser, IndentDriver(indenter) if indenter is not None else None)
+        self.language = LalrLanguage(parser, driver_of(indenter) if indenter is not None else None)
         self.name = name
         self.json_schema = None
         self.lexer = None

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import importlib.util
 import random
 import re
 import textwrap
@@ -45,6 +46,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import lark
+import lark.indenter
 import pytest
 import regex
 from hypothesis import HealthCheck, Phase, given, settings
@@ -789,6 +791,9 @@ class PackageSuite:
     sdist: bool = True  # the tests are in the source archive
     lines: bool = False  # each line of a text file is a text of its own too
     max_texts: int = 50  # sampled deterministically (sympy's grammar checks at ~400 µs a byte)
+    postlex: str | None = None  # ``module.py:Class``, the package's postlexer, from the same archive
+    regex: bool = False
+    suffix: str = ""  # what the package adds to a text before it parses it (gdtoolkit: a newline)
 
 
 # poetry-core's Parser (version/parser.py) opens both with parser="lalr", start "start"; pddl's
@@ -796,7 +801,15 @@ class PackageSuite:
 # parser="earley", lexer="auto" (dynamic), start "latex_string" (ambiguity="explicit" changes trees,
 # not the language); pytket's _parser with parser="lalr", start "prog", and pytket parses its
 # shipped .inc gate libraries with it (includes/load_includes.py). pytket ships only wheels
-# (no tests): the .inc files, whole and line by line, are its texts.
+# (no tests): the .inc files, whole and line by line, are its texts. cel-python's CELParser:
+# parser="lalr", start "expr" (g_regex_flags=re.M changes nothing: cel.lark has no anchor; its
+# lexer_callbacks, which turn an IDENT "true"/"false" into a BOOL_LIT, are not read: lark's
+# language without them is compared). eql's lark_parser: parser="lalr", start "piped_query" (one
+# of its starts). pyquil's parser: parser="lalr", start "quil"; pyquil 3.5.4's archives ship no
+# tests: its texts are its modules' string literals (instruction names, messages, PRAGMA lines).
+# gdtoolkit's Parser (parser/parser.py): parser="lalr", start "start", regex=True (\p{XID_Start}
+# names), postlex=GDScriptIndenter() (its own _process: read by replaying it), and it parses a
+# text with a newline added.
 PACKAGE_SUITES = {
     "poetry-pep508": PackageSuite(
         "poetry-core",
@@ -839,6 +852,33 @@ PACKAGE_SUITES = {
         sdist=False,
         lines=True,
     ),
+    "cel": PackageSuite(
+        "cel-python", "0.5.0", "src/celpy/cel.lark", "expr", "lalr", ("tests/test_parser.py",), max_texts=30
+    ),
+    "eql": PackageSuite(
+        "eql", "1.0.1", "eql/etc/eql.g", "piped_query", "lalr", ("tests/test_parser.py",), max_texts=30
+    ),
+    "pyquil": PackageSuite(
+        "pyquil",
+        "3.5.4",
+        "pyquil/_parser/grammar.lark",
+        "quil",
+        "lalr",
+        ("pyquil/quilbase.py", "pyquil/_parser/parser.py", "pyquil/latex/_main.py"),
+        sdist=False,
+        max_texts=30,
+    ),
+    "gdtoolkit": PackageSuite(
+        "gdtoolkit",
+        "4.5.0",
+        "gdtoolkit/parser/gdscript.lark",
+        "start",
+        "lalr",
+        ("tests/test_ast.py",),
+        postlex="gdtoolkit/parser/gdscript_indenter.py:GDScriptIndenter",
+        regex=True,
+        suffix="\n",
+    ),
 }
 MAX_TEXT_PREFIXES = 6  # prefixes per text besides the text itself, sampled deterministically
 MAX_SUITE_CHARS = 3_000  # longer texts (pddl problems) are left out
@@ -852,7 +892,8 @@ def load_suite(name: str) -> Grammar:
         text = python_string(suite.package, suite.version, path, variable, sdist=suite.sdist)
         return Grammar.from_lark(text, suite.start, name=name, parser=suite.parser)
     path = grammar_file(suite.package, suite.version, suite.grammar, sdist=suite.sdist)
-    return Grammar.from_file(path, suite.start, parser=suite.parser)
+    postlex = package_object(suite.package, suite.version, suite.postlex, sdist=suite.sdist) if suite.postlex else None
+    return Grammar.from_file(path, suite.start, parser=suite.parser, postlex=postlex, regex=suite.regex)
 
 
 def suite_texts(name: str) -> list[str]:
@@ -868,7 +909,7 @@ def suite_texts(name: str) -> list[str]:
             texts[whole] = None
             if suite.lines:
                 texts.update(dict.fromkeys(line for line in whole.splitlines() if line.strip()))
-    found = [t for t in texts if len(t) <= MAX_SUITE_CHARS]
+    found = [t + suite.suffix for t in texts if len(t) <= MAX_SUITE_CHARS]
     return sorted(random.Random(name).sample(found, min(len(found), suite.max_texts)), key=found.index)
 
 
@@ -890,6 +931,18 @@ def lark_failure(parser: lark.Lark, text: str) -> tuple[int, int] | None:
         return exc.token.start_pos, exc.token.end_pos
     except lark.exceptions.UnexpectedCharacters as exc:
         return exc.pos_in_stream, len(text)
+    except (lark.indenter.DedentError, AssertionError):
+        # The indenter refuses a newline's indentation (or a closing bracket), without a
+        # position: the first newline token (with the character after it) after which lark
+        # raises it, or the whole text.
+        for newline in re.finditer(r"\n[ \t]*", text):
+            try:
+                parser.parse(text[: newline.end()])
+            except (lark.indenter.DedentError, AssertionError):
+                return newline.start(), newline.end()
+            except lark.exceptions.LarkError:
+                pass
+        return 0, len(text)
     return None
 
 
@@ -925,7 +978,23 @@ class LalrReference:
         checker = self.grammar.checker()
         checker.feed(prefix)
         forced = prefix + checker.forced_text()
-        return any(self.token_completion(forced + lexeme_end) is not None for lexeme_end in LEXEME_ENDS)
+        if any(self.token_completion(forced + lexeme_end) is not None for lexeme_end in LEXEME_ENDS):
+            return True
+        return any(self.token_completion(grown + " ") is not None for grown in self.lexemes_grown(prefix))
+
+    def lexemes_grown(self, prefix: str, tries: int = 12) -> Iterator[str]:
+        """``prefix`` with its end grown into a short lexeme of a terminal whose lexeme begins
+        with that end (pyquil's ``SET-`` into ``SET-FREQUENCY``, where lark reads ``SET`` ``-``),
+        then with one character the checker takes after it (eql's ``.`` then ``5``)."""
+        for lexeme in self.lexemes.values():
+            for k in range(min(len(lexeme) - 1, len(prefix)), 0, -1):
+                if prefix.endswith(lexeme[:k]):
+                    yield prefix + lexeme[k:]
+        for c in PROBE:
+            checker = self.grammar.checker()
+            if checker.feed(prefix + c) == len(prefix) + 1 and tries > 0:
+                tries -= 1
+                yield prefix + c
 
     @functools.cached_property
     def lexemes(self) -> dict[str, str]:
@@ -946,7 +1015,7 @@ class LalrReference:
         try:
             interactive = self.parser.parse_interactive(text)
             interactive.exhaust_lexer()
-        except lark.exceptions.UnexpectedInput:
+        except (lark.exceptions.UnexpectedInput, lark.indenter.DedentError, AssertionError):
             return None
         conf = interactive.parser_state.parse_conf
         frontier = [(tuple(interactive.parser_state.state_stack), "")]
@@ -1012,7 +1081,11 @@ def compare_lalr(reference: LalrReference, text: str, tally: Tally) -> None:
     assert (verdict == "complete") == (failure is None), f"checker says {verdict} at {n}, lark {failure}: {text!r}"
     assert reference.witnessed(text[:n]), f"no text lark parses begins {text[:n]!r}"
     if verdict == "invalid":
-        assert failure is not None and failure[0] <= n <= failure[1], f"checker refuses at {n}, lark at {failure}"
+        assert failure is not None and failure[0] <= n, f"checker refuses at {n}, lark at {failure}"
+        # Past lark's refused token only where lark took a shorter token because a longer lexeme
+        # did not end (eql's INDEX ``[0]``: in ``a[0[1]`` lark refuses ``[``, the checker the
+        # second ``[``): the character the checker refuses begins no text lark parses.
+        assert n <= failure[1] or not reference.witnessed(text[: n + 1]), f"checker refuses at {n}, lark at {failure}"
     tally.agree += 1
 
 
@@ -1063,3 +1136,108 @@ def test_pytket_glued_keywords_are_refused_as_lark_lalr_refuses_them():
     earley = Grammar.from_lark(grammar.lark_source or "", "prog", name="pytket-qasm-earley")
     assert earley.is_complete("OPENQASM2.0;")
     print(f"\npytket-qasm glued keywords: {len(glued)} texts, {len(refused)} refused by lark, all agree")
+
+
+# GDScript's multi-line lambdas, the texts GDScriptIndenter's own _process is for (it dedents a
+# lambda's body at the closing bracket or comma after it): gdtoolkit's test texts have none.
+# The last is refused by the indenter (a dedent to a column no block is at).
+GDSCRIPT_LAMBDAS = [
+    "func _ready():\n    var f = func(x):\n        return x + 1\n    print(f.call(1))\n",
+    'func _ready():\n    button.pressed.connect(func():\n        print("a")\n        print("b")\n    )\n',
+    "func _ready():\n    foo(func():\n        pass, 1)\n",
+    "func _ready():\n    foo(func():\n        pass\n        , 1)\n",
+    "func _ready():\n    foo(func(a):\n        if a:\n            pass\n    , func(): return 2)\n",
+    "func _ready():\n    foo(func():\n        pass\n      , 1)\n",
+    "func _ready():\n    var f = func():\n        pass\n   print(1)\n",
+]
+
+
+def test_gdscript_lambdas_agree_with_lark_on_every_prefix():
+    """gdtoolkit's grammar with its GDScriptIndenter (read by replaying it): every prefix of
+    texts with multi-line lambdas gets lark's verdict."""
+    grammar = load_suite("gdtoolkit")
+    reference = LalrReference.of(grammar, GDSCRIPT_LAMBDAS)
+    assert len(reference.parsed) == len(GDSCRIPT_LAMBDAS) - 1
+    tally = Tally()
+    for text in GDSCRIPT_LAMBDAS:
+        for end in range(len(text) + 1):
+            compare_lalr(reference, text[:end], tally)
+    assert grammar.valid_prefix(GDSCRIPT_LAMBDAS[-1]) == GDSCRIPT_LAMBDAS[-1].index("print")
+    print(f"\ngdscript lambdas: {tally.agree} prefixes, all agree")
+
+
+# -- issue 27's grammars that are refused as their packages read them ---------------------------
+
+
+@dataclass(frozen=True)
+class PackageRefusal:
+    """A grammar read with its package's own ``Lark(...)`` options, refused at load, and where."""
+
+    package: str
+    version: str
+    grammar: str
+    start: str
+    parser: Literal["earley", "lalr"]
+    postlex: str | None  # ``module.py:Class``, the package's postlexer, taken from its archive
+    regex: bool
+    line: int | None  # the construct's line and column in the grammar (none for a postlexer)
+    column: int | None
+    says: tuple[str, ...]  # what the message names, and what it says to write instead
+
+
+# blark's new_parser (parse.py): parser="earley", start one of its BlarkStartingRule names;
+# python-hcl2's parser() (parser.py): parser="lalr", postlex=PostLexer() (merges a newline into
+# the operator after it; without it the grammar loads).
+PACKAGE_REFUSALS = {
+    "blark": PackageRefusal(
+        "blark",
+        "0.8.3",
+        "blark/iec.lark",
+        "iec_source",
+        "earley",
+        None,
+        False,
+        38,
+        13,
+        ("IDENTIFIER", "word boundary", "before and after", "write the terminal without it"),
+    ),
+    "hcl2": PackageRefusal(
+        "python-hcl2",
+        "8.1.4",
+        "hcl2/hcl2.lark",
+        "start",
+        "lalr",
+        "hcl2/postlexer.py:PostLexer",
+        False,
+        None,
+        None,
+        ("postlex=PostLexer", "Indenter postlexers", "write what it does to the tokens in the grammar's rules"),
+    ),
+}
+
+
+def package_object(package: str, version: str, where: str, *, sdist: bool = False) -> object:
+    """An instance of a class of the package (``module.py:Class``, its postlexer), from its module
+    in the package's archive (the packages cannot be installed: their pins on lark conflict)."""
+    path, name = where.split(":")
+    (module_path,) = package_files(package, version, path, sdist=sdist)
+    spec = importlib.util.spec_from_file_location(f"_package_{package.replace('-', '_')}", module_path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return getattr(module, name)()
+
+
+@pytest.mark.parametrize("name", list(PACKAGE_REFUSALS))
+def test_package_grammars_refused_as_their_packages_read_them(name):
+    """Read with the package's options, the grammar is refused at the construct without an exact
+    reading: its line and column in the grammar (a postlexer has none), and what to write instead."""
+    refusal = PACKAGE_REFUSALS[name]
+    postlex = package_object(refusal.package, refusal.version, refusal.postlex) if refusal.postlex else None
+    path = grammar_file(refusal.package, refusal.version, refusal.grammar)
+    with pytest.raises(GrammarError) as info:
+        Grammar.from_file(path, refusal.start, parser=refusal.parser, postlex=postlex, regex=refusal.regex)
+    error = info.value
+    assert (error.line, error.column) == (refusal.line, refusal.column), error
+    assert all(part in str(error) for part in refusal.says), error
+    print(f"\n{name}: {error}")

@@ -5,12 +5,19 @@ cannot be paused at the end of a prefix nor copied. For the ``Indenter`` family 
 values (the open brackets, the stack of indentation levels): this module keeps them in an
 immutable ``IndentState`` and runs the indenter's own ``handle_NL`` on them, so a subclass's
 ``NL_type``, bracket types, ``tab_len`` or its own ``handle_NL`` mean what they mean to lark.
-Any other postlexer is refused (``indenter_of``): its token stream has no state to stop at.
+
+An ``Indenter`` subclass with its own ``process`` or ``_process`` (gdtoolkit's GDScriptIndenter
+dedents multi-line lambdas at a closing bracket, with state of its own) is read by running it
+again over the tokens so far (``ReplayDriver``), stopped where it asks for the next token: what
+it yielded by then is what lark's parser receives for them. That is exact for an indenter that
+yields a token's output before it asks for the next, as lark's own do. Any other postlexer is
+refused (``indenter_of``): its token stream has no state to stop at.
 """
 
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from lark import Token
@@ -19,7 +26,7 @@ from lark.indenter import Indenter
 
 from .._errors import GrammarError
 
-__all__ = ["IndentDriver", "IndentState", "PostlexError", "indenter_of"]
+__all__ = ["IndentDriver", "IndentState", "PostlexError", "ReplayDriver", "driver_of", "indenter_of"]
 
 
 class PostlexError(LarkError):
@@ -32,6 +39,9 @@ class IndentState:
 
     paren_level: int = 0
     indent_level: tuple[int, ...] = (0,)
+    # For a ``ReplayDriver``: the lexer's tokens so far, and how many tokens the indenter yielded.
+    tokens: tuple[Token, ...] = ()
+    emitted: int = 0
 
 
 def indenter_of(postlex: object) -> Indenter | None:
@@ -44,19 +54,20 @@ def indenter_of(postlex: object) -> Indenter | None:
         raise GrammarError(
             f"postlex={cls.__name__}: grammar-guide reads lark's Indenter postlexers "
             "(lark.indenter.Indenter subclasses such as PythonIndenter, with your own NL_type, "
-            "bracket types, INDENT/DEDENT types, tab_len or handle_NL); another postlexer's token "
-            "stream cannot be checked on prefixes",
+            "bracket types, INDENT/DEDENT types, tab_len, handle_NL or process); another postlexer's token "
+            "stream cannot be checked on prefixes: write what it does to the tokens in the "
+            "grammar's rules (a token it merges into the next as an optional terminal before that "
+            "one), or load the grammar without postlex",
             construct="postlex",
         )
-    for method in ("process", "_process"):
-        if getattr(cls, method) is not getattr(Indenter, method):
-            raise GrammarError(
-                f"postlex={cls.__name__} overrides Indenter.{method}: grammar-guide drives an "
-                "Indenter token by token through handle_NL and cannot follow another process(); "
-                "override handle_NL instead",
-                construct="postlex",
-            )
     return copy.copy(postlex)
+
+
+def driver_of(indenter: Indenter) -> IndentDriver:
+    """The driver of ``indenter``: token by token through ``handle_NL``, or by replaying it where
+    it has its own ``process`` or ``_process``."""
+    own = any(getattr(type(indenter), m) is not getattr(Indenter, m) for m in ("process", "_process"))
+    return ReplayDriver(indenter) if own else IndentDriver(indenter)
 
 
 class IndentDriver:
@@ -114,3 +125,46 @@ class IndentDriver:
                 values.append(value + " " * (level - width))
             values.append(value + "\n" + " " * level)
         return values
+
+
+class _Exhausted(Exception):
+    """The tokens so far are all read: the indenter asks for one more."""
+
+
+def _then_stop(tokens: tuple[Token, ...]) -> Iterator[Token]:
+    yield from tokens
+    raise _Exhausted
+
+
+class ReplayDriver(IndentDriver):
+    """Runs an ``Indenter`` with its own ``process`` over all the tokens so far at each token
+    (its state may be anything it keeps, local variables of its generator too)."""
+
+    def emit(self, state: IndentState, token: Token) -> tuple[list[Token], IndentState]:
+        tokens = (*state.tokens, token)
+        out = self._run(tokens, to_end=False)
+        indenter = self._indenter
+        after = IndentState(indenter.paren_level, tuple(indenter.indent_level), tokens, len(out))
+        return out[state.emitted :], after
+
+    def count_brackets(self, state: IndentState, token: Token) -> IndentState:
+        return state  # the replay counted them, as the indenter does
+
+    def end(self, state: IndentState) -> list[Token]:
+        return self._run(state.tokens, to_end=True)[state.emitted :]
+
+    def _run(self, tokens: tuple[Token, ...], *, to_end: bool) -> list[Token]:
+        """What the indenter yields for ``tokens``: up to where it asks for another (``to_end``:
+        up to the end of the stream, the closing tokens too)."""
+        out: list[Token] = []
+        process: Callable[[Iterator[Token]], Iterator[Token]] = self._indenter.process  # lark's is untyped
+        try:
+            for each in process(iter(tokens) if to_end else _then_stop(tokens)):
+                out.append(each)
+        except _Exhausted:
+            pass
+        except LarkError:
+            raise
+        except Exception as exc:
+            raise PostlexError(f"{type(exc).__name__}: {exc}") from None
+        return out

@@ -153,12 +153,14 @@ _ANCHORS = {
     _sre_c.AT_END: _END.format("$", " or before its final newline (with the m flag, before any newline)"),
     _sre_c.AT_END_STRING: _END.format("\\Z", ""),
     _sre_c.AT_BOUNDARY: (
-        "a word boundary (\\b), whose meaning depends on the character after the lexeme" + _INSTEAD + ": "
-        "the grammar's rules say what may follow it"
+        "a word boundary (\\b), whose meaning depends on the characters before and after the lexeme"
+        + _INSTEAD
+        + ": the grammar's rules say what may come before and after it"
     ),
     _sre_c.AT_NON_BOUNDARY: (
-        "a non-boundary (\\B), whose meaning depends on the character after the lexeme" + _INSTEAD + ": "
-        "the grammar's rules say what may follow it"
+        "a non-boundary (\\B), whose meaning depends on the characters before and after the lexeme"
+        + _INSTEAD
+        + ": the grammar's rules say what may come before and after it"
     ),
 }
 
