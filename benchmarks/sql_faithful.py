@@ -31,8 +31,6 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from grammar_guide._repair import is_made_of_runs
-
 __all__ = [
     "Excuses",
     "Faithfulness",
@@ -225,6 +223,16 @@ def _stray_closes_excused(lost: list[Token], draft: list[Token]) -> list[Token]:
     return out
 
 
+def _repetitions(repeated: tuple[str, ...], out: list[Token]) -> tuple[str, ...]:
+    """The texts cut as repeating the answer that are made of runs of the output's tokens."""
+    if not repeated:
+        return ()
+    from grammar_guide._repair import is_made_of_runs  # (a result that cut a repetition has it)
+
+    keys = [t.key for t in out]
+    return tuple(text for text in repeated if is_made_of_runs([t.key for t in sql_tokens(text)], keys))
+
+
 def faithfulness(draft_sql: str, output: str, excuses: Excuses = Excuses()) -> Faithfulness:
     """Align the draft's SQL tokens with the output's (see the module's docstring)."""
     draft = sql_tokens(_undo_formatting(draft_sql) if excuses.formatting else draft_sql)
@@ -237,8 +245,7 @@ def faithfulness(draft_sql: str, output: str, excuses: Excuses = Excuses()) -> F
             lost += draft[i1:i2]
         if op in ("replace", "insert"):
             added += out[j1:j2]
-    out_keys = [t.key for t in out]
-    repeats = tuple(text for text in excuses.repeated if is_made_of_runs([t.key for t in sql_tokens(text)], out_keys))
+    repeats = _repetitions(excuses.repeated, out)
     lost = _excused(_stray_closes_excused(lost, draft), excuses.removed + repeats)
     added = _excused([t for t in added if t.raw not in _CLOSING], excuses.written)
     draft_literals = {t.key for t in draft if t.literal} | {t.key for s in excuses.written for t in sql_tokens(s)}
