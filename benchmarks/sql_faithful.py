@@ -6,7 +6,9 @@ draft token that the alignment replaces or drops is *lost*, unless the result re
 dialect rewrite that took it away (``Correction(rule="rewrite").removed``) or formatting undone
 (``Cut(reason="formatting")``: Markdown escapes, a backtick pair around the answer; the draft is then
 read with them undone), or another answer after a complete statement, cut and named
-(``Cut(reason="another answer")``: the task asks for one statement, issue 28 item 1). A ``;`` and
+(``Cut(reason="another answer")``: the task asks for one statement, issue 28 item 1), or text
+after a complete answer cut as repeating it (``Cut(reason="repeated")``) that is made of runs of
+two or more of the output's tokens (a model looping adds nothing to the answer). A ``;`` and
 a ``)`` the draft never opened are not lost when dropped. An
 output token that the alignment does not match is *added* (an inserted operator changes the meaning
 as a replaced one does), unless it is a closing mark (``)``, ``]``, ``;``) or a rewrite or forced
@@ -127,13 +129,31 @@ class Excuses:
     formatting: bool = False
     removed: tuple[str, ...] = ()
     written: tuple[str, ...] = ()
+    #: The draft's unfinished last words taken back (``Cut(reason="unfinished")``): not excused by
+    #: ``faithfulness``, only counted apart (an answer cut off mid-clause, issue 28 item 4).
+    cut_off: tuple[str, ...] = ()
+    #: Text after a complete answer the result cut as repeating it (``Cut(reason="repeated")``):
+    #: excused where it is made of runs of the output's tokens (checked here, not taken on trust).
+    repeated: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
-        return {"formatting": self.formatting, "removed": list(self.removed), "written": list(self.written)}
+        return {
+            "formatting": self.formatting,
+            "removed": list(self.removed),
+            "written": list(self.written),
+            "cut_off": list(self.cut_off),
+            "repeated": list(self.repeated),
+        }
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Excuses:
-        return cls(bool(data.get("formatting")), tuple(data.get("removed", ())), tuple(data.get("written", ())))
+        return cls(
+            bool(data.get("formatting")),
+            tuple(data.get("removed", ())),
+            tuple(data.get("written", ())),
+            tuple(data.get("cut_off", ())),
+            tuple(data.get("repeated", ())),
+        )
 
 
 def excuses_of(events: Iterable[Any]) -> Excuses:
@@ -141,10 +161,16 @@ def excuses_of(events: Iterable[Any]) -> Excuses:
     formatting = False
     removed: list[str] = []
     written: list[str] = []
+    cut_off: list[str] = []
+    repeated: list[str] = []
     for event in events:
         kind = getattr(event, "kind", "")
         if kind == "cut" and event.reason == "formatting":
             formatting = True
+        elif kind == "cut" and event.reason == "unfinished":
+            cut_off.append(event.text)
+        elif kind == "cut" and event.reason == "repeated":
+            repeated.append(event.text)
         elif kind == "cut" and event.reason == "another answer":
             removed.append(event.text)  # a second statement: the task asks for one (issue 28 item 1)
         elif kind == "correction" and event.source == "repair" and event.rule == "rewrite":
@@ -152,7 +178,7 @@ def excuses_of(events: Iterable[Any]) -> Excuses:
             written.append(event.text)
         elif kind == "correction" and event.source == "forced":
             written.append(event.text)
-    return Excuses(formatting, tuple(removed), tuple(written))
+    return Excuses(formatting, tuple(removed), tuple(written), tuple(cut_off), tuple(repeated))
 
 
 @dataclass(frozen=True)
@@ -197,6 +223,16 @@ def _stray_closes_excused(lost: list[Token], draft: list[Token]) -> list[Token]:
     return out
 
 
+def _repetitions(repeated: tuple[str, ...], out: list[Token]) -> tuple[str, ...]:
+    """The texts cut as repeating the answer that are made of runs of the output's tokens."""
+    if not repeated:
+        return ()
+    from grammar_guide._repair import is_made_of_runs  # (a result that cut a repetition has it)
+
+    keys = [t.key for t in out]
+    return tuple(text for text in repeated if is_made_of_runs([t.key for t in sql_tokens(text)], keys))
+
+
 def faithfulness(draft_sql: str, output: str, excuses: Excuses = Excuses()) -> Faithfulness:
     """Align the draft's SQL tokens with the output's (see the module's docstring)."""
     draft = sql_tokens(_undo_formatting(draft_sql) if excuses.formatting else draft_sql)
@@ -209,7 +245,8 @@ def faithfulness(draft_sql: str, output: str, excuses: Excuses = Excuses()) -> F
             lost += draft[i1:i2]
         if op in ("replace", "insert"):
             added += out[j1:j2]
-    lost = _excused(_stray_closes_excused(lost, draft), excuses.removed)
+    repeats = _repetitions(excuses.repeated, out)
+    lost = _excused(_stray_closes_excused(lost, draft), excuses.removed + repeats)
     added = _excused([t for t in added if t.raw not in _CLOSING], excuses.written)
     draft_literals = {t.key for t in draft if t.literal} | {t.key for s in excuses.written for t in sql_tokens(s)}
     invented = [t.raw for t in out if t.literal and t.key not in draft_literals]

@@ -399,7 +399,10 @@ def _insert_mark(v: Violation) -> Iterator[Candidate]:
             # An operator written after white space gets white space after it too (``age > 30``).
             spaced = text[-1:].isspace() and not set(literal) <= TIGHT and evidence[:1].strip() != ""
             insert = literal + " " if spaced else literal
-            yield Candidate(len(text), insert, evidence, "", f"inserted {literal!r}", _cost(1, 2 * len(literal) + 1))
+            invented = _invented_lexemes(literal)
+            yield Candidate(
+                len(text), insert, evidence, "", f"inserted {literal!r}", _cost(invented, 2 * len(literal) + 1)
+            )
 
 
 def _close_brackets(v: Violation) -> Iterator[Candidate]:
@@ -509,7 +512,14 @@ def levenshtein(a: str, b: str, *, transpositions: bool = False) -> int:
 
 _TOKEN = re.compile(r"\w+|[^\w\s]")  # how much of the evidence an edit reads: words and marks
 _TIEBREAK = 10  # a lexeme changed costs more than any difference in characters
-_INVENTED_WORD = 2  # lexemes a word inserted costs: more than one of the draft's dropped
+_INVENTED_WORD = 2  # lexemes a word or operator inserted costs: more than one of the draft's dropped
+
+
+def _invented_lexemes(literal: str) -> int:
+    """What writing ``literal`` where the draft has nothing costs, in lexemes: a word or an operator
+    is invented meaning (``no_number_of &Employees``, an operation nobody wrote), so it costs more
+    than one of the draft's lexemes dropped; a mark that shapes the text (``,``, ``)``) one."""
+    return _INVENTED_WORD if is_word(literal) or is_operator(literal) else 1
 
 
 def _cost(lexemes: int, chars: int) -> int:
@@ -677,7 +687,7 @@ def _candidates(checker: Checker, start: int, draft: str, keywords: frozenset[st
         sep = " " if literal[-1].isalnum() and draft[:1].isalnum() else ""
         # A word written where the draft has none is invented: it costs more than a lexeme of the
         # draft dropped (``FROM ORDER BY`` is not ``FROM FULL ORDER BY``, a keyword made a name).
-        invented = _INVENTED_WORD if is_word(literal) else 1
+        invented = _invented_lexemes(literal)
         out.append((literal + sep, 0, f"inserted {literal!r}", _cost(invented, len(literal) + 2)))
         replaced = _replacement_cost(word, literal, keywords)
         if replaced is not None:
@@ -725,12 +735,16 @@ def _replacement_cost(word: str, literal: str, keywords: frozenset[str]) -> int 
 
 _NAME_PART = re.compile(r"[A-Za-z_][\w-]*|\([^()'\"\n]*\)")
 _MAX_NAME_PARTS = 6
+#: A word with a digit or an underscore is written as code names are (``T2``, ``Teacher_ID``), not
+#: as the words of a name with spaces (``Free Meal Count``).
+_CODE_IDENTIFIER = re.compile(r"[\d_]")
 
 
 def names_with_spaces(draft: str, keywords: frozenset[str]) -> list[tuple[str, int]]:
     """Names of two or more parts written without their quotes at the start of ``draft``
     (``Free Meal Count (K-12)``, ``Max Number of Times``), shortest first, each with what quoting
-    it whole costs: a word, then words or one bracketed part, each after one space. A keyword is
+    it whole costs: a word, then words or one bracketed part, each after one space. A word written
+    as code names are (a digit or an underscore in it: ``T2 Teacher_ID``) is no part of one. A keyword is
     no part of a name (``People_ID IN SELECT`` is not one), except a small word within a name in
     title case (``of``). Quoting changes none of the draft's lexemes where the name is in title
     case or ends in a bracketed part; otherwise it costs one (``name age`` may want a comma)."""
@@ -743,6 +757,8 @@ def names_with_spaces(draft: str, keywords: frozenset[str]) -> list[tuple[str, i
             break
         if part.group()[0] == "(" and _reads_as_code(part.group()[1:-1], keywords):
             break
+        if part.group()[0] != "(" and _CODE_IDENTIFIER.search(part.group()):
+            break  # 'T2 Teacher_ID': an alias and a column, no words of one name with spaces
         parts.append(part.group())
         end = part.end()
         words = [p for p in parts if p[0] != "("]

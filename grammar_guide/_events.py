@@ -50,6 +50,7 @@ CutReason = Literal[
     "formatting",
     "budget",
     "prose",
+    "repeated",
 ]
 """Why drafted text was left out: ``preamble`` (prose before the answer), ``after complete text``
 (a closing fence or an explanation after a complete answer), ``another answer`` (after a complete
@@ -62,7 +63,9 @@ text after a violation that no edit fixed and no model could repair), ``formatti
 formatting that is not the answer: the backslashes of Markdown escapes, a backtick pair around
 the answer), ``budget`` (a budget ran out: the draft's text from here on was not read, or not all
 of it, and the result is not complete; ``detail`` names the budget), ``prose`` (a sentence or
-document markup the draft wrote where code goes: never made into code)."""
+document markup the draft wrote where code goes: never made into code), ``repeated`` (after a
+complete answer, text that no edit fixes and whose every lexeme the answer already has: a model
+repeating itself, ``ORDER BY age FROM singer ORDER BY age``; nothing of the answer is lost)."""
 
 
 @dataclass(frozen=True)

@@ -109,6 +109,7 @@ _CUT_REASONS: dict[CutReason, str] = {
     "formatting": "chat formatting that is not part of the answer",
     "budget": "a budget ran out: the draft's answer was not read to its end",
     "prose": "a sentence the draft wrote where code goes",
+    "repeated": "text after a complete answer that repeats it",
 }
 
 

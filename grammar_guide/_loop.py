@@ -323,6 +323,10 @@ class GuideLoop(TargetSteps):
             self.emit(DraftSpan(offset, edit.kept, call=rnd.index))
         return edit.unread
 
+    def _left_out(self, rejected: str) -> Literal["repeated", "unrepaired"]:
+        """Why text no edit fixes is left out: it repeats the complete answer, or it is unrepaired."""
+        return "repeated" if repair.repeats_answer(self.checker, rejected) else "unrepaired"
+
     async def _target_repair(self, rnd: Round, rejected: str) -> Outcome:
         if self._append_forced("forced"):
             return Outcome.REPAIRED
@@ -332,10 +336,10 @@ class GuideLoop(TargetSteps):
                 # No edit fixes it and no model may write here: ask the draft again from the
                 # valid prefix, once.
                 self.reasked.add(asked)
-                self.unanswered = Cut(len(self.checker.text), rejected, reason="unrepaired", call=rnd.index)
+                self.unanswered = Cut(len(self.checker.text), rejected, reason=self._left_out(rejected), call=rnd.index)
                 return Outcome.REPAIRED
             # Give up on the rest of the draft: it is left out, and says so.
-            self.emit(Cut(len(self.checker.text), rejected, reason="unrepaired", call=rnd.index))
+            self.emit(Cut(len(self.checker.text), rejected, reason=self._left_out(rejected), call=rnd.index))
             await self._finish("no edit fixes the violation and there is no target model")
             return Outcome.DONE
         if not await self._target_step("violation"):

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from ._checker import CheckedGrammar, Checker
@@ -35,6 +36,7 @@ from ._edit_search import (
     whole_words,
 )
 from ._events import CutReason
+from ._lexemes import LEXEME, is_word
 from ._reader import looks_like_aside, prose_after_answer, prose_run, reads_as_code, trailing_word
 from ._text import is_word_char
 
@@ -46,9 +48,11 @@ __all__ = [
     "dead_end",
     "decide",
     "grammar_keywords",
+    "is_made_of_runs",
     "levenshtein",
     "propose_edit",
     "prose_cut",
+    "repeats_answer",
     "rewrite_at_end",
     "search_edits",
     "signature",
@@ -168,6 +172,34 @@ def _before_space(checker: Checker, edit: Edit, floor: int) -> Edit:
     return replace(edit, start=start, kept=kept)
 
 
+def repeats_answer(checker: Checker, rejected: str) -> bool:
+    """Whether ``rejected``, which no edit fixes after ``checker``'s complete text, only repeats
+    it: it has a word, and it is made of runs of the text's lexemes, each two or more long (case
+    aside), as they stand in the text (a model looping: ``WHERE T1.id = course WHERE T1.id =
+    course``; ``AS COUNT`` after ``AS T1 … COUNT(*)`` is no repetition). It adds nothing to the answer."""
+    tail = [lexeme.lower() for lexeme in LEXEME.findall(rejected)]
+    if not checker.is_complete or not any(is_word(w) for w in tail):
+        return False
+    return is_made_of_runs(tail, [lexeme.lower() for lexeme in LEXEME.findall(checker.text)])
+
+
+def is_made_of_runs(tail: Sequence[object], text: Sequence[object], shortest: int = 2) -> bool:
+    """Whether ``tail`` is a sequence of runs of ``text``, each ``shortest`` or more items long
+    (the longest run taken at each step)."""
+    i = 0
+    while i < len(tail):
+        longest = 0
+        for start in range(len(text)):
+            n = 0
+            while i + n < len(tail) and start + n < len(text) and tail[i + n] == text[start + n]:
+                n += 1
+            longest = max(longest, n)
+        if longest < min(shortest, len(tail) - i) or longest == 0:
+            return False
+        i += longest
+    return True
+
+
 def prose_cut(checker: Checker, evidence: str, floor: int) -> Cut | None:
     """ "…FROM road)\n\nThis query returns…": the first word of an explanation after the answer
     was read as an alias and the violation is in the explanation: cut at the end of the answer."""
@@ -188,6 +220,10 @@ def _leave_prose(checker: Checker, at: int, moved: str, *, final: bool, floor: i
         start = at
     joined = text[:at] + moved
     cut = max(len(joined[:start].rstrip()), floor)
+    if cut <= len(text) and text[:cut].strip() and _complete_at(checker, cut):
+        # After a complete answer, prose (``\end{code}  Comment: …``) is never read on into:
+        # what follows it is more of the explanation, not the answer (issue 28 items 1, 2).
+        return Cut(cut, "prose", min(at, cut))
     resume = _resume_after_prose(checker, cut, joined, range(start, end + 1), final)
     if resume is not None:
         return resume

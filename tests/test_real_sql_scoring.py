@@ -73,6 +73,30 @@ def test_a_second_statement_is_excused_only_when_the_result_cut_and_named_it() -
     assert faithfulness(draft, result.text).lost[:2] == ["SELECT", "name"]  # unrecorded: lost
 
 
+def test_an_answer_cut_off_is_unfaithful_and_counted_apart_when_its_end_was_taken_back() -> None:
+    from benchmarks.real_sql_repair import score_row
+    from benchmarks.sql_sources import Answer
+
+    draft = "SELECT a FROM t JOIN u ON t.id ="
+    result = _guide(draft)
+    assert result.text == "SELECT a FROM t JOIN u"  # no value invented to finish it
+    excuses = excuses_of(result.events)
+    assert excuses.cut_off == (" ON t.id =",)
+    row = {"text": result.text, "excuses": excuses.to_dict()}
+    score_row(row, Answer("f.sql", "0", "m", "sqlite", "db", draft, "NL2SQL360 spider_dev"))
+    assert not row["faithful"] and row["faithful_but_cut_off"] and not row["invented_literals"]
+
+
+def test_a_repeated_tail_is_excused_only_where_the_output_has_every_token_of_it() -> None:
+    draft = "SELECT a FROM t ORDER BY a FROM t"
+    assert faithfulness(draft, "SELECT a FROM t ORDER BY a", Excuses(repeated=(" FROM t",))).faithful
+    assert not faithfulness(draft, "SELECT a FROM u ORDER BY a", Excuses(repeated=(" FROM t",))).faithful
+    assert not faithfulness(draft, "SELECT a FROM t ORDER BY a").faithful
+    # Words the output has, but not as it has them: an alias dropped, no repetition.
+    alias = "SELECT a AS n FROM t GROUP BY a HAVING COUNT(*) AS COUNT"
+    assert not faithfulness(alias, alias.removesuffix(" AS COUNT"), Excuses(repeated=(" AS COUNT",))).faithful
+
+
 def test_losses_additions_and_invented_literals() -> None:
     # A word the repair made into nothing: 'OR' dropped makes Owners an alias.
     dropped = faithfulness(

@@ -388,3 +388,49 @@ def test_a_statement_missing_its_first_keyword_still_gets_it(sqlite: Grammar) ->
     result = guide(lambda prompt: "name FROM users", sqlite, "Answer.", target=False)
     assert result.text.lower() == "select name from users"
     assert [c.detail for c in result.events if isinstance(c, Correction)] == ["inserted 'select'"]
+
+
+# -- issue 28: prose after the answer, invented operators, names with spaces ---------------------
+
+
+def test_prose_after_a_complete_answer_is_cut_not_read_on_into_as_code(sqlite: Grammar) -> None:
+    # The prose was left out and the draft read on after it: 'Comment IN've added …' became code
+    # and a string literal nobody wrote.
+    answer = "SELECT a FROM t WHERE b = 'Korea '"
+    draft = answer + " \\end{code}  Comment: You should use `LIKE` instead of `=`. `LIKE` is used for strings."
+    result = guide(lambda prompt: draft, sqlite, "q", target=False)
+    assert result.text == answer
+    assert sqlite_oracle.check_one_statement(result.text).valid
+    assert [(d.text, d.reason) for d in result.dropped] == [(draft[len(answer) :], "prose")]
+
+
+def test_no_operator_is_invented_between_two_of_the_draft_s_words(sqlite: Grammar) -> None:
+    # 'ORDER BY b &REVERSE', 'no_number_of &Employees': an operation nobody wrote. An operator
+    # inserted costs more than a lexeme of the draft's changed, as an invented word does.
+    result = guide(lambda prompt: "SELECT a FROM t ORDER BY b REVERSE", sqlite, "q", target=False)
+    assert sqlite_oracle.check_one_statement(result.text).valid
+    assert not [c for c in repairs(result) if is_operator(c.text.strip())]
+
+
+def test_words_written_as_code_names_are_no_name_with_spaces(sqlite: Grammar) -> None:
+    from grammar_guide._edit_search import names_with_spaces
+
+    keywords = repair.grammar_keywords(sqlite.checker())  # type: ignore[arg-type]
+    # An alias and a column ('T2 Teacher_ID', meant 'T2.Teacher_ID'), not one quoted name.
+    assert names_with_spaces("T2 Teacher_ID WHERE x = 1", keywords) == []
+    assert names_with_spaces("STUDENT_ENROLMENT COURSES AS T2", keywords) == []
+    assert names_with_spaces("United Airlines flights WHERE", keywords)[0][0] == "United Airlines"
+
+
+def test_a_tail_that_repeats_the_complete_answer_is_cut_as_repeated(sqlite: Grammar) -> None:
+    # A model looping after its answer: cut and named, and nothing of the answer is lost.
+    answer = "SELECT name FROM visitor WHERE lvl > 4 ORDER BY age"
+    result = guide(lambda prompt: answer + " FROM visitor WHERE lvl > 4", sqlite, "q", target=False)
+    assert result.text.rstrip() == answer and result.faithful
+    reasons = {d.reason for d in result.dropped}
+    assert "repeated" in reasons and "unrepaired" not in reasons
+    # A tail with a word the answer lacks ('DESC') is no repetition: it is unrepaired.
+    result = guide(lambda prompt: answer + " FROM visitor ORDER BY age DESC", sqlite, "q", target=False)
+    assert result.text.rstrip() == answer and not result.faithful
+    reasons = {d.reason for d in result.dropped}
+    assert "unrepaired" in reasons and "repeated" not in reasons
