@@ -38,6 +38,11 @@ class Aligner:
     _decided: bool = False
     dropped: list[str] = field(default_factory=list)
 
+    @property
+    def decided(self) -> bool:
+        """Whether it knows where the new text begins (from then on it passes chunks through)."""
+        return self._decided
+
     def push(self, chunk: str) -> str:
         if self._decided:
             return chunk

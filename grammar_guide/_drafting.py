@@ -9,10 +9,9 @@ closed. What the call produced is a ``Round``; the loop decides what to do with 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import re
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 
 from ._align import Aligner
@@ -53,7 +52,9 @@ class Round:
     ``tokens_left``: how many more tokens of text this call may add (``max_new_tokens``), and
     ``over_budget``: it wrote more, and was cut and closed there (``beyond_budget``: the text of
     its last chunk past the cut). ``repeated``: a draft that restates its answer gave one it gave
-    before, word for word (it has nothing to add).
+    before, word for word (it has nothing to add). ``stream`` stays open after a violation, so
+    that once an edit lets the draft's own text go on, the loop reads on in the same call
+    (``Drafting.read_on``) instead of asking again; ``Drafting.close`` ends the call.
     """
 
     call: DraftCall
@@ -71,6 +72,9 @@ class Round:
     over_budget: bool = False
     beyond_budget: str = ""
     repeated: bool = False
+    stream: AsyncIterator[str] | None = None  # open while the call may be read on
+    resume: str | None = None  # set by the loop: read on, this draft text first
+    formatting: tuple[int, int] = (0, 0)  # Markdown escapes and backticks already recorded
 
 
 @dataclass
@@ -109,11 +113,62 @@ class Drafting:
         rnd.tokens_left = tokens_left
         if self.prose_retry == 1:
             self.prose_retry = 2
+        rnd.stream = self.draft.stream(call)
+        await self._reading(rnd, self._read_stream(rnd, rnd.stream))
+        if call.fallback_reason is not None:
+            self.emit(GrammarRefused(rnd.start, call.fallback_reason, call=rnd.index))
+        if rnd.reader.raw.strip():
+            rnd.repeated = rnd.reader.aligner is not None and rnd.reader.raw in self.earlier_answers
+            self.earlier_answers = ([*self.earlier_answers, rnd.reader.raw])[-3:]
+        self._record_formatting(rnd)
+        aligner = rnd.reader.aligner
+        if aligner is not None and aligner.dropped:
+            self.emit(Cut(rnd.start, "".join(aligner.dropped), reason="restated", call=rnd.index))
+        return rnd
+
+    def may_read_on(self, rnd: Round) -> bool:
+        """Whether the call's stream is open and its text can follow an edit as it comes (a
+        restatement, if any, aligned away; no budget or time run out)."""
+        return (
+            rnd.stream is not None
+            and not (rnd.ended or rnd.timed_out or rnd.over_budget or rnd.retry)
+            and rnd.broken is None
+            and (rnd.reader.aligner is None or rnd.reader.aligner.decided)
+        )
+
+    async def read_on(self, rnd: Round, pending: str) -> None:
+        """Go on reading the call's stream after an edit: ``pending`` (the draft's text the edit
+        left unread) first, then the stream, into the checker until the next violation (and its
+        evidence) or the end, as ``read`` does."""
+        assert rnd.stream is not None
+        rnd.start, rnd.kept, rnd.evidence = len(self.checker.text), "", None
+        if pending and self._feed(rnd, pending):
+            if not rnd.over_budget:
+                await self._reading(rnd, self._after_stream(rnd, rnd.stream, None))
+        elif not rnd.over_budget:
+            await self._reading(rnd, self._read_stream(rnd, rnd.stream))
+        self._record_formatting(rnd)
+
+    async def close(self, rnd: Round) -> None:
+        """End the call: close its stream (a provider stops writing, and bills what it wrote) and
+        count its usage. Once per call."""
+        stream, rnd.stream = rnd.stream, None
+        if stream is None:
+            return
+        closing = getattr(stream, "aclose", None)
+        if closing is not None:
+            await closing()
+        call = rnd.call
+        self.stats.add_draft_usage(call.tokens_in, call.tokens_out)
+        self.stats.prefill_tokens_saved += call.prefill_tokens_saved
+        self.stats.add_draft_path(call.path)
+
+    async def _reading(self, rnd: Round, reading: Awaitable[None]) -> None:
+        """Run one reading of the call's stream, turning a timeout and a broken stream into the
+        round's state; a stream that ended or failed is closed."""
         started = time.perf_counter()
-        stream = self.draft.stream(call)
         try:
-            async with contextlib.aclosing(stream):  # type: ignore[type-var]
-                await self._read_stream(rnd, stream)
+            await reading
         except DraftTimeout:
             rnd.timed_out = True
         except ProviderError as exc:
@@ -124,35 +179,33 @@ class Drafting:
             if not rnd.reader.raw or not exc.retryable or self.broken_in_a_row > MAX_BROKEN_IN_A_ROW:
                 if rnd.kept:
                     self.emit(DraftSpan(rnd.start, rnd.kept, call=rnd.index))
+                await self.close(rnd)
                 raise
             rnd.broken = exc
-            call.finish_reason = "error"
+            rnd.call.finish_reason = "error"
+        except BaseException:
+            await self.close(rnd)
+            raise
         else:
             self.broken_in_a_row = 0
         finally:
             self.stats.draft_seconds += time.perf_counter() - started
-            self.stats.add_draft_usage(call.tokens_in, call.tokens_out)
-            self.stats.prefill_tokens_saved += call.prefill_tokens_saved
-            self.stats.add_draft_path(call.path)
-            if call.fallback_reason is not None:
-                self.emit(GrammarRefused(rnd.start, call.fallback_reason, call=rnd.index))
-        if rnd.reader.raw.strip():
-            rnd.repeated = rnd.reader.aligner is not None and rnd.reader.raw in self.earlier_answers
-            self.earlier_answers = ([*self.earlier_answers, rnd.reader.raw])[-3:]
+        if not self.may_read_on(rnd) or rnd.evidence is None:
+            await self.close(rnd)
+
+    def _record_formatting(self, rnd: Round) -> None:
+        """A ``formatting`` cut for the Markdown escapes and backticks the reader undid since the
+        last one (not in a restatement aligned away)."""
         reader = rnd.reader
-        if (reader.unescaped or reader.ticks) and (rnd.kept or rnd.evidence):  # not in a restatement aligned away
-            n, ticks = reader.unescaped, reader.ticks
-            undone = [f"undid {n} Markdown escape{'s' if n > 1 else ''} (\\_ or \\* read as _ or *)"] if n else []
-            if ticks:
-                undone.append(
-                    "dropped the backtick pair around the answer" if ticks > 1 else "dropped a stray backtick"
-                )
-            text = "\\" * n + "`" * ticks
-            self.emit(Cut(rnd.start, text, reason="formatting", call=rnd.index, detail="; ".join(undone)))
-        aligner = rnd.reader.aligner
-        if aligner is not None and aligner.dropped:
-            self.emit(Cut(rnd.start, "".join(aligner.dropped), reason="restated", call=rnd.index))
-        return rnd
+        n, ticks = reader.unescaped - rnd.formatting[0], reader.ticks - rnd.formatting[1]
+        if not (n or ticks) or not (rnd.kept or rnd.evidence):
+            return
+        rnd.formatting = (reader.unescaped, reader.ticks)
+        undone = [f"undid {n} Markdown escape{'s' if n > 1 else ''} (\\_ or \\* read as _ or *)"] if n else []
+        if ticks:
+            undone.append("dropped the backtick pair around the answer" if ticks > 1 else "dropped a stray backtick")
+        text = "\\" * n + "`" * ticks
+        self.emit(Cut(rnd.start, text, reason="formatting", call=rnd.index, detail="; ".join(undone)))
 
     async def _read_stream(self, rnd: Round, stream: AsyncIterator[str]) -> None:
         """Read chunks until the first invalid byte (then some evidence), a stop, or the end."""

@@ -198,6 +198,19 @@ class GuideLoop(TargetSteps):
         tokens_left = self.limits.max_new_tokens - self.text_tokens
         self.unread_draft = ""
         rnd = await self.drafting.read(self.limits.lookahead, self.floor, tokens_left)
+        try:
+            while True:
+                outcome, broken = await self._settle(rnd)
+                pending, rnd.resume = rnd.resume, None
+                if pending is None or outcome is not Outcome.REPAIRED or not self.drafting.may_read_on(rnd):
+                    return outcome, broken
+                # The edit let the draft's own text go on: read on in the same call.
+                await self.drafting.read_on(rnd, pending)
+        finally:
+            await self.drafting.close(rnd)
+
+    async def _settle(self, rnd: Round) -> tuple[Outcome, ProviderError | None]:
+        """What a call's reading comes to: a repair at its violation, or how the round ends."""
         if rnd.timed_out:
             self.exhausted = f"timeout ({self.limits.timeout} s) reached"
         if rnd.over_budget:
@@ -280,11 +293,16 @@ class GuideLoop(TargetSteps):
             checker.rollback_chars(decision.start)
             self.stats.corrections += 1
             if isinstance(decision, repair.NeedTarget):
+                await self.drafting.close(rnd)  # the target writes here: the draft's text after it is no use
                 return await self._target_repair(rnd, rejected)
             unread = self._apply_edit(rnd, decision)
             if unread is None:
                 return Outcome.DONE
             if not rnd.ended:
+                if self.stats.corrections < self.limits.max_corrections and not self._past_deadline():
+                    rnd.resume = unread  # the draft's text goes on after the edit: read on
+                    self.stats.discarded_chars -= len(unread)  # counted again as the draft's text
+                    self.stats.discarded_tokens -= self.count_tokens(unread)
                 return Outcome.REPAIRED
             # The draft's whole answer is known: go on through the rest of it.
             if not unread:

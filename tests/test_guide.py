@@ -205,7 +205,7 @@ def test_overlap_with_the_last_words_is_not_duplicated(small_sql):
 # -- streaming --------------------------------------------------------------------------------
 
 
-def test_stream_is_closed_a_few_tokens_after_the_first_invalid_byte(small_sql):
+def test_evidence_is_read_as_far_as_asking_again_costs_then_the_stream_goes_on(small_sql):
     pulled = []
     closed = threading.Event()
     words = ["SELECT", " *", " FROM", " users", " WHERE", " x", " ILIKE", " 'a'", " AND", " y", " =", " 1"]
@@ -219,27 +219,22 @@ def test_stream_is_closed_a_few_tokens_after_the_first_invalid_byte(small_sql):
         finally:
             closed.set()
 
-    # One call allowed, and no target: the budget ends the run.
     result = run(FunctionDraft(streaming, continues_prefix=True), small_sql, max_draft_calls=1)
     assert closed.wait(5)
-    # Read on past the violation for as many tokens as asking again would bill (the prompt and
-    # the accepted text: 11 tokens of 4 characters, 41 characters or more), then closed, long
-    # before the answer's end.
-    evidence = "".join(pulled[6:])
-    assert 41 <= len(evidence) < 41 + 8, evidence
-    assert len(pulled) < len(words) // 3
+    # The repair was decided on as many tokens past the violation as asking again would bill
+    # (the prompt and the accepted text: 11 tokens of 4 characters, 41 characters or more)...
+    (violation,) = [e for e in result.events if isinstance(e, GrammarViolation)]
+    assert 41 <= len(violation.rejected) < 41 + 8, violation.rejected
     assert [c.detail for c in corrections(result)] == ["replaced 'ILIKE' with 'LIKE'"]
-    # The text read is kept up to its last whole condition; an unfinished one is taken back,
-    # not completed with an invented value.
-    assert result.text.startswith("SELECT * FROM users WHERE x LIKE 'a' AND y = 1 OR z0 = 0")
-    assert small_sql.is_complete(result.text) and result.text in "".join(words).replace("ILIKE", "LIKE")
-    assert [c.reason for c in cuts(result)] == ["budget", "unfinished"]
-    assert not result.complete and not result.faithful
+    # ... and the edit let the draft's own text go on: the same call was read on to its end.
+    assert len(pulled) == len(words) and result.stats.draft_calls == 1
+    assert result.text == "".join(words).replace("ILIKE", "LIKE")
+    assert result.complete and not [c for c in cuts(result) if c.reason != "formatting"]
 
 
 def test_a_draft_that_keeps_its_prompt_cached_is_closed_at_the_evidence(small_sql):
-    """A local model asked again reads nothing again (its KV cache holds the prompt): its stream
-    is closed once the evidence shows what it meant (six words or marks), not read on."""
+    """A local model asked again reads nothing again (its KV cache holds the prompt): its repair
+    is decided once the evidence shows what it meant (six words or marks), not read further."""
     pulled = []
 
     def streaming(prompt, prefix):
@@ -250,8 +245,10 @@ def test_a_draft_that_keeps_its_prompt_cached_is_closed_at_the_evidence(small_sq
     draft = FunctionDraft(streaming, continues_prefix=True)
     draft.rereads_prompt = False
     result = run(draft, small_sql, max_draft_calls=1)
-    assert pulled[-1] == " y"  # ILIKE 'a' AND y: six lexemes, then closed
+    (violation,) = [e for e in result.events if isinstance(e, GrammarViolation)]
+    assert violation.rejected == "ILIKE 'a' AND y"  # six lexemes: the repair was decided there
     assert [c.detail for c in corrections(result)] == ["replaced 'ILIKE' with 'LIKE'"]
+    assert pulled[-1] == " 1" and result.text == "SELECT * FROM users WHERE x LIKE 'a' AND y = 1"  # then read on
 
 
 def test_short_answer_is_read_to_its_end_rather_than_asked_again(small_sql):
@@ -267,6 +264,26 @@ def test_short_answer_is_read_to_its_end_rather_than_asked_again(small_sql):
     assert result.text == "SELECT * FROM users WHERE x LIKE 'a' AND y = 1"
     assert len(prompts) == 1 and result.stats.draft_calls == 1
     assert result.complete
+
+
+@pytest.mark.parametrize("continues_prefix", [True, False])
+def test_an_answer_with_a_slip_in_every_member_is_repaired_in_one_call(json_grammar, continues_prefix):
+    """After an edit that lets the draft's own text go on, the same stream is read on: each
+    slip is repaired as it comes, and the draft is not asked again (which bills the prompt and
+    the accepted text again, and restarts the answer)."""
+    answer = "{title: 'Dune', author: 'Frank Herbert', year: 1965}"
+    prefixes = []
+
+    def streaming(prompt, prefix):
+        prefixes.append(prefix)
+        yield from (answer[i : i + 4] for i in range(0, len(answer), 4))
+
+    draft = FunctionDraft(streaming, continues_prefix=continues_prefix)
+    result = run(draft, json_grammar)
+    assert result.text == '{"title": "Dune", "author": "Frank Herbert", "year": 1965}'
+    assert prefixes == [""] and result.stats.draft_calls == 1
+    assert result.stats.corrections == 5 and result.complete
+    assert {e.call for e in result.events if hasattr(e, "call")} == {1}
 
 
 def test_evidence_read_ahead_is_bounded(small_sql):
