@@ -2,8 +2,9 @@
 
 The draft's stream goes through an ``AnswerReader`` (stop strings, closing fences, restatement
 alignment), past prose before the answer, and into the checker until the first invalid byte.
-After a violation a few more chunks are read as evidence for the repair, then the stream is
-closed. What the call produced is a ``Round``; the loop decides what to do with it.
+After a violation a few more chunks are read as evidence for the repair. What the call produced
+is a ``Round``; the loop decides what to do with it. The stream stays open while an edit may let
+the draft's own text go on (``read_on``); ``close`` ends the call.
 """
 
 from __future__ import annotations
