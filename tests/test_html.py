@@ -419,13 +419,16 @@ def test_browser_incomplete_result_says_so(page, tmp_path: Path) -> None:  # typ
 def test_browser_renders_a_real_guided_run(page, tmp_path: Path, small_sql: Grammar) -> None:  # type: ignore[no-untyped-def]
     import grammar_guide as gg
 
-    def draft(prompt: str) -> list[str]:
-        return [
-            "Sure! Here is the query:\n",
-            "SELECT name age FROM users ",
-            "ORDER BY age DESC LIMT 5;",
-            "\nThat's all.",
+    # A chat draft that stops short, then restates its whole answer when asked to go on.
+    answers = iter(
+        [
+            "Sure! Here is the query:\nSELECT name age FROM users ORDER BY",
+            "Sure! Here is the query:\nSELECT name age FROM users ORDER BY age DESC LIMT 5;\nThat's all.",
         ]
+    )
+
+    def draft(prompt: str, prefix: str) -> str:
+        return next(answers)
 
     result = gg.guide(draft, small_sql, "The names of the five oldest users", target=False)
     assert result.complete
