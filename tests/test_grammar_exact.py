@@ -103,6 +103,45 @@ def test_longest_matches_that_depend_on_more_than_one_character(grammar_text: st
         assert grammar.is_complete(text) == lark_accepts(grammar_text, text), text
 
 
+# Keywords one of which extends another (sympy's LaTeX relations), names and numbers side by side:
+# the watchers of where lark's longest match ends share states (``\\le``, ``\\ge`` and ``\\ne``
+# all forbid a following ``q``) and a rule's variants drop the watchers it cannot feel.
+RELATIONS = r"""
+start: expr (rel expr)*
+rel: LTE | GTE | NE
+expr: atom+
+atom: NAME | NUMBER | "(" expr ")" | "\\int" expr
+LTE: "\\le" | "\\leq" | "\\leqslant"
+GTE: "\\ge" | "\\geq" | "\\geqslant"
+NE: "\\ne" | "\\neq"
+NAME: /[a-z]+/
+NUMBER: /\d+(\.\d*)?/
+%ignore " "
+"""
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "a\\leq b",
+        "a\\leqb",
+        "a\\le qb",
+        "a\\leqslant b",
+        "a\\leqslantb",
+        "x\\geqs1",
+        "x \\ge(q)\\ne 2",
+        "1.5 2\\neq 1.52",
+        "(a 1.)\\geqslant\\int q",
+        "\\int\\int x\\leq\\int 1",
+    ],
+)
+def test_watchers_that_forbid_the_same_text_are_one(text: str) -> None:
+    grammar = Grammar.from_lark(RELATIONS)
+    assert grammar.character_level
+    for end in range(1, len(text) + 1):
+        assert grammar.is_complete(text[:end]) == lark_accepts(RELATIONS, text[:end]), text[:end]
+
+
 def test_lexer_choice() -> None:
     text = 'start: "select" NAME | NAME "=" NAME\nNAME: /[a-z]+/\n%ignore " "\n'
     assert Grammar.from_lark(text).is_complete("selecta")  # lark's dynamic lexer: select a

@@ -19,7 +19,7 @@ from .charclass import Ranges, char_set, normalise
 from .regex import sre_constants as _c
 from .regex import sre_parse as _sre_parse
 
-__all__ = ["Dfa", "concatenation", "dfa_of", "ranges_of", "share_a_prefix", "split_ranges", "union"]
+__all__ = ["Dfa", "concatenation", "dfa_of", "minimal_dfa", "ranges_of", "share_a_prefix", "split_ranges", "union"]
 
 _MAX_NFA_STATES = 20000
 
@@ -282,6 +282,11 @@ def _minimal(start: int, accepting: frozenset[int], edges: list[tuple[Edge, ...]
         out[n] = tuple(_merge([(lo, hi, numbering[block[t]]) for lo, hi, t in kept[s]]))
     final = frozenset(numbering[block[s]] for s in kept if s in accepting)
     return Dfa(0, final, tuple(out))
+
+
+def minimal_dfa(start: int, accepting: frozenset[int], edges: list[list[Edge]]) -> Dfa:
+    """The trimmed minimal DFA of an automaton given by its edges (equal languages, equal DFAs)."""
+    return _minimal(start, accepting, edges)
 
 
 def ranges_of(edges: Iterable[Edge]) -> Ranges:

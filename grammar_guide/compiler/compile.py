@@ -21,8 +21,8 @@ from lark.grammar import Terminal as LarkTerminal
 from lark.lexer import PatternRE, PatternStr, TerminalDef
 
 from .._errors import GrammarError
-from .automaton import Dfa, dfa_of, ranges_of, split_ranges
-from .charclass import python_class
+from .automaton import Dfa, dfa_of, minimal_dfa, ranges_of, split_ranges
+from .charclass import normalise, python_class
 from .exact import (
     choice,
     exact_regex,
@@ -312,6 +312,7 @@ def _scannerless(
         source,
     )
     empty: _State = frozenset()
+    relevant = _Relevance(rules, by_compiled, terminals, tokens)
     # Which states each (rule, state before) may end in: a least fixed point.
     reach: dict[tuple[str, _State], set[_State]] = {("gg_start", empty): set()}
     changed = True
@@ -324,6 +325,7 @@ def _scannerless(
                 for x in alt:
                     after: set[_State] = set()
                     for s in states:
+                        s = relevant(x, s)
                         if x in by_compiled:
                             after |= tokens.transitions(x, s).keys()
                         else:
@@ -332,7 +334,7 @@ def _scannerless(
                                 changed = True
                             after |= reach[(x, s)]
                     states = after
-                found |= states
+                found |= {relevant.after(n, q) for q in states}
             if not found <= known:
                 known |= found
                 changed = True
@@ -348,6 +350,7 @@ def _scannerless(
             for x in alt:
                 grown = []
                 for syms, s in partial:
+                    s = relevant(x, s)
                     if x in by_compiled:
                         grown += [([*syms, rule], q2) for q2, rule in tokens.transitions(x, s).items()]
                     else:
@@ -357,7 +360,7 @@ def _scannerless(
             if size > _MAX_VARIANTS * 4:
                 raise _TooLarge
             for syms, q in partial:
-                out[f"{n}__{tokens.index(p)}_{tokens.index(q)}"].append(" ".join(syms))
+                out[f"{n}__{tokens.index(p)}_{tokens.index(relevant.after(n, q))}"].append(" ".join(syms))
     # Drop what derives no text (a terminal none of whose matches may come there, and what needs one).
     productive: set[str] = set(tokens.rules)
     changed = True
@@ -373,7 +376,7 @@ def _scannerless(
     lines = ["start: " + " | ".join(heads)]
     for variant, alts in out.items():
         if variant in productive:
-            kept = [a for a in alts if all(x in productive for x in a.split())]
+            kept = [a for a in dict.fromkeys(alts) if all(x in productive for x in a.split())]
             lines.append(f"{variant}: {choice(kept, nested=False)}".rstrip())
     plain_terms, captured_terms = [], []
     for rule, (compiled, body) in tokens.rules.items():
@@ -386,6 +389,128 @@ def _scannerless(
 
 
 _MAX_VARIANTS = 20000
+
+
+class _Relevance:
+    """The part of a watchers' state a symbol can feel: a watcher none of whose next characters
+    may begin the symbol dies at its first character, so a symbol that cannot be empty reads the
+    same after a state as after that state without such watchers. ``relevant(x, s)`` is that
+    smaller state, so that ``x`` gets one variant for all the states that differ only in watchers
+    it cannot feel (fewer rule variants: smaller Earley sets in the matcher, byte after byte)."""
+
+    def __init__(
+        self,
+        rules: Mapping[str, list[list[str]]],
+        by_compiled: Mapping[str, str],
+        terminals: Mapping[str, Terminal],
+        tokens: _Watchers,
+    ) -> None:
+        self.tokens = tokens
+        self.first: dict[str, list[tuple[int, int]] | None] = {}  # None: unknown, any character
+        self.nullable: set[str] = set()
+        for compiled, name in by_compiled.items():
+            try:
+                ranges, empty = first_chars(terminals[name].pattern)
+            except (GrammarError, re.error):
+                ranges, empty = None, True
+            self.first[compiled] = ranges
+            if empty:
+                self.nullable.add(compiled)
+        self._first_of_rules(rules)
+        self.follow = self._follow_of_rules(rules)
+        self._memo: dict[tuple[str, _State], _State] = {}
+        self._after: dict[tuple[str, _State], _State] = {}
+
+    def _follow_of_rules(self, rules: Mapping[str, list[list[str]]]) -> dict[str, list[tuple[int, int]] | None]:
+        """The characters that may come right after each rule (``None``: unknown); the text may
+        also end there, which no watcher feels."""
+        follow: dict[str, set[tuple[int, int]] | None] = {n: set() for n in rules}
+        changed = True
+        while changed:
+            changed = False
+            for origin, alts in rules.items():
+                for alt in alts:
+                    for i, x in enumerate(alt):
+                        if x not in rules:
+                            continue
+                        after = self._first_of_sequence(alt[i + 1 :])
+                        if after is not None and all(y in self.nullable for y in alt[i + 1 :]):
+                            outer = follow[origin]
+                            after = None if outer is None else after | outer
+                        mine = follow[x]
+                        if mine is None:
+                            continue
+                        if after is None:
+                            follow[x] = None
+                            changed = True
+                        elif not after <= mine:
+                            mine |= after
+                            changed = True
+        return {n: None if f is None else normalise(list(f)) for n, f in follow.items()}
+
+    def _first_of_sequence(self, symbols: list[str]) -> set[tuple[int, int]] | None:
+        """The characters a text of these symbols may begin with (``None``: unknown)."""
+        found: set[tuple[int, int]] = set()
+        for y in symbols:
+            theirs = self.first.get(y)
+            if theirs is None:
+                return None
+            found |= set(theirs)
+            if y not in self.nullable:
+                break
+        return found
+
+    def after(self, n: str, state: _State) -> _State:
+        """The part of the state a rule ``n`` ends in that what may follow it can feel: a watcher
+        none of whose next characters may come after ``n`` dies there, wherever ``n`` is used."""
+        follow = self.follow.get(n)
+        if not state or follow is None:
+            return state
+        key = (n, state)
+        if key not in self._after:
+            kept = frozenset(w for w in state if self._overlaps(w, follow))
+            self._after[key] = state if kept == state else self.tokens.canonical(kept)
+        return self._after[key]
+
+    def _overlaps(self, watcher: tuple[str, int], chars: list[tuple[int, int]]) -> bool:
+        y, e = watcher
+        return any(lo <= hi2 and lo2 <= hi for lo, hi, _ in self.tokens.dfa(y).edges[e] for lo2, hi2 in chars)
+
+    def _first_of_rules(self, rules: Mapping[str, list[list[str]]]) -> None:
+        firsts: dict[str, set[tuple[int, int]] | None] = {n: set() for n in rules}
+        changed = True
+        while changed:
+            changed = False
+            for origin, alts in rules.items():
+                mine = firsts[origin]
+                for alt in alts:
+                    for x in alt:
+                        theirs = firsts[x] if x in firsts else self.first.get(x)
+                        if theirs is None:
+                            if mine is not None:
+                                mine = firsts[origin] = None
+                                changed = True
+                        elif mine is not None and not set(theirs) <= mine:
+                            mine |= set(theirs)
+                            changed = True
+                        if x not in self.nullable:
+                            break
+                    else:
+                        if origin not in self.nullable:
+                            self.nullable.add(origin)
+                            changed = True
+        for origin, found in firsts.items():
+            self.first[origin] = None if found is None else normalise(list(found))
+
+    def __call__(self, x: str, state: _State) -> _State:
+        if not state or x in self.nullable or self.first.get(x) is None:
+            return state
+        key = (x, state)
+        if key not in self._memo:
+            first = self.first[x] or []
+            kept = frozenset(w for w in state if self._overlaps(w, first))
+            self._memo[key] = state if kept == state else self.tokens.canonical(kept)
+        return self._memo[key]
 
 
 class _TooLarge(Exception):
@@ -439,6 +564,9 @@ class _Watchers:
         self.rules: dict[str, tuple[str, str]] = {}  # rule -> (compiled terminal or "", body)
         self._ids: dict[_State, int] = {frozenset(): 0}
         self._done: dict[tuple[str, _State], dict[_State, str]] = {}
+        # One state for each language of forbidden continuations (see ``canonical``).
+        self._canonical: dict[_State, _State] = {frozenset(): frozenset()}
+        self._by_forbidden: dict[Dfa, _State] = {Dfa(0, frozenset(), ()): frozenset()}
 
     def index(self, state: _State) -> int:
         return self._ids.setdefault(state, len(self._ids))
@@ -462,7 +590,45 @@ class _Watchers:
 
     def _final(self, x: str, d: int, watching: _State) -> _State:
         dfa = self.dfa(x)
-        return watching | {(x, d)} if x in self.watched and dfa.edges[d] else watching
+        return self.canonical(watching | {(x, d)}) if x in self.watched and dfa.edges[d] else watching
+
+    def canonical(self, state: _State) -> _State:
+        """The first state met that forbids the same texts after it as ``state``: the watchers
+        forbid every text that begins with a ``v`` taking one of them to a match, and that set
+        is all the reading asks of them (``_product`` steps and forbids by it), so states that
+        forbid the same set are one (``\\le`` and ``\\ge`` each forbid what begins ``q``).
+        Fewer states, fewer rule variants: the matcher's Earley sets shrink in proportion."""
+        if state not in self._canonical:
+            forbidden = self._forbidden(state)
+            self._canonical[state] = self._by_forbidden.setdefault(forbidden, state)
+        return self._canonical[state]
+
+    def _forbidden(self, state: _State) -> Dfa:
+        """The minimal DFA of the texts ``state`` forbids after it (a canonical form: equal
+        languages give equal automata)."""
+        ids = {state: 0}
+        order = [state]
+        edges: list[list[tuple[int, int, int]]] = []
+        hit = -1  # the texts that begin with a forbidden ``v``: all of them from here on
+        while len(edges) < len(order):
+            watching = sorted(order[len(edges)])
+            out = []
+            for lo, hi, labels in split_ranges(self.dfa(y).edges[e] for y, e in watching):
+                if any(
+                    t is not None and t in self.dfa(y).accepting for (y, _), t in zip(watching, labels, strict=True)
+                ):
+                    out.append((lo, hi, hit))
+                    continue
+                nxt = frozenset((y, t) for (y, _), t in zip(watching, labels, strict=True) if t is not None)
+                if nxt not in ids:
+                    ids[nxt] = len(order)
+                    order.append(nxt)
+                out.append((lo, hi, ids[nxt]))
+            edges.append(out)
+        sink = len(order)
+        edges = [[(lo, hi, sink if t == hit else t) for lo, hi, t in out] for out in edges]
+        edges.append([(0, 0x10FFFF, sink)])
+        return minimal_dfa(0, frozenset({sink}), edges)
 
     def _name(self, x: str, p: _State, q: _State) -> str:
         return f"gg_t_{x.lower()}__{self.index(p)}_{self.index(q)}"
@@ -517,7 +683,7 @@ class _Watchers:
                         break  # lark would have read y on: its longer match is a match
                     kept.add((y, t))
                 else:
-                    nxt = (labels[0], frozenset(kept))
+                    nxt = (labels[0], self.canonical(frozenset(kept)))
                     if nxt not in ids:
                         if len(ids) > _MAX_VARIANTS:
                             raise _TooLarge
