@@ -79,20 +79,10 @@ _DEFAULT_OPTIONS = {"json_allow_general_unicode_escapes": True} if GENERAL_UNICO
 def unhonoured_keywords(schema: Any, pointer: str = "#") -> Iterator[tuple[str, str]]:
     """Each keyword of ``schema`` (and its subschemas) in ``UNHONOURED_KEYWORDS`` that constrains
     anything (``uniqueItems: false`` does not), as ``(JSON Pointer, keyword)``."""
-    if not isinstance(schema, Mapping):
-        return
-    for key, value in schema.items():
-        here = f"{pointer}/{_escape(key)}"
-        if key in UNHONOURED_KEYWORDS and not (key == "uniqueItems" and value is False):
-            yield here, key
-        if key in _ONE and isinstance(value, Mapping):
-            yield from unhonoured_keywords(value, here)
-        if key in _LIST and isinstance(value, list):
-            for i, item in enumerate(value):
-                yield from unhonoured_keywords(item, f"{here}/{i}")
-        if key in _MAP and isinstance(value, Mapping):
-            for name, item in value.items():
-                yield from unhonoured_keywords(item, f"{here}/{_escape(name)}")
+    for where, subschema in _subschemas(schema, pointer):
+        for key, value in subschema.items():
+            if key in UNHONOURED_KEYWORDS and not (key == "uniqueItems" and value is False):
+                yield f"{where}/{_escape(key)}", key
 
 
 #: Keywords whose value the compiler may not take (a format it does not know, a pattern with a
