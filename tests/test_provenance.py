@@ -6,13 +6,14 @@ cuts), on drafts made of random SQL pieces, and through ``to_dict``."""
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import grammar_guide as gg
-from grammar_guide import Grammar, GuideExhausted, GuideResult, Origin
+from grammar_guide import FunctionDraft, Grammar, GuideExhausted, GuideResult, Origin
 
 SOURCES = {"draft", "forced", "healed", "repair", "target", "completion"}
 
@@ -155,6 +156,26 @@ def test_a_cut_running_past_the_accepted_text_is_accounted_for() -> None:
 @given(st.lists(_PIECES, min_size=1, max_size=12))
 def test_any_draft_of_sql_pieces_is_accounted_for(pieces: list[str]) -> None:
     result = run("sqlite", "".join(pieces))
+    assert_accounted(result)
+    for d in result.dropped:
+        assert d.text and d.reason
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(_PIECES, min_size=1, max_size=12), st.booleans())
+def test_any_streamed_draft_of_sql_pieces_is_accounted_for(pieces: list[str], continues_prefix: bool) -> None:
+    """The same pieces as a stream: after an edit the call is read on, spans and edits of one call
+    interleave."""
+
+    def streaming(prompt: str, prefix: str) -> Iterator[str]:
+        yield from pieces
+
+    try:
+        result = gg.guide(
+            FunctionDraft(streaming, continues_prefix=continues_prefix), "sqlite", "Answer.", target=False
+        )
+    except GuideExhausted as exhausted:
+        result = exhausted.result
     assert_accounted(result)
     for d in result.dropped:
         assert d.text and d.reason
