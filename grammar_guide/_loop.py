@@ -301,8 +301,7 @@ class GuideLoop(TargetSteps):
             if not rnd.ended:
                 if self.stats.corrections < self.limits.max_corrections and not self._past_deadline():
                     rnd.resume = unread  # the draft's text goes on after the edit: read on
-                    self.stats.discarded_chars -= len(unread)  # counted again as the draft's text
-                    self.stats.discarded_tokens -= self.count_tokens(unread)
+                    self._undiscard(unread)
                 return Outcome.REPAIRED
             # The draft's whole answer is known: go on through the rest of it.
             if not unread:
@@ -312,8 +311,13 @@ class GuideLoop(TargetSteps):
                 self.unread_draft = unread  # (counted as discarded with the evidence)
                 return Outcome.REPAIRED
             rnd.start, rnd.kept, evidence = len(checker.text), "", unread
-            self.stats.discarded_chars -= len(unread)  # counted again as evidence
-            self.stats.discarded_tokens -= self.count_tokens(unread)
+            self._undiscard(unread)
+
+    def _undiscard(self, unread: str) -> None:
+        """The draft's text an edit left unread is read after all: no longer counted as discarded
+        (it was, with the evidence, when the edit was decided)."""
+        self.stats.discarded_chars -= len(unread)
+        self.stats.discarded_tokens -= self.count_tokens(unread)
 
     def _apply_edit(self, rnd: Round, edit: repair.Edit) -> str | None:
         """Write the edit and the draft's text it lets through; the evidence still unread, or

@@ -114,10 +114,10 @@ def decide(
     with checker.trial() as trial:
         trial.rollback_chars(at)
         edit = propose_edit(trial, moved, final=final, floor=floor)
-        begin = min(at, edit.start) if edit is not None else at
-        if edit is not None and fresh and _code_for_words(checker, text[:begin], edit.text, text[begin:] + evidence):
-            return Cut(max(len(text[:begin].rstrip()), floor), "prose", begin)
         if edit is not None and fresh:
+            prose = _prose_instead(checker, text, evidence, min(at, edit.start), edit.text, floor)
+            if prose is not None:
+                return prose
             placed = [replace(_before_space(trial, e, floor), at=at) for e in (edit, *edit.ties)]
             return replace(placed[0], ties=tuple(placed[1:]))
         if trial.is_complete and looks_like_aside(text[:at], moved, final):
@@ -125,9 +125,11 @@ def decide(
             # explanation. Cut it, with the white space before it, and stop.
             return Cut(at - len(_trailing_space(trial, floor)), "after complete text", at)
     edits = search_edits(checker, evidence, final=final, floor=floor) if fresh else []
-    if edits and _code_for_words(checker, text[: edits[0].start], edits[0].text, text[edits[0].start :] + evidence):
-        return Cut(max(len(text[: edits[0].start].rstrip()), floor), "prose", min(at, edits[0].start))
     if edits:
+        start = edits[0].start
+        prose = _prose_instead(checker, text, evidence, start, edits[0].text, floor, at=min(at, start))
+        if prose is not None:
+            return prose
         placed = [_before_space(checker, e, floor) for e in edits]
         placed = [replace(e, at=min(at, e.start)) for e in placed]
         return replace(placed[0], ties=tuple(placed[1:]))
@@ -136,6 +138,17 @@ def decide(
     if word and moved[:1].isalnum() and start - len(word) >= floor:
         start -= len(word)
     return NeedTarget(start, at)
+
+
+def _prose_instead(
+    checker: Checker, text: str, evidence: str, start: int, inserted: str, floor: int, *, at: int | None = None
+) -> Cut | None:
+    """A ``prose`` cut of ``text`` (the accepted text; the checker may be in a trial) and
+    ``evidence`` from ``start`` on, where an edit there writing ``inserted`` would make words that
+    are no code into code (``_code_for_words``); ``None`` otherwise."""
+    if not _code_for_words(checker, text[:start], inserted, text[start:] + evidence):
+        return None
+    return Cut(max(len(text[:start].rstrip()), floor), "prose", start if at is None else at)
 
 
 def _code_for_words(checker: Checker, before: str, inserted: str, moved: str) -> bool:
