@@ -10,6 +10,10 @@ writes the rest: up to ``--tokens`` tokens each, in one finishing call. Three wa
 - **concurrent, batch=8**: the same on a target with ``batch=8`` (the default): each call decodes
   with its own KV cache and the steps of all calls run in one forward pass.
 
+``--local-draft`` measures instead a batch job whose draft is the local model itself, sharing the
+target's model and KV caches (``TransformersDraft.from_target``, the CLI's default ``--draft
+local``): ``guide_many`` over the same prompts, the draft writing freely, at concurrency 1 and 4.
+
 Every way must write the same texts (greedy; checked, and reported). The table gives the wall
 time, the forward passes the target ran and the mean rows per pass, and the load average before
 and after (the machine is shared: compare the ratio within one run).
@@ -85,25 +89,45 @@ def measure(name: str, target: gg.TargetModel, texts_of: Any) -> tuple[dict[str,
     return row, texts
 
 
+async def job(target: gg.TargetModel, work: list[tuple[str, str]], concurrency: int) -> list[str]:
+    """``guide_many`` over ``work``'s prompts with the local draft sharing ``target``'s model."""
+    from grammar_guide.providers.transformers import TransformersDraft
+
+    draft = TransformersDraft.from_target(target)
+    rows = [{"id": i, "prompt": p} for i, (p, _) in enumerate(work)]
+    texts: dict[object, str] = {}
+    async for row in gg.guide_many(draft, "json", rows, target, concurrency=concurrency, max_new_tokens=60):
+        texts[row.row.id] = row.result.text if row.result is not None else repr(row.error)
+    return [texts[i] for i in range(len(work))]
+
+
+def ways(args: argparse.Namespace, batched: gg.TargetModel, work: list[tuple[str, str]]) -> list[tuple[str, Any, Any]]:
+    """The ways to time in one turn: (name, target, what it runs)."""
+    if args.local_draft:
+        return [(f"local draft, concurrency {c}", batched, job(batched, work, c)) for c in (1, 4)]
+    serial = gg.TargetModel(batched.lm, batch=1)
+    return [
+        ("one by one", batched, one_by_one(batched, work, args.tokens)),
+        ("concurrent, batch=1", serial, together(serial, work, args.tokens)),
+        (f"concurrent, batch={batched.batch}", batched, together(batched, work, args.tokens)),
+    ]
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--runs", type=int, default=8, help="concurrent guided runs")
     ap.add_argument("--tokens", type=int, default=64, help="the target's token budget in each run")
     ap.add_argument("--repeat", type=int, default=1, help="turns of the three ways (best of)")
+    ap.add_argument("--local-draft", action="store_true", help="a batch job drafted by the local model")
     args = ap.parse_args(argv)
     info = machine()
     work = prompts(args.runs)
     batched = gg.TargetModel.load()  # batch=8
-    serial = gg.TargetModel(batched.lm, batch=1)
     asyncio.run(one(batched, *work[0], 4))  # load the tokenizers and the grammar's matcher
     best: dict[str, dict[str, Any]] = {}
     outputs = []
     for _ in range(args.repeat):
-        for name, target, texts_of in (
-            ("one by one", batched, one_by_one(batched, work, args.tokens)),
-            ("concurrent, batch=1", serial, together(serial, work, args.tokens)),
-            (f"concurrent, batch={batched.batch}", batched, together(batched, work, args.tokens)),
-        ):
+        for name, target, texts_of in ways(args, batched, work):
             row, texts = measure(name, target, texts_of)
             if name not in best or row["seconds"] < best[name]["seconds"]:
                 best[name] = row
@@ -113,16 +137,16 @@ def main(argv: list[str] | None = None) -> int:
     base = rows[0]["seconds"]
     for row in rows:
         row["speedup"] = round(base / row["seconds"], 2) if row["seconds"] else 0.0
-    print(
-        f"{args.runs} guided runs, the target writing up to {args.tokens} tokens each; {machine_line(info)}; "
-        f"best of {args.repeat}"
+    what = (
+        "the local draft writing freely" if args.local_draft else f"the target writing up to {args.tokens} tokens each"
     )
+    print(f"{args.runs} guided runs, {what}; {machine_line(info)}; best of {args.repeat}")
     header = ["way", "seconds", "speedup", "forward passes", "rows/pass", "load before", "load after"]
     keys = ["way", "seconds", "speedup", "forward_passes", "rows_per_pass", "load_before", "load_after"]
     print(markdown_table(header, [[row[k] for k in keys] for row in rows]))
     print(f"same texts every way: {'yes' if same else 'NO'}")
     write_results(
-        NAME,
+        NAME + ("_local_draft" if args.local_draft else ""),
         {"machine": info, "runs": args.runs, "tokens": args.tokens, "repeat": args.repeat, "rows": rows, "same": same},
     )
     return 0 if same else 1

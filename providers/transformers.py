@@ -12,11 +12,26 @@ target can share one loaded model and its KV cache (``TransformersDraft.from_tar
 
 from __future__ import annotations
 
+import collections
+import functools
+import threading
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from grammar_guide import DraftCall, SyncDraft
-from grammar_guide.local import KVCache, LoadedModel, LookupCache, Sampler, TokenLookup, healing_mask, load_model
+from grammar_guide.local import (
+    ForwardBatcher,
+    KVCache,
+    LoadedModel,
+    LookupCache,
+    Sampler,
+    Slot,
+    SlotPool,
+    TokenLookup,
+    healing_mask,
+    load_model,
+)
 
 # Guesses are not cut at a call's last token: the guide usually resumes the draft right there,
 # and the next call then reads the guess's logits (measured on json_keys, n=10: 41 -> 35 forward
@@ -27,6 +42,22 @@ if TYPE_CHECKING:
     from grammar_guide.local import TargetModel
 
 __all__ = ["TransformersDraft"]
+
+#: Prompts whose answer ids a draft remembers (the rows of a batch job in flight, and some).
+_KNOWN_ANSWERS = 256
+
+
+@dataclass(eq=False)
+class _Decoder:
+    """A draft's guesses and sampler on one KV cache."""
+
+    cache: LookupCache
+    sampler: Sampler
+
+
+def _new_slot(like: KVCache, index: int) -> Slot:
+    """Another cache over ``like``'s model and forward passes, for the ``index``-th concurrent call."""
+    return Slot(KVCache(like.lm, like.forward), None, Sampler())
 
 
 class TransformersDraft(SyncDraft):
@@ -54,23 +85,39 @@ class TransformersDraft(SyncDraft):
         seed: int | None = None,
         lookup: int = 5,
         kv_cache: KVCache | None = None,
+        batch: int = 8,
+        slots: SlotPool | None = None,
     ) -> None:
         if lookup < 0:
             raise ValueError("lookup must be >= 0")
+        if batch < 1:
+            raise ValueError("batch must be >= 1")
         if kv_cache is not None and kv_cache.lm is not lm:
             raise ValueError("kv_cache belongs to another model")
         self.lm = lm
         self.name = f"transformers:{lm.name}"
-        self._sampler = Sampler(temperature, top_p, seed)
-        #: Guesses of the next tokens, checked in one forward pass (``None`` with ``lookup=0``).
-        self.lookup = TokenLookup(lookup) if lookup else None
-        # One for all calls: a guess made at the end of a call still serves the next one when
-        # nothing touched the cache in between (no repair, or a repair that kept to the guess).
-        # ``kv_cache`` may be shared with a target over the same model (``from_target``).
-        self._cache = LookupCache(kv_cache if kv_cache is not None else KVCache(lm), self.lookup)
-        # The prompt's ids and the answer's ids as this draft last knew them (the model's own
-        # tokens, plus the accepted text's); the KV cache holds a prefix of prompt + answer.
-        self._prompt_ids: list[int] = []
+        self._temperature, self._top_p, self._seed, self._lookup_size = temperature, top_p, seed, lookup
+        if slots is None:
+            if kv_cache is None:
+                kv_cache = KVCache(lm, ForwardBatcher(lm, batch).run)
+                slots = SlotPool(Slot(kv_cache, None, Sampler()), batch, functools.partial(_new_slot, kv_cache))
+            else:  # one cache shared with its owner: one call at a time
+                slots = SlotPool(Slot(kv_cache, None, Sampler()), 1, functools.partial(_new_slot, kv_cache))
+        # Concurrent calls (rows of a batch job) each decode with a KV cache of their own, taken
+        # step by step from ``slots`` (the one holding most of the call's text), so that they do
+        # not crop one another's caches, and their steps share forward passes (the batcher).
+        self._slots = slots
+        self._kv = kv_cache if kv_cache is not None else slots.first.kv
+        # Per cache: the guesses (one for all calls on it: a guess made at the end of a call
+        # still serves the next one when nothing touched the cache in between) and a sampler.
+        self._decoders: dict[Slot, _Decoder] = {}
+        self._decoders_lock = threading.Lock()
+        #: Guesses of the next tokens on the first cache, checked in one forward pass (``None``
+        #: with ``lookup=0``).
+        self.lookup = self._decoder(slots.first).cache.lookup
+        # The answer's ids per prompt as this draft last knew them (the model's own tokens, plus
+        # the accepted text's); a cache holds a prefix of prompt + answer.
+        self._answers: collections.OrderedDict[str, list[int]] = collections.OrderedDict()
         self._answer_ids: list[int] = []
 
     @classmethod
@@ -106,16 +153,25 @@ class TransformersDraft(SyncDraft):
         Draft and target then read the same text with the same model, so each reuses what the
         other computed: a repair does not prefill the whole text again, and neither does the
         draft when it resumes after one (the cache keeps the longest common prefix)."""
-        return cls(target.lm, temperature=temperature, top_p=top_p, seed=seed, lookup=lookup, kv_cache=target.kv_cache)
+        return cls(
+            target.lm,
+            temperature=temperature,
+            top_p=top_p,
+            seed=seed,
+            lookup=lookup,
+            kv_cache=target.kv_cache,
+            slots=target.slots,
+        )
 
     @property
     def kv_cache(self) -> KVCache:
-        """The KV cache this draft decodes with (the target's, for a draft made ``from_target``)."""
-        return self._cache.kv
+        """The KV cache this draft decodes with one call at a time (the target's, for a draft made
+        ``from_target``); concurrent calls take more."""
+        return self._kv
 
     @property
     def answer_ids(self) -> tuple[int, ...]:
-        """The answer's token ids as this draft last knew them: the accepted text's, then its own."""
+        """The last call's answer token ids as this draft knew them: the accepted text's, then its own."""
         return tuple(self._answer_ids)
 
     def __repr__(self) -> str:
@@ -123,17 +179,29 @@ class TransformersDraft(SyncDraft):
 
     # -- streaming ------------------------------------------------------------------------------
 
-    def _context(self, prompt: str, accepted: bytes) -> tuple[list[int], bytes]:
-        """The token ids to run (prompt + answer so far) and the healed bytes still to re-write."""
+    def _decoder(self, slot: Slot) -> _Decoder:
+        """This draft's guesses and sampler on ``slot``'s cache (made on first use)."""
+        with self._decoders_lock:
+            decoder = self._decoders.get(slot)
+            if decoder is None:
+                index = len(self._decoders)
+                seed = None if self._seed is None else self._seed + index
+                lookup = TokenLookup(self._lookup_size) if self._lookup_size else None
+                decoder = _Decoder(LookupCache(slot.kv, lookup), Sampler(self._temperature, self._top_p, seed))
+                self._decoders[slot] = decoder
+            return decoder
+
+    def _context(self, prompt: str, accepted: bytes) -> tuple[list[int], list[int], bytes]:
+        """The prompt's ids, the answer's ids so far (a new list, this call's) and the healed
+        bytes still to re-write."""
         lm = self.lm
         prompt_ids = lm.prompt_ids(prompt)
-        if prompt_ids != self._prompt_ids:
-            self._prompt_ids, self._answer_ids = prompt_ids, []
+        known = self._answers.pop(prompt, [])
         # The last token boundary inside the accepted text.
         table = lm.token_bytes
         kept = 0
         offset = 0
-        for token in self._answer_ids:
+        for token in known:
             piece = table[token]
             if not piece or not accepted.startswith(piece, offset):
                 break
@@ -142,11 +210,29 @@ class TransformersDraft(SyncDraft):
         if offset < len(accepted) and kept:
             # Step back one token so the new bytes can merge with it as canonical tokens would.
             kept -= 1
-            offset -= len(table[self._answer_ids[kept]])
+            offset -= len(table[known[kept]])
         rest = accepted[offset:]
         new_ids, healed = lm.partial_ids(rest)
-        self._answer_ids = self._answer_ids[:kept] + list(new_ids)
-        return prompt_ids + self._answer_ids, healed
+        answer = known[:kept] + list(new_ids)
+        self._answers[prompt] = answer
+        while len(self._answers) > _KNOWN_ANSWERS:
+            self._answers.popitem(last=False)
+        return prompt_ids, answer, healed
+
+    def _step(self, prompt: str, ids: list[int], pending: bytes, call: DraftCall | None) -> int:
+        """The next token after ``ids``, on the cache ``prompt``'s calls decode with (filling
+        ``call``'s prefill counts, for a call's first step)."""
+        lm = self.lm
+        with self._slots.hold(ids, owner=prompt) as slot:
+            decoder = self._decoder(slot)
+            if call is not None:
+                saved = min(slot.kv.common_prefix(ids), len(ids) - 1)
+                call.tokens_in = len(ids) - saved
+                call.prefill_tokens_saved = saved
+            logits = decoder.cache.advance(ids, 0 if pending else GUESS_PAST_END)
+            if pending:
+                logits = logits.masked_fill(~healing_mask(lm, pending), float("-inf"))
+            return decoder.sampler.choose(logits)
 
     def stream_sync(self, call: DraftCall) -> Iterator[str]:
         """Generate up to ``call.request.max_new_tokens`` tokens after the accepted text.
@@ -161,33 +247,27 @@ class TransformersDraft(SyncDraft):
         table = lm.token_bytes
         eos = lm.eos_token_ids
         stops = tuple(s for s in request.stop if s)
-        with self.kv_cache.lock, lm.lock:
-            ids, pending = self._context(request.prompt, request.accepted_text.encode("utf-8"))
-            saved = min(self.kv_cache.common_prefix(ids), len(ids) - 1)
-            call.tokens_in = len(ids) - saved
-            call.prefill_tokens_saved = saved
-            call.tokens_out = 0
+        with lm.lock:  # the tokenizers
+            prompt_ids, answer, pending = self._context(request.prompt, request.accepted_text.encode("utf-8"))
+        self._answer_ids = answer
+        ids = prompt_ids + answer
+        call.tokens_out = 0
         raw = bytearray()  # bytes generated after the accepted text
         decoded = 0  # how many of ``raw`` are decoded into ``text``
         text = ""
         sent = 0  # characters of ``text`` yielded
         finish = "length"
         at_stop_string = False
-        cache = self._cache
+        first: DraftCall | None = call
         try:
             for _ in range(request.max_new_tokens, 0, -1):
-                # The cache's lock, not the model's: the model's is taken around the forward pass
-                # (a target's batcher may run it, with other users' steps).
-                with self.kv_cache.lock:
-                    logits = cache.advance(ids, 0 if pending else GUESS_PAST_END)
-                    if pending:
-                        logits = logits.masked_fill(~healing_mask(lm, pending), float("-inf"))
-                    token = self._sampler.choose(logits)
+                token = self._step(request.prompt, ids, pending, first)
+                first = None
                 if token in eos or not table[token]:
                     finish = "stop"
                     break
                 ids.append(token)
-                self._answer_ids.append(token)
+                answer.append(token)
                 call.tokens_out += 1
                 piece = table[token]
                 if pending:

@@ -203,3 +203,37 @@ def test_a_local_spec_shares_the_targets_model_and_cache():
     assert alone.lm is target.lm and alone.kv_cache is not target.kv_cache  # one model, its own cache
     with pytest.raises(ValueError, match="unknown draft"):
         draft_from_spec("gopher:thing")
+
+
+@pytest.mark.model
+def test_concurrent_calls_each_keep_a_cache_of_their_own():
+    # The rows of a batch job draft at once over the target's model. Each prompt decodes on a
+    # cache of its own, so no call crops another's between two steps (one cache for all fed the
+    # whole context again at nearly every step: 14 times the tokens, and 3 times slower at 4
+    # rows than one by one, on 8 JSON rows). Each writes what it writes alone.
+    import concurrent.futures
+
+    lm = smollm2()
+    prompts = [f"Write one SQL query over users(id, name, age): {q}" for q in ("the oldest user", "all names")]
+
+    def fed_by(draft: TransformersDraft, target: TargetModel, together: bool) -> tuple[list[str], int]:
+        def write(prompt: str) -> str:
+            text = ""
+            for _ in range(2):  # as the guide resumes a draft
+                text += "".join(draft.stream_sync(DraftCall(DraftRequest(prompt, text, 6, ()))))
+            return text
+
+        if together:
+            with concurrent.futures.ThreadPoolExecutor(len(prompts)) as pool:
+                texts = list(pool.map(write, prompts))
+        else:
+            texts = [write(p) for p in prompts]
+        return texts, sum(slot.kv.prefilled_tokens for slot in target.slots)
+
+    runs = []
+    for together in (False, True):
+        target = TargetModel(lm)
+        runs.append(fed_by(TransformersDraft.from_target(target, lookup=0), target, together))
+    (alone, fed_alone), (together, fed_together) = runs
+    assert together == alone and all(alone)
+    assert fed_together == fed_alone

@@ -44,6 +44,7 @@ from .loading import (
 )
 from .lookup import LookupCache, TokenLookup
 from .sampling import Sampler
+from .slots import Slot, SlotPool
 from .target import TargetModel
 
 __all__ = [
@@ -54,6 +55,8 @@ __all__ = [
     "LoadedModel",
     "LookupCache",
     "Sampler",
+    "Slot",
+    "SlotPool",
     "TargetModel",
     "TokenHealing",
     "TokenLookup",
