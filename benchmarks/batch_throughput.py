@@ -18,7 +18,11 @@ against a hosted model is.
 The answers (``ANSWERS``) are written for this benchmark after the slips chat models make (an
 ``ILIKE`` or ``LIMT`` for SQLite, a trailing comma, unquoted keys, prose and fences around the
 answer); they are not recorded model output. ``--answers FILE`` replays others instead: JSONL with
-``grammar`` (a builtin name), ``prompt`` and ``answer``.
+``grammar`` (a builtin name), ``prompt`` and ``answer``. ``--nl2sql360 CLONE`` and ``--json-repair
+CLONE`` replay real ones: ``--real N`` answers models gave to Spider dev questions that SQLite
+accepts as they are and ``N`` it rejects (HKUSTDial/NL2SQL360 @ 689bdfa1da6a, the dev rejects
+``real_sql_repair`` tunes on), and ``N`` inputs of json_repair's own tests (mangiucugna/json_repair
+@ 600ede6, dev split) that parse as JSON and ``N`` that do not.
 
 Run: ``python -m benchmarks.batch_throughput [--rows N] [--ttft S] [--rate TOK_PER_S] [--quick]``.
 """
@@ -210,6 +214,38 @@ def load_answers(path: Path) -> list[Answer]:
     return [Answer(r["grammar"], r["prompt"], r["answer"]) for r in rows]
 
 
+def real_answers(nl2sql360: Path | None, json_repair: Path | None, n: int) -> list[Answer]:
+    """``n`` valid and ``n`` invalid real answers from each clone given (see the module's text)."""
+    out: list[Answer] = []
+    if nl2sql360 is not None:
+        from benchmarks.real_sql_repair import interleave, sqlite_rejects
+        from benchmarks.sql_sources import load_nl2sql360
+
+        answers = load_nl2sql360(nl2sql360, "spider_dev")
+        rejected = interleave(sqlite_rejects(answers), n)
+        grammar = gg.Grammar.builtin("sqlite")
+        distinct = {a.text: a for a in interleave(answers, 100 * n) if a.text.strip()}  # ~35% are valid
+        accepted = [a for a in distinct.values() if grammar.is_complete(a.text)][:: max(1, len(distinct) // (3 * n))][
+            :n
+        ]
+        prompt = "Spider dev, {db}: the model's SQLite answer to question {key} ({model})"
+        out += [
+            Answer("sqlite", prompt.format(db=a.db_id, key=a.key, model=a.model), a.text) for a in accepted + rejected
+        ]
+    if json_repair is not None:
+        from benchmarks.json_repair_suite import read_cases
+
+        cases = [c for c in read_cases(json_repair) if c.split == "dev" and c.broken.strip()]
+        grammar = gg.Grammar.builtin("json")
+        valid = [c for c in cases if grammar.is_complete(c.broken)][:n]
+        broken = [c for c in cases if not grammar.is_complete(c.broken)][:n]
+        out += [
+            Answer("json", f"json_repair's test input {i} ({c.category})", c.broken)
+            for i, c in enumerate(valid + broken)
+        ]
+    return out
+
+
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rows", type=int, default=48, help="rows of the throughput job (48)")
@@ -223,11 +259,21 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         default="all",
         help="the throughput job's answers: all, only those already valid, only those needing repair",
     )
+    parser.add_argument("--nl2sql360", type=Path, help="a clone of HKUSTDial/NL2SQL360: real SQL answers")
+    parser.add_argument("--json-repair", type=Path, help="a clone of mangiucugna/json_repair: its test inputs")
+    parser.add_argument("--real", type=int, default=8, help="valid and invalid answers of each real source (8)")
     parser.add_argument("--quick", action="store_true", help="16 rows, a tenth of the latency")
     args = parser.parse_args(argv)
     if args.quick:
         args.rows, args.ttft, args.rate = 16, args.ttft / 10, args.rate * 10
-    answers = load_answers(args.answers) if args.answers else ANSWERS
+    real = args.nl2sql360 is not None or args.json_repair is not None
+    answers = (
+        real_answers(args.nl2sql360, args.json_repair, args.real)
+        if real
+        else load_answers(args.answers)
+        if args.answers
+        else ANSWERS
+    )
     if args.subset != "all":
         want = args.subset == "valid"
         answers = [a for a in answers if gg.Grammar.builtin(a.grammar).is_complete(a.answer) == want]
@@ -250,10 +296,12 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
           s.get("token_ratio_mean", "-"), s.get("token_ratio_max", "-"), s.get("errors", "-")]
          for name, s in summary.items()],
     ))  # fmt: skip
-    payload = {"machine": info, "settings": vars(args) | {"answers": str(args.answers)}, "throughput": runs,
+    settings = vars(args) | {k: str(getattr(args, k)) for k in ("answers", "nl2sql360", "json_repair")}
+    payload = {"machine": info, "settings": settings, "throughput": runs,
                "overhead": summary, "answers": cost}  # fmt: skip
     if not args.quick:
-        write_results(NAME if args.subset == "all" else f"{NAME}_{args.subset}", payload)
+        name = NAME + ("_real" if real else "") + ("" if args.subset == "all" else f"_{args.subset}")
+        write_results(name, payload)
     return payload
 
 

@@ -236,12 +236,16 @@ class GuideLoop(TargetSteps):
             return Outcome.CONTINUE, None
         if self.checker.is_complete and rnd.call.finish_reason != "length":
             return (Outcome.CONTINUE if self._may_go_on(rnd) else Outcome.DONE), None
-        if rnd.kept.strip():
+        # A provider that says its model stopped ("stop": the end of its answer) is believed,
+        # even where the text is unfinished: asking again would bill the prompt and the text
+        # once more for an answer that has ended (what it lacks is closed or taken back at the
+        # finish). A function's answer that added text may go on when asked again; one that
+        # adds nothing has nothing to add.
+        stopped = rnd.call.finish_reason == "stop" and rnd.ended
+        if rnd.kept.strip() and not stopped:
             return Outcome.CONTINUE, None
-        # A draft that says it stopped (a function's whole answer, a provider's "stop") is
-        # believed: it has nothing to add.
-        said_done = rnd.call.whole_answer or rnd.call.finish_reason == "stop"
-        return (Outcome.DRAFT_DONE if said_done and rnd.ended else Outcome.STALLED), None
+        said_done = (stopped or rnd.call.whole_answer) and rnd.ended
+        return (Outcome.DRAFT_DONE if said_done else Outcome.STALLED), None
 
     def _take_back_repeat(self, rnd: Round) -> None:
         if rnd.kept:
