@@ -689,30 +689,28 @@ def test_a_function_that_says_it_stopped_is_believed(small_sql):
     assert len(calls) == 1
 
 
+def _unfinished(finish_reason, calls):
+    """A streamed draft that answers ``{"key": ""`` and says why it ended; nothing more after."""
+
+    async def stream(prompt, prefix, max_new_tokens, call):
+        calls.append(prefix)
+        call.finish_reason = finish_reason
+        for piece in ('{"key": ', '""')[: 0 if prefix else 2]:
+            yield piece
+
+    return FunctionDraft(stream, continues_prefix=True)
+
+
 def test_an_unfinished_answer_that_says_it_stopped_is_closed_without_asking_again(json_grammar):
     """A provider's "stop" on an unfinished answer (``{"key": ""``: the model ended there) is the
     end of its answer: the text is closed at once. Asking again billed the prompt and the text a
     second time (2x the tokens on such answers) for nothing."""
     calls = []
-
-    async def stopping(prompt, prefix, max_new_tokens, call):
-        calls.append(prefix)
-        call.finish_reason = "stop"
-        for piece in ('{"key": ', '""')[: 0 if prefix else 2]:
-            yield piece
-
-    result = run(FunctionDraft(stopping, continues_prefix=True), json_grammar)
+    result = run(_unfinished("stop", calls), json_grammar)
     assert result.text == '{"key": ""}' and result.complete
     assert calls == [""]
     lengthy = []
-
-    async def cut_at_length(prompt, prefix, max_new_tokens, call):
-        lengthy.append(prefix)
-        call.finish_reason = "length"
-        for piece in ('{"key": ', '""')[: 0 if prefix else 2]:
-            yield piece
-
-    run(FunctionDraft(cut_at_length, continues_prefix=True), json_grammar)
+    run(_unfinished("length", lengthy), json_grammar)
     assert len(lengthy) > 1  # cut at a length: asked to go on
 
 
