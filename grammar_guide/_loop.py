@@ -140,7 +140,7 @@ class GuideLoop(TargetSteps):
                 self._cut_at_budget(spent)
                 await self._finish(spent)
                 return
-            self._append_forced("forced")
+            self._append_forced("forced", finish_word=False)
             if self._done():
                 return
             outcome, broken = await self._round()
@@ -219,10 +219,13 @@ class GuideLoop(TargetSteps):
             self.count_discarded(rnd.beyond_budget)
         if rnd.retry:
             return Outcome.CONTINUE, None
-        if rnd.repeated and rnd.call.whole_answer and rnd.evidence is None:
+        if rnd.repeated and rnd.call.whole_answer:
             # The same whole answer again: all of it was read before, so what the alignment let
-            # through now (the ``1`` of ``[1`` once more, a hundred times) is not the draft's.
+            # through now (the ``1`` of ``[1`` once more, a hundred times), or rejects (a comment
+            # an edit at its end dropped), is not the draft's.
             self._take_back_repeat(rnd)
+            if rnd.evidence:
+                self.count_discarded(rnd.evidence)
             return Outcome.DRAFT_DONE, None
         if rnd.evidence is not None:
             return await self._repair(rnd, rnd.evidence), None
@@ -384,7 +387,9 @@ class GuideLoop(TargetSteps):
     # -- bookkeeping -------------------------------------------------------------------------
 
     def emit(self, event: Event) -> None:
-        if isinstance(event, Correction):
+        if isinstance(event, Correction) and (event.text or event.source != "repair"):
+            # (An edit that only dropped the draft's text wrote nothing to keep: the draft's text
+            # before it may still be edited, a trailing comma before a dropped comment.)
             self.floor = event.offset + len(event.text)
         self.events.append(event)
         if self.on_event is not None:

@@ -157,6 +157,17 @@ TRUNCATED = [
     ('{"a": "x, wait...', {"a": "x, wait..."}),
     # A single-quoted string cut short: its quote swapped, closed at the finish (GuideExhausted before).
     ("{'a': 'x', 'b': ['y', 'z", {"a": "x", "b": ["y", "z"]}),
+    # A literal cut short is the word the draft wrote, not the literal finished ('fals' gave false:
+    # the 'e' was forced before the draft was asked to go on); any case.
+    ('{"a": fals', {"a": "fals"}),
+    ("[1, nul", [1, "nul"]),
+    ('{"a": 1, "b": tr', {"a": 1, "b": "tr"}),
+    ('{"a": Tru', {"a": "Tru"}),  # ({} before: the key dropped with the word)
+    # A comment after a trailing separator at the cut: both dropped (GuideExhausted before).
+    ('{"a": 1, // more', {"a": 1}),
+    ('{"a": 1, // more\n', {"a": 1}),
+    ("[1, 2, # x", [1, 2]),
+    ("[1, 2, 3, // more", [1, 2, 3]),
 ]
 
 
