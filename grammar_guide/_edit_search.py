@@ -190,9 +190,11 @@ class _Best:
         # must make all of it part of a complete text, or read words of it, not only punctuation,
         # or the aside is cut instead.
         # (A rewrite that only drops text, a comment, is formatting: no aside is made part of the text.)
-        dropped_only = c.rule == "rewrite" and not c.insert
+        # (Nor is a rewrite certain on its own, min_read 0: the next of several values, its key's
+        # quotes the next slip.)
+        certain = c.rule == "rewrite" and (not c.insert or c.min_read == 0)
         aside = not (complete and accepted == len(c.kept)) and not re.search(r"\w", c.kept[:accepted])
-        if self.was_complete and aside and not dropped_only:
+        if self.was_complete and aside and not certain:
             return
         if not c.insert and accepted == 0 and not ends:
             return

@@ -226,6 +226,7 @@ class GuideLoop(TargetSteps):
             self._take_back_repeat(rnd)
             if rnd.evidence:
                 self.count_discarded(rnd.evidence)
+                self.checker.rollback_chars(len(self.checker.text))  # (its violation cleared)
             return Outcome.DRAFT_DONE, None
         if rnd.evidence is not None:
             return await self._repair(rnd, rnd.evidence), None

@@ -124,6 +124,18 @@ SLIPS = [
     # An object left open before the next object of its array (the first object was dropped).
     ('[{"a": 1, "b": 2, {"a": 3}]', [{"a": 1, "b": 2}, {"a": 3}]),
     ("[1, 2, \u2026, 9]", [1, 2, 9]),  # the one-character ellipsis, as "..." (it was kept as a string)
+    # An array's string followed by a word that ends with a quote: two strings (json_repair's
+    # reading; the quote was escaped into one string); not after a quote already read inside it.
+    ('["a", "b" c"]', ["a", "b", "c"]),
+    ('["x" y", "z"]', ["x", "y", "z"]),
+    ('{"a": ["He said "hi" there"]}', {"a": ['He said "hi" there']}),
+    ('["a", "b" c" d"]', ["a", 'b" c" d']),
+    ('{"a": "b" c"}', {"a": 'b" c'}),  # in an object the quote is the string's (both libraries)
+    # Objects with single-quoted keys one after another: an array of them (only the first was kept).
+    ("{'a': 1}, {'b': 2}", [{"a": 1}, {"b": 2}]),
+    ("{'a': 1}\n{'b': 'x'}", [{"a": 1}, {"b": "x"}]),
+    ("{'a': 1} {'b': 2} {'c': 3}", [{"a": 1}, {"b": 2}, {"c": 3}]),
+    ("[{'a': 1} {'b': 2}]", [{"a": 1}, {"b": 2}]),
 ]
 
 # A finished answer cut short: closed with the least text, what cannot be closed dropped.
