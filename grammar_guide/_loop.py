@@ -44,7 +44,10 @@ async def off_loop(fn: Callable[_P, _R], *args: _P.args, **kwargs: _P.kwargs) ->
     """``fn(*args, **kwargs)`` in a worker thread, so that the other generations on this event
     loop (a batch's rows) go on reading their drafts while this one searches for a repair. A
     cancellation waits for ``fn`` to end before it goes on: ``fn`` works on this loop's checker,
-    which the partial result is then read from."""
+    which the partial result is then read from. With no other task on the loop (``guide``'s one
+    generation) ``fn`` runs here: a thread would let nothing else run, and costs its start."""
+    if len(asyncio.all_tasks()) <= 1:
+        return fn(*args, **kwargs)
     future = asyncio.get_running_loop().run_in_executor(None, functools.partial(fn, *args, **kwargs))
     try:
         return await asyncio.shield(future)
