@@ -136,6 +136,14 @@ SLIPS = [
     ("{'a': 1}\n{'b': 'x'}", [{"a": 1}, {"b": "x"}]),
     ("{'a': 1} {'b': 2} {'c': 3}", [{"a": 1}, {"b": 2}, {"c": 3}]),
     ("[{'a': 1} {'b': 2}]", [{"a": 1}, {"b": 2}]),
+    # A member's number with comma separators: quoted whole, as json_repair reads it (the digits
+    # after the comma were dropped as a key); an array's commas still separate its numbers.
+    ('{"price": 1,299}', {"price": "1,299"}),
+    ('{"a": 1,234, "b": 2}', {"a": "1,234", "b": 2}),
+    ("[1,234]", [1, 234]),
+    # A quote inside a string before a comma and a word that begins like a literal ('then'):
+    # escaped, the rest of the string kept (it was dropped).
+    ('{"text": "He said, "yes, sure", then left"}', {"text": 'He said, "yes, sure", then left'}),
 ]
 
 # A finished answer cut short: closed with the least text, what cannot be closed dropped.
