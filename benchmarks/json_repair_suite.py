@@ -27,7 +27,8 @@ a hash of the broken text into a development half (``dev``: its failures were re
 rewrites were tuned) and a held-out half (``held-out``: only counted), reported separately.
 
 Run: ``python -m benchmarks.json_repair_suite CLONE [--jsonrepair DIR] [--target N] [--repeat N]
-[--limit N] [--show dev|held-out]``.
+[--limit N] [--show dev|held-out] [--split dev|held-out]`` (``--split dev`` while tuning: the
+held-out cases are then neither run nor printed).
 """
 
 from __future__ import annotations
@@ -53,6 +54,7 @@ from benchmarks._common import machine, machine_line, markdown_table, write_resu
 
 NAME = "json_repair_suite"
 PROMPT = "Answer with one JSON value."
+SPLITS = ("dev", "held-out")
 NO_JSON = object()  # json_repair's expected "" (no JSON found)
 _WORD = re.compile(r"\w+")
 
@@ -264,9 +266,12 @@ def main(argv: list[str] | None = None) -> int:
         "--repeat", type=int, default=3, help="each case's time: the best of this many runs (not the target's)"
     )
     parser.add_argument("--limit", type=int, default=None)
-    parser.add_argument("--show", choices=["dev", "held-out"], help="print that split's disagreements (ours)")
+    parser.add_argument("--show", choices=SPLITS, help="print that split's disagreements (ours)")
+    parser.add_argument(
+        "--split", choices=SPLITS, help="run that split's cases only (the other is neither run nor printed)"
+    )
     args = parser.parse_args(argv)
-    cases = read_cases(args.clone)[: args.limit]
+    cases = [c for c in read_cases(args.clone) if args.split in (None, c.split)][: args.limit]
     outcomes = {
         "ours": [run_case(c, ours(False), args.repeat) for c in cases],
         "json_repair": [run_case(c, json_repair_method(), args.repeat) for c in cases],
@@ -275,7 +280,7 @@ def main(argv: list[str] | None = None) -> int:
         outcomes["jsonrepair"] = jsonrepair_outcomes(cases, args.jsonrepair, args.repeat)
     agreed = peers_agree(cases, outcomes)
     payload: dict[str, Any] = {"machine": machine(), "splits": {}, "target_sample": {}}
-    for split in ("dev", "held-out"):
+    for split in [s for s in SPLITS if args.split in (None, s)]:
         chosen = [i for i, c in enumerate(cases) if c.split == split]
         categories = sorted({cases[i].category for i in chosen})
         rows, table = [], {}
@@ -306,7 +311,7 @@ def target_sample(cases: list[Case], outcomes: dict[str, list[Outcome]], agreed:
     each split, beside every method on the same cases."""
     with_target = ours(None)
     table: dict[str, Any] = {}
-    for split in ("dev", "held-out"):
+    for split in sorted({c.split for c in cases}, key=SPLITS.index):
         picked = [i for i, c in enumerate(cases) if c.split == split][:n]
         sample = {name: [outs[i] for i in picked] for name, outs in outcomes.items()}
         sample["ours+target"] = [run_case(cases[i], with_target) for i in picked]

@@ -178,21 +178,23 @@ class _Best:
             return
         accepted, complete = tried
         read = whole_words(c.kept, accepted)  # what counts as read; the edit keeps all it accepted
-        # A rewrite that drops the rest of a finished answer (a comment after it) and leaves it
-        # complete reads nothing, and needs not.
-        ends = c.rule == "rewrite" and v.final and not c.kept and complete
+        # A rewrite that ends a finished answer (a comment after it dropped, ``Tru`` quoted) and
+        # leaves it complete, or closed by marks alone, reads nothing, and needs not.
+        ends = c.rule == "rewrite" and v.final and not c.kept and (complete or _closes(v, c.start, c.insert))
         # (A rewrite may open a bracket that a later one or the close ends: ``(1, (2, 3))``.)
         if not (c.insert or read or ends) or (c.rule != "rewrite" and _opens_unclosed(c.insert, c.kept[:accepted])):
             return
-        if not conclusive(c.kept, read, v.final, complete, c.min_read):
+        if not (ends or conclusive(c.kept, read, v.final, complete, c.min_read)):
             return
         # After a complete text, drafted text is often an aside (a closing fence, prose): an edit
         # must make all of it part of a complete text, or read words of it, not only punctuation,
         # or the aside is cut instead.
         # (A rewrite that only drops text, a comment, is formatting: no aside is made part of the text.)
-        dropped_only = c.rule == "rewrite" and not c.insert
+        # (Nor is a rewrite certain on its own, min_read 0: the next of several values, its key's
+        # quotes the next slip.)
+        certain = c.rule == "rewrite" and (not c.insert or c.min_read == 0)
         aside = not (complete and accepted == len(c.kept)) and not re.search(r"\w", c.kept[:accepted])
-        if self.was_complete and aside and not dropped_only:
+        if self.was_complete and aside and not certain:
             return
         if not c.insert and accepted == 0 and not ends:
             return
@@ -536,6 +538,20 @@ def try_edit(checker: Checker, start: int, insert: str, rest: str) -> tuple[int,
         if insert and trial.feed(insert) != len(insert):
             return None
         return trial.feed(rest), trial.is_complete
+
+
+def _closes(v: Violation, start: int, insert: str) -> bool:
+    """Whether, once ``insert`` is written at ``start``, closing brackets alone end the text (no
+    quote: a string the rewrite opened is no value the draft wrote), or, after a rewrite that only
+    dropped text, a rewrite at the end does (``[1, 2, // more``: the comment, then the separator)."""
+    with v.checker.trial() as trial:
+        trial.rollback_chars(start)
+        if trial.feed(insert) != len(insert):
+            return False
+        close = shortest_close(trial)
+        if close is not None:
+            return not any(q in close for q in QUOTES)
+        return not insert and rewrite_at_end(trial, v.floor) is not None
 
 
 def conclusive(kept: str, accepted: int, final: bool, complete: bool, min_read: int = 2) -> bool:

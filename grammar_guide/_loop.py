@@ -44,7 +44,10 @@ async def off_loop(fn: Callable[_P, _R], *args: _P.args, **kwargs: _P.kwargs) ->
     """``fn(*args, **kwargs)`` in a worker thread, so that the other generations on this event
     loop (a batch's rows) go on reading their drafts while this one searches for a repair. A
     cancellation waits for ``fn`` to end before it goes on: ``fn`` works on this loop's checker,
-    which the partial result is then read from."""
+    which the partial result is then read from. With no other task on the loop (``guide``'s one
+    generation) ``fn`` runs here: a thread would let nothing else run, and costs its start."""
+    if len(asyncio.all_tasks()) <= 1:
+        return fn(*args, **kwargs)
     future = asyncio.get_running_loop().run_in_executor(None, functools.partial(fn, *args, **kwargs))
     try:
         return await asyncio.shield(future)
@@ -140,7 +143,7 @@ class GuideLoop(TargetSteps):
                 self._cut_at_budget(spent)
                 await self._finish(spent)
                 return
-            self._append_forced("forced")
+            self._append_forced("forced", finish_word=False)
             if self._done():
                 return
             outcome, broken = await self._round()
@@ -219,10 +222,14 @@ class GuideLoop(TargetSteps):
             self.count_discarded(rnd.beyond_budget)
         if rnd.retry:
             return Outcome.CONTINUE, None
-        if rnd.repeated and rnd.call.whole_answer and rnd.evidence is None:
+        if rnd.repeated and rnd.call.whole_answer:
             # The same whole answer again: all of it was read before, so what the alignment let
-            # through now (the ``1`` of ``[1`` once more, a hundred times) is not the draft's.
+            # through now (the ``1`` of ``[1`` once more, a hundred times), or rejects (a comment
+            # an edit at its end dropped), is not the draft's.
             self._take_back_repeat(rnd)
+            if rnd.evidence:
+                self.count_discarded(rnd.evidence)
+                self.checker.rollback_chars(len(self.checker.text))  # (its violation cleared)
             return Outcome.DRAFT_DONE, None
         if rnd.evidence is not None:
             return await self._repair(rnd, rnd.evidence), None
@@ -388,7 +395,9 @@ class GuideLoop(TargetSteps):
     # -- bookkeeping -------------------------------------------------------------------------
 
     def emit(self, event: Event) -> None:
-        if isinstance(event, Correction):
+        if isinstance(event, Correction) and (event.text or event.source != "repair"):
+            # (An edit that only dropped the draft's text wrote nothing to keep: the draft's text
+            # before it may still be edited, a trailing comma before a dropped comment.)
             self.floor = event.offset + len(event.text)
         self.events.append(event)
         if self.on_event is not None:

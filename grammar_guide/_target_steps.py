@@ -61,9 +61,14 @@ class TargetSteps:
     def result(self, complete: bool = True) -> GuideResult:
         raise NotImplementedError
 
-    def _append_forced(self, reason: CorrectionReason, detail: str = "") -> bool:
+    def _append_forced(self, reason: CorrectionReason, detail: str = "", *, finish_word: bool = True) -> bool:
+        """Write the text the grammar forces; without ``finish_word``, not where it would finish
+        the draft's last word (``fals`` + ``e``): the draft may end that word itself, and a draft
+        that stops there has written no literal (the finish reads it, ``"fals"``)."""
         forced = self.checker.forced_text()
         if not forced:
+            return False
+        if not finish_word and is_word_char(self.checker.text[-1:]) and is_word_char(forced[:1]):
             return False
         offset = len(self.checker.text)
         forced = forced[: self.checker.feed(forced)]

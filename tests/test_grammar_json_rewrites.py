@@ -124,6 +124,26 @@ SLIPS = [
     # An object left open before the next object of its array (the first object was dropped).
     ('[{"a": 1, "b": 2, {"a": 3}]', [{"a": 1, "b": 2}, {"a": 3}]),
     ("[1, 2, \u2026, 9]", [1, 2, 9]),  # the one-character ellipsis, as "..." (it was kept as a string)
+    # An array's string followed by a word that ends with a quote: two strings (json_repair's
+    # reading; the quote was escaped into one string); not after a quote already read inside it.
+    ('["a", "b" c"]', ["a", "b", "c"]),
+    ('["x" y", "z"]', ["x", "y", "z"]),
+    ('{"a": ["He said "hi" there"]}', {"a": ['He said "hi" there']}),
+    ('["a", "b" c" d"]', ["a", 'b" c" d']),
+    ('{"a": "b" c"}', {"a": 'b" c'}),  # in an object the quote is the string's (both libraries)
+    # Objects with single-quoted keys one after another: an array of them (only the first was kept).
+    ("{'a': 1}, {'b': 2}", [{"a": 1}, {"b": 2}]),
+    ("{'a': 1}\n{'b': 'x'}", [{"a": 1}, {"b": "x"}]),
+    ("{'a': 1} {'b': 2} {'c': 3}", [{"a": 1}, {"b": 2}, {"c": 3}]),
+    ("[{'a': 1} {'b': 2}]", [{"a": 1}, {"b": 2}]),
+    # A member's number with comma separators: quoted whole, as json_repair reads it (the digits
+    # after the comma were dropped as a key); an array's commas still separate its numbers.
+    ('{"price": 1,299}', {"price": "1,299"}),
+    ('{"a": 1,234, "b": 2}', {"a": "1,234", "b": 2}),
+    ("[1,234]", [1, 234]),
+    # A quote inside a string before a comma and a word that begins like a literal ('then'):
+    # escaped, the rest of the string kept (it was dropped).
+    ('{"text": "He said, "yes, sure", then left"}', {"text": 'He said, "yes, sure", then left'}),
 ]
 
 # A finished answer cut short: closed with the least text, what cannot be closed dropped.
@@ -157,6 +177,17 @@ TRUNCATED = [
     ('{"a": "x, wait...', {"a": "x, wait..."}),
     # A single-quoted string cut short: its quote swapped, closed at the finish (GuideExhausted before).
     ("{'a': 'x', 'b': ['y', 'z", {"a": "x", "b": ["y", "z"]}),
+    # A literal cut short is the word the draft wrote, not the literal finished ('fals' gave false:
+    # the 'e' was forced before the draft was asked to go on); any case.
+    ('{"a": fals', {"a": "fals"}),
+    ("[1, nul", [1, "nul"]),
+    ('{"a": 1, "b": tr', {"a": 1, "b": "tr"}),
+    ('{"a": Tru', {"a": "Tru"}),  # ({} before: the key dropped with the word)
+    # A comment after a trailing separator at the cut: both dropped (GuideExhausted before).
+    ('{"a": 1, // more', {"a": 1}),
+    ('{"a": 1, // more\n', {"a": 1}),
+    ("[1, 2, # x", [1, 2]),
+    ("[1, 2, 3, // more", [1, 2, 3]),
 ]
 
 

@@ -3,8 +3,12 @@ json_repair's tests."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
+import pytest
+
+from benchmarks import _common, json_repair_suite
 from benchmarks.json_repair_suite import (
     NO_JSON,
     Case,
@@ -73,3 +77,18 @@ def test_agreement_is_also_counted_where_the_peers_agree() -> None:
     summary = summarise(mine, agreed)
     assert summary["agrees"] == 0.5 and summary["agrees_where_peers_agree"] == 1.0
     assert summary["peers_agree_cases"] == 1
+
+
+def test_one_split_is_run_alone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # --split dev: the held-out cases are neither run nor printed (tuning on dev leaves them unread).
+    monkeypatch.setattr(_common, "RESULTS", tmp_path / "results")
+    cases = read_cases(clone(tmp_path))
+    assert json_repair_suite.main([str(tmp_path), "--split", "dev", "--repeat", "1"]) == 0
+    printed = capsys.readouterr().out
+    assert "### dev" in printed and "held-out" not in printed
+    written = json.loads((tmp_path / "results" / "json_repair_suite.json").read_text(encoding="utf-8"))
+    assert list(written["splits"]) == ["dev"]
+    dev = sum(c.split == "dev" for c in cases)
+    assert written["splits"]["dev"]["all/ours"]["cases"] == dev
