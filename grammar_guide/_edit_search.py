@@ -178,13 +178,15 @@ class _Best:
             return
         accepted, complete = tried
         read = whole_words(c.kept, accepted)  # what counts as read; the edit keeps all it accepted
-        # A rewrite that drops the rest of a finished answer (a comment after it) and leaves it
-        # complete reads nothing, and needs not.
-        ends = c.rule == "rewrite" and v.final and not c.kept and complete
+        # A rewrite that ends a finished answer (drops a comment after it; its match is the last
+        # of the draft's text, but for closing brackets) and leaves it complete, or to be closed by
+        # closing marks alone (``(SELECT a FROM t WHERE b WHERE c``), reads nothing, and needs not.
+        last = not c.kept.strip().strip(")]}")
+        ends = c.rule == "rewrite" and v.final and last and (complete or _closes(v.checker, c))
         # (A rewrite may open a bracket that a later one or the close ends: ``(1, (2, 3))``.)
         if not (c.insert or read or ends) or (c.rule != "rewrite" and _opens_unclosed(c.insert, c.kept[:accepted])):
             return
-        if not conclusive(c.kept, read, v.final, complete, c.min_read):
+        if not (ends or conclusive(c.kept, read, v.final, complete, c.min_read)):
             return
         # After a complete text, drafted text is often an aside (a closing fence, prose): an edit
         # must make all of it part of a complete text, or read words of it, not only punctuation,
@@ -207,6 +209,14 @@ class _Best:
 
     def edit(self) -> Edit | None:
         return replace(self.edits[0], ties=tuple(self.edits[1:])) if self.edits else None
+
+
+def _closes(checker: Checker, c: Candidate) -> bool:
+    """Whether closing marks alone complete the text after candidate ``c`` (a close that invents
+    nothing, ``shortest_close``)."""
+    with checker.trial() as trial:
+        trial.rollback_chars(c.start)
+        return trial.feed(c.insert) == len(c.insert) and shortest_close(trial) is not None
 
 
 def _drop_marks(v: Violation) -> Iterator[Candidate]:

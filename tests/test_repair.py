@@ -472,3 +472,22 @@ def test_no_mark_of_the_draft_is_made_a_keyword(sqlite: Grammar) -> None:
     result = guide(lambda prompt: "SELECT a FROM t WHERE b = 1 ) c = 2", sqlite, "q", target=False)
     assert sqlite_oracle.check_one_statement(result.text).valid
     assert not [c for c in repairs(result) if is_word(c.text.strip()) and not is_word(c.removed.strip())]
+
+
+def test_a_rewrite_that_ends_the_answer_is_taken_where_closing_marks_finish_it(sqlite: Grammar) -> None:
+    # The match is the last of the draft's text: brackets still open after it (closed at the
+    # finish), or a ')' too many after it (dropped), do not make it inconclusive.
+    for answer, fixed in (
+        (
+            "SELECT a FROM t WHERE b = (SELECT c FROM u WHERE d = 'x' WHERE e = 3",
+            "SELECT a FROM t WHERE b = (SELECT c FROM u WHERE d = 'x' AND e = 3)",
+        ),
+        (
+            "SELECT a FROM t WHERE b IN (SELECT c FROM u WHERE d = 1) WHERE e = 'y')",
+            "SELECT a FROM t WHERE b IN (SELECT c FROM u WHERE d = 1) AND e = 'y'",
+        ),
+    ):
+        result = guide(lambda prompt, answer=answer: answer, sqlite, "q", target=False)
+        assert result.text.rstrip() == fixed
+        assert [c.rule for c in repairs(result)] == ["rewrite"]
+        assert result.faithful and sqlite_oracle.check_one_statement(result.text).valid
