@@ -180,7 +180,7 @@ class _Best:
         read = whole_words(c.kept, accepted)  # what counts as read; the edit keeps all it accepted
         # A rewrite that ends a finished answer (drops a comment after it; its match is the last
         # of the draft's text, but for closing brackets) and leaves it complete, or to be closed by
-        # closing marks alone (``(SELECT a FROM t WHERE b WHERE c``), reads nothing, and needs not.
+        # closing brackets alone (``(SELECT a FROM t WHERE b WHERE c``), reads nothing, and needs not.
         last = not c.kept.strip().strip(")]}")
         ends = c.rule == "rewrite" and v.final and last and (complete or _closes(v.checker, c))
         # (A rewrite may open a bracket that a later one or the close ends: ``(1, (2, 3))``.)
@@ -212,11 +212,14 @@ class _Best:
 
 
 def _closes(checker: Checker, c: Candidate) -> bool:
-    """Whether closing marks alone complete the text after candidate ``c`` (a close that invents
-    nothing, ``shortest_close``)."""
+    """Whether closing brackets alone complete the text after candidate ``c`` (a close that
+    invents nothing; not a quote, which would end a string the rewrite opened)."""
     with checker.trial() as trial:
         trial.rollback_chars(c.start)
-        return trial.feed(c.insert) == len(c.insert) and shortest_close(trial) is not None
+        if trial.feed(c.insert) != len(c.insert):
+            return False
+        closers = closing_brackets(trial)
+        return trial.feed(closers) == len(closers) and trial.is_complete
 
 
 def _drop_marks(v: Violation) -> Iterator[Candidate]:
