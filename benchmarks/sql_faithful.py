@@ -8,8 +8,11 @@ dialect rewrite that took it away (``Correction(rule="rewrite").removed``) or fo
 read with them undone), or another answer after a complete statement, cut and named
 (``Cut(reason="another answer")``: the task asks for one statement, issue 28 item 1), or text
 after a complete answer cut as repeating it (``Cut(reason="repeated")``) that is made of runs of
-two or more of the output's tokens (a model looping adds nothing to the answer). A ``;`` and
-a ``)`` the draft never opened are not lost when dropped. An
+two or more of the output's tokens (a model looping adds nothing to the answer). A ``;``, a
+``)`` the draft never opened and a quote mark that opens nothing (``= 80000"``: an unclosed quote
+with nothing in it, only at the draft's end) are not lost when dropped; nor is a word the draft
+wrote twice in a row where the output keeps the other (``DISTINCT DISTINCT``, ``MAX MAX(age)``: a
+word is one word however often it is written at once). An
 output token that the alignment does not match is *added* (an inserted operator changes the meaning
 as a replaced one does), unless it is a closing mark (``)``, ``]``, ``;``) or a rewrite or forced
 text of the result wrote it. *Faithful*: nothing lost and nothing added. *Invented literals*: output
@@ -212,15 +215,33 @@ _CLOSING = frozenset({")", "]", ";"})
 
 
 def _stray_closes_excused(lost: list[Token], draft: list[Token]) -> list[Token]:
-    """``lost`` less the draft's ``;`` and its ``)`` beyond those it opened (a stray close dropped)."""
+    """``lost`` less the draft's ``;``, its ``)`` beyond those it opened (a stray close dropped)
+    and a lone quote mark (an unclosed quote with nothing in it: a stray mark, as a stray ``)``)."""
     stray = sum(t.raw == ")" for t in draft) - sum(t.raw == "(" for t in draft)
     out = []
     for t in lost:
-        if t.raw == ";" or (t.raw == ")" and stray > 0):
+        if t.raw == ";" or t.raw in _LONE_QUOTES or (t.raw == ")" and stray > 0):
             stray -= t.raw == ")"
             continue
         out.append(t)
     return out
+
+
+_LONE_QUOTES = frozenset({"'", '"', "`", "["})  # a quote opening nothing: the draft's last mark
+
+
+def _stutters(draft: list[Token], lost: set[int]) -> set[int]:
+    """The indexes in ``lost`` of words the draft wrote twice in a row whose other copy is kept
+    (one copy each: ``DISTINCT DISTINCT`` dropped whole is a loss)."""
+    excused: set[int] = set()
+    for k in sorted(lost):
+        if draft[k].kind not in ("keyword", "name"):
+            continue
+        for other in (k - 1, k + 1):
+            if 0 <= other < len(draft) and draft[other].key == draft[k].key and other not in lost | excused:
+                excused.add(k)
+                break
+    return excused
 
 
 def _repetitions(repeated: tuple[str, ...], out: list[Token]) -> tuple[str, ...]:
@@ -238,13 +259,14 @@ def faithfulness(draft_sql: str, output: str, excuses: Excuses = Excuses()) -> F
     draft = sql_tokens(_undo_formatting(draft_sql) if excuses.formatting else draft_sql)
     out = sql_tokens(output)
     matcher = difflib.SequenceMatcher(None, [t.key for t in draft], [t.key for t in out], autojunk=False)
-    lost: list[Token] = []
+    lost_at: set[int] = set()
     added: list[Token] = []
     for op, i1, i2, j1, j2 in matcher.get_opcodes():
         if op in ("replace", "delete"):
-            lost += draft[i1:i2]
+            lost_at.update(range(i1, i2))
         if op in ("replace", "insert"):
             added += out[j1:j2]
+    lost = [draft[k] for k in sorted(lost_at - _stutters(draft, lost_at))]
     repeats = _repetitions(excuses.repeated, out)
     lost = _excused(_stray_closes_excused(lost, draft), excuses.removed + repeats)
     added = _excused([t for t in added if t.raw not in _CLOSING], excuses.written)

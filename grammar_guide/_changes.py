@@ -6,7 +6,8 @@ The events are the record of where each part of the text came from (``DraftSpan`
 
 - kept as written: the draft's text, text the grammar forces (no choice was made), a token
   re-chosen by healing (same text), formatting undone (Markdown escapes, a backtick pair), prose
-  before, after or within the answer left out (never made into code), a restated answer;
+  before, after or within the answer left out (never made into code), a restated answer, a word
+  written twice in a row written once (``DISTINCT DISTINCT``);
 - ``rewrites``: the grammar's known slips of another dialect, rewritten to what they mean;
 - ``closed``: closing marks only (brackets, quotes, ``;``) that end an unfinished text, or a
   closing bracket the draft wrote too many, dropped;
@@ -139,8 +140,8 @@ def _correction_kind(event: Correction) -> str | None:
     if _is_close(event.text) and not event.removed:
         return "closed"
     if event.source == "repair":
-        if event.rule == "prose":
-            return None  # a sentence left out: not the draft's answer
+        if event.rule in ("prose", "repeat"):
+            return None  # a sentence left out (not the draft's answer), a word written twice once
         if not event.text.strip() and any(c.isalnum() for c in event.removed):
             return "dropped"  # words of the draft taken away, by any rule (a dangling key)
         return "rewrites" if event.rule == "rewrite" else "edits"

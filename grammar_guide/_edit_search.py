@@ -178,9 +178,19 @@ class _Best:
             return
         accepted, complete = tried
         read = whole_words(c.kept, accepted)  # what counts as read; the edit keeps all it accepted
-        # A rewrite that ends a finished answer (a comment after it dropped, ``Tru`` quoted) and
-        # leaves it complete, or closed by marks alone, reads nothing, and needs not.
-        ends = c.rule == "rewrite" and v.final and not c.kept and (complete or _closes(v, c.start, c.insert))
+        # A rewrite that ends a finished answer (drops a comment after it, quotes ``Tru``; its match
+        # is the last of the draft's text, but for closing brackets) and leaves it complete, or to
+        # be closed by closing brackets alone (``(SELECT a FROM t WHERE b WHERE c``) or, where it
+        # kept nothing, by marks alone, reads nothing, and needs not.
+        last = not c.kept.strip().strip(")]}")
+        ends = (
+            c.rule == "rewrite"
+            and v.final
+            and last
+            and (
+                complete or _closed_by_brackets(v.checker, c) or (not c.kept and _closed_by_marks(v, c.start, c.insert))
+            )
+        )
         # (A rewrite may open a bracket that a later one or the close ends: ``(1, (2, 3))``.)
         if not (c.insert or read or ends) or (c.rule != "rewrite" and _opens_unclosed(c.insert, c.kept[:accepted])):
             return
@@ -209,6 +219,17 @@ class _Best:
 
     def edit(self) -> Edit | None:
         return replace(self.edits[0], ties=tuple(self.edits[1:])) if self.edits else None
+
+
+def _closed_by_brackets(checker: Checker, c: Candidate) -> bool:
+    """Whether closing brackets alone complete the text after candidate ``c`` (a close that
+    invents nothing; not a quote, which would end a string the rewrite opened)."""
+    with checker.trial() as trial:
+        trial.rollback_chars(c.start)
+        if trial.feed(c.insert) != len(c.insert):
+            return False
+        closers = closing_brackets(trial)
+        return trial.feed(closers) == len(closers) and trial.is_complete
 
 
 def _drop_marks(v: Violation) -> Iterator[Candidate]:
@@ -251,10 +272,7 @@ def _replace_previous_word(v: Violation) -> Iterator[Candidate]:
     keyword rather than kept as a name."""
     if v.in_word:
         return
-    text = v.text
-    gap_start = run_start(text, len(text), str.isspace)
-    pword_start = run_start(text, gap_start, is_word_char)
-    pword, gap = text[pword_start:gap_start], text[gap_start:]
+    pword_start, pword, gap = _previous_word(v.text)
     if not (gap and pword and pword_start >= v.floor and pword[0].isalpha()):
         return
     for literal in _expected_literals(v.checker, pword_start, like=pword):
@@ -376,6 +394,13 @@ def _unescaped(text: str, quote: str, start: int) -> int:
     return -1
 
 
+def _previous_word(text: str) -> tuple[int, str, str]:
+    """The word at the end of ``text`` before its white space: (where it starts, it, the space)."""
+    gap_start = run_start(text, len(text), str.isspace)
+    start = run_start(text, gap_start, is_word_char)
+    return start, text[start:gap_start], text[gap_start:]
+
+
 def _drop_mark_before(v: Violation) -> Iterator[Candidate]:
     """Drop the mark before the violation (a trailing comma before a closing bracket)."""
     text = v.text
@@ -388,6 +413,31 @@ def _drop_mark_before(v: Violation) -> Iterator[Candidate]:
     gap = text[gap_start:]
     if not _joins_words(text[: gap_start - 1], gap + v.evidence):  # 'step-by' must not become 'stepby'
         yield Candidate(gap_start - 1, "", gap + v.evidence, mark, f"dropped {mark!r}", _cost(1, 3), base=-len(gap))
+
+
+def _drop_repeated_word(v: Violation) -> Iterator[Candidate]:
+    """Drop the word before the violation where the draft wrote it twice in a row (``MAX
+    MAX(age)``, ``DISTINCT DISTINCT``): the repeat changes nothing the draft meant, so dropping it
+    costs no lexeme (less than a mark put in to keep both: ``MAX MAX,(age)``)."""
+    if v.in_word:
+        return
+    pword_start, pword, gap = _previous_word(v.text)
+    if pword and pword_start >= v.floor and _repeats_previous(v.text[:pword_start], pword):
+        cost = _cost(0, 2 * len(pword) + 1)
+        description = f"dropped {pword!r} (written twice)"
+        yield Candidate(pword_start, "", gap + v.evidence, pword, description, cost, base=-len(gap), rule="repeat")
+
+
+def _repeats_previous(before: str, word: str) -> bool:
+    """Whether ``before`` ends in ``word`` (case aside) and white space: a word written twice."""
+    stripped = before.rstrip()
+    head = stripped[: len(stripped) - len(word)]
+    return (
+        len(stripped) < len(before)
+        and stripped[-len(word) :].lower() == word.lower()
+        and not is_word_char(head[-1:])
+        and any(c.isalpha() for c in word)
+    )
 
 
 def _insert_mark(v: Violation) -> Iterator[Candidate]:
@@ -433,7 +483,7 @@ def _rewrite_slips(v: Violation) -> Iterator[Candidate]:
         if window_start is None:
             continue
         window = text[window_start:] + evidence
-        for match in rewrite.regex.finditer(window):
+        for match in _matches(rewrite.regex, window):
             start, end = window_start + match.start(), window_start + match.end()
             if start > fails:
                 break
@@ -455,6 +505,16 @@ def _rewrite_slips(v: Violation) -> Iterator[Candidate]:
             )
 
 
+def _matches(regex: re.Pattern[str], window: str) -> Iterator[re.Match[str]]:
+    """``regex``'s matches in ``window`` by where they start, overlapping ones too: a slip inside
+    a match that spans more (``WHERE a IN (SELECT b FROM c WHERE d WHERE e) WHERE f``: the inner
+    second WHERE, inside the outer one's match) is found where the outer match leads nowhere."""
+    pos = 0
+    while (match := regex.search(window, pos)) is not None:
+        yield match
+        pos = match.start() + 1
+
+
 def _window_start(rewrite: Rewrite, text: str, floor: int, complete: bool) -> int | None:
     """Where a rewrite's match may begin: within ``_REWRITE_REACH`` characters before the
     violation, or, for a pattern anchored at ``\\A``, at the start of an answer that is
@@ -472,6 +532,7 @@ _STEPS = (
     _quote_name,
     _swap_mark,
     _drop_mark_before,
+    _drop_repeated_word,
     _insert_mark,
     _close_brackets,
     _rewrite_slips,
@@ -540,7 +601,7 @@ def try_edit(checker: Checker, start: int, insert: str, rest: str) -> tuple[int,
         return trial.feed(rest), trial.is_complete
 
 
-def _closes(v: Violation, start: int, insert: str) -> bool:
+def _closed_by_marks(v: Violation, start: int, insert: str) -> bool:
     """Whether, once ``insert`` is written at ``start``, closing brackets alone end the text (no
     quote: a string the rewrite opened is no value the draft wrote), or, after a rewrite that only
     dropped text, a rewrite at the end does (``[1, 2, // more``: the comment, then the separator)."""
@@ -575,7 +636,7 @@ def rewrite_at_end(checker: Checker, floor: int) -> Edit | None:
     window_start = max(floor, len(text) - _REWRITE_REACH)
     window = text[window_start:]
     for rewrite in checker.grammar.rewrites:
-        for match in rewrite.regex.finditer(window):
+        for match in _matches(rewrite.regex, window):
             if match.end() != len(window):
                 continue
             start = window_start + match.start()
@@ -620,7 +681,7 @@ def search_edits(checker: Checker, evidence: str, *, final: bool, floor: int = 0
         if splits_operator(text, start, start, evidence):
             continue  # nothing is written inside the draft's '**'
         draft = text[start:] + evidence
-        for insert, skip, description, cost in _candidates(checker, start, draft, keywords):
+        for insert, skip, description, cost, rule in _candidates(checker, start, draft, keywords):
             rest = draft[skip:]
             if _opens_comment(text[:start], insert, rest) or not _quotes_balanced(insert, draft[:skip]):
                 continue
@@ -637,7 +698,7 @@ def search_edits(checker: Checker, evidence: str, *, final: bool, floor: int = 0
             whole = final and accepted == len(rest) and complete
             if not whole and len(_TOKEN.findall(evidence[: max(read_evidence, 0)])) < _MIN_READ:
                 continue
-            edit = Edit(start, insert, rest[:accepted], draft[:skip], description, rest[accepted:])
+            edit = Edit(start, insert, rest[:accepted], draft[:skip], description, rest[accepted:], rule=rule)
             ranked.append(((start + skip + read, -cost, start), edit))
     if not ranked:
         return []
@@ -688,48 +749,56 @@ def _last_lexemes(text: str, n: int) -> list[re.Match[str]]:
         window *= 4
 
 
-def _candidates(checker: Checker, start: int, draft: str, keywords: frozenset[str]) -> list[tuple[str, int, str, int]]:
+_Option = tuple[str, int, str, int, EditRule]  # text inserted, draft characters replaced, description, cost, rule
+
+
+def _candidates(checker: Checker, start: int, draft: str, keywords: frozenset[str]) -> list[_Option]:
     """Edits at the start of ``draft`` (after the first ``start`` characters of ``checker``'s
-    text): (text inserted, draft characters it replaces, description, cost). Keywords the grammar
-    expects are inserted, or replace the next lexeme where that is a slip of it (a misspelt
-    keyword, an operator another language writes); a name, or a name with spaces, may be quoted
-    whole; the next lexeme dropped. Each costs the lexemes it changes (``_cost``)."""
+    text), as ``_Option``s. Keywords the grammar expects are inserted, or replace the next lexeme
+    where that is a slip of it (a misspelt keyword, an operator another language writes); a name,
+    or a name with spaces, may be quoted whole; the next lexeme dropped (for no lexeme where it
+    repeats the word before it). Each costs the lexemes it changes (``_cost``)."""
     stripped = draft.lstrip()
     gap = len(draft) - len(stripped)
     lexeme = LEXEME.match(stripped)
     word = lexeme.group() if lexeme else ""
-    out: list[tuple[str, int, str, int]] = []
+    out: list[_Option] = []
     for literal in dict.fromkeys(_expected_literals(checker, start, like=word)):
         sep = " " if literal[-1].isalnum() and draft[:1].isalnum() else ""
         # A word written where the draft has none is invented: it costs more than a lexeme of the
         # draft dropped (``FROM ORDER BY`` is not ``FROM FULL ORDER BY``, a keyword made a name).
         invented = _invented_lexemes(literal)
-        out.append((literal + sep, 0, f"inserted {literal!r}", _cost(invented, len(literal) + 2)))
+        out.append((literal + sep, 0, f"inserted {literal!r}", _cost(invented, len(literal) + 2), "edit"))
         replaced = _replacement_cost(word, literal, keywords)
         if replaced is not None:
-            out.append((draft[:gap] + literal, gap + len(word), f"replaced {word!r} with {literal!r}", replaced))
+            description = f"replaced {word!r} with {literal!r}"
+            out.append((draft[:gap] + literal, gap + len(word), description, replaced, "edit"))
     if word:
         skip = gap + len(word)
         if gap or checker.text[:start][-1:].isspace():  # one space stays between the words around it
             skip += len(draft[skip:]) - len(draft[skip:].lstrip(" "))
-        out.append(("", skip, f"dropped {word!r}", _cost(1, 2 * len(word) + 1)))
+        if is_word(word) and _repeats_previous(checker.text[:start], word):  # 'MAX MAX'
+            out.append(("", skip, f"dropped {word!r} (written twice)", _cost(0, 2 * len(word) + 1), "repeat"))
+        else:
+            out.append(("", skip, f"dropped {word!r}", _cost(1, 2 * len(word) + 1), "edit"))
     if is_word(word) and (word.lower() not in keywords or not word.isupper()):
         # A name in double quotes; in single quotes (a string SQLite also takes for a name) after.
         # A keyword written as the draft writes names (``FROM order``) may be one; one written as
         # a keyword (``FROM ORDER BY``: the table left out) is not made a name.
         for quote, cost in (('"', 3), ("'", 4)):
             quoted = quote + word + quote
-            out.append((draft[:gap] + quoted, gap + len(word), f"quoted {word!r}", _cost(1, cost)))
+            out.append((draft[:gap] + quoted, gap + len(word), f"quoted {word!r}", _cost(1, cost), "edit"))
         for name, cost in names_with_spaces(stripped, keywords) if checker.text[:start].strip() else ():
-            out.append((draft[:gap] + f'"{name}"', gap + len(name), f"quoted {name!r}", cost))
+            out.append((draft[:gap] + f'"{name}"', gap + len(name), f"quoted {name!r}", cost, "edit"))
     return out
 
 
 def _replacement_cost(word: str, literal: str, keywords: frozenset[str]) -> int | None:
     """What replacing the draft's lexeme ``word`` with ``literal`` costs, or ``None`` where that is
     no repair: a word made into a mark or into another keyword (``answer`` into ``^``, ``AS``
-    into ``IS``), a word that is no slip of the keyword (``FROM`` is not ``ORDER``), a literal, or
-    an operator of several marks for another (``**`` for ``*``). A mark for another costs one
+    into ``IS``), a mark into a word (``)`` into ``is``), a word that is no slip of the keyword
+    (``FROM`` is not ``ORDER``), a literal, or an operator of several marks for another (``**``
+    for ``*``). A mark for another costs one
     lexeme, an operator another language writes for the same (``**`` for ``^``) less."""
     if not word or word == literal or word_becomes_other(word, literal, keywords) or word == ";":
         return None  # (a ';' ends what the draft wrote: it is not made a separator within it)
@@ -744,6 +813,8 @@ def _replacement_cost(word: str, literal: str, keywords: frozenset[str]) -> int 
         return None  # a separator is not an opening bracket: it would open a value nobody wrote
     if literal in OPERATOR_SYNONYMS.get(word, ()):
         return _cost(1, 0)
+    if is_word(literal):
+        return None  # a mark is not made a word: ')' into 'is' invents a keyword
     if len(word) > 1:
         return None  # '**' is not '*': an operator of several marks means what it says
     return _cost(1, 2 * len(word) + len(literal) + 1)

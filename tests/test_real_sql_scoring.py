@@ -97,6 +97,22 @@ def test_a_repeated_tail_is_excused_only_where_the_output_has_every_token_of_it(
     assert not faithfulness(alias, alias.removesuffix(" AS COUNT"), Excuses(repeated=(" AS COUNT",))).faithful
 
 
+def test_a_word_written_twice_at_once_is_one_word_and_a_lone_quote_is_a_stray_mark() -> None:
+    # 'DISTINCT DISTINCT' written once keeps the draft's meaning; both copies dropped do not.
+    stutter = "SELECT COUNT(DISTINCT DISTINCT kind) FROM t"
+    assert faithfulness(stutter, "SELECT COUNT(DISTINCT kind) FROM t").faithful
+    assert faithfulness(stutter, "SELECT COUNT(kind) FROM t").lost == ["DISTINCT", "DISTINCT"]
+    # Two different words, or a repeat that is no word ('1 1'), dropped: a loss.
+    assert faithfulness("SELECT a b FROM t", "SELECT a FROM t").lost == ["b"]
+    assert faithfulness("SELECT a FROM t WHERE b IN (1 1)", "SELECT a FROM t WHERE b IN (1)").lost == ["1"]
+    # A quote mark that opens nothing at the draft's end, dropped (the result recorded it as
+    # after the complete text): faithful, as a stray ')' is. A cut-open string is no stray mark.
+    result = _guide('SELECT a FROM t WHERE p = 80000"')
+    assert result.text == "SELECT a FROM t WHERE p = 80000" and result.faithful
+    assert faithfulness('SELECT a FROM t WHERE p = 80000"', result.text, excuses_of(result.events)).faithful
+    assert faithfulness("SELECT a FROM t WHERE p = 'Fr", "SELECT a FROM t WHERE p = 1").lost == ["'Fr"]
+
+
 def test_losses_additions_and_invented_literals() -> None:
     # A word the repair made into nothing: 'OR' dropped makes Owners an alias.
     dropped = faithfulness(

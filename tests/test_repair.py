@@ -434,3 +434,60 @@ def test_a_tail_that_repeats_the_complete_answer_is_cut_as_repeated(sqlite: Gram
     assert result.text.rstrip() == answer and not result.faithful
     reasons = {d.reason for d in result.dropped}
     assert "unrepaired" in reasons and "repeated" not in reasons
+
+
+def test_a_word_written_twice_in_a_row_is_written_once(sqlite: Grammar) -> None:
+    # 'MAX MAX(age)' meant MAX(age): dropping the repeat changes nothing the draft meant, so it
+    # costs less than a mark put in to keep both ('MAX MAX,(age)', a column named MAX added).
+    for answer, fixed, word in (
+        ("SELECT MIN(age), MAX MAX(age) FROM singer", "SELECT MIN(age), MAX (age) FROM singer", "MAX"),
+        ("SELECT COUNT(DISTINCT DISTINCT kind) FROM t", "SELECT COUNT(DISTINCT kind) FROM t", "DISTINCT"),
+    ):
+        result = guide(lambda prompt, answer=answer: answer, sqlite, "q", target=False)
+        assert result.text == fixed
+        assert [(c.rule, c.removed.strip()) for c in repairs(result)] == [("repeat", word)]
+        assert result.faithful and result.changes.summary() == "faithful"
+
+
+def test_a_number_written_twice_is_no_repeat_to_drop(json_grammar: Grammar) -> None:
+    # '1 1' may be two values: a number is the draft's content, never dropped as a repeat.
+    result = guide(lambda prompt: "[1 1]", json_grammar, "q", target=False)
+    assert not [c for c in repairs(result) if c.rule == "repeat"]
+
+
+def test_a_slip_inside_a_longer_match_of_the_same_rewrite_is_rewritten(sqlite: Grammar) -> None:
+    # The outer 'WHERE x IN (...) WHERE g = 2' matches first and spans the inner second WHERE,
+    # where it leads nowhere; the inner match is found too (not 'FROM v()', a table made a call).
+    answer = "SELECT a FROM t WHERE x IN (SELECT c FROM u WHERE d IN (SELECT e FROM v) WHERE f = 1) WHERE g = 2"
+    result = guide(lambda prompt: answer, sqlite, "q", target=False)
+    assert (
+        result.text == "SELECT a FROM t WHERE x IN (SELECT c FROM u WHERE d IN (SELECT e FROM v) AND f = 1) AND g = 2"
+    )
+    assert [c.rule for c in repairs(result)] == ["rewrite", "rewrite"]
+    assert result.faithful and sqlite_oracle.check_one_statement(result.text).valid
+
+
+def test_no_mark_of_the_draft_is_made_a_keyword(sqlite: Grammar) -> None:
+    # '1 ) c = 2': the stray ')' is not replaced with 'in' (a keyword nobody wrote).
+    result = guide(lambda prompt: "SELECT a FROM t WHERE b = 1 ) c = 2", sqlite, "q", target=False)
+    assert sqlite_oracle.check_one_statement(result.text).valid
+    assert not [c for c in repairs(result) if is_word(c.text.strip()) and not is_word(c.removed.strip())]
+
+
+def test_a_rewrite_that_ends_the_answer_is_taken_where_closing_marks_finish_it(sqlite: Grammar) -> None:
+    # The match is the last of the draft's text: brackets still open after it (closed at the
+    # finish), or a ')' too many after it (dropped), do not make it inconclusive.
+    for answer, fixed in (
+        (
+            "SELECT a FROM t WHERE b = (SELECT c FROM u WHERE d = 'x' WHERE e = 3",
+            "SELECT a FROM t WHERE b = (SELECT c FROM u WHERE d = 'x' AND e = 3)",
+        ),
+        (
+            "SELECT a FROM t WHERE b IN (SELECT c FROM u WHERE d = 1) WHERE e = 'y')",
+            "SELECT a FROM t WHERE b IN (SELECT c FROM u WHERE d = 1) AND e = 'y'",
+        ),
+    ):
+        result = guide(lambda prompt, answer=answer: answer, sqlite, "q", target=False)
+        assert result.text.rstrip() == fixed
+        assert [c.rule for c in repairs(result)] == ["rewrite"]
+        assert result.faithful and sqlite_oracle.check_one_statement(result.text).valid
