@@ -189,3 +189,13 @@ def test_c_comment_is_read_as_its_greedy_equivalent() -> None:
     grammar = Grammar.from_lark(text)
     for sample in ["a /* x */ abc", "a/**/c", "a /* */ */ c", "a /* a */ b */ c", "ab/*/c*/c"]:
         assert grammar.is_complete(sample) == lark_accepts(text, sample), sample
+
+
+def test_a_repeated_alternative_makes_no_group_optional() -> None:
+    from grammar_guide.compiler.exact import choice
+
+    # (A repeat was taken for an empty alternative: ``ab | ab | c`` was written ``(ab | c)?``.)
+    assert choice(["ab", "ab", "c"], nested=True) == "(ab | c)"
+    assert choice(["ab", "ab", "c"], nested=False) == "ab | c"
+    assert choice(["ab", "", "c"], nested=True) == "(ab | c)?"
+    assert choice(["ab", "", "c"], nested=False) == "ab | c |"

@@ -98,7 +98,7 @@ def choice(alternatives: list[str], *, nested: bool) -> str:
     kept = list(dict.fromkeys(a for a in alternatives if a))
     if not kept:
         return ""
-    if len(kept) < len(alternatives):
+    if not all(alternatives):  # an empty alternative (not a repeated one)
         return f"({' | '.join(kept)})?" if nested else " | ".join(kept) + " |"
     if not nested or len(kept) == 1:
         return " | ".join(kept)
