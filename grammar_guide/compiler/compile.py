@@ -22,7 +22,7 @@ from lark.lexer import PatternRE, PatternStr, TerminalDef
 
 from .._errors import GrammarError
 from .automaton import Dfa, dfa_of, minimal_dfa, ranges_of, split_ranges
-from .charclass import normalise, python_class
+from .charclass import Ranges, normalise, python_class
 from .exact import (
     choice,
     exact_regex,
@@ -469,7 +469,8 @@ class _Relevance:
         key = (n, state)
         if key not in self._after:
             kept = frozenset(w for w in state if self._overlaps(w, follow))
-            self._after[key] = state if kept == state else self.tokens.canonical(kept)
+            kept = state if kept == state else self.tokens.canonical(kept)
+            self._after[key] = self.tokens.canonical_within(kept, follow)
         return self._after[key]
 
     def _overlaps(self, watcher: tuple[str, int], chars: list[tuple[int, int]]) -> bool:
@@ -511,6 +512,20 @@ class _Relevance:
             kept = frozenset(w for w in state if self._overlaps(w, first))
             self._memo[key] = state if kept == state else self.tokens.canonical(kept)
         return self._memo[key]
+
+
+def _beginning_with(dfa: Dfa, chars: Ranges) -> Dfa:
+    """The minimal DFA of the texts of ``dfa`` that begin with one of ``chars``."""
+    if dfa.empty:
+        return dfa
+    first = [
+        (max(lo, clo), min(hi, chi), t)
+        for lo, hi, t in dfa.edges[dfa.start]
+        for clo, chi in chars
+        if lo <= chi and clo <= hi
+    ]
+    edges = [list(e) for e in dfa.edges] + [sorted(first)]
+    return minimal_dfa(len(dfa.edges), frozenset(dfa.accepting), edges)
 
 
 class _TooLarge(Exception):
@@ -567,6 +582,9 @@ class _Watchers:
         # One state for each language of forbidden continuations (see ``canonical``).
         self._canonical: dict[_State, _State] = {frozenset(): frozenset()}
         self._by_forbidden: dict[Dfa, _State] = {Dfa(0, frozenset(), ()): frozenset()}
+        self._forbidden_of: dict[_State, Dfa] = {}
+        self._within: dict[tuple[_State, tuple[tuple[int, int], ...]], _State] = {}
+        self._by_forbidden_within: dict[tuple[tuple[tuple[int, int], ...], Dfa], _State] = {}
 
     def index(self, state: _State) -> int:
         return self._ids.setdefault(state, len(self._ids))
@@ -603,9 +621,31 @@ class _Watchers:
             self._canonical[state] = self._by_forbidden.setdefault(forbidden, state)
         return self._canonical[state]
 
+    def canonical_within(self, state: _State, chars: Ranges) -> _State:
+        """``canonical`` where what comes next begins with one of ``chars`` (or the text ends):
+        there a state reads as any state that forbids the same texts beginning with one of them
+        (after ``1`` a number also forbids ``.``, which nothing after it may begin with where no
+        ``.`` follows a number: there it is ``1.``'s state), and as no state when it forbids none
+        of them. ``_Relevance.after`` asks it with the characters that may follow a rule."""
+        if not state:
+            return state
+        key = (state, tuple(chars))
+        if key not in self._within:
+            forbidden = _beginning_with(self._forbidden(state), chars)
+            if forbidden.empty:
+                self._within[key] = frozenset()
+            else:
+                self._within[key] = self._by_forbidden_within.setdefault((key[1], forbidden), state)
+        return self._within[key]
+
     def _forbidden(self, state: _State) -> Dfa:
         """The minimal DFA of the texts ``state`` forbids after it (a canonical form: equal
         languages give equal automata)."""
+        if state not in self._forbidden_of:
+            self._forbidden_of[state] = self._forbidden_dfa(state)
+        return self._forbidden_of[state]
+
+    def _forbidden_dfa(self, state: _State) -> Dfa:
         ids = {state: 0}
         order = [state]
         edges: list[list[tuple[int, int, int]]] = []

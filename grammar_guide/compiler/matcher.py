@@ -45,11 +45,17 @@ def byte_tokenizer() -> llg.LLTokenizer:
     return llg.LLTokenizer(llg.TokenizerWrapper(_ByteTokenizer()), slices=[])
 
 
+#: A character-level reading (``compile``) holds an Earley item per rule variant a character may
+#: continue: eql's grammar has rows of 2,543 items where the text begins, over llguidance's default
+#: of 2,000 (the matcher then stops: "Current row has ... items").
+_LIMITS = llg.LLParserLimits(max_items_in_row=20000)
+
+
 class ByteMatcherFactory:
     """Makes byte-level matchers for one compiled grammar (the grammar is compiled once)."""
 
     def __init__(self, llguidance_grammar: str, name: str) -> None:
-        self._proto = llg.LLMatcher(byte_tokenizer(), llguidance_grammar, log_level=0)
+        self._proto = llg.LLMatcher(byte_tokenizer(), llguidance_grammar, log_level=0, limits=_LIMITS)
         if self._proto.is_error():
             raise GrammarError(f"the matcher rejected grammar {name}: {self._proto.get_error()}")
 
