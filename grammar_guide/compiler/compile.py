@@ -10,8 +10,9 @@ from __future__ import annotations
 import functools
 import json
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Literal, NamedTuple
 
 import lark
@@ -35,7 +36,7 @@ from .exact import (
 )
 from .hazards import find_hazards
 from .lazy import LazyReading, lazy_reading
-from .load import position, position_of_definition, position_of_terminal, position_of_use
+from .load import imported_definition, position, position_of_definition, position_of_terminal, position_of_use
 from .matcher import regex_is_void
 from .regex import is_regex_error, regex_features, sre_constants, sre_parse, strip_verbose
 from .unicode_classes import case_insensitive_literal, python_re_of
@@ -165,7 +166,10 @@ def compile_lark(parser: lark.Lark, text: str, source: str | None, lexer: Lexer 
     for tdef in parser.terminals:
         if tdef.name in leading:
             tdef = TerminalDef(tdef.name, PatternRE(leading[tdef.name], tdef.pattern.flags), tdef.priority)
-        terminal, expression = _terminal(tdef, text, source, bool(parser.options.regex))
+        try:
+            terminal, expression = _terminal(tdef, text, source, bool(parser.options.regex))
+        except GrammarError as error:
+            raise _in_imported_file(error, tdef, text, source, parser.options.import_paths) from None
         terminals[tdef.name] = terminal
         compiled_terms[tdef.name] = expression
         lines.append(f"{term_name(tdef.name)}: {expression}")
@@ -748,6 +752,23 @@ def _check_not_empty(rules: Any, start: str, terminals: Mapping[str, Terminal], 
 def _capture_refs(alternative: str, term_names: Mapping[str, str]) -> str:
     compiled = set(term_names.values())
     return " ".join(f"gg_cap_{sym.lower()}" if sym in compiled else sym for sym in alternative.split())
+
+
+def _in_imported_file(
+    error: GrammarError, tdef: Any, text: str, source: str | None, import_paths: Sequence[Any]
+) -> GrammarError:
+    """A refusal of a terminal that an ``%import`` brings (pylogics' ``%import .pl.SYMBOL_NAME``),
+    placed at its definition in the imported file; ``error`` itself where it has a place."""
+    if error.line is not None:
+        return error
+    folders = [*([Path(source).parent] if source else []), *import_paths]
+    found = imported_definition(tdef.name, text, folders)
+    if found is None:
+        return error
+    where, written = position_of_terminal(found.name, tdef.pattern.value, found.text)
+    if where["line"] is None:
+        return error
+    return GrammarError(error.message, construct=written or error.construct, **where, source=str(found.path))
 
 
 def _terminal(tdef: Any, text: str, source: str | None, regex_module: bool) -> tuple[Terminal, str]:

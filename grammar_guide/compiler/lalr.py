@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import functools
 import importlib
+import re
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -26,6 +27,7 @@ from lark.lexer import PatternStr, UnlessCallback
 from lark.parsers.lalr_parser_state import ParseConf, ParserState
 
 from .._errors import GrammarError
+from .charclass import pattern_pieces, re_classes_written_out
 from .compile import Terminal
 from .first_path import FirstPath, compile_first_path
 from .postlex import IndentDriver, IndentState
@@ -50,6 +52,37 @@ def _regex_module() -> Any:
         ) from None
 
 
+def _as_lark_matches(pattern: str, basic: Any) -> str:
+    """A terminal's pattern for the ``regex`` module, matching what lark's own module matches:
+    where lark uses Python's ``re`` (no ``regex=True``), its ``\\w``, ``\\s``, ``\\d`` and ``\\b``
+    are written out as ``re`` has them (``re_classes_written_out``)."""
+    if basic.re is not re or (re.compile(pattern, basic.g_regex_flags).flags & re.ASCII):
+        return pattern
+    return re_classes_written_out(pattern)
+
+
+_QUANTIFIER_BOUNDS = re.compile(r"\{(?:\d+(?:,\d*)?|,\d+)\}$")
+
+
+def _greedy(pattern: str) -> str:
+    """``pattern`` with its lazy quantifiers (``*?``, ``+?``, ``??``, ``{m,n}?``) made greedy:
+    the same language, so the same answer to "could more text make it match". The ``regex``
+    module's partial matching errs on lazy ones (``"[ -~]+?"`` partially matches ``"~\\x1c``)."""
+    out: list[str] = []
+    quantified = False  # the last piece written is a quantifier
+    for piece, in_class in pattern_pieces(pattern):
+        if piece == "?" and quantified:
+            quantified = False  # the lazy mark: dropped
+            continue
+        out.append(piece)
+        quantified = not in_class and (
+            piece in ("*", "+")
+            or (piece == "?" and out[-2:-1] != ["("])
+            or (piece == "}" and _QUANTIFIER_BOUNDS.search("".join(out[-24:])) is not None)
+        )
+    return "".join(out)
+
+
 class StateLexer:
     """One of the contextual lexer's lexers: the terminals a set of parser states may read next."""
 
@@ -58,7 +91,7 @@ class StateLexer:
         scanner = basic.scanner  # builds lark's callbacks as well
         self._flags: int = basic.g_regex_flags
         self.names: list[str] = [t.name for t in scanner.terminals]
-        self._patterns: list[str] = [t.pattern.to_regexp() for t in scanner.terminals]
+        self._patterns: list[str] = [_as_lark_matches(t.pattern.to_regexp(), basic) for t in scanner.terminals]
         self._index = {name: i for i, name in enumerate(self.names)}
         self.ignore: frozenset[str] = frozenset(basic.ignore_types)
         self.callback: Mapping[str, Any] = dict(basic.callback)
@@ -66,19 +99,27 @@ class StateLexer:
         self._regex = regex
 
     def _alternation(self) -> str:
+        if not self.names:  # a state after which only the text's end may come: nothing matches
+            return "(?!)"
         return "|".join(f"(?P<{name}>{p})" for name, p in zip(self.names, self._patterns, strict=True))
 
     @functools.cache  # noqa: B019 - one per lexer, kept with the grammar
     def single(self, name: str) -> Any:
         return self._regex.compile(self._patterns[self._index[name]], self._flags)
 
+    @functools.cache  # noqa: B019 - one per lexer, kept with the grammar
+    def viable(self, name: str) -> Any:
+        """The terminal's pattern made greedy, for partial matching (``_greedy``)."""
+        return self._regex.compile(_greedy(self._patterns[self._index[name]]), self._flags)
+
     @functools.cache  # noqa: B019
     def _starts(self, name: str) -> frozenset[str]:
         """The ASCII characters a match of terminal ``name`` may begin with."""
-        if self._patterns[self._index[name]].startswith("(?<"):  # looks behind: context decides
+        pattern = self._patterns[self._index[name]]
+        if "(?<" in pattern or "\\b" in pattern or "\\B" in pattern:  # looks behind: context decides
             return frozenset(map(chr, range(128)))
-        single = self.single(name)
-        return frozenset(ch for ch in map(chr, range(128)) if single.match(ch, 0, 1, partial=True) is not None)
+        viable = self.viable(name)
+        return frozenset(ch for ch in map(chr, range(128)) if viable.match(ch, 0, 1, partial=True) is not None)
 
     def _may_begin(self, name: str, ch: str) -> bool:
         return ch >= "\x80" or ch in self._starts(name)
@@ -89,7 +130,7 @@ class StateLexer:
         for i in self._beginning_with(text[pos]):
             if i >= before:
                 return False
-            if self.single(self.names[i]).match(text, pos, end, partial=True) is not None:
+            if self.viable(self.names[i]).match(text, pos, end, partial=True) is not None:
                 return True
         return False
 
@@ -121,12 +162,12 @@ class StateLexer:
         backtracking order reads up to ``end`` (``-0.`` for a number whose ``(\\.[0-9]+)?`` gave
         it up: ``-0.5`` then matches further). ``stop``: where lark's match ends."""
         # A path that reads to ``end`` reads past ``stop`` first: if none does, none reaches ``end``.
-        if self.single(name).fullmatch(text, pos, min(end, stop + 1), partial=True) is None:
+        if self.viable(name).fullmatch(text, pos, min(end, stop + 1), partial=True) is None:
             return False
         first = self._first_path(name)
         if first is not None:
             return first.run(text, pos, end)[0] == "end"
-        return self.single(name).fullmatch(text, pos, end, partial=True) is not None  # any path at all
+        return self.viable(name).fullmatch(text, pos, end, partial=True) is not None  # any path at all
 
     @functools.cache  # noqa: B019
     def _first_path(self, name: str) -> FirstPath | None:
@@ -157,6 +198,8 @@ class StateLexer:
         found = []
         for i in self._beginning_with(text[pos]):
             name = self.names[i]
+            if self.viable(name).match(text, pos, end, partial=True) is None:
+                continue
             m = self.single(name).match(text, pos, end, partial=True)
             if m is None:
                 continue
