@@ -1031,10 +1031,11 @@ class LalrReference:
 
     @functools.cached_property
     def lexemes(self) -> dict[str, str]:
-        """A short lexeme of each terminal (its shortest match, as Python's re confirms it)."""
+        """A short lexeme of each terminal (its shortest match, as Python's re confirms it; of its
+        pattern without look-arounds where it has them: timefhuman's ``(?<![a-z])past(?![a-z])``)."""
         found = {}
         for terminal in self.parser.terminals:
-            pattern = terminal.pattern.to_regexp()
+            pattern = without_lookarounds(terminal.pattern.to_regexp())
             with contextlib.suppress(Exception):  # a look-around the automaton cannot read
                 shortest = _shortest(re.compile(pattern), "")
                 if shortest and shortest[0]:
@@ -1095,6 +1096,15 @@ class LalrReference:
                         seen.add(tail)
                         yield tail
                     at = text.find(context[-k:], at + 1)
+
+
+_LOOKAROUND = re.compile(r"\(\?<?[=!](?:[^()\\]|\\.)*\)")
+
+
+def without_lookarounds(pattern: str) -> str:
+    """A regex without its (unnested) look-arounds: a pattern to draw lexemes from, which lark
+    then judges in context."""
+    return _LOOKAROUND.sub("", pattern)
 
 
 def _lalr_takes(conf: Any, stack: tuple[int, ...], name: str) -> tuple[int, ...] | None:

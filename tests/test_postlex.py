@@ -364,6 +364,15 @@ def test_lalr_classes_are_python_re_classes():
     assert grammar.valid_prefix("a ‿") == 2  # the regex module's \\w has ‿, re's has not
 
 
+def test_lalr_case_insensitive_keyword_folds_case_as_python_re():
+    """lark-dbml's "TablePartial"i: Python's re has "ı" as an "i", the regex module has not."""
+    text = 'start: "tablepartial"i NAME\nNAME: /[a-z]+/\n%ignore " "\n'
+    grammar = Grammar.from_lark(text, parser="lalr")
+    assert lark_error(lark.Lark(text, parser="lalr"), "TablEParTıal x") is None
+    assert grammar.is_complete("TablEParTıal x")
+    assert grammar.valid_prefix("TablEParTial ı") == len("TablEParTial ")  # NAME is no (?i)
+
+
 def test_lalr_lazy_terminal_is_not_a_prefix_where_no_match_goes_on():
     lazy = Grammar.from_lark(SWEEP_CASES["lazy-partial"][0], parser="lalr")
     assert lazy.valid_prefix('"~\x1c"') == 2  # no symbol has \x1c between its quotes

@@ -30,6 +30,8 @@ from .exact import (
     first_chars,
     greedy_regex,
     lark_regex,
+    lazy_is_greedy,
+    lazy_to_first_stop,
     needs_exact_classes,
     regex_rules,
     regex_rules_not_starting,
@@ -912,11 +914,15 @@ def _lazy_of(terminal: Terminal) -> LazyReading | None:
 def _lazy_as_greedy(regex: str) -> str:
     """The regex with its lazy quantifiers made greedy when that changes no match: when no match
     is a proper prefix of another (``"(?:[^"\\\\]|\\\\.)*?"``), ``re.match`` finds the one match at
-    a position either way."""
+    a position either way; or when each repeats a class up to what no character of it begins
+    (``lazy_is_greedy``); or, one lazy repeat up to a character, then what may match nothing,
+    as the repeat that stops at the first such character (``lazy_to_first_stop``)."""
     try:
-        if regex_features(regex) == (None, False) or not dfa_of(regex).prefix_free():
+        if regex_features(regex) == (None, False):
             return regex
-        return greedy_regex(regex)
+        if lazy_is_greedy(regex) or dfa_of(regex).prefix_free():
+            return greedy_regex(regex)
+        return lazy_to_first_stop(regex) or regex
     except (GrammarError, re.error):
         return regex
 

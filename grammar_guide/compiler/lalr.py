@@ -14,6 +14,7 @@ Needs the ``regex`` module (the ``lalr`` extra).
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import importlib
 import re
@@ -29,6 +30,7 @@ from lark.parsers.lalr_parser_state import ParseConf, ParserState
 from .._errors import GrammarError
 from .charclass import pattern_pieces, re_classes_written_out
 from .compile import Terminal
+from .exact import exact_regex
 from .first_path import FirstPath, compile_first_path
 from .postlex import IndentDriver, IndentState
 
@@ -52,12 +54,22 @@ def _regex_module() -> Any:
         ) from None
 
 
+_SCOPED_I = re.compile(r"\(\?[a-zA-Z]*i[a-zA-Z]*[:)]")
+
+
 def _as_lark_matches(pattern: str, basic: Any) -> str:
     """A terminal's pattern for the ``regex`` module, matching what lark's own module matches:
     where lark uses Python's ``re`` (no ``regex=True``), its ``\\w``, ``\\s``, ``\\d`` and ``\\b``
-    are written out as ``re`` has them (``re_classes_written_out``)."""
-    if basic.re is not re or (re.compile(pattern, basic.g_regex_flags).flags & re.ASCII):
+    are written out as ``re`` has them (``re_classes_written_out``), and a case-insensitive one's
+    letters with their ``re`` case partners (``exact_regex``)."""
+    flags = re.compile(pattern, basic.g_regex_flags).flags
+    if basic.re is not re or flags & re.ASCII:
         return pattern
+    if (flags & re.IGNORECASE or _SCOPED_I.search(pattern)) and not basic.g_regex_flags & re.IGNORECASE:
+        # Case folding differs too (re's "ı" is an "i"; the regex module's not): every class
+        # written out, case-closed as re has it, where the pattern has nothing exact_regex lacks.
+        with contextlib.suppress(GrammarError):
+            return exact_regex(pattern)
     return re_classes_written_out(pattern)
 
 
