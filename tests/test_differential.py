@@ -978,8 +978,8 @@ def lark_failure(parser: lark.Lark, text: str) -> tuple[int, int] | None:
 
 
 # What may end a lexeme in progress before a completion is sought token by token
-# (a comment's line end, a string's quote, a docstring's).
-LEXEME_ENDS = ["", "\n", " ", '"', "'", ")", "]", "}", "*/", '"""', "'''"]
+# (a comment's line end, a string's quote, a docstring's, after a character that is no quote).
+LEXEME_ENDS = ["", "\n", " ", '"', "'", ")", "]", "}", "*/", '"""', "'''", ' """', " '''"]
 
 
 @dataclass(eq=False)

@@ -62,8 +62,10 @@ def _as_lark_matches(pattern: str, basic: Any) -> str:
     where lark uses Python's ``re`` (no ``regex=True``), its ``\\w``, ``\\s``, ``\\d`` and ``\\b``
     are written out as ``re`` has them (``re_classes_written_out``), and a case-insensitive one's
     letters with their ``re`` case partners (``exact_regex``)."""
+    if basic.re is not re:
+        return pattern
     flags = re.compile(pattern, basic.g_regex_flags).flags
-    if basic.re is not re or flags & re.ASCII:
+    if flags & re.ASCII:
         return pattern
     if (flags & re.IGNORECASE or _SCOPED_I.search(pattern)) and not basic.g_regex_flags & re.IGNORECASE:
         # Case folding differs too (re's "ı" is an "i"; the regex module's not): every class
