@@ -373,6 +373,19 @@ def test_lalr_case_insensitive_keyword_folds_case_as_python_re():
     assert grammar.valid_prefix("TablEParTial ı") == len("TablEParTial ")  # NAME is no (?i)
 
 
+def test_lalr_terminal_the_lexer_never_returns_ends_the_prefixes():
+    """timefhuman's ``duration_numbername " " duration_unit``: lark's lexer tries the ignored WS
+    before ``" "``, so that token never comes and nothing after the number word completes."""
+    text = 'start: WORD (" " WORD | ";")\nWORD: /[a-z]+/\n%import common.WS\n%ignore WS\n'
+    grammar = Grammar.from_lark(text, parser="lalr")
+    reference = lark.Lark(text, parser="lalr")
+    assert lark_error(reference, "a b") is not None and lark_error(reference, "a ;") is None
+    assert grammar.valid_prefix("a b") == 2  # "a " may still end in ";"
+    assert grammar.is_complete("a ;")
+    dead = Grammar.from_lark('start: WORD " " WORD\nWORD: /[a-z]+/\n%import common.WS\n%ignore WS\n', parser="lalr")
+    assert dead.valid_prefix("a b") == 0  # no text completes: lark's language is empty
+
+
 def test_lalr_lazy_terminal_is_not_a_prefix_where_no_match_goes_on():
     lazy = Grammar.from_lark(SWEEP_CASES["lazy-partial"][0], parser="lalr")
     assert lazy.valid_prefix('"~\x1c"') == 2  # no symbol has \x1c between its quotes

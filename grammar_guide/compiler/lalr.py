@@ -30,7 +30,7 @@ from lark.parsers.lalr_parser_state import ParseConf, ParserState
 from .._errors import GrammarError
 from .charclass import pattern_pieces, re_classes_written_out
 from .compile import Terminal
-from .exact import exact_regex
+from .exact import exact_regex, first_chars
 from .first_path import FirstPath, compile_first_path
 from .postlex import IndentDriver, IndentState
 
@@ -111,6 +111,38 @@ class StateLexer:
         self.callback: Mapping[str, Any] = dict(basic.callback)
         self.alternation = regex.compile(self._alternation(), self._flags)
         self._regex = regex
+
+    @functools.cached_property
+    def pre_empted(self) -> frozenset[str]:
+        """The terminals this lexer never returns: every character a match of one may begin with
+        is, alone, a match of a terminal lark tries first (timefhuman's ``" "`` after ``%ignore``d
+        ``WS``). Only terminals that begin with at most 256 characters are looked at."""
+        found = set()
+        for i, name in enumerate(self.names):
+            try:
+                ranges, nullable = first_chars(self._patterns[i])
+            except (GrammarError, re.error):
+                continue
+            if nullable or sum(hi - lo + 1 for lo, hi in ranges) > 256:
+                continue
+            chars = [chr(c) for lo, hi in ranges for c in range(lo, hi + 1)]
+            if all(any(self.single(e).fullmatch(ch) for e in self.names[:i]) for ch in chars):
+                found.add(name)
+        return frozenset(found)
+
+    @functools.cached_property
+    def returned(self) -> frozenset[str] | None:
+        """The terminals this lexer may return: its own that are not pre-empted, and the keywords
+        the callbacks of the terminals not ignored make of them (``None`` where a callback of
+        another kind may make anything)."""
+        out = set(self.names) - self.pre_empted
+        for name, callback in self.callback.items():
+            if name in self.ignore:  # lark drops what an ignored terminal's callback makes
+                continue
+            if not isinstance(callback, UnlessCallback):
+                return None
+            out |= {t.name for t in callback.scanner.terminals}
+        return frozenset(out)
 
     def _alternation(self) -> str:
         if not self.names:  # a state after which only the text's end may come: nothing matches
@@ -288,6 +320,46 @@ class LalrLanguage:
             return state, self.driver.count_brackets(indent, token)
         except (LarkError, AssertionError):
             return None
+
+    def _unproduced(self, state: Any) -> set[str]:
+        """The terminals the table takes in ``state`` that its lexer never returns (absent from
+        it, or pre-empted)."""
+        lexer = self._lexers[state]
+        returned = lexer.returned
+        if returned is None:
+            return set()
+        return {name for name in self._actions[state] if name in self.terminals and name not in returned}
+
+    @functools.cached_property
+    def has_pre_empted(self) -> bool:
+        return self.driver is None and any(self._unproduced(state) for state in self._lexers)
+
+    def completable(self, parser: Parser, indent: IndentState, depth: int = 32, width: int = 256) -> bool:
+        """Whether the parser can reach the text's end on tokens its lexers return. Asked only
+        where some lexer pre-empts a terminal (else lark's table says so for every state); a
+        search that its bounds cut short says yes."""
+        if not self.has_pre_empted:
+            return True
+        frontier, seen = [parser], {tuple(parser.state_stack)}
+        for _ in range(depth):
+            following = []
+            for state in frontier:
+                if self.accepts_end(state, indent):
+                    return True
+                unproduced = self._unproduced(state.position)
+                for name in self._actions[state.position]:
+                    if name not in self.terminals or name in unproduced:
+                        continue
+                    fed = self.feed(state, indent, Token(name, ""))
+                    if fed is not None and tuple(fed[0].state_stack) not in seen:
+                        seen.add(tuple(fed[0].state_stack))
+                        following.append(fed[0])
+            if not following:
+                return False
+            if len(following) > width:
+                return True
+            frontier = following
+        return True
 
     def accepts_end(self, parser: Parser, indent: IndentState) -> bool:
         """Whether the text may end here (the indenter's closing ``DEDENT``s, then lark's ``$END``)."""
