@@ -295,6 +295,7 @@ class LalrLanguage:
                 by_id[id(basic)] = StateLexer(basic)
             self._lexers[state] = by_id[id(basic)]
         self.driver = driver
+        self._completable: dict[tuple[Any, ...], bool] = {}  # by parser stack (no indenter)
         self.terminals: dict[str, Terminal] = {t.name: _terminal(t) for t in parser.terminals}
 
     def start(self) -> Parser:
@@ -340,6 +341,14 @@ class LalrLanguage:
         search that its bounds cut short says yes."""
         if not self.has_pre_empted:
             return True
+        key = tuple(parser.state_stack)
+        if key not in self._completable:
+            if len(self._completable) >= 1 << 16:  # kept bounded: one grammar, many texts
+                self._completable.clear()
+            self._completable[key] = self._search_end(parser, indent, depth, width)
+        return self._completable[key]
+
+    def _search_end(self, parser: Parser, indent: IndentState, depth: int, width: int) -> bool:
         frontier, seen = [parser], {tuple(parser.state_stack)}
         for _ in range(depth):
             following = []
