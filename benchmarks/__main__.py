@@ -23,7 +23,7 @@ HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results"
 
 #: Benchmark modules that are not named ``*_bench.py`` (run after the discovered ones, in order).
-MODULES: list[str] = ["json_keys", "sql_api_cost", "native_grammar_cost"]
+MODULES: list[str] = ["json_keys", "sql_api_cost", "native_grammar_cost", "grammar_sweep"]
 
 
 def discover() -> list[str]:

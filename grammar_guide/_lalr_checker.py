@@ -171,7 +171,7 @@ class LalrChecker(Checker):
                     return False
                 parser, indent = fed
             pos = stop
-        return True
+        return lang.completable(parser, indent)
 
     def _may_run_on(
         self, lexer: StateLexer, text: str, pos: int, end: int, parser: Parser, indent: IndentState
@@ -180,11 +180,12 @@ class LalrChecker(Checker):
         prefix = text[pos:end]
         for name in lexer.extending(text, pos, end):
             if name in lexer.ignore:
-                return True
+                return self._lang.completable(parser, indent)
             for kind in (name, *lexer.keywords_after(name, prefix)):
                 for token in self._lang.tokens_of(kind, prefix, pos, indent):
                     whole = kind != name or token == prefix or lexer.single(name).fullmatch(token)
-                    if whole and self._lang.feed(parser, indent, token) is not None:
+                    fed = self._lang.feed(parser, indent, token) if whole else None
+                    if fed is not None and self._lang.completable(*fed):
                         return True
         return False
 

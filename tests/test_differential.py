@@ -823,7 +823,7 @@ class PackageSuite:
     sdist: bool = True  # the tests are in the source archive
     lines: bool = False  # each line of a text file is a text of its own too
     max_texts: int = 50  # sampled deterministically (sympy's grammar checks at ~400 µs a byte)
-    postlex: str | None = None  # ``module.py:Class``, the package's postlexer, from the same archive
+    postlex: str | None = None  # ``module.py:Class``, the package's postlexer from the same archive, or lark's
     regex: bool = False
     suffix: str = ""  # what the package adds to a text before it parses it (gdtoolkit: a newline)
 
@@ -841,7 +841,8 @@ class PackageSuite:
 # tests: its texts are its modules' string literals (instruction names, messages, PRAGMA lines).
 # gdtoolkit's Parser (parser/parser.py): parser="lalr", start "start", regex=True (\p{XID_Start}
 # names), postlex=GDScriptIndenter() (its own _process: read by replaying it), and it parses a
-# text with a newline added.
+# text with a newline added. flloat's PLParser and LTLfParser: parser="lalr", start "start"; vyper's
+# ast/grammar.py: parser="lalr", start "module", postlex=PythonIndenter(), a newline added.
 PACKAGE_SUITES = {
     "poetry-pep508": PackageSuite(
         "poetry-core",
@@ -911,6 +912,22 @@ PACKAGE_SUITES = {
         regex=True,
         suffix="\n",
     ),
+    # Grammars of benchmarks/grammar_sweep.py where the LALR checker crashed or disagreed.
+    "flloat-pl": PackageSuite("flloat", "0.3.0", "flloat/parser/pl.lark", "start", "lalr", ("tests/test_pl.py",)),
+    "flloat-ltlf": PackageSuite(
+        "flloat", "0.3.0", "flloat/parser/ltlf.lark", "start", "lalr", ("tests/test_ltlf.py",), max_texts=40
+    ),
+    "vyper": PackageSuite(
+        "vyper",
+        "0.4.3",
+        "vyper/ast/grammar.lark",
+        "module",
+        "lalr",
+        ("examples/*.vy",),
+        max_texts=8,
+        postlex="lark.indenter:PythonIndenter",
+        suffix="\n",
+    ),
 }
 MAX_TEXT_PREFIXES = 6  # prefixes per text besides the text itself, sampled deterministically
 MAX_SUITE_CHARS = 3_000  # longer texts (pddl problems) are left out
@@ -924,8 +941,18 @@ def load_suite(name: str) -> Grammar:
         text = python_string(suite.package, suite.version, path, variable, sdist=suite.sdist)
         return Grammar.from_lark(text, suite.start, name=name, parser=suite.parser)
     path = grammar_file(suite.package, suite.version, suite.grammar, sdist=suite.sdist)
-    postlex = package_object(suite.package, suite.version, suite.postlex, sdist=suite.sdist) if suite.postlex else None
+    postlex = suite_postlexer(suite)
     return Grammar.from_file(path, suite.start, parser=suite.parser, postlex=postlex, regex=suite.regex)
+
+
+def suite_postlexer(suite: PackageSuite) -> object:
+    """The suite's postlexer: one of lark's own (``lark.indenter:PythonIndenter``) or the package's."""
+    if suite.postlex is None:
+        return None
+    module, _, name = suite.postlex.partition(":")
+    if module == "lark.indenter":
+        return getattr(lark.indenter, name)()
+    return package_object(suite.package, suite.version, suite.postlex, sdist=suite.sdist)
 
 
 def suite_texts(name: str) -> list[str]:
@@ -963,6 +990,10 @@ def lark_failure(parser: lark.Lark, text: str) -> tuple[int, int] | None:
         return exc.token.start_pos, exc.token.end_pos
     except lark.exceptions.UnexpectedCharacters as exc:
         return exc.pos_in_stream, len(text)
+    except IndexError:
+        # lark's Indenter reads a newline token that has no newline: vyper's _NEWLINE, a
+        # comment where the text ends (vyper adds a newline to every text it parses).
+        return len(text), len(text)
     except (lark.indenter.DedentError, AssertionError):
         # The indenter refuses a newline's indentation (or a closing bracket), without a
         # position: the first newline token (with the character after it) after which lark
@@ -979,8 +1010,8 @@ def lark_failure(parser: lark.Lark, text: str) -> tuple[int, int] | None:
 
 
 # What may end a lexeme in progress before a completion is sought token by token
-# (a comment's line end, a string's quote).
-LEXEME_ENDS = ["", "\n", " ", '"', "'", ")", "*/"]
+# (a comment's line end, a string's quote, a docstring's, after a character that is no quote).
+LEXEME_ENDS = ["", "\n", " ", '"', "'", ")", "]", "}", "*/", '"""', "'''", ' """', " '''"]
 
 
 @dataclass(eq=False)
@@ -1017,10 +1048,12 @@ class LalrReference:
     def lexemes_grown(self, prefix: str, tries: int = 12) -> Iterator[str]:
         """``prefix`` with its end grown into a short lexeme of a terminal whose lexeme begins
         with that end (pyquil's ``SET-`` into ``SET-FREQUENCY``, where lark reads ``SET`` ``-``),
-        then with one character the checker takes after it (eql's ``.`` then ``5``)."""
+        then with one character the checker takes after it (eql's ``.`` then ``5``). A lexeme's
+        case is kept where the prefix's end differs from it only in case (lark-dbml's ``e`` into ``eNUM``)."""
         for lexeme in self.lexemes.values():
             for k in range(min(len(lexeme) - 1, len(prefix)), 0, -1):
-                if prefix.endswith(lexeme[:k]):
+                # Case-blind: a keyword "enum"i's short lexeme is ENUM, and eNUM is one too.
+                if prefix.lower().endswith(lexeme[:k].lower()):
                     yield prefix + lexeme[k:]
         for c in PROBE:
             checker = self.grammar.checker()
@@ -1030,10 +1063,11 @@ class LalrReference:
 
     @functools.cached_property
     def lexemes(self) -> dict[str, str]:
-        """A short lexeme of each terminal (its shortest match, as Python's re confirms it)."""
+        """A short lexeme of each terminal (its shortest match, as Python's re confirms it; of its
+        pattern without look-arounds where it has them: timefhuman's ``(?<![a-z])past(?![a-z])``)."""
         found = {}
         for terminal in self.parser.terminals:
-            pattern = terminal.pattern.to_regexp()
+            pattern = without_lookarounds(terminal.pattern.to_regexp())
             with contextlib.suppress(Exception):  # a look-around the automaton cannot read
                 shortest = _shortest(re.compile(pattern), "")
                 if shortest and shortest[0]:
@@ -1047,17 +1081,28 @@ class LalrReference:
         try:
             interactive = self.parser.parse_interactive(text)
             interactive.exhaust_lexer()
+            state = interactive.parser_state
+        except lark.exceptions.UnexpectedToken as exc:
+            # An indenter closes the open blocks where the text ends: the parser state before
+            # the first dedent it refuses (a block's line cut short: vyper's ``axsert not``).
+            if exc.token.type != getattr(self.parser.options.postlex, "DEDENT_type", None) or exc.state is None:
+                return None
+            state = exc.state
         except (lark.exceptions.UnexpectedInput, lark.indenter.DedentError, AssertionError):
             return None
-        conf = interactive.parser_state.parse_conf
-        frontier = [(tuple(interactive.parser_state.state_stack), "")]
+        conf = state.parse_conf
+        frontier = [(tuple(state.state_stack), "")]
         seen = {frontier[0][0]}
+        # With an indenter, a line may end wherever its newline is taken: the indenter's closing
+        # dedents then follow (vyper's ``axsert not`` then ``in x`` and a newline).
+        newline = getattr(self.parser.options.postlex, "NL_type", None)
         for _ in range(depth):
             following = []
             for stack, written in frontier:
-                if _lalr_takes(conf, stack, "$END") is not None:
+                ends = _lalr_takes(conf, stack, "$END") is not None
+                if ends or (newline is not None and _lalr_takes(conf, stack, newline) is not None):
                     for gap in (" ", ""):
-                        ending = written.replace("\x00", gap)
+                        ending = written.replace("\x00", gap) + ("" if ends else "\n")
                         if lark_failure(self.parser, text + ending) is None:
                             return ending
                 for name in sorted(conf.states[stack[-1]].keys() & self.lexemes.keys()):
@@ -1083,6 +1128,15 @@ class LalrReference:
                         seen.add(tail)
                         yield tail
                     at = text.find(context[-k:], at + 1)
+
+
+_LOOKAROUND = re.compile(r"\(\?<?[=!](?:[^()\\]|\\.)*\)")
+
+
+def without_lookarounds(pattern: str) -> str:
+    """A regex without its (unnested) look-arounds: a pattern to draw lexemes from, which lark
+    then judges in context."""
+    return _LOOKAROUND.sub("", pattern)
 
 
 def _lalr_takes(conf: Any, stack: tuple[int, ...], name: str) -> tuple[int, ...] | None:

@@ -74,6 +74,23 @@ def test_import_from_another_grammar_file(tmp_path: Path):
     assert verdict(g2, "hello") == "complete"
 
 
+def test_refused_imported_terminal_is_placed_in_the_file_that_defines_it(tmp_path: Path):
+    """pylogics' ltl.lark has ``%import .pl.SYMBOL_NAME``: a refusal of SYMBOL_NAME (or of a
+    terminal it needs, named ``pl__...`` by lark) names pl.lark's line and column."""
+    (tmp_path / "pl.lark").write_text('start: SYM\n\nSYM: "x" | LOOK\nLOOK: /a(?=b)/\n')
+    main = tmp_path / "ltl.lark"
+    main.write_text("start: SYM+\n%import .pl.SYM -> SYM\n")
+    with pytest.raises(GrammarError, match="look-around") as info:
+        Grammar.from_file(main)
+    error = info.value
+    assert (error.line, error.column, error.source) == (3, 1, str(tmp_path / "pl.lark")), error
+    (tmp_path / "ltl2.lark").write_text("start: WORD\n%import .pl (WORD)\n")
+    (tmp_path / "pl.lark").write_text("WORD: /[a-z]+(?=;)/\n")
+    with pytest.raises(GrammarError) as info:
+        Grammar.from_lark((tmp_path / "ltl2.lark").read_text(), import_paths=[tmp_path])
+    assert (info.value.line, info.value.column) == (1, 7), info.value
+
+
 def test_import_of_a_missing_file_is_a_grammar_error():
     with pytest.raises(GrammarError, match=r"nosuch\.lark") as info:
         Grammar.from_lark('start: "a"\n%import nosuch.X\n')

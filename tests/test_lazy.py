@@ -15,6 +15,7 @@ import lark
 import pytest
 
 from grammar_guide import Grammar, GrammarError
+from grammar_guide.compiler.exact import greedy_regex, lazy_is_greedy, lazy_to_first_stop
 from grammar_guide.compiler.lazy import LazyReading, lazy_reading
 from tests.support.package_grammars import grammar_file, terminal_definition
 
@@ -161,3 +162,60 @@ def test_random_lazy_regexes_are_read_as_re_match_or_refused() -> None:
             found = pattern.match(text)
             assert reading_match(reading, text) == (found.end() if found else None), (regex, text)
     assert read > 40  # the shapes read are not rare (62 of these 200)
+
+
+# pylogics 0.2.1's SYMBOL_NAME: an alternation whose lazy alternative repeats a class up to a
+# quote the class lacks, so greedy and lazy end at the same quote (lazy_is_greedy).
+SYMBOL_NAME = r'/(?:[a-z_][a-zA-Z0-9_\-]+[a-zA-Z0-9_]|"[ -!#-~]+?"|[a-z_][a-zA-Z0-9_]*)/'
+
+
+def test_lazy_repeat_up_to_what_its_class_lacks_loads_and_agrees_with_lark() -> None:
+    text = f'start: SYM ("&" SYM)*\nSYM: {SYMBOL_NAME}\n%ignore " "\n'
+    grammar = Grammar.from_lark(text)
+    assert_complete_as_lark(grammar, text, ['"a b" & x', '"a"b"', '"~"&"x"', 'ab-c&"q"', '""', '"a\x1c"', "a & b"])
+    assert grammar.valid_prefix('"a\x1c"') == 2
+    regex = SYMBOL_NAME.strip("/")
+    assert lazy_is_greedy(regex)
+    greedy = re.compile(greedy_regex(regex))
+    for n in range(6):
+        for chars in itertools.product('a"~ -', repeat=n):
+            found, same = re.match(regex, "".join(chars)), greedy.match("".join(chars))
+            assert (found and found.end()) == (same and same.end()), chars
+
+
+@pytest.mark.parametrize(
+    ("regex", "alphabet"),
+    [
+        (r"\[.*?\](?:[ \t\n]+)?", "[]a \n"),  # d20 1.1.2's ANNOTATION
+        (r"a.*?b", "ab\n"),
+        (r"(?:x|xy)[^;]*?\]\s*", "xy]; "),
+    ],
+)
+def test_lazy_repeat_then_a_character_then_nothing_needed_stops_at_the_first(regex: str, alphabet: str) -> None:
+    written = lazy_to_first_stop(regex)
+    assert written is not None
+    for n in range(7):
+        for chars in itertools.product(alphabet, repeat=n):
+            found, same = re.match(regex, "".join(chars)), re.match(written, "".join(chars))
+            assert (found and found.end()) == (same and same.end()), chars
+    assert lazy_to_first_stop(r"#.*?;?") is None  # no character needed after the repeat
+    assert lazy_to_first_stop(r"a.{2,}?b") is None  # the first two may be b
+
+
+def test_d20_annotation_loads_and_agrees_with_lark() -> None:
+    text = "start: NUM ANNOTATION*\nNUM: /[0-9]+/\nANNOTATION: /\\[.*?\\]/ _WS?\n_WS: /[ \\t\\n]+/\n"
+    assert_complete_as_lark(
+        Grammar.from_lark(text), text, ["1[a]", "1[a] [b]", "1[a]]", "1[a] b]", "1[[a]", "1[a\nb]", "1[a]\n"]
+    )
+
+
+def assert_complete_as_lark(grammar: Grammar, text: str, samples: list[str]) -> None:
+    """The checker calls each sample complete exactly when lark's Earley parser parses it."""
+    parser = lark.Lark(text)
+    for sample in samples:
+        try:
+            parser.parse(sample)
+            parsed = True
+        except lark.exceptions.LarkError:
+            parsed = False
+        assert grammar.is_complete(sample) == parsed, sample

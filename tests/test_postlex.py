@@ -325,6 +325,78 @@ def test_lalr_reads_a_keyword_glued_to_a_name_as_lark_lalr_does():
     assert lalr.valid_prefix("OPENQ") == 5
 
 
+# Minimal cases of three faults real grammars met (benchmarks/grammar_sweep.py): d20's COMMENT
+# leaves a parser state after which only the text's end may come; flloat's SYMBOL_NAME is \w+
+# with %ignore /\s+/ (lark matches them with Python's re, not the regex module); pylogics'
+# quoted symbol is a lazy /"[ -!#-~]+?"/.
+SWEEP_CASES = {
+    "nothing-after": ("start: NUM COMMENT?\nNUM: /[0-9]+/\nCOMMENT: /#.+/\n", ["1#x", "1#x\n", "1#x\n2"]),
+    "python-classes": (
+        "start: WORD+\nWORD: /\\w+/\n%ignore /\\s+/\n",
+        ["a ²", "a ౸b", "a ‿", "a\x1cb", "a\x85b", "x\u2029y", "a\u00a0b"],
+    ),
+    "python-boundary": ('start: (WORD | "-")+\nWORD: /\\b\\w+\\b/\n%ignore " "\n', ["a-b", "a²-b", "²a", "a ‿"]),
+    "lazy-partial": (
+        'start: SYM ("&" SYM)*\nSYM: /"[ -!#-~]+?"/ | /[a-z]+/\n%ignore /\\s+/\n',
+        ['"~\x1c"', '"a b"&x', '"a"b"', '"a\x1c', 'a&"\x1c'],
+    ),
+}
+
+
+@pytest.mark.parametrize("name", list(SWEEP_CASES))
+def test_lalr_agrees_with_lark_on_every_prefix_of_sweep_cases(name):
+    """Every prefix of each text: complete exactly when lark's LALR parses it, and accepted
+    exactly when some completion of it lark parses (by the checker's own refusal point)."""
+    text, samples = SWEEP_CASES[name]
+    grammar = Grammar.from_lark(text, parser="lalr")
+    reference = lark.Lark(text, parser="lalr")
+    for sample in samples:
+        for end in range(len(sample) + 1):
+            prefix = sample[:end]
+            assert grammar.is_complete(prefix) == (lark_error(reference, prefix) is None), prefix
+    assert grammar.valid_prefix(samples[0]) == len(samples[0]) or lark_error(reference, samples[0]) is not None
+
+
+def test_lalr_classes_are_python_re_classes():
+    grammar = Grammar.from_lark(SWEEP_CASES["python-classes"][0], parser="lalr")
+    assert grammar.is_complete("a ²")  # \\w has ² in re, not in the regex module
+    assert grammar.is_complete("a\x1cb")  # \\s has \x1c in re
+    assert grammar.valid_prefix("a ‿") == 2  # the regex module's \\w has ‿, re's has not
+
+
+def test_lalr_case_insensitive_keyword_folds_case_as_python_re():
+    """lark-dbml's "TablePartial"i: Python's re has "ı" as an "i", the regex module has not."""
+    text = 'start: "tablepartial"i NAME\nNAME: /[a-z]+/\n%ignore " "\n'
+    grammar = Grammar.from_lark(text, parser="lalr")
+    assert lark_error(lark.Lark(text, parser="lalr"), "TablEParTıal x") is None
+    assert grammar.is_complete("TablEParTıal x")
+    assert grammar.valid_prefix("TablEParTial ı") == len("TablEParTial ")  # NAME is no (?i)
+
+
+def test_lalr_terminal_the_lexer_never_returns_ends_the_prefixes():
+    """timefhuman's ``duration_numbername " " duration_unit``: lark's lexer tries the ignored WS
+    before ``" "``, so that token never comes and nothing after the number word completes."""
+    text = 'start: WORD (" " WORD | ";")\nWORD: /[a-z]+/\n%import common.WS\n%ignore WS\n'
+    grammar = Grammar.from_lark(text, parser="lalr")
+    reference = lark.Lark(text, parser="lalr")
+    assert lark_error(reference, "a b") is not None and lark_error(reference, "a ;") is None
+    assert grammar.valid_prefix("a b") == 2  # "a " may still end in ";"
+    assert grammar.is_complete("a ;")
+    dead = Grammar.from_lark('start: WORD " " WORD\nWORD: /[a-z]+/\n%import common.WS\n%ignore WS\n', parser="lalr")
+    assert dead.valid_prefix("a b") == 0  # no text completes: lark's language is empty
+
+
+def test_lalr_lazy_terminal_is_not_a_prefix_where_no_match_goes_on():
+    lazy = Grammar.from_lark(SWEEP_CASES["lazy-partial"][0], parser="lalr")
+    assert lazy.valid_prefix('"~\x1c"') == 2  # no symbol has \x1c between its quotes
+
+
+def test_lalr_state_after_which_only_the_end_may_come():
+    ended = Grammar.from_lark(SWEEP_CASES["nothing-after"][0], parser="lalr")
+    assert ended.valid_prefix("1#x\n2") == 3  # nothing may follow the comment (a crash before)
+    assert ended.is_complete("1#x")
+
+
 # -- refusals --------------------------------------------------------------------------------
 
 

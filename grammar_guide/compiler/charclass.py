@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from .regex import sre_constants as _sre_c
@@ -25,7 +25,9 @@ __all__ = [
     "complement",
     "matched_code_points",
     "normalise",
+    "pattern_pieces",
     "python_class",
+    "re_classes_written_out",
     "subtract_surrogates",
 ]
 
@@ -196,3 +198,59 @@ def python_class(ranges: Ranges, *, in_lark: bool = False) -> str:
         return f"\\U{cp:08x}"
 
     return "[" + "".join(esc(lo) if lo == hi else f"{esc(lo)}-{esc(hi)}" for lo, hi in ranges) + "]"
+
+
+_CLASS_ESCAPES = {
+    "d": _sre_c.CATEGORY_DIGIT,
+    "D": _sre_c.CATEGORY_NOT_DIGIT,
+    "w": _sre_c.CATEGORY_WORD,
+    "W": _sre_c.CATEGORY_NOT_WORD,
+    "s": _sre_c.CATEGORY_SPACE,
+    "S": _sre_c.CATEGORY_NOT_SPACE,
+}
+
+
+def re_classes_written_out(pattern: str) -> str:
+    """``pattern`` with its ``\\d``, ``\\w``, ``\\s`` (and negations) written as the code points
+    Python's ``re`` gives them, and ``\\b``, ``\\B`` as look-arounds on that ``\\w``: the ``regex``
+    module then matches it as ``re`` does (its own ``\\w`` has ``‿`` and lacks ``²``, its ``\\s``
+    lacks ``\\x1c``). Everything else is kept as written."""
+    out: list[str] = []
+    for piece, in_class in pattern_pieces(pattern):
+        if piece[1:] in _CLASS_ESCAPES and piece[0] == "\\":
+            body = python_class(category(_CLASS_ESCAPES[piece[1]]))[1:-1]
+            out.append(body if in_class else f"[{body}]")
+        elif piece in ("\\b", "\\B") and not in_class:
+            out.append(_boundary(negated=piece == "\\B"))
+        else:
+            out.append(piece)
+    return "".join(out)
+
+
+def pattern_pieces(pattern: str) -> Iterator[tuple[str, bool]]:
+    """A regex's text in pieces (an escape, or one character), each with whether it is inside
+    a class ``[...]`` (the brackets themselves are not)."""
+    i, n = 0, len(pattern)
+    class_body = -1  # where the open class's items begin (a ``]`` there is a literal); -1: none open
+    while i < n:
+        c = pattern[i]
+        if c == "\\" and i + 1 < n:
+            yield pattern[i : i + 2], class_body >= 0
+            i += 2
+            continue
+        if class_body < 0 and c == "[":
+            yield c, False
+            class_body = i + 1 + (pattern.startswith("^", i + 1))
+        elif class_body >= 0 and c == "]" and i > class_body:
+            yield c, False
+            class_body = -1
+        else:
+            yield c, class_body >= 0
+        i += 1
+
+
+def _boundary(*, negated: bool) -> str:
+    word = python_class(category(_sre_c.CATEGORY_WORD))
+    if negated:
+        return f"(?:(?<={word})(?={word})|(?<!{word})(?!{word}))"
+    return f"(?:(?<={word})(?!{word})|(?<!{word})(?={word}))"

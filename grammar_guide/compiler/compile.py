@@ -10,8 +10,9 @@ from __future__ import annotations
 import functools
 import json
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Literal, NamedTuple
 
 import lark
@@ -29,13 +30,15 @@ from .exact import (
     first_chars,
     greedy_regex,
     lark_regex,
+    lazy_is_greedy,
+    lazy_to_first_stop,
     needs_exact_classes,
     regex_rules,
     regex_rules_not_starting,
 )
 from .hazards import find_hazards
 from .lazy import LazyReading, lazy_reading
-from .load import position, position_of_definition, position_of_terminal, position_of_use
+from .load import imported_definition, position, position_of_definition, position_of_terminal, position_of_use
 from .matcher import regex_is_void
 from .regex import is_regex_error, regex_features, sre_constants, sre_parse, strip_verbose
 from .unicode_classes import case_insensitive_literal, python_re_of
@@ -165,7 +168,10 @@ def compile_lark(parser: lark.Lark, text: str, source: str | None, lexer: Lexer 
     for tdef in parser.terminals:
         if tdef.name in leading:
             tdef = TerminalDef(tdef.name, PatternRE(leading[tdef.name], tdef.pattern.flags), tdef.priority)
-        terminal, expression = _terminal(tdef, text, source, bool(parser.options.regex))
+        try:
+            terminal, expression = _terminal(tdef, text, source, bool(parser.options.regex))
+        except GrammarError as error:
+            raise _in_imported_file(error, tdef, text, source, parser.options.import_paths) from None
         terminals[tdef.name] = terminal
         compiled_terms[tdef.name] = expression
         lines.append(f"{term_name(tdef.name)}: {expression}")
@@ -790,6 +796,23 @@ def _capture_refs(alternative: str, term_names: Mapping[str, str]) -> str:
     return " ".join(f"gg_cap_{sym.lower()}" if sym in compiled else sym for sym in alternative.split())
 
 
+def _in_imported_file(
+    error: GrammarError, tdef: Any, text: str, source: str | None, import_paths: Sequence[Any]
+) -> GrammarError:
+    """A refusal of a terminal that an ``%import`` brings (pylogics' ``%import .pl.SYMBOL_NAME``),
+    placed at its definition in the imported file; ``error`` itself where it has a place."""
+    if error.line is not None:
+        return error
+    folders = [*([Path(source).parent] if source else []), *import_paths]
+    found = imported_definition(tdef.name, text, folders)
+    if found is None:
+        return error
+    where, written = position_of_terminal(found.name, tdef.pattern.value, found.text)
+    if where["line"] is None:
+        return error
+    return GrammarError(error.message, construct=written or error.construct, **where, source=str(found.path))
+
+
 def _terminal(tdef: Any, text: str, source: str | None, regex_module: bool) -> tuple[Terminal, str]:
     """The terminal, and its definition in llguidance's dialect (the text after ``NAME:``).
     ``regex_module``: lark matches with the ``regex`` module (``regex=True``), not ``re``."""
@@ -931,11 +954,15 @@ def _lazy_of(terminal: Terminal) -> LazyReading | None:
 def _lazy_as_greedy(regex: str) -> str:
     """The regex with its lazy quantifiers made greedy when that changes no match: when no match
     is a proper prefix of another (``"(?:[^"\\\\]|\\\\.)*?"``), ``re.match`` finds the one match at
-    a position either way."""
+    a position either way; or when each repeats a class up to what no character of it begins
+    (``lazy_is_greedy``); or, one lazy repeat up to a character, then what may match nothing,
+    as the repeat that stops at the first such character (``lazy_to_first_stop``)."""
     try:
-        if regex_features(regex) == (None, False) or not dfa_of(regex).prefix_free():
+        if regex_features(regex) == (None, False):
             return regex
-        return greedy_regex(regex)
+        if lazy_is_greedy(regex) or dfa_of(regex).prefix_free():
+            return greedy_regex(regex)
+        return lazy_to_first_stop(regex) or regex
     except (GrammarError, re.error):
         return regex
 

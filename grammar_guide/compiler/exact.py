@@ -30,6 +30,8 @@ __all__ = [
     "greedy_regex",
     "greedy_regex_of",
     "lark_regex",
+    "lazy_is_greedy",
+    "lazy_to_first_stop",
     "needs_exact_classes",
     "quantifier",
     "regex_rules",
@@ -82,6 +84,75 @@ def greedy_regex_of(items: list[Any], flags: int) -> str:
     writer = _Writer(python_class, "", "(?:", ")", "(?:)")
     writer.lazy_as_greedy = True
     return writer.sequence(items, flags) or "(?:)"
+
+
+def lazy_is_greedy(regex: str) -> bool:
+    """Whether each lazy quantifier of ``regex`` repeats one class and is followed, in its
+    sequence, by an item that must match and cannot begin with a character of that class
+    (pylogics' ``"[ -!#-~]+?"``): the repeat can then only end where the run of the class ends,
+    so Python's ``re`` finds the same match with it greedy."""
+    parsed = _sre_parse.parse(regex, 0)
+    return _lazies_greedy(list(parsed), parsed.state.flags)
+
+
+def _lazies_greedy(items: list[Any], flags: int) -> bool:
+    for k, (op, av) in enumerate(items):
+        if op is _c.MIN_REPEAT:
+            chars = char_set(list(av[2]), flags)
+            if chars is None or k + 1 == len(items):
+                return False
+            following, nullable = _first(items[k + 1 : k + 2], flags)
+            if nullable or _subtract(following, chars) != normalise(following):
+                return False
+        elif op is _c.SUBPATTERN:
+            if not _lazies_greedy(list(av[3]), (flags | av[1]) & ~av[2]):
+                return False
+        elif op is _c.BRANCH:
+            if not all(_lazies_greedy(list(alt), flags) for alt in av[1]):
+                return False
+        elif op is _c.MAX_REPEAT and not _lazies_greedy(list(av[2]), flags):
+            return False
+    return True
+
+
+def lazy_to_first_stop(regex: str) -> str | None:
+    """``regex`` written greedy where its one lazy quantifier repeats a class ``S`` from zero, is
+    followed by a one-character item ``F`` and then by what may match nothing, at the top level
+    (d20's ``\\[.*?\\](?:[ \\t\\n]+)?``): Python's ``re`` then stops the repeat at the first ``F``,
+    which ``(S-F)*F`` says greedy. ``None`` where the regex is not of that shape."""
+    parsed = _sre_parse.parse(regex, 0)
+    items, flags = list(parsed), parsed.state.flags
+    lazy = [k for k, (op, _) in enumerate(items) if op is _c.MIN_REPEAT]
+    if len(lazy) != 1 or lazy[0] + 1 >= len(items):
+        return None
+    k = lazy[0]
+    low, high, body = items[k][1]
+    repeated, stop = char_set(list(body), flags), char_set(items[k + 1 : k + 2], flags)
+    if low != 0 or repeated is None or stop is None or _has_lazy(items[:k] + items[k + 1 :]):
+        return None
+    if not _first(items[k + 2 :], flags)[1]:
+        return None
+    kept = _subtract(repeated, stop)
+    klass = (
+        (_c.IN, [(_c.RANGE, pair) for pair in kept])
+        if kept
+        else (_c.IN, [(_c.NEGATE, None), (_c.RANGE, (0, 0x10FFFF))])
+    )
+    items[k] = (_c.MAX_REPEAT, (0, high, [klass]))
+    return greedy_regex_of(items, flags)
+
+
+def _has_lazy(items: list[Any]) -> bool:
+    for op, av in items:
+        if op is _c.MIN_REPEAT:
+            return True
+        if op is _c.SUBPATTERN and _has_lazy(list(av[3])):
+            return True
+        if op is _c.BRANCH and any(_has_lazy(list(alt)) for alt in av[1]):
+            return True
+        if op is _c.MAX_REPEAT and _has_lazy(list(av[2])):
+            return True
+    return False
 
 
 def regex_rules(regex: str) -> str:

@@ -14,8 +14,10 @@ Needs the ``regex`` module (the ``lalr`` extra).
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import importlib
+import re
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -26,7 +28,9 @@ from lark.lexer import PatternStr, UnlessCallback
 from lark.parsers.lalr_parser_state import ParseConf, ParserState
 
 from .._errors import GrammarError
+from .charclass import pattern_pieces, re_classes_written_out
 from .compile import Terminal
+from .exact import exact_regex, first_chars
 from .first_path import FirstPath, compile_first_path
 from .postlex import IndentDriver, IndentState
 
@@ -50,6 +54,49 @@ def _regex_module() -> Any:
         ) from None
 
 
+_SCOPED_I = re.compile(r"\(\?[a-zA-Z]*i[a-zA-Z]*[:)]")
+
+
+def _as_lark_matches(pattern: str, basic: Any) -> str:
+    """A terminal's pattern for the ``regex`` module, matching what lark's own module matches:
+    where lark uses Python's ``re`` (no ``regex=True``), its ``\\w``, ``\\s``, ``\\d`` and ``\\b``
+    are written out as ``re`` has them (``re_classes_written_out``), and a case-insensitive one's
+    letters with their ``re`` case partners (``exact_regex``)."""
+    if basic.re is not re:
+        return pattern
+    flags = re.compile(pattern, basic.g_regex_flags).flags
+    if flags & re.ASCII:
+        return pattern
+    if (flags & re.IGNORECASE or _SCOPED_I.search(pattern)) and not basic.g_regex_flags & re.IGNORECASE:
+        # Case folding differs too (re's "ı" is an "i"; the regex module's not): every class
+        # written out, case-closed as re has it, where the pattern has nothing exact_regex lacks.
+        with contextlib.suppress(GrammarError):
+            return exact_regex(pattern)
+    return re_classes_written_out(pattern)
+
+
+_QUANTIFIER_BOUNDS = re.compile(r"\{(?:\d+(?:,\d*)?|,\d+)\}$")
+
+
+def _greedy(pattern: str) -> str:
+    """``pattern`` with its lazy quantifiers (``*?``, ``+?``, ``??``, ``{m,n}?``) made greedy:
+    the same language, so the same answer to "could more text make it match". The ``regex``
+    module's partial matching errs on lazy ones (``"[ -~]+?"`` partially matches ``"~\\x1c``)."""
+    out: list[str] = []
+    quantified = False  # the last piece written is a quantifier
+    for piece, in_class in pattern_pieces(pattern):
+        if piece == "?" and quantified:
+            quantified = False  # the lazy mark: dropped
+            continue
+        out.append(piece)
+        quantified = not in_class and (
+            piece in ("*", "+")
+            or (piece == "?" and out[-2:-1] != ["("])
+            or (piece == "}" and _QUANTIFIER_BOUNDS.search("".join(out[-24:])) is not None)
+        )
+    return "".join(out)
+
+
 class StateLexer:
     """One of the contextual lexer's lexers: the terminals a set of parser states may read next."""
 
@@ -58,27 +105,67 @@ class StateLexer:
         scanner = basic.scanner  # builds lark's callbacks as well
         self._flags: int = basic.g_regex_flags
         self.names: list[str] = [t.name for t in scanner.terminals]
-        self._patterns: list[str] = [t.pattern.to_regexp() for t in scanner.terminals]
+        self._patterns: list[str] = [_as_lark_matches(t.pattern.to_regexp(), basic) for t in scanner.terminals]
         self._index = {name: i for i, name in enumerate(self.names)}
         self.ignore: frozenset[str] = frozenset(basic.ignore_types)
         self.callback: Mapping[str, Any] = dict(basic.callback)
         self.alternation = regex.compile(self._alternation(), self._flags)
         self._regex = regex
 
+    @functools.cached_property
+    def pre_empted(self) -> frozenset[str]:
+        """The terminals this lexer never returns: every character a match of one may begin with
+        is, alone, a match of a terminal lark tries first (timefhuman's ``" "`` after ``%ignore``d
+        ``WS``). Only terminals that begin with at most 256 characters are looked at."""
+        found = set()
+        for i, name in enumerate(self.names):
+            try:
+                ranges, nullable = first_chars(self._patterns[i])
+            except (GrammarError, re.error):
+                continue
+            if nullable or sum(hi - lo + 1 for lo, hi in ranges) > 256:
+                continue
+            chars = [chr(c) for lo, hi in ranges for c in range(lo, hi + 1)]
+            if all(any(self.single(e).fullmatch(ch) for e in self.names[:i]) for ch in chars):
+                found.add(name)
+        return frozenset(found)
+
+    @functools.cached_property
+    def returned(self) -> frozenset[str] | None:
+        """The terminals this lexer may return: its own that are not pre-empted, and the keywords
+        the callbacks of the terminals not ignored make of them (``None`` where a callback of
+        another kind may make anything)."""
+        out = set(self.names) - self.pre_empted
+        for name, callback in self.callback.items():
+            if name in self.ignore:  # lark drops what an ignored terminal's callback makes
+                continue
+            if not isinstance(callback, UnlessCallback):
+                return None
+            out |= {t.name for t in callback.scanner.terminals}
+        return frozenset(out)
+
     def _alternation(self) -> str:
+        if not self.names:  # a state after which only the text's end may come: nothing matches
+            return "(?!)"
         return "|".join(f"(?P<{name}>{p})" for name, p in zip(self.names, self._patterns, strict=True))
 
     @functools.cache  # noqa: B019 - one per lexer, kept with the grammar
     def single(self, name: str) -> Any:
         return self._regex.compile(self._patterns[self._index[name]], self._flags)
 
+    @functools.cache  # noqa: B019 - one per lexer, kept with the grammar
+    def viable(self, name: str) -> Any:
+        """The terminal's pattern made greedy, for partial matching (``_greedy``)."""
+        return self._regex.compile(_greedy(self._patterns[self._index[name]]), self._flags)
+
     @functools.cache  # noqa: B019
     def _starts(self, name: str) -> frozenset[str]:
         """The ASCII characters a match of terminal ``name`` may begin with."""
-        if self._patterns[self._index[name]].startswith("(?<"):  # looks behind: context decides
+        pattern = self._patterns[self._index[name]]
+        if "(?<" in pattern or "\\b" in pattern or "\\B" in pattern:  # looks behind: context decides
             return frozenset(map(chr, range(128)))
-        single = self.single(name)
-        return frozenset(ch for ch in map(chr, range(128)) if single.match(ch, 0, 1, partial=True) is not None)
+        viable = self.viable(name)
+        return frozenset(ch for ch in map(chr, range(128)) if viable.match(ch, 0, 1, partial=True) is not None)
 
     def _may_begin(self, name: str, ch: str) -> bool:
         return ch >= "\x80" or ch in self._starts(name)
@@ -89,7 +176,7 @@ class StateLexer:
         for i in self._beginning_with(text[pos]):
             if i >= before:
                 return False
-            if self.single(self.names[i]).match(text, pos, end, partial=True) is not None:
+            if self.viable(self.names[i]).match(text, pos, end, partial=True) is not None:
                 return True
         return False
 
@@ -121,12 +208,12 @@ class StateLexer:
         backtracking order reads up to ``end`` (``-0.`` for a number whose ``(\\.[0-9]+)?`` gave
         it up: ``-0.5`` then matches further). ``stop``: where lark's match ends."""
         # A path that reads to ``end`` reads past ``stop`` first: if none does, none reaches ``end``.
-        if self.single(name).fullmatch(text, pos, min(end, stop + 1), partial=True) is None:
+        if self.viable(name).fullmatch(text, pos, min(end, stop + 1), partial=True) is None:
             return False
         first = self._first_path(name)
         if first is not None:
             return first.run(text, pos, end)[0] == "end"
-        return self.single(name).fullmatch(text, pos, end, partial=True) is not None  # any path at all
+        return self.viable(name).fullmatch(text, pos, end, partial=True) is not None  # any path at all
 
     @functools.cache  # noqa: B019
     def _first_path(self, name: str) -> FirstPath | None:
@@ -157,6 +244,8 @@ class StateLexer:
         found = []
         for i in self._beginning_with(text[pos]):
             name = self.names[i]
+            if self.viable(name).match(text, pos, end, partial=True) is None:
+                continue
             m = self.single(name).match(text, pos, end, partial=True)
             if m is None:
                 continue
@@ -206,6 +295,7 @@ class LalrLanguage:
                 by_id[id(basic)] = StateLexer(basic)
             self._lexers[state] = by_id[id(basic)]
         self.driver = driver
+        self._completable: dict[tuple[Any, ...], bool] = {}  # by parser stack (no indenter)
         self.terminals: dict[str, Terminal] = {t.name: _terminal(t) for t in parser.terminals}
 
     def start(self) -> Parser:
@@ -231,6 +321,54 @@ class LalrLanguage:
             return state, self.driver.count_brackets(indent, token)
         except (LarkError, AssertionError):
             return None
+
+    def _unproduced(self, state: Any) -> set[str]:
+        """The terminals the table takes in ``state`` that its lexer never returns (absent from
+        it, or pre-empted)."""
+        lexer = self._lexers[state]
+        returned = lexer.returned
+        if returned is None:
+            return set()
+        return {name for name in self._actions[state] if name in self.terminals and name not in returned}
+
+    @functools.cached_property
+    def has_pre_empted(self) -> bool:
+        return self.driver is None and any(self._unproduced(state) for state in self._lexers)
+
+    def completable(self, parser: Parser, indent: IndentState, depth: int = 32, width: int = 256) -> bool:
+        """Whether the parser can reach the text's end on tokens its lexers return. Asked only
+        where some lexer pre-empts a terminal (else lark's table says so for every state); a
+        search that its bounds cut short says yes."""
+        if not self.has_pre_empted:
+            return True
+        key = tuple(parser.state_stack)
+        if key not in self._completable:
+            if len(self._completable) >= 1 << 16:  # kept bounded: one grammar, many texts
+                self._completable.clear()
+            self._completable[key] = self._search_end(parser, indent, depth, width)
+        return self._completable[key]
+
+    def _search_end(self, parser: Parser, indent: IndentState, depth: int, width: int) -> bool:
+        frontier, seen = [parser], {tuple(parser.state_stack)}
+        for _ in range(depth):
+            following = []
+            for state in frontier:
+                if self.accepts_end(state, indent):
+                    return True
+                unproduced = self._unproduced(state.position)
+                for name in self._actions[state.position]:
+                    if name not in self.terminals or name in unproduced:
+                        continue
+                    fed = self.feed(state, indent, Token(name, ""))
+                    if fed is not None and tuple(fed[0].state_stack) not in seen:
+                        seen.add(tuple(fed[0].state_stack))
+                        following.append(fed[0])
+            if not following:
+                return False
+            if len(following) > width:
+                return True
+            frontier = following
+        return True
 
     def accepts_end(self, parser: Parser, indent: IndentState) -> bool:
         """Whether the text may end here (the indenter's closing ``DEDENT``s, then lark's ``$END``)."""

@@ -19,9 +19,11 @@ from .._text import line_column, offset_of
 from .regex import is_regex_error
 
 __all__ = [
+    "Imported",
     "Position",
     "RegexLiteral",
     "bad_regex_error",
+    "imported_definition",
     "load_lark",
     "position",
     "position_of_definition",
@@ -278,3 +280,43 @@ def _collision_error(message: str, text: str, source: str | None) -> GrammarErro
         source=source,
         **where,
     )
+
+
+_IMPORT = re.compile(
+    r"(?m)^[ \t]*%import[ \t]+(\.?[\w.]+?)(?:\.(\w+)(?:[ \t]*->[ \t]*(\w+))?|[ \t]*\(([^)]*)\))[ \t]*$"
+)
+
+
+class Imported(NamedTuple):
+    """Where a terminal of an imported grammar is defined: its name there, that file's text and path."""
+
+    name: str
+    text: str
+    path: Path
+
+
+def imported_definition(name: str, text: str, folders: Sequence[str | Path]) -> Imported | None:
+    """The grammar file an ``%import`` of ``text`` takes terminal ``name`` from (as lark names it:
+    its alias, or ``module__NAME`` for what an imported terminal needs), searched for in
+    ``folders`` (a relative ``.module`` in the first) and lark's own grammars; ``None`` if no
+    import gives it."""
+    for match in _IMPORT.finditer(text):
+        module, single, alias, listed = match.groups()
+        stem = module.rsplit(".", 1)[-1]
+        if single is not None and name == (alias or single):
+            original = single
+        elif listed is not None and name in re.split(r"[\s,]+", listed):
+            original = name
+        elif name.startswith(f"{stem}__"):
+            original = name[len(stem) + 2 :]
+        else:
+            continue
+        relative = module.startswith(".")
+        tail = Path(*module.lstrip(".").split(".")).with_suffix(".lark")
+        roots = list(folders)[:1] if relative else [*folders, Path(lark.__file__).parent / "grammars"]
+        for root in roots:
+            path = Path(root) / tail
+            if path.is_file():
+                found = path.read_text(encoding="utf-8")
+                return imported_definition(original, found, [path.parent]) or Imported(original, found, path)
+    return None

@@ -26,7 +26,15 @@ import zipfile
 from collections.abc import Callable
 from pathlib import Path
 
-__all__ = ["grammar_file", "module_strings", "package_files", "pip_download", "python_string", "terminal_definition"]
+__all__ = [
+    "grammar_file",
+    "lark_call_string",
+    "module_strings",
+    "package_files",
+    "pip_download",
+    "python_string",
+    "terminal_definition",
+]
 
 
 def _cache_dir() -> Path:
@@ -72,6 +80,18 @@ def python_string(package: str, version: str, path: str, name: str, *, sdist: bo
         ):
             return node.value.value
     raise LookupError(f"{package} {version}'s {path} assigns no string to {name}")
+
+
+def lark_call_string(package: str, version: str, path: str, *, sdist: bool = False) -> str:
+    """The grammar a module of the package gives as the first argument of a ``Lark(...)`` call
+    (commentjson's, bqskit's)."""
+    (module,) = package_files(package, version, path, sdist=sdist)
+    for node in ast.walk(ast.parse(module.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Call) and getattr(node.func, "id", getattr(node.func, "attr", None)) == "Lark":
+            first = node.args[0] if node.args else None
+            if isinstance(first, ast.Constant) and isinstance(first.value, str):
+                return first.value
+    raise LookupError(f"{package} {version}'s {path} gives no string to Lark(...)")
 
 
 def module_strings(path: Path) -> list[str]:
