@@ -319,30 +319,32 @@ def _scannerless(
     )
     empty: _State = frozenset()
     relevant = _Relevance(rules, by_compiled, terminals, tokens)
-    # Which states each (rule, state before) may end in: a least fixed point.
-    reach: dict[tuple[str, _State], set[_State]] = {("gg_start", empty): set()}
+    # Which states each (rule, state before) may end in: a least fixed point. (Sets of states
+    # are dicts, kept in the order met, so that states are met, and variants named, the same
+    # way in every run: a frozenset's order depends on the process's string hashes.)
+    reach: dict[tuple[str, _State], dict[_State, None]] = {("gg_start", empty): {}}
     changed = True
     while changed:
         changed = False
         for (n, p), known in list(reach.items()):
-            found: set[_State] = set()
+            found: dict[_State, None] = {}
             for alt in rules[n]:
-                states = {p}
+                states = {p: None}
                 for x in alt:
-                    after: set[_State] = set()
+                    after: dict[_State, None] = {}
                     for s in states:
                         s = relevant(x, s)
                         if x in by_compiled:
-                            after |= tokens.transitions(x, s).keys()
+                            after.update(dict.fromkeys(tokens.transitions(x, s)))
                         else:
                             if (x, s) not in reach:
-                                reach[(x, s)] = set()
+                                reach[(x, s)] = {}
                                 changed = True
-                            after |= reach[(x, s)]
+                            after.update(reach[(x, s)])
                     states = after
-                found |= {relevant.after(n, q) for q in states}
-            if not found <= known:
-                known |= found
+                found.update(dict.fromkeys(relevant.after(n, q) for q in states))
+            if not found.keys() <= known.keys():
+                known.update(found)
                 changed = True
         if len(reach) > _MAX_VARIANTS:
             raise _TooLarge
@@ -739,7 +741,7 @@ class _Watchers:
             edges.append(out)
         ends = {i: self._final(x, d, w) for (d, w), i in ids.items() if d in dfa.accepting}
         result: dict[_State, str] = {}
-        for q in set(ends.values()):
+        for q in dict.fromkeys(ends.values()):  # (in the order met: the names are the same every run)
             # The product states from which a match ending in q can still be completed.
             live = {i for i, e in ends.items() if e == q}
             grew = True
