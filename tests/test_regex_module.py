@@ -11,17 +11,10 @@ import lark
 import pytest
 
 from grammar_guide import Grammar, GrammarError
+from tests.support.lark_verdict import lark_accepts
 from tests.support.package_grammars import grammar_file
 
 GDSCRIPT = ("gdtoolkit", "4.5.0", "gdtoolkit/parser/gdscript.lark")
-
-
-def lark_accepts(parser: lark.Lark, text: str) -> bool:
-    try:
-        parser.parse(text)
-    except lark.exceptions.LarkError:
-        return False
-    return True
 
 
 def sample_characters(rng: random.Random) -> list[str]:

@@ -20,6 +20,7 @@ import llguidance as llg
 
 from .._errors import GrammarError
 from .charclass import Ranges, char_set, normalise, python_class
+from .regex import count_ops
 from .regex import sre_constants as _c
 from .regex import sre_parse as _sre_parse
 
@@ -128,7 +129,7 @@ def lazy_to_first_stop(regex: str) -> str | None:
     k = lazy[0]
     low, high, body = items[k][1]
     repeated, stop = char_set(list(body), flags), char_set(items[k + 1 : k + 2], flags)
-    if low != 0 or repeated is None or stop is None or _has_lazy(items[:k] + items[k + 1 :]):
+    if low != 0 or repeated is None or stop is None or count_ops(items[:k] + items[k + 1 :], _c.MIN_REPEAT):
         return None
     if not _first(items[k + 2 :], flags)[1]:
         return None
@@ -140,19 +141,6 @@ def lazy_to_first_stop(regex: str) -> str | None:
     )
     items[k] = (_c.MAX_REPEAT, (0, high, [klass]))
     return greedy_regex_of(items, flags)
-
-
-def _has_lazy(items: list[Any]) -> bool:
-    for op, av in items:
-        if op is _c.MIN_REPEAT:
-            return True
-        if op is _c.SUBPATTERN and _has_lazy(list(av[3])):
-            return True
-        if op is _c.BRANCH and any(_has_lazy(list(alt)) for alt in av[1]):
-            return True
-        if op is _c.MAX_REPEAT and _has_lazy(list(av[2])):
-            return True
-    return False
 
 
 def regex_rules(regex: str) -> str:

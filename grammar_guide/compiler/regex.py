@@ -12,7 +12,7 @@ import re
 import sys
 from typing import Any
 
-__all__ = ["is_regex_error", "regex_features", "sre_constants", "sre_parse", "strip_verbose"]
+__all__ = ["count_ops", "is_regex_error", "regex_features", "sre_constants", "sre_parse", "strip_verbose"]
 
 
 def strip_verbose(value: str) -> str:
@@ -72,7 +72,7 @@ def regex_features(regex: str) -> tuple[str | None, bool]:
     problem = _first_unsupported(parsed) or _shadowed_alternative(parsed)
     if problem:
         return problem, False
-    return None, _count_ops(parsed, _sre_c.MIN_REPEAT) > 0
+    return None, count_ops(parsed, _sre_c.MIN_REPEAT) > 0
 
 
 def _shadowed_alternative(parsed: Any) -> str | None:
@@ -182,5 +182,6 @@ def _children(op: Any, av: Any) -> list[Any]:
     return []
 
 
-def _count_ops(parsed: Any, wanted: Any) -> int:
-    return sum((op is wanted) + sum(_count_ops(s, wanted) for s in _children(op, av)) for op, av in parsed)
+def count_ops(parsed: Any, wanted: Any) -> int:
+    """How many items of a parsed regex (``sre_parse``), nested ones included, have op ``wanted``."""
+    return sum((op is wanted) + sum(count_ops(s, wanted) for s in _children(op, av)) for op, av in parsed)
