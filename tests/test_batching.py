@@ -108,6 +108,34 @@ def test_batch_1_runs_concurrent_calls_one_at_a_time(json_grammar):
     assert isinstance(target.kv_cache, KVCache) and target.kv_cache.ids
 
 
+@pytest.mark.model
+def test_callers_that_are_not_members_share_passes_when_their_steps_come_a_moment_apart():
+    """Two threads stepping without ``member()`` (as local drafts do): each pass waits a moment
+    for the other's step, so they share passes (without the wait, each ran alone, in turn)."""
+    import threading
+
+    from grammar_guide.local import ForwardBatcher
+
+    lm = smollm2()
+    batcher = ForwardBatcher(lm)
+    ids = lm.prompt_ids("Count to twenty.")
+    token = lm.text_ids(" 1")[0]
+    steps_each = 20
+
+    def caller() -> None:
+        _, cache = batcher.run(None, 0, ids, 1)
+        for past in range(len(ids), len(ids) + steps_each):
+            _, cache = batcher.run(cache, past, [token], 1)
+
+    threads = [threading.Thread(target=caller) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert batcher.steps == 2 * (steps_each + 1)
+    assert batcher.steps >= 1.5 * batcher.passes
+
+
 def test_a_failing_step_raises_in_its_caller_and_the_batcher_goes_on():
     from grammar_guide.local import ForwardBatcher
     from tests.support.conftest_models import tiny_model

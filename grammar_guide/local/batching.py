@@ -3,9 +3,10 @@
 Each generation keeps its own KV cache (its own past length). A step is "feed these ``new``
 tokens after a cache holding ``past`` tokens, return the logits of the last ``keep`` positions".
 ``ForwardBatcher.run`` is that step for one caller; it waits until every generation taking part
-(``member()``) has a step ready, then runs them together, so 8 generations cost one pass of 8
-rows instead of 8 passes: on 2 CPU cores, SmolLM2-135M, 8 one-token steps took 180-220 ms batched
-against 700-750 ms one by one; on a GPU a pass of 8 rows costs about what one row does.
+(``member()``) has a step ready (and, a moment, for recent callers that are not members, such as
+a local draft), then runs them together, so 8 generations cost one pass of 8 rows instead of 8
+passes: on 2 CPU cores, SmolLM2-135M, 8 one-token steps took 180-220 ms batched against 700-750 ms
+one by one; on a GPU a pass of 8 rows costs about what one row does.
 
 The caches are stacked along the batch: each is padded on the left to the longest past, the new
 tokens are right-aligned (a short step is padded on the left of its new tokens), an attention
@@ -24,6 +25,7 @@ from __future__ import annotations
 import concurrent.futures
 import contextlib
 import threading
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -38,6 +40,7 @@ if TYPE_CHECKING:
 __all__ = [
     "CPU_PASS_COST",
     "GPU_PASS_COST",
+    "MAX_GRACE",
     "Forward",
     "ForwardBatcher",
     "Step",
@@ -51,6 +54,9 @@ __all__ = [
 #: GPU a pass of a few hundred tokens costs about what one token does.
 CPU_PASS_COST = 8
 GPU_PASS_COST = 256
+
+#: The longest a pass waits for a recent caller that is not a member (seconds).
+MAX_GRACE = 0.05
 
 #: A forward step: ``(cache, past, new, keep) -> (rows, cache)``: feed ``new`` after ``cache``
 #: (holding ``past`` tokens, ``None`` when 0) and return the float32 logits of the last ``keep``
@@ -80,6 +86,8 @@ class Step:
     #: Run in a pass of its own: a cache that cannot be stacked (layers other than plain
     #: ``DynamicLayer``, such as sliding windows).
     alone: bool = False
+    #: The thread that asked for it (steps of one stream come from one thread).
+    caller: int = field(default_factory=threading.get_ident)
     rows: Any = None
     out_cache: Any = None
     error: BaseException | None = None
@@ -91,10 +99,13 @@ class ForwardBatcher:
 
     A generation enters with ``member()`` for as long as it decodes; its steps go through
     ``run`` (a ``Forward``), which blocks until the step has run. Steps run on this batcher's own
-    thread, holding the model's lock, as soon as every member has one waiting (no waiting on a
-    clock); a caller that is not a member is never waited for. With one member each step runs
-    alone, exactly as ``model_forward`` runs it. ``max_batch`` bounds the rows of one pass;
-    ``pass_cost`` is the cost model's (``passes_for``; by default by the model's device).
+    thread, holding the model's lock, as soon as every member has one waiting. A caller that is
+    not a member (a local draft, which holds nothing between its steps) is waited for only
+    briefly: while the threads that stepped in the last two passes are not all waiting, a pass
+    waits up to a quarter of the last pass's time (at most ``MAX_GRACE`` seconds) for them, so
+    steps a moment apart share a pass; it never waits for a lone caller. With one caller each
+    step runs alone, exactly as ``model_forward`` runs it. ``max_batch`` bounds the rows of one
+    pass; ``pass_cost`` is the cost model's (``passes_for``; by default by the model's device).
     """
 
     def __init__(self, lm: LoadedModel, max_batch: int = 8, pass_cost: float | None = None) -> None:
@@ -113,6 +124,9 @@ class ForwardBatcher:
         #: Forward passes run, and the steps they ran (their ratio is the mean batch size).
         self.passes = 0
         self.steps = 0
+        #: The callers of the last two batches, and how long the last one ran (seconds).
+        self._recent: tuple[set[int], set[int]] = (set(), set())
+        self._last_seconds = 0.0
 
     @property
     def crowded(self) -> bool:
@@ -156,8 +170,11 @@ class ForwardBatcher:
                     cond.wait_for(lambda: len(self._pending) >= max(self._members, 1) or not self._members)
                     if not self._pending:
                         return
+                    cond.wait_for(self._all_recent_waiting, timeout=min(self._last_seconds / 4, MAX_GRACE))
                     batch, self._pending = self._pending[: self.max_batch], self._pending[self.max_batch :]
+                    self._recent = (self._recent[1], {s.caller for s in batch})
                     cond.release()
+                    started = time.perf_counter()
                     try:
                         self._run(batch)
                     except BaseException as error:  # every caller must wake, with the error
@@ -166,11 +183,19 @@ class ForwardBatcher:
                                 step.error = error
                     finally:
                         cond.acquire()
+                    self._last_seconds = time.perf_counter() - started
                     for step in batch:
                         step.done = True
                     cond.notify_all()
             finally:
                 self._draining = False
+
+    def _all_recent_waiting(self) -> bool:
+        """Whether every thread that stepped in the last two batches has a step waiting (or the
+        batch is full)."""
+        waiting = {s.caller for s in self._pending}
+        recent = self._recent[0] | self._recent[1]
+        return len(self._pending) >= self.max_batch or recent <= waiting
 
     def _run(self, batch: list[Step]) -> None:
         for group in passes_for(batch, self.pass_cost):
