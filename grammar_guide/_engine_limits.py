@@ -44,6 +44,8 @@ def sqlite_limit(text: str) -> str | None:
         except (sqlite3.Error, sqlite3.Warning) as exc:
             message = str(exc)
             return message if _SQLITE_LIMITS.search(message) else None
+        except ValueError:  # text SQLite is never given (a lone surrogate): no verdict of its
+            return None
     return None
 
 

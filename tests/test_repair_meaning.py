@@ -30,6 +30,7 @@ def test_sqlite_limit_is_sqlites_parser_stack() -> None:
     # What depends on a schema is not the limit's to say; nothing is run or attached.
     assert sqlite_limit("SELECT COUNT(*) FROM t GROUP BY COUNT(*)") is None
     assert sqlite_limit("ATTACH 'never_written.db' AS other") is None
+    assert sqlite_limit("SELECT '\ud800'") is None  # no text SQLite can be given: no verdict
 
 
 def test_a_cut_off_answer_nested_past_sqlites_parser_stack_is_taken_back_until_sqlite_takes_it(
