@@ -242,7 +242,7 @@ class TargetSteps:
             if end <= floor or not text[floor:end].strip():
                 return None
             if text[start] in _OPERATOR_MARKS or text[end - 1] in _OPENERS:
-                continue  # (no operand left without its operator, no ``IN ()`` nobody wrote)
+                continue  # (no ``x`` left of ``x =``, no ``IN ()`` nobody wrote)
             depth = open_brackets(text[:end])
             if depth >= too_deep:
                 continue
