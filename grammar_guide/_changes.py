@@ -36,7 +36,7 @@ __all__ = ["Changes", "changes_of"]
 #: Marks that close what the text opened: a close made of these (and white space) invents nothing.
 CLOSING_MARKS = frozenset(")]}\"'`;")
 #: Cuts that leave out the draft's answer itself (every other cut is not part of the answer).
-_ANSWER_CUTS = frozenset({"dead end", "unrepaired", "budget", "unfinished"})
+_ANSWER_CUTS = frozenset({"dead end", "unrepaired", "budget", "unfinished", "limit"})
 
 
 @dataclass(frozen=True)

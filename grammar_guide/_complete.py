@@ -17,7 +17,7 @@ from ._checker import Checker
 from ._terminal_completion import terminal_completion
 from ._text import QUOTES
 
-__all__ = ["closing_brackets", "shortest_close", "shortest_completion"]
+__all__ = ["closing_brackets", "open_brackets", "shortest_close", "shortest_completion"]
 
 # Tried first at each depth: what closes things, then what fills a value or a name.
 _PREFERRED = ")]}\"'0a;"
@@ -136,7 +136,7 @@ def _search(checker: Checker, max_nodes: int, max_length: int = 48, *, marks_onl
         return ""
     with checker.trial() as state:
         start = state.snapshot()
-        opened = _open_brackets(checker.text)
+        opened = open_brackets(checker.text)
         frontier: list[tuple[int, int, str]] = [(opened, 0, "")]
         seen: set[str] = set()  # suffixes that differ only in a space beside a mark are one
         nodes = 0
@@ -159,7 +159,7 @@ def _search(checker: Checker, max_nodes: int, max_length: int = 48, *, marks_onl
                     key = _SPACE_BY_MARK.sub("", longer)
                     if len(longer) <= max_length and key not in seen:
                         seen.add(key)
-                        cost = len(longer) + max(opened + _open_brackets(longer), 0)
+                        cost = len(longer) + max(opened + open_brackets(longer), 0)
                         heapq.heappush(frontier, (cost, nodes, longer))
                 state.rollback(parent)
     return None
@@ -168,7 +168,8 @@ def _search(checker: Checker, max_nodes: int, max_length: int = 48, *, marks_onl
 _SPACE_BY_MARK = re.compile(r"(?<=[^\w\s])\s+|\s+(?=[^\w\s])")
 
 
-def _open_brackets(text: str) -> int:
+def open_brackets(text: str) -> int:
+    """How many brackets ``text`` leaves open, counted as marks (strings not told apart)."""
     return sum(text.count(c) for c in "([{") - sum(text.count(c) for c in ")]}")
 
 

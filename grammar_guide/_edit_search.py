@@ -442,11 +442,13 @@ def _repeats_previous(before: str, word: str) -> bool:
 
 def _insert_mark(v: Violation) -> Iterator[Candidate]:
     """Insert a short mark the grammar expects (a missing comma, colon or bracket), never
-    inside the draft's operator (``2 *|* 3``)."""
+    inside the draft's operator (``2 *|* 3``). Marks the draft writes after the same word come
+    first, so that of those that read as far and cost the same, that one is taken."""
     text, evidence = v.text, v.evidence
     if splits_operator(text, len(text), len(text), evidence):
         return
-    for literal in _expected_literals(v.checker, len(text)):
+    literals = _expected_literals(v.checker, len(text))
+    for literal in sorted(literals, key=lambda mark: not _written_after_word(text, mark)):
         if len(literal) <= _MAX_INSERT_LEN and not literal.isalnum() and not set(literal) & set("([{'\"`"):
             # An operator written after white space gets white space after it too (``age > 30``).
             spaced = text[-1:].isspace() and not set(literal) <= TIGHT and evidence[:1].strip() != ""
@@ -455,6 +457,18 @@ def _insert_mark(v: Violation) -> Iterator[Candidate]:
             yield Candidate(
                 len(text), insert, evidence, "", f"inserted {literal!r}", _cost(invented, 2 * len(literal) + 1)
             )
+
+
+def _written_after_word(text: str, mark: str) -> bool:
+    """Whether the draft's text already writes ``mark`` right after the word that ends ``text``
+    (``T2.`` of ``T2.Name``, where ``T2 Teacher_ID`` lacks a mark): that mark keeps the word
+    meaning what it meant there (``T2.Teacher_ID``, not the table list ``T2, Teacher_ID``)."""
+    gap_start = run_start(text, len(text), str.isspace)
+    word = text[run_start(text, gap_start, is_word_char) : gap_start]
+    if not word or not is_word_char(word[0]):
+        return False
+    pattern = rf"(?<!\w){re.escape(word)}\s*{re.escape(mark)}"
+    return re.search(pattern, text[: gap_start - len(word)]) is not None
 
 
 def _close_brackets(v: Violation) -> Iterator[Candidate]:
@@ -763,7 +777,9 @@ def _candidates(checker: Checker, start: int, draft: str, keywords: frozenset[st
     lexeme = LEXEME.match(stripped)
     word = lexeme.group() if lexeme else ""
     out: list[_Option] = []
-    for literal in dict.fromkeys(_expected_literals(checker, start, like=word)):
+    before = checker.text[:start]
+    literals = dict.fromkeys(_expected_literals(checker, start, like=word))
+    for literal in sorted(literals, key=lambda mark: not _written_after_word(before, mark)):
         sep = " " if literal[-1].isalnum() and draft[:1].isalnum() else ""
         # A word written where the draft has none is invented: it costs more than a lexeme of the
         # draft dropped (``FROM ORDER BY`` is not ``FROM FULL ORDER BY``, a keyword made a name).

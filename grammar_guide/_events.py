@@ -52,6 +52,7 @@ CutReason = Literal[
     "budget",
     "prose",
     "repeated",
+    "limit",
 ]
 """Why drafted text was left out: ``preamble`` (prose before the answer), ``after complete text``
 (a closing fence or an explanation after a complete answer), ``another answer`` (after a complete
@@ -66,7 +67,10 @@ the answer), ``budget`` (a budget ran out: the draft's text from here on was not
 of it, and the result is not complete; ``detail`` names the budget), ``prose`` (a sentence or
 document markup the draft wrote where code goes: never made into code), ``repeated`` (after a
 complete answer, text that no edit fixes and whose every lexeme the answer already has: a model
-repeating itself, ``ORDER BY age FROM singer ORDER BY age``; nothing of the answer is lost)."""
+repeating itself, ``ORDER BY age FROM singer ORDER BY age``; nothing of the answer is lost),
+``limit`` (the end of a complete text that the language's own engine rejects for one of its
+limits, ``Grammar.engine_limit``: SQLite's ``parser stack overflow`` past about 11 nested
+subqueries; taken back to where closing brackets end it and the engine takes it)."""
 
 
 @dataclass(frozen=True)

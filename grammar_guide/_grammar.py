@@ -20,7 +20,7 @@ from __future__ import annotations
 import functools
 import json
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, NoReturn
@@ -30,6 +30,7 @@ import llguidance as llg
 from lark.grammar import Terminal as LarkTerminal
 
 from ._checker import Checker
+from ._engine_limits import ENGINE_LIMITS
 from ._errors import GrammarError
 from ._json_schema import SOLIDUS_REWRITE, llguidance_schema, refused_value
 from ._rewrites import Rewrite, load_rewrites
@@ -83,6 +84,10 @@ class Grammar:
         self.lexer = lexer
         #: Known slips of drafts in this language and what they meant (see ``Rewrite``).
         self.rewrites: tuple[Rewrite, ...] = tuple(rewrites)
+        #: The language's own engine's verdict on a complete text, for what a context-free
+        #: grammar cannot count (SQLite's parser stack depth, see ``_engine_limits``): its message
+        #: where it rejects the text, else ``None``. ``None`` (no check) but for builtins.
+        self.engine_limit: Callable[[str], str | None] | None = None
         self.llguidance_grammar = llguidance_grammar
         #: The same language with each terminal captured under its Lark name (``None`` for
         #: grammars without named terminals): ``LLMatcher.get_captures()`` then lists every
@@ -420,6 +425,7 @@ class LalrGrammar(Grammar):
         self.json_schema = None
         self.lexer = None
         self.rewrites = tuple(rewrites)
+        self.engine_limit = None
         self.captured_grammar = None
         self.lark_source = lark_source
         self.terminals = dict(self.language.terminals)
@@ -514,6 +520,7 @@ def _builtin(name: str) -> Grammar:
         if sidecar in entries:
             with resources.as_file(entries[sidecar]) as path:
                 grammar.rewrites = load_rewrites(path)
+        grammar.engine_limit = ENGINE_LIMITS.get(name)
         return grammar
     names = ", ".join(Grammar.builtin_names()) or "none"
     raise GrammarError(f"no builtin grammar named {name!r} (available: {names})")

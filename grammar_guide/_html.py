@@ -110,6 +110,7 @@ _CUT_REASONS: dict[CutReason, str] = {
     "budget": "a budget ran out: the draft's answer was not read to its end",
     "prose": "a sentence the draft wrote where code goes",
     "repeated": "text after a complete answer that repeats it",
+    "limit": "the language's engine rejects the text for one of its limits (nested too deep)",
 }
 
 

@@ -123,6 +123,7 @@ class GuideLoop(TargetSteps):
                 self.emit(DraftSpan(0, seed_text, call=0))
             await self._rounds()
             self._cut_unanswered()
+            self.keep_within_engine_limits()
         except ProviderError as exc:
             exc.result = self.result(complete=False)
             raise

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Literal
 
 from . import _repair as repair
 from ._checker import Checker
-from ._complete import shortest_close, shortest_completion
+from ._complete import closing_brackets, open_brackets, shortest_close, shortest_completion
 from ._errors import GuideExhausted
 from ._events import Correction, CorrectionReason, Cut, Event, GuideStats
 from ._grammar import Grammar
@@ -50,6 +50,7 @@ class TargetSteps:
     limits: GuideLimits
     stats: GuideStats
     floor: int
+    events: list[Event]
     on_target_text: Callable[[str], None] | None
 
     def emit(self, event: Event) -> None:
@@ -204,6 +205,62 @@ class TargetSteps:
         detail = f"{why}; the least values the JSON Schema requires, invented"
         self.emit(Correction(offset, completion, "completion", "finish", detail=detail))
         return ""
+
+    def keep_within_engine_limits(self) -> None:
+        """A complete text that the language's own engine rejects for one of its limits
+        (``Grammar.engine_limit``: SQLite's parser stack, which a dozen nested subqueries of a
+        model looping until its budget ran out overflow) is taken back to the latest point
+        where closing brackets alone end it and the engine takes it; the text taken back is a
+        ``limit`` cut that names the engine's message. Left as it is where no such point is
+        found (the result is then what the grammar accepts)."""
+        check = self.grammar.engine_limit
+        if check is None or not self.checker.is_complete:
+            return
+        message = check(self.checker.text)
+        if message is None:
+            return
+        point = self._within_limit(check)
+        if point is None:
+            return
+        end, closing = point
+        detail = f"{message}: taken back to where the engine takes the text"
+        self.emit(Cut(end, self.checker.text[end:], "limit", self.stats.draft_calls, detail=detail))
+        self.checker.rollback_chars(end)
+        if closing:
+            self.checker.feed(closing)
+            self.emit(Correction(end, closing, "completion", "finish", detail=detail))
+
+    def _within_limit(self, check: Callable[[str], str | None]) -> tuple[int, str] | None:
+        """The latest point of the text, a lexeme at a time back to the target's text, where
+        closing brackets alone end it and ``check`` takes it: (that point, the close). A point
+        is tried only where fewer brackets are open than at the last one the engine rejected."""
+        text = self.checker.text
+        floor = self._target_floor()
+        too_deep = len(text)
+        for start in reversed([m.start() for m in _TAKE_BACK_LEXEME.finditer(text, floor)]):
+            end = len(text[:start].rstrip())
+            if end <= floor or not text[floor:end].strip():
+                return None
+            if text[start] in _OPERATOR_MARKS or text[end - 1] in _OPENERS:
+                continue  # (no ``x`` left of ``x =``, no ``IN ()`` nobody wrote)
+            depth = open_brackets(text[:end])
+            if depth >= too_deep:
+                continue
+            with self.checker.trial() as trial:
+                trial.rollback_chars(end)
+                closing = closing_brackets(trial)
+                if trial.feed(closing) != len(closing) or not trial.is_complete:
+                    continue
+            if check(text[:end] + closing) is None:
+                return end, closing
+            too_deep = depth
+        return None
+
+    def _target_floor(self) -> int:
+        """Where the target's text ends (0 where it wrote none): what an engine rejects may be
+        taken back with the edits, forced text and closing marks in it, never the model's text."""
+        written = [e for e in self.events if isinstance(e, Correction) and e.source in ("target", "healed")]
+        return max((e.offset + len(e.text) for e in written), default=0)
 
     def _take_back_unfinished(self) -> str | None:
         """The draft's last words, which only invented text could finish (``WHERE id = ``, a

@@ -1,0 +1,56 @@
+"""Repairs that keep what the draft's words meant, and outputs the language's own engine takes
+(``Grammar.engine_limit``): real SQLite, real grammar, no target."""
+
+from __future__ import annotations
+
+import pytest
+
+from grammar_guide import Cut, Grammar, guide
+from grammar_guide._engine_limits import sqlite_limit
+from tests.support import sqlite_oracle
+
+
+@pytest.fixture(scope="module")
+def sqlite() -> Grammar:
+    return Grammar.builtin("sqlite")
+
+
+def _nested_in(depth: int) -> str:
+    """``depth`` subqueries nested as ``x IN (SELECT x FROM t WHERE x IN (...))``."""
+    sql = "SELECT x FROM t"
+    for _ in range(depth):
+        sql = f"SELECT x FROM t WHERE x IN ({sql})"
+    return sql
+
+
+def test_sqlite_limit_is_sqlites_parser_stack() -> None:
+    assert sqlite_limit(_nested_in(11)) is None
+    assert sqlite_limit(_nested_in(12)) == "parser stack overflow"
+    assert sqlite_oracle.check_one_statement(_nested_in(12)).message == "parser stack overflow"
+    # What depends on a schema is not the limit's to say; nothing is run or attached.
+    assert sqlite_limit("SELECT COUNT(*) FROM t GROUP BY COUNT(*)") is None
+    assert sqlite_limit("ATTACH 'never_written.db' AS other") is None
+    assert sqlite_limit("SELECT '\ud800'") is None  # no text SQLite can be given: no verdict
+
+
+def test_a_cut_off_answer_nested_past_sqlites_parser_stack_is_taken_back_until_sqlite_takes_it(
+    sqlite: Grammar,
+) -> None:
+    # A model looping into deeper and deeper subqueries until its budget ran out, mid-word.
+    draft = "SELECT a FROM t WHERE a IN (" + "SELECT a FROM t WHERE b = 1 UNION SELECT a FROM t WHERE a IN (" * 12
+    draft += "SELECT a FR"
+    assert sqlite.is_complete(draft[: draft.rindex(" UNION")] + ")" * 12)  # the grammar alone takes that
+    result = guide(lambda prompt: draft, sqlite, "q", target=False)
+    assert sqlite_oracle.check_one_statement(result.text).valid, result.text
+    limits = [e for e in result.events if isinstance(e, Cut) and e.reason == "limit"]
+    assert len(limits) == 1 and "parser stack overflow" in limits[0].detail
+    assert "IN ()" not in result.text and not result.faithful
+
+
+def test_a_mark_between_two_words_is_the_one_the_draft_writes_after_the_first(sqlite: Grammar) -> None:
+    # ``T2 Teacher_ID`` lacks a mark; ``T2, Teacher_ID`` (a second table) reads as far as
+    # ``T2.Teacher_ID``, but the draft writes ``T2.`` before: the column is meant.
+    draft = "SELECT T2.Name FROM a AS T1 JOIN teacher AS T2 ON T1.teacher_ID = T2 Teacher_ID WHERE T1.course = 'Math'"
+    result = guide(lambda prompt: draft, sqlite, "q", target=False)
+    assert " ".join(result.text.replace(".", " . ").split()).count("T2 . Teacher_ID") == 1, result.text
+    assert "T2," not in result.text
