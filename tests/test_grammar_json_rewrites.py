@@ -144,6 +144,15 @@ SLIPS = [
     # A quote inside a string before a comma and a word that begins like a literal ('then'):
     # escaped, the rest of the string kept (it was dropped).
     ('{"text": "He said, "yes, sure", then left"}', {"text": 'He said, "yes, sure", then left'}),
+    # A string and a number alone in braces: a key and its value, not a set (json_repair's
+    # reading; it was ["a", 1]). A set of strings stays an array ({"a", "b", 3} above).
+    ('{"a", 1}', {"a": 1}),
+    # Words where a key goes, with no colon, before the next member: dropped, not the members
+    # after them (json_repair's reading; the rest of the object was lost).
+    ('{"a": "foo", bar, "b": 2}', {"a": "foo", "b": 2}),
+    ('{"a": x y, z, w., "b": 2}', {"a": "x y", "b": 2}),
+    # An object's last bare value with commas in it, quoted whole (the words after the comma were lost).
+    ('{"a": foo, bar}', {"a": "foo, bar"}),
 ]
 
 # A finished answer cut short: closed with the least text, what cannot be closed dropped.
@@ -237,12 +246,16 @@ def test_a_mark_is_not_replaced_with_a_value() -> None:
         guide(lambda prompt: "/", JSON, "Answer in JSON.", target=False)
 
 
-@pytest.mark.parametrize("answer", ["]", "}", " ] "])
+@pytest.mark.parametrize("answer", ["]", "}", " ] ", "So the number is nine", ""])
 def test_a_closing_mark_alone_is_no_json(answer: str) -> None:
     # A closer the answer begins with is not given an opener of its own: ']' gave '[]', an empty
-    # value nobody wrote (the repair libraries find no JSON in it).
-    with pytest.raises(GuideExhausted):
+    # value nobody wrote (the repair libraries find no JSON in it). Prose is not made a value.
+    # The refusal says why: only invented text could finish it.
+    with pytest.raises(GuideExhausted) as raised:
         guide(lambda prompt: answer, JSON, "Answer in JSON.", target=False)
+    assert raised.value.reason == "needs invention"
+    assert "only invented text" in str(raised.value)
+    assert not raised.value.result.text.strip() and not raised.value.result.complete
 
 
 def test_the_new_readings_are_recorded_as_rewrites_with_their_reasons() -> None:
