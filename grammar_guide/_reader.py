@@ -207,9 +207,21 @@ def answer_start(preamble: str, accepts: Callable[[str], int]) -> int | None:
             return start  # a fenced block is the answer, however it begins (``(1, 2)``)
         accepted = accepts(rest)
         line = rest.find("\n")
-        if accepted == len(rest) or accepted >= 12 or (start in lines and 0 < line <= accepted):
+        if (
+            accepted == len(rest)
+            or accepted >= 12
+            or (start in lines and 0 < line <= accepted)
+            or _bracketed(rest, accepted)
+        ):
             return start  # (or a whole line the grammar reads: a short answer before more prose)
     return None
+
+
+def _bracketed(rest: str, accepted: int) -> bool:
+    """Whether the grammar reads a bracketed group whole at the start of ``rest`` (``{"a": 1}``
+    of ``{"a": 1}. Hope this helps!``): a short answer before more prose."""
+    head = rest[:accepted].rstrip()
+    return len(head) >= 2 and head[0] in "[{" and head[-1] == {"[": "]", "{": "}"}[head[0]]
 
 
 def looks_like_prose(kept: str, rejected: str) -> bool:

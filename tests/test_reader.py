@@ -94,6 +94,16 @@ def test_the_answer_may_start_after_the_colon_that_introduces_it_on_its_line() -
     assert result.text == '{"key": "value"}'
 
 
+def test_a_short_bracketed_answer_before_more_prose_starts_the_answer() -> None:
+    # A value of 8 characters read whole, then a sentence on the same line: the prose around it
+    # was all cut (GuideExhausted); 12 characters were needed.
+    accepts_value = lambda text: 8 if text.startswith("{") else 0  # noqa: E731
+    assert answer_start('Result: {"a": 1}. Hope this helps!', accepts_value) == len("Result: ")
+    assert answer_start('Result: {"a": [1]. Hope', lambda text: 10) is None  # no group closed
+    result = gg.guide(lambda prompt: 'Result: {"a": 1}. Hope this helps!', "json", "p", target=False)
+    assert json.loads(result.text) == {"a": 1}
+
+
 def test_prose_and_asides_are_told_from_broken_answers() -> None:
     assert looks_like_prose("Sure", "! Here is")
     assert not looks_like_prose("SELECT a", "; FRM t")
