@@ -21,6 +21,7 @@ __all__ = [
     "AnswerReader",
     "answer_start",
     "closing_fence",
+    "fenced_blocks",
     "looks_like_aside",
     "looks_like_prose",
     "partial_match",
@@ -178,6 +179,31 @@ def closing_fence(raw: str, answer_started: bool) -> int:
         elif answer_started:
             return match.start()
     return -1
+
+
+_OPENING_FENCE = re.compile(r"(?m)^[ \t]*```([\w+-]*)[ \t]*\n")
+_CLOSING_FENCE = re.compile(r"(?m)\n[ \t]*```[ \t]*$")
+
+
+def fenced_blocks(stopped: str, language: str) -> list[tuple[int, int]]:
+    """The fenced blocks after an answer's closing fence: ``stopped`` is the text from that fence
+    on (``\n```\nMore:\n```json\n{...}\n```\n``); each block's body as ``(start, end)``
+    offsets in it, in order (a block left open ends with the text). A block tagged with another
+    language than ``language`` (```` ```python ````) is not one of them."""
+    first = stopped.find("```")
+    if first < 0:
+        return []
+    blocks = []
+    pos = first + 3
+    while (opening := _OPENING_FENCE.search(stopped, pos)) is not None:
+        closing = _CLOSING_FENCE.search(stopped, opening.end() - 1)
+        end = closing.start() if closing else len(stopped)
+        if stopped[opening.end() : end].strip() and opening.group(1).lower() in ("", language.lower()):
+            blocks.append((opening.end(), end))
+        if closing is None:
+            break
+        pos = closing.end()
+    return blocks
 
 
 def partial_match(text: str, marker: str) -> int:

@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from grammar_guide import Correction, Grammar, GuideExhausted, guide
+from grammar_guide import Correction, Cut, Grammar, GuideExhausted, guide
 
 JSON = Grammar.builtin("json")
 
@@ -283,3 +283,15 @@ def test_with_the_target_a_truncated_answer_is_still_closed_not_completed() -> N
         assert result.complete and json.loads(result.text) == meant, answer
         assert result.changes.invented == 0, answer
         assert not [e for e in result.events if isinstance(e, Correction) and e.source == "target"], answer
+
+
+def test_several_fenced_values_are_an_array_of_them() -> None:
+    # As the repair libraries read several values: the second block was cut as text after the
+    # answer. Its fences and the words between are recorded as cut; a block in another language is not a value.
+    answer = 'Here:\n```json\n{"a": 1}\n```\nAnd the second:\n```json\n{"b": 2}\n```\n'
+    result = guide(lambda prompt: answer, JSON, "p", target=False)
+    assert json.loads(result.text) == [{"a": 1}, {"b": 2}]
+    assert [c.text for c in result.events if isinstance(c, Cut) and c.reason == "prose"] == [
+        "```\nAnd the second:\n```json\n"
+    ]
+    assert repaired('```json\n{"a": 1}\n```\n```python\nprint(1)\n```')[0] == {"a": 1}

@@ -10,6 +10,7 @@ from grammar_guide._reader import (
     AnswerReader,
     answer_start,
     closing_fence,
+    fenced_blocks,
     looks_like_aside,
     looks_like_prose,
     partial_match,
@@ -156,3 +157,9 @@ def test_prose_run_finds_a_sentence_at_the_violation_not_a_name_with_spaces() ->
     assert prose_run("x + 1", 5, " \\end{code}", frozenset()) == (6, 6 + len("\\end{code}"))
     assert prose_run("SELECT a FROM t ORDER BY Max", 28, " Number of Times", sql) is None
     assert prose_run("SELECT a FROM t WHERE x", 23, " is not nul", sql) is None
+
+
+def test_the_fenced_blocks_after_a_closing_fence_are_found_in_order() -> None:
+    stopped = '\n```\nMore:\n```json\n{"b": 2}\n```\n```py\nx\n```\n```\n[3]'
+    bodies = [stopped[start:end] for start, end in fenced_blocks(stopped, "json")]
+    assert bodies == ['{"b": 2}', "[3]"]  # the python block is not one; the last is left open
