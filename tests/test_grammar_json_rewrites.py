@@ -153,6 +153,9 @@ SLIPS = [
     ('{"a": x y, z, w., "b": 2}', {"a": "x y", "b": 2}),
     # An object's last bare value with commas in it, quoted whole (the words after the comma were lost).
     ('{"a": foo, bar}', {"a": "foo, bar"}),
+    # A quote after an escaped backslash inside a string (JSON escaped twice): escaped, the rest of
+    # the string kept (jsonrepair's reading; the string ended there and 'c' was lost).
+    ('{"a": "b\\\\"c"}', {"a": 'b\\"c'}),
 ]
 
 # A finished answer cut short: closed with the least text, what cannot be closed dropped.
