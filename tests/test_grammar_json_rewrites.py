@@ -156,6 +156,9 @@ SLIPS = [
     # A quote after an escaped backslash inside a string (JSON escaped twice): escaped, the rest of
     # the string kept (jsonrepair's reading; the string ended there and 'c' was lost).
     ('{"a": "b\\\\"c"}', {"a": 'b\\"c'}),
+    # An array left open before its object's next member: closed there (json_repair's reading;
+    # the member was made an object inside the array). A member in a closed array stays one.
+    ('{"x": ["y", "b": 2, "c": 3}', {"x": ["y"], "b": 2, "c": 3}),
 ]
 
 # A finished answer cut short: closed with the least text, what cannot be closed dropped.
