@@ -268,7 +268,7 @@ class GuideLoop(TargetSteps):
         stopped = rnd.reader.stopped_text
         if not (stopped and rnd.ended and self.checker.is_complete and self.grammar.joins_values):
             return None
-        blocks = fenced_blocks(stopped, self.grammar.name)
+        blocks = [b for b in fenced_blocks(stopped, self.grammar.name) if self._begins_value(stopped[b[0] : b[1]])]
         if not blocks:
             return None
         offset = len(self.checker.text)
@@ -283,6 +283,11 @@ class GuideLoop(TargetSteps):
         self.checker.feed("\n")
         rnd.start, rnd.kept = offset, "\n"
         return "\n".join(stopped[start:end] for start, end in blocks)
+
+    def _begins_value(self, body: str) -> bool:
+        """Whether a fenced block begins with the grammar's text, not a word (``see above``)."""
+        head = body.lstrip()
+        return not head[:1].isalpha() and self.grammar.valid_prefix(head) > 0
 
     def _take_back_repeat(self, rnd: Round) -> None:
         if rnd.kept:

@@ -301,3 +301,4 @@ def test_several_fenced_values_are_an_array_of_them() -> None:
         "```\nAnd the second:\n```json\n"
     ]
     assert repaired('```json\n{"a": 1}\n```\n```python\nprint(1)\n```')[0] == {"a": 1}
+    assert repaired('```json\n{"a": 1}\n```\n```\nsee above\n```')[1] == '{"a": 1}'  # words, not a value
