@@ -18,13 +18,15 @@ Each broken text is replayed as a black-box draft (a function returning the whol
   ``npm install jsonrepair@3.14.1`` was run; ``benchmarks/jsonrepair_peer.mjs``).
 
 Reported per category (the test file) and over all: valid (a JSON text came back: for ours a
-complete result), exhausted (ours raised GuideExhausted: nothing but invention could finish the
-text, without a target), agrees (its value equals the expected one), agrees where the peers agree
-(on the cases where json_repair and jsonrepair give the same value; their count in brackets),
-invented (the mean count of words in the output that are nowhere in the broken text), seconds per
-case (the best of ``--repeat`` runs, 3 by default: the machine is shared). The cases are split by
-a hash of the broken text into a development half (``dev``: its failures were read while the JSON
-rewrites were tuned) and a held-out half (``held-out``: only counted), reported separately.
+complete result), valid where JSON is expected (the same, leaving out the cases where json_repair
+finds no JSON: there a refusal is the expected answer), exhausted (ours raised GuideExhausted:
+nothing but invention could finish the text, without a target), agrees (its value equals the
+expected one), agrees where the peers agree (on the cases where json_repair and jsonrepair give the
+same value; their count in brackets), invented (the mean count of words in the output that are
+nowhere in the broken text), seconds per case (the best of ``--repeat`` runs, 3 by default: the
+machine is shared). The cases are split by a hash of the broken text into a development half
+(``dev``: its failures were read while the JSON rewrites were tuned) and a held-out half
+(``held-out``: only counted), reported separately.
 
 Run: ``python -m benchmarks.json_repair_suite CLONE [--jsonrepair DIR] [--target N] [--repeat N]
 [--limit N] [--show dev|held-out] [--split dev|held-out]`` (``--split dev`` while tuning: the
@@ -75,6 +77,7 @@ class Outcome:
     seconds: float
     text: str
     exhausted: bool = False  # ours: GuideExhausted (nothing but invention could finish the text)
+    expects_json: bool = True  # the suite expects a value (not json_repair's "" for no JSON)
 
 
 Method = Callable[[str], "str | tuple[str | None, bool] | None"]
@@ -145,14 +148,15 @@ def invented_words(output: str, broken: str) -> int:
 
 def outcome(case: Case, text: str | None, seconds: float, exhausted: bool = False) -> Outcome:
     """How ``text`` (``None``: no JSON came back) scores on ``case``."""
+    expects = case.expected is not NO_JSON
     if text is None:
-        return Outcome(False, case.expected is NO_JSON, 0, seconds, "", exhausted)
+        return Outcome(False, not expects, 0, seconds, "", exhausted, expects)
     try:
         value = json.loads(text)
     except ValueError:
-        return Outcome(False, False, invented_words(text, case.broken), seconds, text)
-    agrees = case.expected is not NO_JSON and value == case.expected and type(value) is type(case.expected)
-    return Outcome(True, agrees, invented_words(text, case.broken), seconds, text)
+        return Outcome(False, False, invented_words(text, case.broken), seconds, text, expects_json=expects)
+    agrees = expects and value == case.expected and type(value) is type(case.expected)
+    return Outcome(True, agrees, invented_words(text, case.broken), seconds, text, expects_json=expects)
 
 
 def run_case(case: Case, method: Method, repeat: int = 1) -> Outcome:
@@ -221,9 +225,11 @@ def peers_agree(cases: list[Case], outcomes: dict[str, list[Outcome]]) -> list[b
 def summarise(outcomes: list[Outcome], agreed: list[bool]) -> dict[str, float]:
     n = len(outcomes) or 1
     where = [o for o, a in zip(outcomes, agreed, strict=True) if a]
+    expecting = [o for o in outcomes if o.expects_json]
     return {
         "cases": len(outcomes),
         "valid": sum(o.valid for o in outcomes) / n,
+        "valid_where_json_expected": sum(o.valid for o in expecting) / (len(expecting) or 1),
         "exhausted": sum(o.exhausted for o in outcomes) / n,
         "agrees": sum(o.agrees for o in outcomes) / n,
         "agrees_where_peers_agree": sum(o.agrees for o in where) / (len(where) or 1),
@@ -238,6 +244,7 @@ HEADER = [
     "method",
     "cases",
     "valid",
+    "valid where JSON is expected",
     "exhausted",
     "agrees",
     "agrees where peers agree (n)",
@@ -248,7 +255,19 @@ HEADER = [
 
 def row(category: str, name: str, s: dict[str, float]) -> list[Any]:
     where = f"{s['agrees_where_peers_agree']:.3g} ({s['peers_agree_cases']})"
-    return [category, name, s["cases"], s["valid"], s["exhausted"], s["agrees"], where, s["invented"], s["seconds"]]
+    valid, expected = s["valid"], s["valid_where_json_expected"]
+    return [
+        category,
+        name,
+        s["cases"],
+        valid,
+        expected,
+        s["exhausted"],
+        s["agrees"],
+        where,
+        s["invented"],
+        s["seconds"],
+    ]
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -14,7 +14,8 @@ Exceptions are for misuse and for infrastructure failures::
     │   ├── ServerError             5xx after the retries ran out
     │   ├── ProviderConnectionError connection refused/dropped, read timeout, after retries
     │   └── ProviderResponseError   the provider answered something that is not its protocol
-    ├── GuideExhausted          the budgets ran out and the text could not be completed;
+    ├── GuideExhausted          the text could not be completed (``reason``: only invented
+    │                           text could finish it, or the target did not finish it);
     │                           carries the partial ``GuideResult``
     └── BatchOutputError        a batch job's output file cannot be resumed (written under
                                 another configuration, or not a batch job's output)
@@ -25,7 +26,7 @@ each ``None`` when unknown.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
     from ._trace import GuideResult
@@ -34,6 +35,7 @@ __all__ = [
     "AuthenticationError",
     "BadRequestError",
     "BatchOutputError",
+    "ExhaustedReason",
     "GrammarError",
     "GrammarGuideError",
     "GuideExhausted",
@@ -155,15 +157,26 @@ class ProviderResponseError(ProviderError):
     """The provider answered with something that is not its protocol (malformed JSON, bad events)."""
 
 
+ExhaustedReason = Literal["needs invention", "target unfinished"]
+"""Why a text was not completed: ``needs invention`` (no target: closing marks do not end the
+text, and taking the draft's last words back does not either, so only text nobody wrote could:
+a draft with no value of the grammar in it, such as prose or a lone ``]``, or one cut where a
+value must come); ``target unfinished`` (the target wrote within its budgets and did not reach
+an end)."""
+
+
 class GuideExhausted(GrammarGuideError):
-    """The budgets ran out and even the target could not complete the text.
+    """The text could not be completed without inventing it, or even the target did not
+    complete it (``reason``).
 
     ``result`` is the partial ``GuideResult``: its ``text`` is the longest valid prefix reached
-    (never invalid text), with every event up to the failure.
+    (never invalid text), with every event up to the failure (the cuts say what of the draft
+    was left out and why).
     """
 
-    def __init__(self, message: str, result: GuideResult | Any) -> None:
+    def __init__(self, message: str, result: GuideResult | Any, reason: ExhaustedReason = "target unfinished") -> None:
         self.result = result
+        self.reason: ExhaustedReason = reason
         super().__init__(message)
 
 

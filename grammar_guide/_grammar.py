@@ -104,6 +104,13 @@ class Grammar:
     def __repr__(self) -> str:
         return f"Grammar({self.name!r})"
 
+    @property
+    def joins_values(self) -> bool:
+        """Whether the grammar's rewrites read values written one after another as one (a
+        pattern anchored at ``\\A``: JSON's ``{…}{…}`` as an array); then several fenced blocks
+        in a draft's answer are read as such values too."""
+        return any(r.at_start for r in self.rewrites)
+
     # -- construction -----------------------------------------------------------------------
 
     @classmethod

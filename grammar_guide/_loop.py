@@ -12,6 +12,7 @@ import asyncio
 import enum
 import functools
 import math
+import re
 import time
 from collections.abc import Callable
 from dataclasses import replace
@@ -22,9 +23,10 @@ from ._checker import PROBE_FROM, Checker
 from ._draft import Draft
 from ._drafting import Drafting, Round
 from ._errors import ProviderError
-from ._events import Correction, Cut, DraftSpan, Event, GrammarViolation, GuideStats
+from ._events import Correction, Cut, CutReason, DraftSpan, Event, GrammarViolation, GuideStats
 from ._grammar import Grammar
 from ._limits import GuideLimits
+from ._reader import fenced_blocks
 from ._target_steps import TargetSteps
 from ._text import line_column
 from ._trace import GuideResult
@@ -235,6 +237,9 @@ class GuideLoop(TargetSteps):
         if rnd.evidence is not None:
             return await self._repair(rnd, rnd.evidence), None
         self._emit_span(rnd)
+        more = self._fenced_values(rnd)
+        if more is not None:
+            return await self._repair(rnd, more), None
         if rnd.reader.stopped_text:
             self.emit(Cut(len(self.checker.text), rnd.reader.stopped_text, reason="stop", call=rnd.index))
         if rnd.broken is not None:
@@ -254,6 +259,36 @@ class GuideLoop(TargetSteps):
             return Outcome.CONTINUE, None
         said_done = (stopped or rnd.call.whole_answer) and rnd.ended
         return (Outcome.DRAFT_DONE if said_done else Outcome.STALLED), None
+
+    def _fenced_values(self, rnd: Round) -> str | None:
+        """Several fenced blocks, where the grammar's rewrites read values written one after
+        another (``\\A`` patterns: JSON's array of them, as the repair libraries read them):
+        after a complete answer from a draft that has ended, the next blocks' bodies are read on
+        as more of it, one a line, their fences and the prose between them cut as formatting.
+        The text to read, or ``None``."""
+        stopped = rnd.reader.stopped_text
+        if not (stopped and rnd.ended and self.checker.is_complete and self.grammar.joins_values):
+            return None
+        blocks = [b for b in fenced_blocks(stopped, self.grammar.name) if self._begins_value(stopped[b[0] : b[1]])]
+        if not blocks:
+            return None
+        offset = len(self.checker.text)
+        ends = [0, *(end for _, end in blocks)]
+        for i, (start, _) in enumerate(blocks):
+            gap = stopped[ends[i] + 1 : start]  # (its first character, a line break, joins the values)
+            words = re.sub(r"```[\w+-]*", "", gap).strip()
+            reason: CutReason = "prose" if words else "formatting"
+            self.emit(Cut(offset, gap, reason=reason, call=rnd.index, detail="between fenced values"))
+        if stopped[ends[-1] :]:
+            self.emit(Cut(offset, stopped[ends[-1] :], reason="formatting", call=rnd.index))
+        self.checker.feed("\n")
+        rnd.start, rnd.kept = offset, "\n"
+        return "\n".join(stopped[start:end] for start, end in blocks)
+
+    def _begins_value(self, body: str) -> bool:
+        """Whether a fenced block begins with the grammar's text, not a word (``see above``)."""
+        head = body.lstrip()
+        return not head[:1].isalpha() and self.grammar.valid_prefix(head) > 0
 
     def _take_back_repeat(self, rnd: Round) -> None:
         if rnd.kept:

@@ -21,6 +21,7 @@ __all__ = [
     "AnswerReader",
     "answer_start",
     "closing_fence",
+    "fenced_blocks",
     "looks_like_aside",
     "looks_like_prose",
     "partial_match",
@@ -180,6 +181,31 @@ def closing_fence(raw: str, answer_started: bool) -> int:
     return -1
 
 
+_OPENING_FENCE = re.compile(r"(?m)^[ \t]*```([\w+-]*)[ \t]*\n")
+_CLOSING_FENCE = re.compile(r"(?m)\n[ \t]*```[ \t]*$")
+
+
+def fenced_blocks(stopped: str, language: str) -> list[tuple[int, int]]:
+    """The fenced blocks after an answer's closing fence: ``stopped`` is the text from that fence
+    on (``\n```\nMore:\n```json\n{...}\n```\n``); each block's body as ``(start, end)``
+    offsets in it, in order (a block left open ends with the text). A block tagged with another
+    language than ``language`` (```` ```python ````) is not one of them."""
+    first = stopped.find("```")
+    if first < 0:
+        return []
+    blocks = []
+    pos = first + 3
+    while (opening := _OPENING_FENCE.search(stopped, pos)) is not None:
+        closing = _CLOSING_FENCE.search(stopped, opening.end() - 1)
+        end = closing.start() if closing else len(stopped)
+        if stopped[opening.end() : end].strip() and opening.group(1).lower() in ("", language.lower()):
+            blocks.append((opening.end(), end))
+        if closing is None:
+            break
+        pos = closing.end()
+    return blocks
+
+
 def partial_match(text: str, marker: str) -> int:
     """Length of the longest tail of ``text`` that is a proper beginning of ``marker``."""
     for k in range(min(len(marker) - 1, len(text)), 0, -1):
@@ -207,9 +233,21 @@ def answer_start(preamble: str, accepts: Callable[[str], int]) -> int | None:
             return start  # a fenced block is the answer, however it begins (``(1, 2)``)
         accepted = accepts(rest)
         line = rest.find("\n")
-        if accepted == len(rest) or accepted >= 12 or (start in lines and 0 < line <= accepted):
+        if (
+            accepted == len(rest)
+            or accepted >= 12
+            or (start in lines and 0 < line <= accepted)
+            or _bracketed(rest, accepted)
+        ):
             return start  # (or a whole line the grammar reads: a short answer before more prose)
     return None
+
+
+def _bracketed(rest: str, accepted: int) -> bool:
+    """Whether the grammar reads a bracketed group whole at the start of ``rest`` (``{"a": 1}``
+    of ``{"a": 1}. Hope this helps!``): a short answer before more prose."""
+    head = rest[:accepted].rstrip()
+    return len(head) >= 2 and head[0] in "[{" and head[-1] == {"[": "]", "{": "}"}[head[0]]
 
 
 def looks_like_prose(kept: str, rejected: str) -> bool:

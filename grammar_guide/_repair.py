@@ -253,13 +253,18 @@ def _resume_after_prose(checker: Checker, cut: int, joined: str, span: range, fi
         word_start = resume > span.start and is_word_char(joined[resume : resume + 1]) and joined[resume - 1] == " "
         run_end = resume == span.stop - 1 and joined[resume : resume + 1].isspace()  # not '-by' of 'step-by'
         rest = joined[resume:].lstrip()
-        if not (word_start or run_end) or not rest or not reads_as_code(rest, keywords):
+        if not (word_start or run_end) or not rest:
+            continue
+        code = reads_as_code(rest, keywords)
+        if not code and is_word_char(rest[0]):
             continue
         tried = try_edit(checker, cut, gap, rest)
         if tried is None:
             continue
         accepted, complete = tried
         read = whole_words(rest, accepted)
+        if not code and not (complete and reads_as_code(rest[:read], keywords)):
+            continue  # a mark that begins prose; or a complete value that prose follows, judged alone
         if read and conclusive(rest, read, final, complete):
             removed = joined[cut : len(joined) - len(rest)]
             description = f"left out the prose {removed.strip()!r}"

@@ -156,7 +156,8 @@ class TargetSteps:
             closing = self._take_back_unfinished()
         if closing is None:
             closing = self._schema_least_values(why)
-        if closing is None and await self._get_target() is not None:
+        has_target = await self._get_target() is not None
+        if closing is None and has_target:
             start = len(self.checker.text)
             if self.checker.text.strip() and self.grammar.captured_grammar is not None:
                 closing = await self._write_to_close(why)
@@ -170,9 +171,11 @@ class TargetSteps:
             self.checker.feed(closing)
             self.emit(Correction(offset, closing, "completion", "finish", detail=why))
         if not self.checker.is_complete:
+            unaided = "" if has_target else ": without a target only invented text could finish it"
             raise GuideExhausted(
-                f"could not complete the text ({why}); the partial result holds the valid prefix",
+                f"could not complete the text ({why}){unaided}; the partial result holds the valid prefix",
                 self.result(complete=False),
+                "target unfinished" if has_target else "needs invention",
             )
 
     def _rewrite_at_end(self) -> None:

@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from grammar_guide import Correction, Grammar, GuideExhausted, guide
+from grammar_guide import Correction, Cut, Grammar, GuideExhausted, guide
 
 JSON = Grammar.builtin("json")
 
@@ -144,6 +144,21 @@ SLIPS = [
     # A quote inside a string before a comma and a word that begins like a literal ('then'):
     # escaped, the rest of the string kept (it was dropped).
     ('{"text": "He said, "yes, sure", then left"}', {"text": 'He said, "yes, sure", then left'}),
+    # A string and a number alone in braces: a key and its value, not a set (json_repair's
+    # reading; it was ["a", 1]). A set of strings stays an array ({"a", "b", 3} above).
+    ('{"a", 1}', {"a": 1}),
+    # Words where a key goes, with no colon, before the next member: dropped, not the members
+    # after them (json_repair's reading; the rest of the object was lost).
+    ('{"a": "foo", bar, "b": 2}', {"a": "foo", "b": 2}),
+    ('{"a": x y, z, w., "b": 2}', {"a": "x y", "b": 2}),
+    # An object's last bare value with commas in it, quoted whole (the words after the comma were lost).
+    ('{"a": foo, bar}', {"a": "foo, bar"}),
+    # A quote after an escaped backslash inside a string (JSON escaped twice): escaped, the rest of
+    # the string kept (jsonrepair's reading; the string ended there and 'c' was lost).
+    ('{"a": "b\\\\"c"}', {"a": 'b\\"c'}),
+    # An array left open before its object's next member: closed there (json_repair's reading;
+    # the member was made an object inside the array). A member in a closed array stays one.
+    ('{"x": ["y", "b": 2, "c": 3}', {"x": ["y"], "b": 2, "c": 3}),
 ]
 
 # A finished answer cut short: closed with the least text, what cannot be closed dropped.
@@ -237,12 +252,16 @@ def test_a_mark_is_not_replaced_with_a_value() -> None:
         guide(lambda prompt: "/", JSON, "Answer in JSON.", target=False)
 
 
-@pytest.mark.parametrize("answer", ["]", "}", " ] "])
+@pytest.mark.parametrize("answer", ["]", "}", " ] ", "So the number is nine", ""])
 def test_a_closing_mark_alone_is_no_json(answer: str) -> None:
     # A closer the answer begins with is not given an opener of its own: ']' gave '[]', an empty
-    # value nobody wrote (the repair libraries find no JSON in it).
-    with pytest.raises(GuideExhausted):
+    # value nobody wrote (the repair libraries find no JSON in it). Prose is not made a value.
+    # The refusal says why: only invented text could finish it.
+    with pytest.raises(GuideExhausted) as raised:
         guide(lambda prompt: answer, JSON, "Answer in JSON.", target=False)
+    assert raised.value.reason == "needs invention"
+    assert "only invented text" in str(raised.value)
+    assert not raised.value.result.text.strip() and not raised.value.result.complete
 
 
 def test_the_new_readings_are_recorded_as_rewrites_with_their_reasons() -> None:
@@ -270,3 +289,16 @@ def test_with_the_target_a_truncated_answer_is_still_closed_not_completed() -> N
         assert result.complete and json.loads(result.text) == meant, answer
         assert result.changes.invented == 0, answer
         assert not [e for e in result.events if isinstance(e, Correction) and e.source == "target"], answer
+
+
+def test_several_fenced_values_are_an_array_of_them() -> None:
+    # As the repair libraries read several values: the second block was cut as text after the
+    # answer. Its fences and the words between are recorded as cut; a block in another language is not a value.
+    answer = 'Here:\n```json\n{"a": 1}\n```\nAnd the second:\n```json\n{"b": 2}\n```\n'
+    result = guide(lambda prompt: answer, JSON, "p", target=False)
+    assert json.loads(result.text) == [{"a": 1}, {"b": 2}]
+    assert [c.text for c in result.events if isinstance(c, Cut) and c.reason == "prose"] == [
+        "```\nAnd the second:\n```json\n"
+    ]
+    assert repaired('```json\n{"a": 1}\n```\n```python\nprint(1)\n```')[0] == {"a": 1}
+    assert repaired('```json\n{"a": 1}\n```\n```\nsee above\n```')[1] == '{"a": 1}'  # words, not a value

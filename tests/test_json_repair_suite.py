@@ -76,6 +76,10 @@ def test_agreement_is_also_counted_where_the_peers_agree() -> None:
     mine = [outcome(cases[0], "[1]", 0.0), outcome(cases[1], "{}", 0.0, exhausted=False)]
     summary = summarise(mine, agreed)
     assert summary["agrees"] == 0.5 and summary["agrees_where_peers_agree"] == 1.0
+    # A refusal where json_repair finds no JSON is left out of validity where JSON is expected.
+    none = Case("c", "]", NO_JSON, "dev")
+    summary = summarise([*mine, outcome(none, None, 0.0, exhausted=True)], [*agreed, False])
+    assert summary["valid"] == 2 / 3 and summary["valid_where_json_expected"] == 1.0
     assert summary["peers_agree_cases"] == 1
 
 

@@ -10,6 +10,7 @@ from grammar_guide._reader import (
     AnswerReader,
     answer_start,
     closing_fence,
+    fenced_blocks,
     looks_like_aside,
     looks_like_prose,
     partial_match,
@@ -94,6 +95,16 @@ def test_the_answer_may_start_after_the_colon_that_introduces_it_on_its_line() -
     assert result.text == '{"key": "value"}'
 
 
+def test_a_short_bracketed_answer_before_more_prose_starts_the_answer() -> None:
+    # A value of 8 characters read whole, then a sentence on the same line: the prose around it
+    # was all cut (GuideExhausted); 12 characters were needed.
+    accepts_value = lambda text: 8 if text.startswith("{") else 0  # noqa: E731
+    assert answer_start('Result: {"a": 1}. Hope this helps!', accepts_value) == len("Result: ")
+    assert answer_start('Result: {"a": [1]. Hope', lambda text: 10) is None  # no group closed
+    result = gg.guide(lambda prompt: 'Result: {"a": 1}. Hope this helps!', "json", "p", target=False)
+    assert json.loads(result.text) == {"a": 1}
+
+
 def test_prose_and_asides_are_told_from_broken_answers() -> None:
     assert looks_like_prose("Sure", "! Here is")
     assert not looks_like_prose("SELECT a", "; FRM t")
@@ -146,3 +157,9 @@ def test_prose_run_finds_a_sentence_at_the_violation_not_a_name_with_spaces() ->
     assert prose_run("x + 1", 5, " \\end{code}", frozenset()) == (6, 6 + len("\\end{code}"))
     assert prose_run("SELECT a FROM t ORDER BY Max", 28, " Number of Times", sql) is None
     assert prose_run("SELECT a FROM t WHERE x", 23, " is not nul", sql) is None
+
+
+def test_the_fenced_blocks_after_a_closing_fence_are_found_in_order() -> None:
+    stopped = '\n```\nMore:\n```json\n{"b": 2}\n```\n```py\nx\n```\n```\n[3]'
+    bodies = [stopped[start:end] for start, end in fenced_blocks(stopped, "json")]
+    assert bodies == ['{"b": 2}', "[3]"]  # the python block is not one; the last is left open

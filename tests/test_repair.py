@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from grammar_guide import Correction, Grammar, GuideExhausted, guide
@@ -491,3 +493,15 @@ def test_a_rewrite_that_ends_the_answer_is_taken_where_closing_marks_finish_it(s
         assert result.text.rstrip() == fixed
         assert [c.rule for c in repairs(result)] == ["rewrite"]
         assert result.faithful and sqlite_oracle.check_one_statement(result.text).valid
+
+
+@pytest.mark.parametrize(
+    ("answer", "meant"),
+    [('The answer is {"a": 1} as requested.', {"a": 1}), ("I think the answer is [1, 2] but not sure", [1, 2])],
+)
+def test_a_value_between_sentences_is_read_alone(answer: str, meant: object) -> None:
+    """The answer resumes after the prose at a value the checker reads whole, with prose after
+    it: the words after it are judged apart from it (both were cut as prose: GuideExhausted)."""
+    result = guide(lambda prompt: answer, Grammar.builtin("json"), "q", target=False)
+    assert json.loads(result.text) == meant
+    assert any(isinstance(e, Correction) and e.rule == "prose" for e in result.events)
