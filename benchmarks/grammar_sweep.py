@@ -127,6 +127,8 @@ SWEEP: dict[str, Entry] = {
     ),
     # Read with lark's Earley (the default of Lark(...)) as well, where the package reads LALR.
     "pylogics-ltl-earley": Entry("pylogics", "0.2.1", "pylogics/parsers/ltl.lark", "start", parser="earley"),
+    "pylogics-pltl-earley": Entry("pylogics", "0.2.1", "pylogics/parsers/pltl.lark", "start", parser="earley"),
+    "flloat-ltlf-earley": Entry("flloat", "0.3.0", "flloat/parser/ltlf.lark", "start", parser="earley"),
     "pylogics-pl-earley": Entry("pylogics", "0.2.1", "pylogics/parsers/pl.lark", "start", parser="earley"),
     "pylogics-ldl-earley": Entry("pylogics", "0.2.1", "pylogics/parsers/ldl.lark", "start", parser="earley"),
     "d20-expr-earley": Entry("d20", "1.1.2", "d20/grammar.lark", "expr", parser="earley", sdist=True),
