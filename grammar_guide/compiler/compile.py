@@ -38,8 +38,8 @@ from .exact import (
 )
 from .hazards import find_hazards
 from .lazy import LazyReading, lazy_reading
-from .lookahead import Lookahead, LookaheadReading, lookahead_reading
 from .load import imported_definition, position, position_of_definition, position_of_terminal, position_of_use
+from .lookahead import Lookahead, LookaheadReading, lookahead_reading
 from .matcher import regex_is_void
 from .regex import is_regex_error, regex_features, sre_constants, sre_parse, strip_verbose
 from .unicode_classes import case_insensitive_literal, python_re_of
@@ -394,8 +394,8 @@ def _scannerless(
                 productive.add(variant)
                 changed = True
     # The text may end after gg_start only where no look-ahead asks for more.
-    ends = [q for q in reach[("gg_start", empty)] if not tokens.forbids_end(q)]
-    heads = [v for v in (f"gg_start__0_{tokens.index(q)}" for q in ends) if v in productive]
+    text_ends = [q for q in reach[("gg_start", empty)] if not tokens.forbids_end(q)]
+    heads = [v for v in (f"gg_start__0_{tokens.index(q)}" for q in text_ends) if v in productive]
     if not heads:
         raise _NoText
     lines = ["start: " + " | ".join(heads)]
