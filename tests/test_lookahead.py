@@ -44,17 +44,37 @@ NAME: /[a-z]+/
 %ignore " "
 """
 
+# lark.lark's ``REGEXP`` (``\/(?!\/)...``): a look-ahead after the lexeme's first character.
+WITHIN = r"""
+start: item+
+item: COMMENT | SLASHES | NAME
+COMMENT: /\/(?!\/)[a\/ ]*?\//
+SLASHES: "//"
+NAME: /a+/
+"""
+
+# lark.lark's ``STRING`` (``_STRING "i"?``): common.lark's string, whose look-behind has an exact
+# equivalent, then what may match empty text.
+STRING = r"""
+start: STRING+
+STRING: "\"" _STRING_ESC_INNER "\"" "i"?
+%import common._STRING_ESC_INNER
+"""
+
 CASES = {
     "positive": (POSITIVE, "Ga( ) "),
     "negative": (NEGATIVE, "Xa( ) "),
     "parts": (PARTS, "a?+ "),
+    "within": (WITHIN, "a/ "),
+    "string": (STRING, '"\\ia'),
 }
 LENGTH = 5
 
 
 def completed_within(text: str) -> int:
     """A bound on the characters that complete a valid prefix of these grammars: a name (or an
-    operator's space and a name) and a ``)`` for each ``(``."""
+    operator's space and a name, a closing quote or slash after a backslash) and a ``)`` for
+    each ``(``."""
     return text.count("(") + 2
 
 
@@ -104,7 +124,7 @@ def test_reading_of_each_shape() -> None:
         ("[a-z]+(?![a-z])", "one of whose matches is a prefix of another"),
         ("a(?=bc)", "more than one character"),
         ("(?<=a)b", "look-behind"),
-        ("a(?=b)c", "inside the lexeme"),
+        ("a+(?=b)[bc]", "inside the lexeme"),
         ("a(?=b|$)", "final newline"),
         ("b|[ab]b(?=c)", "one of whose matches is a prefix of another"),
     ],

@@ -39,7 +39,7 @@ from .exact import (
 from .hazards import find_hazards
 from .lazy import LazyReading, lazy_reading
 from .load import imported_definition, position, position_of_definition, position_of_terminal, position_of_use
-from .lookahead import Lookahead, LookaheadReading, lookahead_reading
+from .lookahead import Lookahead, LookaheadPart, LookaheadReading, lookahead_reading, restricted
 from .matcher import regex_is_void
 from .regex import is_regex_error, regex_features, sre_constants, sre_parse, strip_verbose
 from .unicode_classes import case_insensitive_literal, python_re_of
@@ -422,11 +422,11 @@ def _split_lookaheads(
     term_names: Mapping[str, str],
     token_terminals: dict[str, Terminal],
     by_compiled: dict[str, str],
-) -> dict[str, Lookahead]:
-    """The look-ahead after each token symbol that has one. A terminal with one look-ahead keeps
+) -> dict[str, LookaheadPart]:
+    """The part of a look-ahead's terminal each token symbol reads. A terminal with one look-ahead keeps
     its symbol; one whose alternatives differ (``[+*]|[?](?![a-z])``) becomes a rule with a
     token symbol for each part, in ``rules``, ``token_terminals`` and ``by_compiled``."""
-    ahead: dict[str, Lookahead] = {}
+    ahead: dict[str, LookaheadPart] = {}
     for name, reading in lookaheads.items():
         x = term_names[name]
         symbols = [x] if len(reading.parts) == 1 else [f"{x}_P{i}" for i in range(len(reading.parts))]
@@ -440,8 +440,7 @@ def _split_lookaheads(
         for y, part in zip(symbols, reading.parts, strict=True):
             token_terminals[y] = Terminal(name, regex=part.regex)
             by_compiled[y] = name
-            if part.lookahead is not None:
-                ahead[y] = part.lookahead
+            ahead[y] = part
     return ahead
 
 
@@ -628,15 +627,21 @@ class _Watchers:
     matches of ``x`` that no watcher of ``p`` forbids and that end in that state."""
 
     def __init__(
-        self, terminals: Mapping[str, Terminal], watched: set[str], source: str | None, ahead: Mapping[str, Lookahead]
+        self,
+        terminals: Mapping[str, Terminal],
+        watched: set[str],
+        source: str | None,
+        parts: Mapping[str, LookaheadPart],
     ) -> None:
         self.terminals = terminals
         self.watched = watched
         self.source = source
         #: The look-ahead after each token symbol that has one; its watcher is ``(symbol + "~", 0)``.
-        self.ahead = ahead
+        self.ahead: dict[str, Lookahead] = {x: p.lookahead for x, p in parts.items() if p.lookahead is not None}
+        #: The look-aheads inside lexemes: at which offset, which characters the lexeme may have.
+        self.within = {x: p.within for x, p in parts.items() if p.within is not None}
         #: The watchers that forbid the text's end where they stand (a ``(?=...)``'s).
-        self.end_forbidden = frozenset((f"{x}~", 0) for x, a in ahead.items() if not a.end_ok)
+        self.end_forbidden = frozenset((f"{x}~", 0) for x, a in self.ahead.items() if not a.end_ok)
         self.rules: dict[str, tuple[str, str]] = {}  # rule -> (compiled terminal or "", body)
         self._ids: dict[_State, int] = {frozenset(): 0}
         self._done: dict[tuple[str, _State], dict[_State, str]] = {}
@@ -662,7 +667,8 @@ class _Watchers:
         terminal = self.terminals[x]
         try:
             reading = _lazy_of(terminal)
-            return reading.dfa if reading else dfa_of(terminal.pattern)
+            dfa = reading.dfa if reading else dfa_of(terminal.pattern)
+            return restricted(dfa, self.within[x]) if x in self.within else dfa
         except GrammarError as error:  # an automaton too large to build
             raise GrammarError(
                 f"terminal {terminal.name}: {error.message}", construct=terminal.name, source=self.source
@@ -748,7 +754,7 @@ class _Watchers:
 
     def _explore(self, x: str, p: _State) -> dict[_State, str]:
         terminal = self.terminals[x]
-        if _lazy_of(terminal):
+        if _lazy_of(terminal) or x in self.within:
             return {} if self.dfa(x).empty else self._product(x, p)
         # When every watcher of p dies or forbids at the first character, and every match of x
         # ends in the same state, x's regex as rules does, its first character restricted (no
@@ -911,7 +917,7 @@ def _terminal(
             flags.discard("x")
         if regex_module:
             value = _python_re_of(tdef.name, pattern.value, value, flags, text, source)
-        value = _KNOWN_EQUIVALENTS.get(value, value)
+        value = _known_equivalent(value)
         regex = f"(?{''.join(sorted(flags))}:{value})" if flags else value
         regex = _lazy_as_greedy(regex)
         try:
@@ -924,7 +930,9 @@ def _terminal(
                 raise
             problem, lazy = f"an invalid regex ({exc})", False
         if isinstance(ahead, LookaheadReading):
-            return Terminal(tdef.name, regex=regex), lark_regex(exact_regex(ahead.body)), ahead
+            ahead, problem = _lookahead_parts(ahead)
+            if ahead is not None:
+                return Terminal(tdef.name, regex=regex), lark_regex(greedy_regex(ahead.body)), ahead
         if problem:
             what, _, instead = problem.partition("; ")
             where, written = position_of_terminal(tdef.name, pattern.value, text, _has_unsupported)
@@ -957,6 +965,20 @@ def _terminal(
     raise GrammarError(  # pragma: no cover - lark has only these two
         f"terminal {tdef.name} has an unknown pattern type", construct=tdef.name, source=source
     )
+
+
+def _lookahead_parts(reading: LookaheadReading) -> tuple[LookaheadReading | None, str | None]:
+    """The reading with each part's lazy quantifiers read (``_lazy_as_greedy``, ``lazy``), or why
+    a part has no exact reading."""
+    parts = []
+    for part in reading.parts:
+        regex = _lazy_as_greedy(part.regex)
+        if _has_lazy(regex):
+            lazy = lazy_reading(regex)
+            if isinstance(lazy, str):
+                return None, lazy
+        parts.append(LookaheadPart(regex, part.lookahead, part.within))
+    return LookaheadReading(tuple(parts)), None
 
 
 def _python_re_of(name: str, written: str, value: str, flags: set[str], text: str, source: str | None) -> str:
@@ -1052,6 +1074,29 @@ _KNOWN_EQUIVALENTS = {
     # C_COMMENT: the shortest /* ... */, that is, no */ before the last.
     "/\\*(.|\n)*?\\*/": r"/\*(?:[^*]|\*+[^*/])*\*+/",
 }
+
+
+def _known_equivalent(value: str) -> str:
+    """``value`` with a known terminal it begins with written exactly (``_KNOWN_EQUIVALENTS``),
+    where what follows it may match empty text (lark.lark's ``STRING``, ``_STRING "i"?``):
+    ``re.match`` then ends the known part where it ends alone, and reads the rest after it."""
+    if value in _KNOWN_EQUIVALENTS:
+        return _KNOWN_EQUIVALENTS[value]
+    for known, exact in _KNOWN_EQUIVALENTS.items():
+        rest = value[len(known) :]
+        if value.startswith(known) and _may_match_empty(rest):
+            return exact + rest
+    return value
+
+
+def _may_match_empty(regex: str) -> bool:
+    """Whether a regex standing alone, with nothing the matcher lacks, matches empty text."""
+    try:
+        return regex_features(regex) == (None, False) and first_chars(regex)[1]
+    except Exception as exc:  # not a regex alone (a group opened before it)
+        if not is_regex_error(exc):
+            raise
+        return False
 
 
 _REGEX_META = set("\\.^$|?*+()[]{}")

@@ -23,14 +23,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from .._errors import GrammarError
-from .automaton import dfa_of, share_a_prefix
+from .automaton import Dfa, dfa_of, minimal_dfa, share_a_prefix
 from .charclass import Ranges, char_set, complement, normalise
 from .exact import greedy_regex_of
 from .regex import count_ops, regex_features
 from .regex import sre_constants as _c
 from .regex import sre_parse as _sre_parse
 
-__all__ = ["Lookahead", "LookaheadPart", "LookaheadReading", "has_lookaround", "lookahead_reading"]
+__all__ = ["Lookahead", "LookaheadPart", "LookaheadReading", "has_lookaround", "lookahead_reading", "restricted"]
 
 
 @dataclass(frozen=True)
@@ -49,10 +49,13 @@ class Lookahead:
 @dataclass(frozen=True)
 class LookaheadPart:
     """The lexemes of some of the terminal's alternatives (``regex``, Python ``re``, without the
-    look-ahead), and what may follow them (``None``: anything)."""
+    look-ahead), and what may follow them (``None``: anything). ``within``: a look-ahead inside
+    the lexeme after a fixed number of characters (lark.lark's ``REGEXP``, ``\\/(?!\\/)...``),
+    as that offset and the characters the lexeme may have there."""
 
     regex: str
     lookahead: Lookahead | None
+    within: tuple[int, tuple[tuple[int, int], ...]] | None = None
 
 
 @dataclass(frozen=True)
@@ -86,6 +89,9 @@ def lookahead_reading(regex: str) -> LookaheadReading | str | None:
         return None
     parsed = _sre_parse.parse(regex, 0)
     items, flags = _unwrapped(list(parsed), parsed.state.flags)
+    inner = _inner_lookahead(regex, items, flags)
+    if inner is not None:
+        return inner
     alternatives = [list(a) for a in items[0][1][1]] if len(items) == 1 and items[0][0] is _c.BRANCH else [items]
     grouped: dict[Lookahead | None, list[str]] = {}
     for alternative in alternatives:
@@ -98,7 +104,10 @@ def lookahead_reading(regex: str) -> LookaheadReading | str | None:
         if any(op in (_c.ASSERT, _c.ASSERT_NOT) and av[0] < 0 for op, av in alternative):
             return _refusal("a look-behind, whose match depends on the text before the lexeme")
         if count_ops(alternative, _c.ASSERT) + count_ops(alternative, _c.ASSERT_NOT):
-            return _refusal("a look-around inside the lexeme (only a trailing look-ahead is read)")
+            return _refusal(
+                "a look-around inside the lexeme (a look-ahead is read at the end of the terminal, or "
+                "after its first characters where the lexeme goes on)"
+            )
         if count_ops(alternative, _c.MIN_REPEAT):
             return _refusal("a look-ahead on a terminal with a lazy quantifier")
         try:
@@ -117,6 +126,75 @@ def lookahead_reading(regex: str) -> LookaheadReading | str | None:
             "then takes a match that depends on how Python's re backtracks)"
         )
     return LookaheadReading(parts)
+
+
+def _inner_lookahead(regex: str, items: list[Any], flags: int) -> LookaheadReading | str | None:
+    """The reading of a regex whose one look-ahead follows a run of one-character items and
+    precedes more (``\\/(?!\\/)(...)*?\\/``): ``re.match`` fails there or reads on as without it,
+    whatever path it takes after, so its matches are the regex's without the look-ahead whose
+    character at that offset the look-ahead allows. ``None`` where the look-ahead is not so."""
+    at = next((i for i, (op, _) in enumerate(items) if op in (_c.ASSERT, _c.ASSERT_NOT)), None)
+    if at is None or at == len(items) - 1 or any(char_set([item], flags) is None for item in items[:at]):
+        return None
+    op, (direction, sub) = items[at]
+    if direction < 0:
+        return None
+    chars = char_set(list(sub), flags)
+    rest = items[at + 1 :]
+    if chars is None or count_ops(rest, _c.ASSERT) + count_ops(rest, _c.ASSERT_NOT):
+        return None
+    without = _without_first_lookahead(regex)
+    if without is None or _sre_parse.parse(without, 0).getwidth()[0] <= at or has_lookaround(without):
+        return None  # a lexeme may end at the look-ahead: it looks past the lexeme
+    allowed = complement(chars) if op is _c.ASSERT_NOT else normalise(chars)
+    return LookaheadReading((LookaheadPart(without, None, (at, tuple(allowed))),))
+
+
+def _without_first_lookahead(regex: str) -> str | None:
+    """``regex`` with the text of its first ``(?=...)`` or ``(?!...)`` taken out."""
+    i, depth, in_class, start = 0, 0, False, None
+    while i < len(regex):
+        ch = regex[i]
+        if ch == "\\":
+            i += 2
+            continue
+        if in_class:
+            in_class = ch != "]"
+        elif ch == "[":
+            in_class = True
+            i += 2 if regex.startswith(("[^]", "[]"), i) else 1
+            continue
+        elif ch == "(":
+            if start is None and regex.startswith(("(?=", "(?!"), i):
+                start, depth = i, 0
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+            if start is not None and depth == 0:
+                return regex[:start] + regex[i + 1 :]
+        i += 1
+    return None
+
+
+def restricted(dfa: Dfa, within: tuple[int, tuple[tuple[int, int], ...]]) -> Dfa:
+    """The matches of ``dfa`` longer than the offset whose character there is an allowed one."""
+    at, allowed = within
+    ids = {(dfa.start, 0): 0}
+    order = [(dfa.start, 0)]
+    edges: list[list[tuple[int, int, int]]] = []
+    while len(edges) < len(order):
+        d, i = order[len(edges)]
+        out = []
+        for lo, hi, t in () if dfa.empty else dfa.edges[d]:
+            pieces = [(lo, hi)] if i != at else [(max(lo, a), min(hi, b)) for a, b in allowed if a <= hi and lo <= b]
+            nxt = (t, min(i + 1, at + 1))
+            if nxt not in ids:
+                ids[nxt] = len(order)
+                order.append(nxt)
+            out += [(a, b, ids[nxt]) for a, b in pieces]
+        edges.append(out)
+    accepting = frozenset(n for (d, i), n in ids.items() if d in dfa.accepting and i > at)
+    return minimal_dfa(0, accepting, edges)
 
 
 def _refusal(what: str) -> str:
