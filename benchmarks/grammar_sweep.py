@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import functools
 import random
+import re
 import sys
 import time
 import traceback
@@ -60,6 +61,7 @@ class Entry:
     texts: tuple[str, ...] = ()  # globs in the sdist: .py modules give their string literals
     replace: tuple[tuple[str, str], ...] = ()  # what the package substitutes before Lark(...)
     suffix: str = ""  # what the package adds to a text before it parses it (vyper: a newline)
+    g_regex_flags: int = 0  # lark's option of that name, as the package passes it
     note: str = ""
 
 
@@ -116,7 +118,7 @@ SWEEP: dict[str, Entry] = {
         "timefhuman/grammar.lark",
         "start",
         replace=(("(TIMEZONE_MAPPING)", "utc|est|pst"),),
-        note="g_regex_flags=re.IGNORECASE not passed",
+        g_regex_flags=re.IGNORECASE,
     ),
     "tartiflette-sdl": Entry(
         "tartiflette",
@@ -262,6 +264,7 @@ def sweep_one(name: str, entry: Entry, n_texts: int) -> Row:
             parser=entry.parser,
             postlex=postlexer(entry),
             regex=entry.regex,
+            g_regex_flags=entry.g_regex_flags,
         )
     except GrammarError as error:
         row.load_s = time.perf_counter() - started

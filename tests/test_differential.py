@@ -1064,18 +1064,17 @@ class LalrReference:
     def lexemes_grown(self, prefix: str, tries: int = 12) -> Iterator[str]:
         """``prefix`` with its end grown into a short lexeme of a terminal whose lexeme begins
         with that end (pyquil's ``SET-`` into ``SET-FREQUENCY``, where lark reads ``SET`` ``-``),
-        then with one character the checker takes after it (eql's ``.`` then ``5``). A lexeme's
+        then with characters the checker takes after it (eql's ``.`` then ``5``). A lexeme's
         case is kept where the prefix's end differs from it only in case (lark-dbml's ``e`` into ``eNUM``)."""
         for lexeme in self.lexemes.values():
             for k in range(min(len(lexeme) - 1, len(prefix)), 0, -1):
                 # Case-blind: a keyword "enum"i's short lexeme is ENUM, and eNUM is one too.
                 if prefix.lower().endswith(lexeme[:k].lower()):
                     yield prefix + lexeme[k:]
-        for c in PROBE:
-            checker = self.grammar.checker()
-            if checker.feed(prefix + c) == len(prefix) + 1 and tries > 0:
-                tries -= 1
-                yield prefix + c
+        level = [prefix]
+        for _ in range(3):  # up to three characters (timefhuman's case-blind ``S`` into ``Sec``)
+            level = [g + c for g in level for c in PROBE if self.grammar.checker().feed(g + c) == len(g) + 1][:tries]
+            yield from level
 
     @functools.cached_property
     def lexemes(self) -> dict[str, str]:

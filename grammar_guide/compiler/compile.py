@@ -171,7 +171,7 @@ def compile_lark(parser: lark.Lark, text: str, source: str | None, lexer: Lexer 
         if tdef.name in leading:
             tdef = TerminalDef(tdef.name, PatternRE(leading[tdef.name], tdef.pattern.flags), tdef.priority)
         try:
-            terminal, expression, ahead = _terminal(tdef, text, source, bool(parser.options.regex), lexer)
+            terminal, expression, ahead = _terminal(tdef, text, source, parser.options, lexer)
         except GrammarError as error:
             raise _in_imported_file(error, tdef, text, source, parser.options.import_paths) from None
         terminals[tdef.name] = terminal
@@ -887,14 +887,17 @@ def _in_imported_file(
 
 
 def _terminal(
-    tdef: Any, text: str, source: str | None, regex_module: bool, lexer: Lexer
+    tdef: Any, text: str, source: str | None, options: Any, lexer: Lexer
 ) -> tuple[Terminal, str, LookaheadReading | None]:
     """The terminal, its definition in llguidance's dialect (the text after ``NAME:``), and its
     reading by look-ahead where it ends in one (read at the character level: ``lexer="dynamic"``
-    only). ``regex_module``: lark matches with the ``regex`` module (``regex=True``), not ``re``."""
+    only). ``options``: lark's; with ``regex=True`` lark matches with the ``regex`` module, not
+    ``re``; ``g_regex_flags`` are added to every terminal's."""
     pattern = tdef.pattern
+    regex_module = bool(options.regex)
+    global_flags = _flag_letters(options.g_regex_flags, source)
     if isinstance(pattern, PatternStr):
-        flags = set(pattern.flags)
+        flags = set(pattern.flags) | ({"i"} & global_flags)
         ci = "i" in flags
         escaped = _escape_literal(pattern.value)
         if ci and regex_module:  # the regex module's case folding (``ı`` is no ``i``)
@@ -909,7 +912,7 @@ def _terminal(
         return Terminal(tdef.name, literal=pattern.value), lark_regex(escaped), None
     if isinstance(pattern, PatternRE):
         value = pattern.value
-        flags = set(pattern.flags)
+        flags = set(pattern.flags) | global_flags
         if "x" in flags:
             # Newlines reach the matcher as \\x0a escapes, which end no verbose-mode comment:
             # remove comments and insignificant whitespace here.
@@ -965,6 +968,24 @@ def _terminal(
     raise GrammarError(  # pragma: no cover - lark has only these two
         f"terminal {tdef.name} has an unknown pattern type", construct=tdef.name, source=source
     )
+
+
+_FLAG_LETTERS = {re.IGNORECASE: "i", re.MULTILINE: "m", re.DOTALL: "s"}
+
+
+def _flag_letters(flags: int, source: str | None) -> set[str]:
+    """lark's ``g_regex_flags`` as the letters of inline flags (``re.UNICODE`` is ``re``'s own
+    default for text); ``GrammarError`` for the others."""
+    rest = flags & ~re.UNICODE
+    for flag in _FLAG_LETTERS:
+        rest &= ~flag
+    if rest:
+        raise GrammarError(
+            f"g_regex_flags={flags!r}: only re.IGNORECASE, re.MULTILINE and re.DOTALL are read exactly; "
+            "write the others into the terminals that need them",
+            source=source,
+        )
+    return {letter for flag, letter in _FLAG_LETTERS.items() if flags & flag}
 
 
 def _lookahead_parts(reading: LookaheadReading) -> tuple[LookaheadReading | None, str | None]:
