@@ -926,8 +926,8 @@ def _terminal(
         try:
             ahead = lookahead_reading(regex) if lexer == "dynamic" else None
             problem, lazy = regex_features(regex) if not isinstance(ahead, LookaheadReading) else (None, False)
-            if isinstance(ahead, str):
-                problem = ahead
+            if isinstance(ahead, str) and (problem or "").startswith("a look-around"):
+                problem = ahead  # why this look-around has no reading (another construct first: that one)
         except Exception as exc:  # the regex does not compile: lark would have failed first
             if not is_regex_error(exc):
                 raise
