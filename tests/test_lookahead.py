@@ -123,7 +123,7 @@ def test_reading_of_each_shape() -> None:
     [
         ("[a-z]+(?![a-z])", "one of whose matches is a prefix of another"),
         ("a(?=bc)", "more than one character"),
-        ("(?<=a)b", "look-behind"),
+        ("(?<=a)b", "looks behind"),
         ("a+(?=b)[bc]", "inside the lexeme"),
         ("a(?=b|$)", "final newline"),
         ("b|[ab]b(?=c)", "one of whose matches is a prefix of another"),

@@ -102,7 +102,10 @@ def lookahead_reading(regex: str) -> LookaheadReading | str | None:
         if isinstance(condition, str):
             return condition
         if any(op in (_c.ASSERT, _c.ASSERT_NOT) and av[0] < 0 for op, av in alternative):
-            return _refusal("a look-behind, whose match depends on the text before the lexeme")
+            return _refusal(
+                "a look-around that looks behind ((?<=...), (?<!...)), whose match depends on the text "
+                "before the lexeme"
+            )
         if count_ops(alternative, _c.ASSERT) + count_ops(alternative, _c.ASSERT_NOT):
             return _refusal(
                 "a look-around inside the lexeme (a look-ahead is read at the end of the terminal, or "
@@ -213,7 +216,7 @@ def _unwrapped(items: list[Any], flags: int) -> tuple[list[Any], int]:
 def _condition(negative: bool, direction: int, body: list[Any], flags: int) -> Lookahead | str:
     """The condition a trailing look-ahead puts on what follows, or why it is not read."""
     if direction < 0:
-        return _refusal("a look-behind at the end of the terminal")
+        return _refusal("a look-around that looks behind at the end of the terminal")
     alternatives = [list(a) for a in body[0][1][1]] if len(body) == 1 and body[0][0] is _c.BRANCH else [body]
     chars: Ranges = []
     end = newline_end = False
@@ -232,7 +235,7 @@ def _condition(negative: bool, direction: int, body: list[Any], flags: int) -> L
                 continue
         one = char_set(alternative, flags)
         if one is None:
-            return _refusal("a look-ahead of more than one character, or of one that is not a class")
+            return _refusal("a look-around that reads more than one character, or one that is not a class")
         chars += one
     chars = normalise(chars)
     if newline_end and not any(lo <= 10 <= hi for lo, hi in chars):
