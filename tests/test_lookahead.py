@@ -141,3 +141,10 @@ def test_refused_with_place_and_what_to_write(pattern: str, why: str) -> None:
 def test_greedy_lexer_refuses_a_look_ahead() -> None:
     with pytest.raises(GrammarError, match="look-around"):
         Grammar.from_lark(POSITIVE, lexer="greedy")
+
+
+def test_gbnf_refuses_a_look_ahead_at_its_terminal() -> None:
+    """GBNF has no lexer to say what may follow a lexeme: refused where the terminal is defined."""
+    with pytest.raises(GrammarError, match="look-around") as caught:
+        Grammar.from_lark(POSITIVE).to_gbnf()
+    assert (caught.value.line, caught.value.column) == (4, 11), caught.value
