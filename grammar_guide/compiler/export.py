@@ -145,28 +145,26 @@ def _allocate(names: Iterable[str], *, upper: bool, taken: set[str], reserved: d
     return out
 
 
-def _lazy_error(name: str, terminal: Terminal, resolved: _Resolved, target: str) -> GrammarError:
-    return _placed_error(
-        name,
-        terminal,
-        resolved,
-        _is_lazy_regex,
-        f"terminal {name} uses a lazy quantifier (*?, +?, ??): {target} has no way to say "
-        "'the shortest match'; rewrite it without one (a comment /\\/\\*(.|\\n)*?\\*\\// is "
-        "/\\/\\*([^*]|\\*+[^*\\/])*\\*+\\//)",
-    )
-
-
-def _lookaround_error(name: str, terminal: Terminal, resolved: _Resolved, target: str) -> GrammarError:
-    return _placed_error(
-        name,
-        terminal,
-        resolved,
-        has_lookaround,
-        f"terminal {name} uses a look-around ((?=...), (?!...), (?<=...), (?<!...)): {target} has no "
-        "way to say what may come before or after a lexeme; write the terminal without it, and say "
-        "in the grammar's rules what may follow it",
-    )
+def _unsayable_error(name: str, terminal: Terminal, resolved: _Resolved, target: str) -> GrammarError:
+    """The refusal of a terminal whose lazy quantifier, or else look-around, ``target`` cannot say."""
+    if _is_lazy(terminal):
+        uses, why = (
+            _is_lazy_regex,
+            (
+                "a lazy quantifier (*?, +?, ??): {} has no way to say 'the shortest match'; rewrite it without "
+                "one (a comment /\\/\\*(.|\\n)*?\\*\\// is /\\/\\*([^*]|\\*+[^*\\/])*\\*+\\//)"
+            ),
+        )
+    else:
+        uses, why = (
+            has_lookaround,
+            (
+                "a look-around ((?=...), (?!...), (?<=...), (?<!...)): {} has no way to say what may come "
+                "before or after a lexeme; write the terminal without it, and say in the grammar's rules "
+                "what may follow it"
+            ),
+        )
+    return _placed_error(name, terminal, resolved, uses, f"terminal {name} uses " + why.format(target))
 
 
 def _placed_error(
@@ -232,7 +230,7 @@ def to_plain_lark(grammar: LarkForm) -> str:
         if name in inline:
             continue
         if _is_lazy(terminal):
-            raise _lazy_error(name, terminal, g, "plain Lark")
+            raise _unsayable_error(name, terminal, g, "plain Lark")
         expression = lark_regex(terminal.pattern)
         lines.append(f"{term_names[name]}: {expression}")
         if name in g.ignore:
@@ -297,10 +295,8 @@ def to_gbnf(grammar: LarkForm) -> str:
         k: gbnf_name(v) for k, v in _allocate(g.terminals, upper=True, taken=upper_taken, reserved={}).items()
     }
     for name, terminal in g.terminals.items():
-        if _is_lazy(terminal):
-            raise _lazy_error(name, terminal, g, "GBNF")
-        if terminal.regex is not None and has_lookaround(terminal.regex):
-            raise _lookaround_error(name, terminal, g, "GBNF")
+        if _is_lazy(terminal) or (terminal.regex is not None and has_lookaround(terminal.regex)):
+            raise _unsayable_error(name, terminal, g, "GBNF")
     skip = " ignored" if g.ignore else ""
     inline = {name for name, t in g.terminals.items() if t.literal is not None and not t.case_insensitive}
 
