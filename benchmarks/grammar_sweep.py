@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import functools
 import random
+import re
 import sys
 import time
 import traceback
@@ -60,6 +61,7 @@ class Entry:
     texts: tuple[str, ...] = ()  # globs in the sdist: .py modules give their string literals
     replace: tuple[tuple[str, str], ...] = ()  # what the package substitutes before Lark(...)
     suffix: str = ""  # what the package adds to a text before it parses it (vyper: a newline)
+    g_regex_flags: int = 0  # lark's option of that name, as the package passes it
     note: str = ""
 
 
@@ -116,7 +118,7 @@ SWEEP: dict[str, Entry] = {
         "timefhuman/grammar.lark",
         "start",
         replace=(("(TIMEZONE_MAPPING)", "utc|est|pst"),),
-        note="g_regex_flags=re.IGNORECASE not passed",
+        g_regex_flags=re.IGNORECASE,
     ),
     "tartiflette-sdl": Entry(
         "tartiflette",
@@ -127,6 +129,8 @@ SWEEP: dict[str, Entry] = {
     ),
     # Read with lark's Earley (the default of Lark(...)) as well, where the package reads LALR.
     "pylogics-ltl-earley": Entry("pylogics", "0.2.1", "pylogics/parsers/ltl.lark", "start", parser="earley"),
+    "pylogics-pltl-earley": Entry("pylogics", "0.2.1", "pylogics/parsers/pltl.lark", "start", parser="earley"),
+    "flloat-ltlf-earley": Entry("flloat", "0.3.0", "flloat/parser/ltlf.lark", "start", parser="earley"),
     "pylogics-pl-earley": Entry("pylogics", "0.2.1", "pylogics/parsers/pl.lark", "start", parser="earley"),
     "pylogics-ldl-earley": Entry("pylogics", "0.2.1", "pylogics/parsers/ldl.lark", "start", parser="earley"),
     "d20-expr-earley": Entry("d20", "1.1.2", "d20/grammar.lark", "expr", parser="earley", sdist=True),
@@ -260,6 +264,7 @@ def sweep_one(name: str, entry: Entry, n_texts: int) -> Row:
             parser=entry.parser,
             postlex=postlexer(entry),
             regex=entry.regex,
+            g_regex_flags=entry.g_regex_flags,
         )
     except GrammarError as error:
         row.load_s = time.perf_counter() - started

@@ -127,6 +127,7 @@ class Grammar:
         regex: bool = False,
         parser: Literal["earley", "lalr"] = "earley",
         postlex: object = None,
+        g_regex_flags: int = 0,
     ) -> Grammar:
         """Load a Lark grammar (the ``lark`` package's syntax and meaning).
 
@@ -147,12 +148,19 @@ class Grammar:
         given; its checker drives lark's own parser, and it has no llguidance form (no local
         target masks, no exports). Needs the ``regex`` module. A grammar with LALR(1) conflicts
         is refused with lark's reason.
+
+        ``g_regex_flags`` is lark's option of that name: flags of Python's ``re`` with which lark
+        matches every terminal (``re.IGNORECASE``: each literal and pattern as if written with
+        ``i``); ``re.IGNORECASE``, ``re.MULTILINE`` and ``re.DOTALL`` are read, others refused.
         """
         if parser == "lalr" or postlex is not None:
-            return _lalr_grammar(text, start, name, import_paths, source, rewrites, regex, parser, postlex)
+            options = (regex, g_regex_flags)
+            return _lalr_grammar(text, start, name, import_paths, source, rewrites, options, parser, postlex)
         if parser != "earley":
             raise GrammarError(f"parser={parser!r}: choose 'earley' (the default) or 'lalr'")
-        reference = load_lark(text, start, import_paths=import_paths, source=source, regex=regex)
+        reference = load_lark(
+            text, start, import_paths=import_paths, source=source, regex=regex, g_regex_flags=g_regex_flags
+        )
         if lexer not in ("dynamic", "greedy"):
             raise GrammarError(f"lexer={lexer!r}: choose 'dynamic' (lark's Earley default) or 'greedy'")
         compiled = compile_lark(reference, text, source, lexer)
@@ -485,18 +493,27 @@ def _lalr_grammar(
     import_paths: Sequence[str | Path],
     source: str | None,
     rewrites: Sequence[Rewrite],
-    regex: bool,
+    options: tuple[bool, int],
     parser: str,
     postlex: object,
 ) -> Grammar:
-    """``from_lark(parser="lalr")``: lark's LALR parser and contextual lexer (see ``LalrGrammar``)."""
+    """``from_lark(parser="lalr")``: lark's LALR parser and contextual lexer (see ``LalrGrammar``);
+    ``options``: ``regex`` and ``g_regex_flags``."""
     from .compiler.postlex import indenter_of
 
     if parser != "lalr":
         raise GrammarError(f"postlex needs parser='lalr' (lark runs a postlexer only there), not {parser!r}")
     indenter = indenter_of(postlex)  # refuses another postlexer before lark runs it
+    regex, g_regex_flags = options
     reference = load_lark(
-        text, start, import_paths=import_paths, source=source, regex=regex, parser="lalr", postlex=indenter
+        text,
+        start,
+        import_paths=import_paths,
+        source=source,
+        regex=regex,
+        parser="lalr",
+        postlex=indenter,
+        g_regex_flags=g_regex_flags,
     )
     return LalrGrammar(reference, indenter, name=name or source or "lark", lark_source=text, rewrites=rewrites)
 

@@ -22,6 +22,7 @@ No difference is allowed: the checker reads terminals as lark's dynamic lexer do
 from grammar_guide.compiler.automaton import dfa_of
 from grammar_guide.compiler.compile import _KNOWN_EQUIVALENTS
 from grammar_guide.compiler.exact import greedy_regex
+from grammar_guide.compiler.lookahead import has_lookaround
 from grammar_guide.compiler.regex import regex_features
 from tests.support.package_grammars import (
     grammar_file,
@@ -58,6 +59,8 @@ from grammar_guide import Grammar, GrammarError
 from grammar_guide.compiler.automaton import dfa_of
 from grammar_guide.compiler.compile import _KNOWN_EQUIVALENTS
 from grammar_guide.compiler.exact import greedy_regex
+from grammar_guide.compiler.first_path import compile_first_path
+from grammar_guide.compiler.lookahead import has_lookaround
 from grammar_guide.compiler.regex import regex_features
 from tests.support.package_grammars import (
     grammar_file,
@@ -267,15 +270,21 @@ class Reference:
         match = self.patterns[name].fullmatch(text, partial=True)
         if match is None:
             return False
-        if name in self.lazy:
-            # re.match returns one match, and a lazy one may end before the text does
-            # (``/* a */ b``): no text after it changes that.
-            found = self.lazy[name].match(text)
-            if found is not None and found.end() < len(text):
-                return False
+        if name in self.lazy and self._ends_before(name, text):
+            return False
         # A whole match is confirmed with Python's re, which lark matches with: the regex
         # module (2026.11) wrongly lets the empty class [^\s\S] match any character.
         return match.partial or self.exact[name].fullmatch(text) is not None
+
+    def _ends_before(self, name: str, text: str) -> bool:
+        """Whether re.match of a lazy terminal returns a match that ends before the text does
+        (``/* a */ b``) whatever text comes after: one that no path tried before it reads to the
+        end (pylogics' ``SYMBOL_NAME`` matches ``m`` of ``m--``, but ``m--a`` is one lexeme)."""
+        found = self.lazy[name].match(text)
+        if found is None or found.end() == len(text):
+            return False
+        program = compile_first_path(self.lazy[name].pattern)
+        return program is None or program.run(text, 0, len(text)) == ("match", found.end())
 
     @functools.cache  # noqa: B019 - one oracle per grammar, kept for the session
     def status(self, text: str) -> str:
@@ -369,7 +378,10 @@ def _completions(pattern: re.Pattern, rest: str) -> list[str]:
 
 def _shortest(pattern: re.Pattern, rest: str) -> list[str]:
     """The shortest completion that the pattern's automaton finds (``(*`` then ``**)``), as
-    Python's re confirms it."""
+    Python's re confirms it (none is sought for a look-around: a whole match of one ends where
+    the text does not)."""
+    if has_lookaround(pattern.pattern):
+        return []
     dfa = dfa_of(greedy_regex(pattern.pattern))
     state: int | None = dfa.start
     for ch in rest:
@@ -396,7 +408,11 @@ def _greedy(pattern: str) -> str:
 
 def _explicit(pattern: str) -> str:
     """The pattern with Python's classes written out, and greedy: partial and full matching
-    read its language, in which laziness changes nothing."""
+    read its language, in which laziness changes nothing. A pattern with a look-around is left
+    to the regex module, which reads it (pylogics' ``U(?=[ "\\(])``: a partial match at the
+    text's end)."""
+    if has_lookaround(_greedy(pattern)):
+        return _greedy(pattern)
     return greedy_regex(_greedy(pattern))
 
 
@@ -1048,18 +1064,17 @@ class LalrReference:
     def lexemes_grown(self, prefix: str, tries: int = 12) -> Iterator[str]:
         """``prefix`` with its end grown into a short lexeme of a terminal whose lexeme begins
         with that end (pyquil's ``SET-`` into ``SET-FREQUENCY``, where lark reads ``SET`` ``-``),
-        then with one character the checker takes after it (eql's ``.`` then ``5``). A lexeme's
+        then with characters the checker takes after it (eql's ``.`` then ``5``). A lexeme's
         case is kept where the prefix's end differs from it only in case (lark-dbml's ``e`` into ``eNUM``)."""
         for lexeme in self.lexemes.values():
             for k in range(min(len(lexeme) - 1, len(prefix)), 0, -1):
                 # Case-blind: a keyword "enum"i's short lexeme is ENUM, and eNUM is one too.
                 if prefix.lower().endswith(lexeme[:k].lower()):
                     yield prefix + lexeme[k:]
-        for c in PROBE:
-            checker = self.grammar.checker()
-            if checker.feed(prefix + c) == len(prefix) + 1 and tries > 0:
-                tries -= 1
-                yield prefix + c
+        level = [prefix]
+        for _ in range(3):  # up to three characters (timefhuman's case-blind ``S`` into ``Sec``)
+            level = [g + c for g in level for c in PROBE if self.grammar.checker().feed(g + c) == len(g) + 1][:tries]
+            yield from level
 
     @functools.cached_property
     def lexemes(self) -> dict[str, str]:

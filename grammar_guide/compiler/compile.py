@@ -39,6 +39,7 @@ from .exact import (
 from .hazards import find_hazards
 from .lazy import LazyReading, lazy_reading
 from .load import imported_definition, position, position_of_definition, position_of_terminal, position_of_use
+from .lookahead import Lookahead, LookaheadPart, LookaheadReading, lookahead_reading, restricted
 from .matcher import regex_is_void
 from .regex import is_regex_error, regex_features, sre_constants, sre_parse, strip_verbose
 from .unicode_classes import case_insensitive_literal, python_re_of
@@ -162,6 +163,7 @@ def compile_lark(parser: lark.Lark, text: str, source: str | None, lexer: Lexer 
     terminals: dict[str, Terminal] = {}
     lines: list[str] = []
     compiled_terms: dict[str, str] = {}
+    lookaheads: dict[str, LookaheadReading] = {}
     # An %ignore'd /^R/ matches only where the text begins (re.match at a later position never
     # holds ^): read as an optional R before the first token, at the character level.
     leading = _leading_ignores(parser) if lexer == "dynamic" else {}
@@ -169,11 +171,13 @@ def compile_lark(parser: lark.Lark, text: str, source: str | None, lexer: Lexer 
         if tdef.name in leading:
             tdef = TerminalDef(tdef.name, PatternRE(leading[tdef.name], tdef.pattern.flags), tdef.priority)
         try:
-            terminal, expression = _terminal(tdef, text, source, bool(parser.options.regex))
+            terminal, expression, ahead = _terminal(tdef, text, source, parser.options, lexer)
         except GrammarError as error:
             raise _in_imported_file(error, tdef, text, source, parser.options.import_paths) from None
         terminals[tdef.name] = terminal
         compiled_terms[tdef.name] = expression
+        if ahead is not None:
+            lookaheads[tdef.name] = ahead
         lines.append(f"{term_name(tdef.name)}: {expression}")
 
     start = parser.options.start[0]
@@ -236,12 +240,19 @@ def compile_lark(parser: lark.Lark, text: str, source: str | None, lexer: Lexer 
     _check_not_empty(parser.rules, start, terminals, text, source)
     if lexer == "dynamic":
         literals = {n: (t.literal if not t.case_insensitive else None) for n, t in terminals.items()}
-        patterns = {n: t.pattern for n, t in terminals.items()}
+        patterns = {n: lookaheads[n].body if n in lookaheads else t.pattern for n, t in terminals.items()}
         hazards = find_hazards(parser.rules, start, compiled_terms, literals, patterns, ignore)
-        if hazards.greedy or leading:
+        if hazards.greedy or leading or lookaheads:
             try:
                 return _scannerless(
-                    by_origin, rule_name, start, term_names, terminals, (ignore, list(leading)), hazards.munch, source
+                    by_origin,
+                    rule_name,
+                    start,
+                    term_names,
+                    terminals,
+                    (ignore, list(leading)),
+                    (hazards.munch, lookaheads),
+                    source,
                 )
             except _TooLarge:
                 raise _too_large(hazards.munch or hazards.greedy, text, source) from None
@@ -268,7 +279,7 @@ def _scannerless(
     term_names: Mapping[str, str],
     terminals: Mapping[str, Terminal],
     skipped: tuple[list[str], list[str]],
-    munch: Iterable[str],
+    watched: tuple[Iterable[str], Mapping[str, LookaheadReading]],
     source: str | None,
 ) -> Compiled:
     """The grammar at the character level: each terminal a rule over one-character lexemes,
@@ -280,7 +291,13 @@ def _scannerless(
     a match ``w`` may not begin with a ``v`` that makes ``w v`` a match too. That is a regular
     condition on what follows, so the rules are multiplied by a small automaton that watches it
     (``_Watchers``): its state is the set of such terminals whose match could still be extended,
-    each with its DFA state."""
+    each with its DFA state.
+
+    A terminal in ``lookaheads`` (see ``lookahead``) forbids what its look-ahead forbids after
+    its lexeme: a watcher of one character, which may also forbid the text's end there. One whose
+    alternatives have different look-aheads is a rule of one terminal for each.
+    """
+    munch, lookaheads = watched
     by_compiled = {compiled: name for name, compiled in term_names.items()}
     # The symbol grammar: tokens are compiled terminal names, gg_skip the ignored text.
     ignore, leading = skipped
@@ -302,6 +319,8 @@ def _scannerless(
         ]
     if ignore:
         rules["gg_skip"] = [[]] + [["gg_skip", term_names[name]] for name in ignore]
+    token_terminals = {term_names[n]: t for n, t in terminals.items()}
+    ahead = _split_lookaheads(rules, lookaheads, term_names, token_terminals, by_compiled)
     # Two symbols at most per alternative: the product then grows with the number of states,
     # not with its power (an alternative of k symbols would have up to states**k paths).
     for origin in list(rules):
@@ -312,13 +331,9 @@ def _scannerless(
                 rules[helper] = [alt[1:]]
                 rules[head][0 if head != origin else i] = [alt[0], helper]
                 head, alt = helper, alt[1:]
-    tokens = _Watchers(
-        {term_names[n]: t for n, t in terminals.items()},
-        {term_names[n] for n in [*munch, *leading]},
-        source,
-    )
+    tokens = _Watchers(token_terminals, {term_names[n] for n in [*munch, *leading]}, source, ahead)
     empty: _State = frozenset()
-    relevant = _Relevance(rules, by_compiled, terminals, tokens)
+    relevant = _Relevance(rules, by_compiled, tokens)
     # Which states each (rule, state before) may end in: a least fixed point. (Sets of states
     # are dicts, kept in the order met, so that states are met, and variants named, the same
     # way in every run: a frozenset's order depends on the process's string hashes.)
@@ -378,7 +393,9 @@ def _scannerless(
             if variant not in productive and any(all(x in productive for x in a.split()) for a in alts):
                 productive.add(variant)
                 changed = True
-    heads = [v for v in out if v.startswith("gg_start__0_") and v in productive]
+    # The text may end after gg_start only where no look-ahead asks for more.
+    text_ends = [q for q in reach[("gg_start", empty)] if not tokens.forbids_end(q)]
+    heads = [v for v in (f"gg_start__0_{tokens.index(q)}" for q in text_ends) if v in productive]
     if not heads:
         raise _NoText
     lines = ["start: " + " | ".join(heads)]
@@ -399,6 +416,34 @@ def _scannerless(
 _MAX_VARIANTS = 20000
 
 
+def _split_lookaheads(
+    rules: dict[str, list[list[str]]],
+    lookaheads: Mapping[str, LookaheadReading],
+    term_names: Mapping[str, str],
+    token_terminals: dict[str, Terminal],
+    by_compiled: dict[str, str],
+) -> dict[str, LookaheadPart]:
+    """The part of a look-ahead's terminal each token symbol reads. A terminal with one look-ahead keeps
+    its symbol; one whose alternatives differ (``[+*]|[?](?![a-z])``) becomes a rule with a
+    token symbol for each part, in ``rules``, ``token_terminals`` and ``by_compiled``."""
+    ahead: dict[str, LookaheadPart] = {}
+    for name, reading in lookaheads.items():
+        x = term_names[name]
+        symbols = [x] if len(reading.parts) == 1 else [f"{x}_P{i}" for i in range(len(reading.parts))]
+        if len(symbols) > 1:
+            helper = f"gg_parts_{x.lower()}"
+            for alternatives in rules.values():
+                for alt in alternatives:
+                    alt[:] = [helper if y == x else y for y in alt]
+            rules[helper] = [[y] for y in symbols]
+            del token_terminals[x], by_compiled[x]
+        for y, part in zip(symbols, reading.parts, strict=True):
+            token_terminals[y] = Terminal(name, regex=part.regex)
+            by_compiled[y] = name
+            ahead[y] = part
+    return ahead
+
+
 class _Relevance:
     """The part of a watchers' state a symbol can feel: a watcher none of whose next characters
     may begin the symbol dies at its first character, so a symbol that cannot be empty reads the
@@ -410,15 +455,14 @@ class _Relevance:
         self,
         rules: Mapping[str, list[list[str]]],
         by_compiled: Mapping[str, str],
-        terminals: Mapping[str, Terminal],
         tokens: _Watchers,
     ) -> None:
         self.tokens = tokens
         self.first: dict[str, list[tuple[int, int]] | None] = {}  # None: unknown, any character
         self.nullable: set[str] = set()
-        for compiled, name in by_compiled.items():
+        for compiled in by_compiled:
             try:
-                ranges, empty = first_chars(terminals[name].pattern)
+                ranges, empty = first_chars(tokens.terminals[compiled].pattern)
             except (GrammarError, re.error):
                 ranges, empty = None, True
             self.first[compiled] = ranges
@@ -476,7 +520,7 @@ class _Relevance:
             return state
         key = (n, state)
         if key not in self._after:
-            kept = frozenset(w for w in state if self._overlaps(w, follow))
+            kept = frozenset(w for w in state if self._overlaps(w, follow) or w in self.tokens.end_forbidden)
             kept = state if kept == state else self.tokens.canonical(kept)
             self._after[key] = self.tokens.canonical_within(kept, follow)
         return self._after[key]
@@ -533,7 +577,9 @@ def _beginning_with(dfa: Dfa, chars: Ranges) -> Dfa:
         if lo <= chi and clo <= hi
     ]
     edges = [list(e) for e in dfa.edges] + [sorted(first)]
-    return minimal_dfa(len(dfa.edges), frozenset(dfa.accepting), edges)
+    start = len(dfa.edges)
+    ends_there = {start} if dfa.start in dfa.accepting else set()  # the text's end is forbidden
+    return minimal_dfa(start, frozenset(dfa.accepting | ends_there), edges)
 
 
 class _TooLarge(Exception):
@@ -580,10 +626,22 @@ class _Watchers:
     them: ``transitions(x, p)`` maps each state after a match of ``x`` to the rule for those
     matches of ``x`` that no watcher of ``p`` forbids and that end in that state."""
 
-    def __init__(self, terminals: Mapping[str, Terminal], watched: set[str], source: str | None) -> None:
+    def __init__(
+        self,
+        terminals: Mapping[str, Terminal],
+        watched: set[str],
+        source: str | None,
+        parts: Mapping[str, LookaheadPart],
+    ) -> None:
         self.terminals = terminals
         self.watched = watched
         self.source = source
+        #: The look-ahead after each token symbol that has one; its watcher is ``(symbol + "~", 0)``.
+        self.ahead: dict[str, Lookahead] = {x: p.lookahead for x, p in parts.items() if p.lookahead is not None}
+        #: The look-aheads inside lexemes: at which offset, which characters the lexeme may have.
+        self.within = {x: p.within for x, p in parts.items() if p.within is not None}
+        #: The watchers that forbid the text's end where they stand (a ``(?=...)``'s).
+        self.end_forbidden = frozenset((f"{x}~", 0) for x, a in self.ahead.items() if not a.end_ok)
         self.rules: dict[str, tuple[str, str]] = {}  # rule -> (compiled terminal or "", body)
         self._ids: dict[_State, int] = {frozenset(): 0}
         self._done: dict[tuple[str, _State], dict[_State, str]] = {}
@@ -597,12 +655,20 @@ class _Watchers:
     def index(self, state: _State) -> int:
         return self._ids.setdefault(state, len(self._ids))
 
+    def forbids_end(self, state: _State) -> bool:
+        """Whether the text may not end where the watchers are in ``state``."""
+        return not self.end_forbidden.isdisjoint(state)
+
     @functools.cache  # noqa: B019 - one per compilation
     def dfa(self, x: str) -> Dfa:
+        if x.endswith("~"):  # a look-ahead's watcher: a forbidden character is a hit
+            forbidden = tuple((lo, hi, 1) for lo, hi in self.ahead[x[:-1]].forbidden)
+            return Dfa(0, frozenset({1}), (forbidden, ()))
         terminal = self.terminals[x]
         try:
             reading = _lazy_of(terminal)
-            return reading.dfa if reading else dfa_of(terminal.pattern)
+            dfa = reading.dfa if reading else dfa_of(terminal.pattern)
+            return restricted(dfa, self.within[x]) if x in self.within else dfa
         except GrammarError as error:  # an automaton too large to build
             raise GrammarError(
                 f"terminal {terminal.name}: {error.message}", construct=terminal.name, source=self.source
@@ -615,8 +681,10 @@ class _Watchers:
         return self._done[key]
 
     def _final(self, x: str, d: int, watching: _State) -> _State:
-        dfa = self.dfa(x)
-        return self.canonical(watching | {(x, d)}) if x in self.watched and dfa.edges[d] else watching
+        added = {(x, d)} if x in self.watched and self.dfa(x).edges[d] else set()
+        if x in self.ahead:
+            added.add((f"{x}~", 0))
+        return self.canonical(watching | added) if added else watching
 
     def canonical(self, state: _State) -> _State:
         """The first state met that forbids the same texts after it as ``state``: the watchers
@@ -658,7 +726,10 @@ class _Watchers:
         order = [state]
         edges: list[list[tuple[int, int, int]]] = []
         hit = -1  # the texts that begin with a forbidden ``v``: all of them from here on
+        ending = set()  # where the text may not end (a look-ahead's watcher stands there)
         while len(edges) < len(order):
+            if self.forbids_end(order[len(edges)]):
+                ending.add(len(edges))
             watching = sorted(order[len(edges)])
             out = []
             for lo, hi, labels in split_ranges(self.dfa(y).edges[e] for y, e in watching):
@@ -676,19 +747,19 @@ class _Watchers:
         sink = len(order)
         edges = [[(lo, hi, sink if t == hit else t) for lo, hi, t in out] for out in edges]
         edges.append([(0, 0x10FFFF, sink)])
-        return minimal_dfa(0, frozenset({sink}), edges)
+        return minimal_dfa(0, frozenset({sink, *ending}), edges)
 
     def _name(self, x: str, p: _State, q: _State) -> str:
         return f"gg_t_{x.lower()}__{self.index(p)}_{self.index(q)}"
 
     def _explore(self, x: str, p: _State) -> dict[_State, str]:
         terminal = self.terminals[x]
-        if _lazy_of(terminal):
+        if _lazy_of(terminal) or x in self.within:
             return {} if self.dfa(x).empty else self._product(x, p)
         # When every watcher of p dies or forbids at the first character, and every match of x
         # ends in the same state, x's regex as rules does, its first character restricted (no
         # automaton of x is needed when x is not watched: a large bounded repeat stays cheap).
-        if x in self.watched:
+        if x in self.watched or x in self.ahead:
             dfa = self.dfa(x)
             finals = {self._final(x, d, frozenset()) for d in dfa.accepting}
             nullable = dfa.start in dfa.accepting
@@ -815,25 +886,33 @@ def _in_imported_file(
     return GrammarError(error.message, construct=written or error.construct, **where, source=str(found.path))
 
 
-def _terminal(tdef: Any, text: str, source: str | None, regex_module: bool) -> tuple[Terminal, str]:
-    """The terminal, and its definition in llguidance's dialect (the text after ``NAME:``).
-    ``regex_module``: lark matches with the ``regex`` module (``regex=True``), not ``re``."""
+def _terminal(
+    tdef: Any, text: str, source: str | None, options: Any, lexer: Lexer
+) -> tuple[Terminal, str, LookaheadReading | None]:
+    """The terminal, its definition in llguidance's dialect (the text after ``NAME:``), and its
+    reading by look-ahead where it ends in one (read at the character level: ``lexer="dynamic"``
+    only). ``options``: lark's; with ``regex=True`` lark matches with the ``regex`` module, not
+    ``re``; ``g_regex_flags`` are added to every terminal's."""
     pattern = tdef.pattern
+    regex_module = bool(options.regex)
+    global_flags = _flag_letters(options.g_regex_flags, source)
     if isinstance(pattern, PatternStr):
-        flags = set(pattern.flags)
+        flags = set(pattern.flags) | ({"i"} & global_flags)
         ci = "i" in flags
         escaped = _escape_literal(pattern.value)
         if ci and regex_module:  # the regex module's case folding (``ı`` is no ``i``)
             folded = case_insensitive_literal(pattern.value)
-            return Terminal(tdef.name, regex=folded), lark_regex(folded)
+            return Terminal(tdef.name, regex=folded), lark_regex(folded), None
         if ci:  # case-insensitivity as Python's re has it (``ſ`` is an ``s``)
-            return Terminal(tdef.name, literal=pattern.value, case_insensitive=True), lark_regex(
-                exact_regex(f"(?i:{re.escape(pattern.value)})")
+            return (
+                Terminal(tdef.name, literal=pattern.value, case_insensitive=True),
+                lark_regex(exact_regex(f"(?i:{re.escape(pattern.value)})")),
+                None,
             )
-        return Terminal(tdef.name, literal=pattern.value), lark_regex(escaped)
+        return Terminal(tdef.name, literal=pattern.value), lark_regex(escaped), None
     if isinstance(pattern, PatternRE):
         value = pattern.value
-        flags = set(pattern.flags)
+        flags = set(pattern.flags) | global_flags
         if "x" in flags:
             # Newlines reach the matcher as \\x0a escapes, which end no verbose-mode comment:
             # remove comments and insignificant whitespace here.
@@ -841,15 +920,22 @@ def _terminal(tdef: Any, text: str, source: str | None, regex_module: bool) -> t
             flags.discard("x")
         if regex_module:
             value = _python_re_of(tdef.name, pattern.value, value, flags, text, source)
-        value = _KNOWN_EQUIVALENTS.get(value, value)
+        value = _known_equivalent(value)
         regex = f"(?{''.join(sorted(flags))}:{value})" if flags else value
         regex = _lazy_as_greedy(regex)
         try:
-            problem, lazy = regex_features(regex)
+            ahead = lookahead_reading(regex) if lexer == "dynamic" else None
+            problem, lazy = regex_features(regex) if not isinstance(ahead, LookaheadReading) else (None, False)
+            if isinstance(ahead, str) and (problem or "").startswith("a look-around"):
+                problem = ahead  # why this look-around has no reading (another construct first: that one)
         except Exception as exc:  # the regex does not compile: lark would have failed first
             if not is_regex_error(exc):
                 raise
             problem, lazy = f"an invalid regex ({exc})", False
+        if isinstance(ahead, LookaheadReading):
+            ahead, problem = _lookahead_parts(ahead)
+            if ahead is not None:
+                return Terminal(tdef.name, regex=regex), lark_regex(greedy_regex(ahead.body)), ahead
         if problem:
             what, _, instead = problem.partition("; ")
             where, written = position_of_terminal(tdef.name, pattern.value, text, _has_unsupported)
@@ -876,12 +962,44 @@ def _terminal(tdef: Any, text: str, source: str | None, regex_module: bool) -> t
                     **where,
                     source=source,
                 )
-            return Terminal(tdef.name, regex=regex), reading.expression
+            return Terminal(tdef.name, regex=regex), reading.expression, None
         exact = regex if not needs_exact_classes(regex) else exact_regex(regex)
-        return Terminal(tdef.name, regex=regex), lark_regex(exact)
+        return Terminal(tdef.name, regex=regex), lark_regex(exact), None
     raise GrammarError(  # pragma: no cover - lark has only these two
         f"terminal {tdef.name} has an unknown pattern type", construct=tdef.name, source=source
     )
+
+
+_FLAG_LETTERS = {re.IGNORECASE: "i", re.MULTILINE: "m", re.DOTALL: "s"}
+
+
+def _flag_letters(flags: int, source: str | None) -> set[str]:
+    """lark's ``g_regex_flags`` as the letters of inline flags (``re.UNICODE`` is ``re``'s own
+    default for text); ``GrammarError`` for the others."""
+    rest = flags & ~re.UNICODE
+    for flag in _FLAG_LETTERS:
+        rest &= ~flag
+    if rest:
+        raise GrammarError(
+            f"g_regex_flags={flags!r}: only re.IGNORECASE, re.MULTILINE and re.DOTALL are read exactly; "
+            "write the others into the terminals that need them",
+            source=source,
+        )
+    return {letter for flag, letter in _FLAG_LETTERS.items() if flags & flag}
+
+
+def _lookahead_parts(reading: LookaheadReading) -> tuple[LookaheadReading | None, str | None]:
+    """The reading with each part's lazy quantifiers read (``_lazy_as_greedy``, ``lazy``), or why
+    a part has no exact reading."""
+    parts = []
+    for part in reading.parts:
+        regex = _lazy_as_greedy(part.regex)
+        if _has_lazy(regex):
+            lazy = lazy_reading(regex)
+            if isinstance(lazy, str):
+                return None, lazy
+        parts.append(LookaheadPart(regex, part.lookahead, part.within))
+    return LookaheadReading(tuple(parts)), None
 
 
 def _python_re_of(name: str, written: str, value: str, flags: set[str], text: str, source: str | None) -> str:
@@ -977,6 +1095,29 @@ _KNOWN_EQUIVALENTS = {
     # C_COMMENT: the shortest /* ... */, that is, no */ before the last.
     "/\\*(.|\n)*?\\*/": r"/\*(?:[^*]|\*+[^*/])*\*+/",
 }
+
+
+def _known_equivalent(value: str) -> str:
+    """``value`` with a known terminal it begins with written exactly (``_KNOWN_EQUIVALENTS``),
+    where what follows it may match empty text (lark.lark's ``STRING``, ``_STRING "i"?``):
+    ``re.match`` then ends the known part where it ends alone, and reads the rest after it."""
+    if value in _KNOWN_EQUIVALENTS:
+        return _KNOWN_EQUIVALENTS[value]
+    for known, exact in _KNOWN_EQUIVALENTS.items():
+        rest = value[len(known) :]
+        if value.startswith(known) and _may_match_empty(rest):
+            return exact + rest
+    return value
+
+
+def _may_match_empty(regex: str) -> bool:
+    """Whether a regex standing alone, with nothing the matcher lacks, matches empty text."""
+    try:
+        return regex_features(regex) == (None, False) and first_chars(regex)[1]
+    except Exception as exc:  # not a regex alone (a group opened before it)
+        if not is_regex_error(exc):
+            raise
+        return False
 
 
 _REGEX_META = set("\\.^$|?*+()[]{}")

@@ -38,6 +38,7 @@ from .charclass import SURROGATES, UNICODE_MAX, Ranges, char_set, complement, no
 from .compile import Terminal, lark_regex
 from .exact import quantifier
 from .load import position, position_of_terminal
+from .lookahead import has_lookaround
 from .regex import regex_features
 from .regex import sre_constants as _c
 from .regex import sre_parse as _sre_parse
@@ -144,21 +145,39 @@ def _allocate(names: Iterable[str], *, upper: bool, taken: set[str], reserved: d
     return out
 
 
-def _lazy_error(name: str, terminal: Terminal, resolved: _Resolved, target: str) -> GrammarError:
+def _unsayable_error(name: str, terminal: Terminal, resolved: _Resolved, target: str) -> GrammarError:
+    """The refusal of a terminal whose lazy quantifier, or else look-around, ``target`` cannot say."""
+    if _is_lazy(terminal):
+        uses, why = (
+            _is_lazy_regex,
+            (
+                "a lazy quantifier (*?, +?, ??): {} has no way to say 'the shortest match'; rewrite it without "
+                "one (a comment /\\/\\*(.|\\n)*?\\*\\// is /\\/\\*([^*]|\\*+[^*\\/])*\\*+\\//)"
+            ),
+        )
+    else:
+        uses, why = (
+            has_lookaround,
+            (
+                "a look-around ((?=...), (?!...), (?<=...), (?<!...)): {} has no way to say what may come "
+                "before or after a lexeme; write the terminal without it, and say in the grammar's rules "
+                "what may follow it"
+            ),
+        )
+    return _placed_error(name, terminal, resolved, uses, f"terminal {name} uses " + why.format(target))
+
+
+def _placed_error(
+    name: str, terminal: Terminal, resolved: _Resolved, uses: Callable[[str], bool], message: str
+) -> GrammarError:
+    """``message`` at the terminal's definition (at the ``%import`` that names it, if imported)."""
     where, _ = position_of_terminal(
-        name, resolved.lark_patterns.get(name, terminal.regex or ""), resolved.source_text, _is_lazy_regex
+        name, resolved.lark_patterns.get(name, terminal.regex or ""), resolved.source_text, uses
     )
     if where["line"] is None:  # imported: point at the %import that names it
         found = re.search(rf"(?m)^[ \t]*%import\b[^\n]*?\b({re.escape(name)})\b", resolved.source_text)
         where = position(found.start(1) if found else None, resolved.source_text)
-    return GrammarError(
-        f"terminal {name} uses a lazy quantifier (*?, +?, ??): {target} has no way to say "
-        "'the shortest match'; rewrite it without one (a comment /\\/\\*(.|\\n)*?\\*\\// is "
-        "/\\/\\*([^*]|\\*+[^*\\/])*\\*+\\//)",
-        construct=f"/{terminal.regex}/",
-        **where,
-        source=resolved.source,
-    )
+    return GrammarError(message, construct=f"/{terminal.regex}/", **where, source=resolved.source)
 
 
 def _is_lazy(terminal: Terminal) -> bool:
@@ -211,7 +230,7 @@ def to_plain_lark(grammar: LarkForm) -> str:
         if name in inline:
             continue
         if _is_lazy(terminal):
-            raise _lazy_error(name, terminal, g, "plain Lark")
+            raise _unsayable_error(name, terminal, g, "plain Lark")
         expression = lark_regex(terminal.pattern)
         lines.append(f"{term_names[name]}: {expression}")
         if name in g.ignore:
@@ -276,8 +295,8 @@ def to_gbnf(grammar: LarkForm) -> str:
         k: gbnf_name(v) for k, v in _allocate(g.terminals, upper=True, taken=upper_taken, reserved={}).items()
     }
     for name, terminal in g.terminals.items():
-        if _is_lazy(terminal):
-            raise _lazy_error(name, terminal, g, "GBNF")
+        if _is_lazy(terminal) or (terminal.regex is not None and has_lookaround(terminal.regex)):
+            raise _unsayable_error(name, terminal, g, "GBNF")
     skip = " ignored" if g.ignore else ""
     inline = {name for name, t in g.terminals.items() if t.literal is not None and not t.case_insensitive}
 

@@ -75,6 +75,12 @@ def _as_lark_matches(pattern: str, basic: Any) -> str:
     return re_classes_written_out(pattern)
 
 
+def _with_flags(pattern: str, flags: int) -> str:
+    """``pattern`` with lark's ``g_regex_flags`` written into it, for Python's regex parser."""
+    letters = "".join(letter for flag, letter in ((re.I, "i"), (re.M, "m"), (re.S, "s")) if flags & flag)
+    return f"(?{letters}:{pattern})" if letters else pattern
+
+
 _QUANTIFIER_BOUNDS = re.compile(r"\{(?:\d+(?:,\d*)?|,\d+)\}$")
 
 
@@ -120,7 +126,7 @@ class StateLexer:
         found = set()
         for i, name in enumerate(self.names):
             try:
-                ranges, nullable = first_chars(self._patterns[i])
+                ranges, nullable = first_chars(_with_flags(self._patterns[i], self._flags))
             except (GrammarError, re.error):
                 continue
             if nullable or sum(hi - lo + 1 for lo, hi in ranges) > 256:

@@ -42,9 +42,10 @@ def load_lark(
     regex: bool = False,
     parser: Literal["earley", "lalr"] = "earley",
     postlex: Any = None,
+    g_regex_flags: int = 0,
 ) -> lark.Lark:
-    """``lark.Lark(text, parser="earley", lexer="dynamic", regex=regex)`` (with ``parser="lalr"``:
-    lark's contextual lexer and ``postlex``), lark's errors as ``GrammarError``."""
+    """``lark.Lark(text, parser="earley", lexer="dynamic", regex=regex, g_regex_flags=...)`` (with
+    ``parser="lalr"``: lark's contextual lexer and ``postlex``), lark's errors as ``GrammarError``."""
     try:
         return lark.Lark(
             text,
@@ -53,6 +54,7 @@ def load_lark(
             lexer="dynamic" if parser == "earley" else "contextual",
             postlex=postlex,
             regex=regex,
+            g_regex_flags=g_regex_flags,
             import_paths=[str(p) for p in import_paths],
             source_path=source,
         )

@@ -1,0 +1,245 @@
+"""Terminals that end in a look-ahead of one character, read as lark's lexers match them.
+
+lark matches a terminal with ``re.match(text, pos)`` on the whole text (the dynamic Earley lexer
+and the LALR lexers alike), so a look-ahead sees the characters after the lexeme, ignored text
+included, and the text's end: there ``(?=[ (])`` fails and ``(?![a-z])`` holds. A terminal whose
+top-level alternatives each end in such a look-ahead (or in none), whose matches are never
+prefixes of one another, matches at most one lexeme at a position, whatever order ``re`` tries its
+paths in; it matches there exactly when the condition of the alternative the lexeme belongs to
+holds on what follows. That condition is what the character-level reading's watchers say
+(``compile``): the text after the lexeme may begin only with ``Lookahead.allowed``, and may end
+there only if ``Lookahead.end_ok``.
+
+``lookahead_reading`` gives that reading, ``None`` for a regex without a look-ahead, or the
+reason no exact reading is given (a look-behind, a look-ahead inside the lexeme, one of more than
+one character, lexemes that are prefixes of one another), as a phrase for ``uses``, then what to
+write instead after ``"; "``.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+from typing import Any
+
+from .._errors import GrammarError
+from .automaton import Dfa, dfa_of, minimal_dfa, share_a_prefix
+from .charclass import Ranges, char_set, complement, normalise
+from .exact import greedy_regex_of
+from .regex import count_ops, regex_features
+from .regex import sre_constants as _c
+from .regex import sre_parse as _sre_parse
+
+__all__ = ["Lookahead", "LookaheadPart", "LookaheadReading", "has_lookaround", "lookahead_reading", "restricted"]
+
+
+@dataclass(frozen=True)
+class Lookahead:
+    """What may follow a lexeme: a character of ``allowed``, or the text's end if ``end_ok``."""
+
+    allowed: tuple[tuple[int, int], ...]
+    end_ok: bool
+
+    @property
+    def forbidden(self) -> Ranges:
+        """The characters that may not follow the lexeme."""
+        return complement(list(self.allowed))
+
+
+@dataclass(frozen=True)
+class LookaheadPart:
+    """The lexemes of some of the terminal's alternatives (``regex``, Python ``re``, without the
+    look-ahead), and what may follow them (``None``: anything). ``within``: a look-ahead inside
+    the lexeme after a fixed number of characters (lark.lark's ``REGEXP``, ``\\/(?!\\/)...``),
+    as that offset and the characters the lexeme may have there."""
+
+    regex: str
+    lookahead: Lookahead | None
+    within: tuple[int, tuple[tuple[int, int], ...]] | None = None
+
+
+@dataclass(frozen=True)
+class LookaheadReading:
+    """A terminal's lexemes split by what may follow them: no lexeme is in two parts, none is a
+    prefix of another."""
+
+    parts: tuple[LookaheadPart, ...]
+
+    @property
+    def body(self) -> str:
+        """The terminal's lexemes, whatever follows (a regex without look-ahead)."""
+        return "|".join(f"(?:{p.regex})" for p in self.parts)
+
+
+_WHAT_INSTEAD = (
+    "; write the terminal without it: exclude characters with a class ([^...]) and keywords with the "
+    "grammar's rules, or end the terminal with a look-ahead of one character ((?=[...]), (?![...]))"
+)
+
+
+def has_lookaround(regex: str) -> bool:
+    parsed = _sre_parse.parse(regex, 0)
+    return count_ops(parsed, _c.ASSERT) + count_ops(parsed, _c.ASSERT_NOT) > 0
+
+
+def lookahead_reading(regex: str) -> LookaheadReading | str | None:
+    """The reading of ``regex`` (see the module), ``None`` if it has no look-around, or why it
+    has no exact reading (a phrase that follows ``uses``)."""
+    if not has_lookaround(regex):
+        return None
+    parsed = _sre_parse.parse(regex, 0)
+    items, flags = _unwrapped(list(parsed), parsed.state.flags)
+    inner = _inner_lookahead(regex, items, flags)
+    if inner is not None:
+        return inner
+    alternatives = [list(a) for a in items[0][1][1]] if len(items) == 1 and items[0][0] is _c.BRANCH else [items]
+    grouped: dict[Lookahead | None, list[str]] = {}
+    for alternative in alternatives:
+        condition: Lookahead | str | None = None
+        if alternative and alternative[-1][0] in (_c.ASSERT, _c.ASSERT_NOT):
+            op, (direction, sub) = alternative.pop()
+            condition = _condition(op is _c.ASSERT_NOT, direction, list(sub), flags)
+        if isinstance(condition, str):
+            return condition
+        if any(op in (_c.ASSERT, _c.ASSERT_NOT) and av[0] < 0 for op, av in alternative):
+            return _refusal(
+                "a look-around that looks behind ((?<=...), (?<!...)), whose match depends on the text "
+                "before the lexeme"
+            )
+        if count_ops(alternative, _c.ASSERT) + count_ops(alternative, _c.ASSERT_NOT):
+            return _refusal(
+                "a look-around inside the lexeme (a look-ahead is read at the end of the terminal, or "
+                "after its first characters where the lexeme goes on)"
+            )
+        if count_ops(alternative, _c.MIN_REPEAT):
+            return _refusal("a look-ahead on a terminal with a lazy quantifier")
+        try:
+            written = greedy_regex_of(alternative, flags)
+        except GrammarError:
+            return _refusal("a look-ahead on a terminal with an anchor or a back-reference")
+        problem, _lazy = regex_features(written)
+        if problem:
+            return problem
+        grouped.setdefault(condition, []).append(written)
+    parts = tuple(LookaheadPart("|".join(f"(?:{r})" for r in rs), c) for c, rs in grouped.items())
+    dfas = [dfa_of(p.regex) for p in parts]
+    if not all(d.prefix_free() for d in dfas) or any(share_a_prefix(a, b) for a, b in itertools.combinations(dfas, 2)):
+        return _refusal(
+            "a look-ahead on a terminal one of whose matches is a prefix of another (lark's re.match "
+            "then takes a match that depends on how Python's re backtracks)"
+        )
+    return LookaheadReading(parts)
+
+
+def _inner_lookahead(regex: str, items: list[Any], flags: int) -> LookaheadReading | str | None:
+    """The reading of a regex whose one look-ahead follows a run of one-character items and
+    precedes more (``\\/(?!\\/)(...)*?\\/``): ``re.match`` fails there or reads on as without it,
+    whatever path it takes after, so its matches are the regex's without the look-ahead whose
+    character at that offset the look-ahead allows. ``None`` where the look-ahead is not so."""
+    at = next((i for i, (op, _) in enumerate(items) if op in (_c.ASSERT, _c.ASSERT_NOT)), None)
+    if at is None or at == len(items) - 1 or any(char_set([item], flags) is None for item in items[:at]):
+        return None
+    op, (direction, sub) = items[at]
+    if direction < 0:
+        return None
+    chars = char_set(list(sub), flags)
+    rest = items[at + 1 :]
+    if chars is None or count_ops(rest, _c.ASSERT) + count_ops(rest, _c.ASSERT_NOT):
+        return None
+    without = _without_first_lookahead(regex)
+    if without is None or _sre_parse.parse(without, 0).getwidth()[0] <= at or has_lookaround(without):
+        return None  # a lexeme may end at the look-ahead: it looks past the lexeme
+    allowed = complement(chars) if op is _c.ASSERT_NOT else normalise(chars)
+    return LookaheadReading((LookaheadPart(without, None, (at, tuple(allowed))),))
+
+
+def _without_first_lookahead(regex: str) -> str | None:
+    """``regex`` with the text of its first ``(?=...)`` or ``(?!...)`` taken out."""
+    i, depth, in_class, start = 0, 0, False, None
+    while i < len(regex):
+        ch = regex[i]
+        if ch == "\\":
+            i += 2
+            continue
+        if in_class:
+            in_class = ch != "]"
+        elif ch == "[":
+            in_class = True
+            i += 2 if regex.startswith(("[^]", "[]"), i) else 1
+            continue
+        elif ch == "(":
+            if start is None and regex.startswith(("(?=", "(?!"), i):
+                start, depth = i, 0
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+            if start is not None and depth == 0:
+                return regex[:start] + regex[i + 1 :]
+        i += 1
+    return None
+
+
+def restricted(dfa: Dfa, within: tuple[int, tuple[tuple[int, int], ...]]) -> Dfa:
+    """The matches of ``dfa`` longer than the offset whose character there is an allowed one."""
+    at, allowed = within
+    ids = {(dfa.start, 0): 0}
+    order = [(dfa.start, 0)]
+    edges: list[list[tuple[int, int, int]]] = []
+    while len(edges) < len(order):
+        d, i = order[len(edges)]
+        out = []
+        for lo, hi, t in () if dfa.empty else dfa.edges[d]:
+            pieces = [(lo, hi)] if i != at else [(max(lo, a), min(hi, b)) for a, b in allowed if a <= hi and lo <= b]
+            nxt = (t, min(i + 1, at + 1))
+            if nxt not in ids:
+                ids[nxt] = len(order)
+                order.append(nxt)
+            out += [(a, b, ids[nxt]) for a, b in pieces]
+        edges.append(out)
+    accepting = frozenset(n for (d, i), n in ids.items() if d in dfa.accepting and i > at)
+    return minimal_dfa(0, accepting, edges)
+
+
+def _refusal(what: str) -> str:
+    return what + _WHAT_INSTEAD
+
+
+def _unwrapped(items: list[Any], flags: int) -> tuple[list[Any], int]:
+    """The items inside a flags-only group that is the whole regex (lark writes ``/.../i`` as
+    ``(?i:...)``), with the flags in force there."""
+    while len(items) == 1 and items[0][0] is _c.SUBPATTERN and items[0][1][0] is None:
+        _group, add, remove, sub = items[0][1]
+        items, flags = list(sub), (flags | add) & ~remove
+    return items, flags
+
+
+def _condition(negative: bool, direction: int, body: list[Any], flags: int) -> Lookahead | str:
+    """The condition a trailing look-ahead puts on what follows, or why it is not read."""
+    if direction < 0:
+        return _refusal("a look-around that looks behind at the end of the terminal")
+    alternatives = [list(a) for a in body[0][1][1]] if len(body) == 1 and body[0][0] is _c.BRANCH else [body]
+    chars: Ranges = []
+    end = newline_end = False
+    for alternative in alternatives:
+        if len(alternative) == 1 and alternative[0][0] is _c.AT:
+            code = alternative[0][1]
+            if code is _c.AT_END_STRING:
+                end = True
+                continue
+            if code is _c.AT_END:  # $: the end, or a final newline ( any newline with m)
+                end = True
+                if flags & _c.SRE_FLAG_MULTILINE:
+                    chars.append((10, 10))
+                else:
+                    newline_end = True
+                continue
+        one = char_set(alternative, flags)
+        if one is None:
+            return _refusal("a look-around that reads more than one character, or one that is not a class")
+        chars += one
+    chars = normalise(chars)
+    if newline_end and not any(lo <= 10 <= hi for lo, hi in chars):
+        return _refusal("a look-ahead with $ that holds before a final newline (use \\Z, or add \\n to its class)")
+    if negative:
+        return Lookahead(tuple(complement(chars)), not end)
+    return Lookahead(tuple(chars), end)

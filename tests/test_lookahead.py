@@ -1,0 +1,150 @@
+"""Terminals that end in a look-ahead of one character (issue 27), read as lark's dynamic Earley
+lexer matches them: ``re.match`` on the whole text, so the look-ahead sees the characters after
+the lexeme, ignored text included, and the text's end (where ``(?=...)`` fails and ``(?!...)``
+holds). Each grammar is checked against lark on every short text over its alphabet: whole texts
+by lark's parse, prefixes by whether some text that begins with them parses.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import lark
+import pytest
+
+from grammar_guide import Grammar, GrammarError
+from grammar_guide.compiler.lookahead import Lookahead, LookaheadReading, lookahead_reading
+from tests.support.lark_verdict import lark_accepts
+
+# pylogics' operators (``U(?=[ "\(])``): an operator must be followed by one of three
+# characters, so not by the text's end; a name may be the same letter.
+POSITIVE = r"""
+start: x
+x: NAME | ALWAYS x | "(" x ")"
+ALWAYS.2: /G(?=[ (])/
+NAME: /[a-zG]+/
+%ignore " "
+"""
+
+# flloat's ``X(?=[^a-z]|$)``: not followed by a letter; the text may end after it.
+NEGATIVE = r"""
+start: x
+x: NAME | NEXT x | NEXT | "(" x ")"
+NEXT: /X(?=[^a-z]|$)/
+NAME: /[a-z]+/
+%ignore " "
+"""
+
+# lark.lark's ``OP``: one alternative with a look-ahead, the others without.
+PARTS = r"""
+start: item+
+item: NAME OP?
+OP: /[+*]|[?](?![a-z])/
+NAME: /[a-z]+/
+%ignore " "
+"""
+
+# lark.lark's ``REGEXP`` (``\/(?!\/)...``): a look-ahead after the lexeme's first character.
+WITHIN = r"""
+start: item+
+item: COMMENT | SLASHES | NAME
+COMMENT: /\/(?!\/)[a\/ ]*?\//
+SLASHES: "//"
+NAME: /a+/
+"""
+
+# lark.lark's ``STRING`` (``_STRING "i"?``): common.lark's string, whose look-behind has an exact
+# equivalent, then what may match empty text.
+STRING = r"""
+start: STRING+
+STRING: "\"" _STRING_ESC_INNER "\"" "i"?
+%import common._STRING_ESC_INNER
+"""
+
+CASES = {
+    "positive": (POSITIVE, "Ga( ) "),
+    "negative": (NEGATIVE, "Xa( ) "),
+    "parts": (PARTS, "a?+ "),
+    "within": (WITHIN, "a/ "),
+    "string": (STRING, '"\\ia'),
+}
+LENGTH = 5
+
+
+def completed_within(text: str) -> int:
+    """A bound on the characters that complete a valid prefix of these grammars: a name (or an
+    operator's space and a name, a closing quote or slash after a backslash) and a ``)`` for
+    each ``(``."""
+    return text.count("(") + 2
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_agrees_with_lark_on_every_short_text_and_prefix(case: str) -> None:
+    source, alphabet = CASES[case]
+    grammar = Grammar.from_lark(source)
+    parser = lark.Lark(source, parser="earley")
+    texts = ["".join(t) for n in range(LENGTH + 1) for t in itertools.product(alphabet, repeat=n)]
+    accepted = {t for t in texts if lark_accepts(parser, t)}
+    prefixes = {t[:k] for t in accepted for k in range(len(t) + 1)}
+    for text in texts:
+        checker = grammar.checker()
+        fed = checker.feed(text)
+        whole = fed == len(text) and checker.is_complete
+        assert whole == (text in accepted), (text, fed)
+        if len(text) + completed_within(text) <= LENGTH:
+            assert (fed == len(text)) == (text in prefixes), (text, fed)
+
+
+def test_the_end_of_the_text_after_a_positive_look_ahead() -> None:
+    """``G`` alone is a name (the operator's look-ahead fails at the end); ``G `` may go on
+    as the operator or end as the name; ``X`` alone is the negative operator, complete."""
+    positive = Grammar.from_lark(POSITIVE).checker()
+    assert positive.feed("G") == 1 and positive.is_complete
+    negative = Grammar.from_lark(NEGATIVE).checker()
+    assert negative.feed("X") == 1 and negative.is_complete
+    assert Grammar.from_lark(NEGATIVE).checker().feed("Xa") == 1
+
+
+def test_reading_of_each_shape() -> None:
+    assert lookahead_reading("abc") is None
+    reading = lookahead_reading(r"U(?=[ \"\(])")
+    assert isinstance(reading, LookaheadReading)
+    (part,) = reading.parts
+    assert part.lookahead == Lookahead(((32, 32), (34, 34), (40, 40)), end_ok=False)
+    # (?=[^a-z]|$) and (?![a-z]) say the same: $ before a final newline is [^a-z] too.
+    dollar, negative = lookahead_reading("X(?=[^a-z]|$)"), lookahead_reading("X(?![a-z])")
+    assert isinstance(dollar, LookaheadReading) and isinstance(negative, LookaheadReading)
+    assert dollar.parts == negative.parts
+    assert negative.parts[0].lookahead == Lookahead(((0, 96), (123, 0x10FFFF)), end_ok=True)
+
+
+@pytest.mark.parametrize(
+    ("pattern", "why"),
+    [
+        ("[a-z]+(?![a-z])", "one of whose matches is a prefix of another"),
+        ("a(?=bc)", "more than one character"),
+        ("(?<=a)b", "looks behind"),
+        ("a+(?=b)[bc]", "inside the lexeme"),
+        ("a(?=b|$)", "final newline"),
+        ("b|[ab]b(?=c)", "one of whose matches is a prefix of another"),
+    ],
+)
+def test_refused_with_place_and_what_to_write(pattern: str, why: str) -> None:
+    source = f"start: T\nT: /{pattern}/\n"
+    with pytest.raises(GrammarError) as caught:
+        Grammar.from_lark(source)
+    assert why in caught.value.message
+    assert (caught.value.line, caught.value.column) == (2, 4)
+    assert "look-ahead of one character" in caught.value.message
+
+
+def test_greedy_lexer_refuses_a_look_ahead() -> None:
+    with pytest.raises(GrammarError, match="look-around"):
+        Grammar.from_lark(POSITIVE, lexer="greedy")
+
+
+def test_gbnf_refuses_a_look_ahead_at_its_terminal() -> None:
+    """GBNF has no lexer to say what may follow a lexeme: refused where the terminal is defined."""
+    with pytest.raises(GrammarError, match="look-around") as caught:
+        Grammar.from_lark(POSITIVE).to_gbnf()
+    assert (caught.value.line, caught.value.column) == (4, 11), caught.value
