@@ -22,6 +22,7 @@ GRAMMAR_LAYER = [
     "compiler.automaton",
     "compiler.exact",
     "compiler.lazy",
+    "compiler.lookahead",
     "compiler.matcher",
     "compiler.load",
     "compiler.hazards",
