@@ -14,6 +14,7 @@ from grammar_guide._reader import (
     looks_like_prose,
     partial_match,
     prose_after_answer,
+    string_past_code_end,
     trailing_word,
 )
 
@@ -146,3 +147,14 @@ def test_prose_run_finds_a_sentence_at_the_violation_not_a_name_with_spaces() ->
     assert prose_run("x + 1", 5, " \\end{code}", frozenset()) == (6, 6 + len("\\end{code}"))
     assert prose_run("SELECT a FROM t ORDER BY Max", 28, " Number of Times", sql) is None
     assert prose_run("SELECT a FROM t WHERE x", 23, " is not nul", sql) is None
+
+
+def test_a_string_past_the_end_of_the_code_is_found_where_it_opens() -> None:
+    # 6'0": the quote would open a string over the query's tail and the thread after \\end{code}.
+    assert string_past_code_end("6'0\" ) AND x = 1 LIMIT 1 \\end{code}  Comment: I'm sure") == 1
+    assert string_past_code_end("a = 1' \n```\nThis query's rows") == 5
+    # Strings closed before the end of the code, or one that only holds a fence, are the code's.
+    assert string_past_code_end("x = 'it''s' LIMIT 1 \\end{code}  Comment: I'm") is None
+    assert string_past_code_end('{"c": "```sql\\nSELECT 1\\n```"}') is None
+    assert string_past_code_end("x = 'a' </code> it's") is None
+    assert string_past_code_end("x = 'a") is None
