@@ -11,7 +11,9 @@ Every candidate is tried on the checker (and taken back) and ranked by how far i
 text the checker then reads, then by its cost: the draft's lexemes it changes (``_lexemes``:
 words, literals, operators), characters only between equal ones. An edit respects lexemes: it
 never splits a multi-character operator, never turns a word into an operator or a keyword into
-another, and a literal of the draft is its content, not a slip.
+another, and a literal of the draft is its content, not a slip. No reading counts a string
+literal that runs on past the end of the code into the prose after it (``6'0" ) ... \\end{code}
+Comment: I'm``); the stray quote that would open it may be dropped instead.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from ._lexemes import (
     splits_operator,
     word_becomes_other,
 )
+from ._reader import string_past_code_end
 from ._text import QUOTES, is_word_char, run_start
 
 __all__ = [
@@ -173,7 +176,7 @@ class _Best:
         text = v.text
         if _opens_comment(text[: c.start], c.insert, c.kept):
             return
-        tried = try_edit(v.checker, c.start, c.insert, c.kept)
+        tried = _read_in_code(try_edit(v.checker, c.start, c.insert, c.kept), c.insert, c.kept)
         if tried is None:
             return
         accepted, complete = tried
@@ -697,11 +700,13 @@ def search_edits(checker: Checker, evidence: str, *, final: bool, floor: int = 0
         draft = text[start:] + evidence
         for insert, skip, description, cost, rule in _candidates(checker, start, draft, keywords):
             rest = draft[skip:]
-            if _opens_comment(text[:start], insert, rest) or not _quotes_balanced(insert, draft[:skip]):
+            if _opens_comment(text[:start], insert, rest) or not (
+                _quotes_balanced(insert, draft[:skip]) or _drops_stray_quote(insert, draft, skip)
+            ):
                 continue
             if _joins_words(text[:start] + insert, rest):
                 continue  # 'b.title' must not become 'btitle'
-            tried = try_edit(checker, start, insert, rest)
+            tried = _read_in_code(try_edit(checker, start, insert, rest), insert, rest)
             if tried is None:
                 continue
             accepted, complete = tried
@@ -728,6 +733,21 @@ def search_edits(checker: Checker, evidence: str, *, final: bool, floor: int = 0
             seen.add(result)
             ties.append(edit)
     return ties
+
+
+def _read_in_code(tried: tuple[int, bool] | None, insert: str, kept: str) -> tuple[int, bool] | None:
+    """What ``try_edit`` read (``tried``) of the draft's ``kept`` text after an edit writing
+    ``insert``, up to a string that would run on past the end of the code into the prose after
+    it (``6'0" ) ... \\end{code} Comment: I'm``): prose is never made a string literal. ``None``
+    where the edit itself writes that string's opening."""
+    if tried is None:
+        return None
+    opened = string_past_code_end(insert + kept[: tried[0]])
+    if opened is None:
+        return tried
+    if opened < len(insert):
+        return None
+    return opened - len(insert), False
 
 
 def whole_words(kept: str, accepted: int) -> int:
@@ -797,6 +817,7 @@ def _candidates(checker: Checker, start: int, draft: str, keywords: frozenset[st
             out.append(("", skip, f"dropped {word!r} (written twice)", _cost(0, 2 * len(word) + 1), "repeat"))
         else:
             out.append(("", skip, f"dropped {word!r}", _cost(1, 2 * len(word) + 1), "edit"))
+    out += _stray_quote_drops(draft)
     if is_word(word) and (word.lower() not in keywords or not word.isupper()):
         # A name in double quotes; in single quotes (a string SQLite also takes for a name) after.
         # A keyword written as the draft writes names (``FROM order``) may be one; one written as
@@ -888,6 +909,35 @@ def _reads_as_code(inside: str, keywords: frozenset[str]) -> bool:
 def _quotes_balanced(insert: str, removed: str) -> bool:
     """An edit may not leave a quote unpaired: the rest of the draft would turn into a string."""
     return all((insert.count(q) - removed.count(q)) % 2 == 0 for q in QUOTES)
+
+
+def _drops_stray_quote(insert: str, draft: str, skip: int) -> bool:
+    """Whether an edit drops (writing nothing) the quote ``draft`` begins with, whose string would
+    run on past the end of the code (``6'0" ) ... \\end{code} Comment: I'm``): it leaves no
+    quote unpaired, the draft's text after it is code again."""
+    opened = string_past_code_end(draft)
+    return not insert and opened is not None and not draft[:opened].strip() and opened < skip
+
+
+def _stray_quote_drops(draft: str) -> list[_Option]:
+    """Drop the quote ``draft`` begins with (after white space) where its string would run on past
+    the end of the code into the prose after it (``6'0" ) AND ... \\end{code} Comment: I'm``):
+    the quote alone, or with the marks and words written on to it (``'0"`` of ``6'0"``), each
+    costing the draft's lexemes it drops."""
+    opened = string_past_code_end(draft)
+    if opened is None or draft[:opened].strip():
+        return []
+    glued = _GLUED_TO_QUOTE.match(draft, opened)
+    runs = dict.fromkeys([opened + 1, glued.end() if glued else opened + 1])
+    options: list[_Option] = []
+    for end in runs:
+        dropped = draft[opened:end]
+        lexemes = len(LEXEME.findall(dropped))
+        options.append(("", end, f"dropped {dropped!r} (a stray quote)", _cost(lexemes, 2 * len(dropped) + 1), "edit"))
+    return options
+
+
+_GLUED_TO_QUOTE = re.compile(r"[\"'`][\w.\"'`]*")
 
 
 def _opens_comment(before: str, insert: str, rest: str) -> bool:

@@ -28,6 +28,7 @@ __all__ = [
     "prose_after_answer",
     "prose_run",
     "reads_as_code",
+    "string_past_code_end",
     "trailing_word",
 ]
 
@@ -451,6 +452,57 @@ def reads_as_code(text: str, keywords: frozenset[str]) -> bool:
     if len(plain) >= 2:
         return False  # 'a step-by-step breakdown': words of a sentence, not names of code
     return prose_run("", 0, text, keywords) is None
+
+
+#: Where the code ends and the document around it goes on: a closing fence, closing markup
+#: (``\\end{code}``, ``</code>``). What follows is prose (``Comment: I'm not sure ...``).
+_CODE_END = re.compile(r"```(?![ \t]*[A-Za-z])|\\end\{\w*\}|</\s*(?:code|pre|sql|answer|query)\s*>", re.IGNORECASE)
+
+
+def string_past_code_end(code: str) -> int | None:
+    """Where a string opens in ``code`` (read from outside any string) that runs on past the end
+    of the code, a closing fence or closing markup, into words after it (``6'0" ) ... LIMIT 1
+    \\end{code} Comment: I'm``: the quote of ``6'0"`` read as a string's opening would make the
+    query's tail and the thread after it one literal); ``None`` where none does (``"```"`` is a
+    string that holds a fence). A quote written twice inside a string, or after a backslash, is
+    part of it."""
+    if _CODE_END.search(code) is None:
+        return None
+    opened: int | None = None
+    i = 0
+    while i < len(code):
+        ch = code[i]
+        if opened is None:
+            if ch in QUOTES:
+                opened = i
+        elif (end := _CODE_END.match(code, i)) is not None:
+            closing = _string_end(code, opened, end.end())
+            if re.search(r"\w", code[end.end() : closing]):
+                return opened
+            i = end.end() - 1
+        elif ch == "\\":
+            i += 1
+        elif ch == code[opened]:
+            if code[i + 1 : i + 2] == ch:
+                i += 1
+            else:
+                opened = None
+        i += 1
+    return None
+
+
+def _string_end(code: str, opened: int, i: int) -> int:
+    """Where the string opened at ``opened`` ends, read on from ``i`` (the end of ``code`` if never)."""
+    quote = code[opened]
+    while i < len(code):
+        if code[i] == "\\":
+            i += 1
+        elif code[i] == quote:
+            if code[i + 1 : i + 2] != quote:
+                return i
+            i += 1
+        i += 1
+    return len(code)
 
 
 def trailing_word(text: str) -> str:

@@ -15,6 +15,7 @@ from grammar_guide._reader import (
     looks_like_prose,
     partial_match,
     prose_after_answer,
+    string_past_code_end,
     trailing_word,
 )
 
@@ -163,3 +164,14 @@ def test_the_fenced_blocks_after_a_closing_fence_are_found_in_order() -> None:
     stopped = '\n```\nMore:\n```json\n{"b": 2}\n```\n```py\nx\n```\n```\n[3]'
     bodies = [stopped[start:end] for start, end in fenced_blocks(stopped, "json")]
     assert bodies == ['{"b": 2}', "[3]"]  # the python block is not one; the last is left open
+
+
+def test_a_string_past_the_end_of_the_code_is_found_where_it_opens() -> None:
+    # 6'0": the quote would open a string over the query's tail and the thread after \\end{code}.
+    assert string_past_code_end("6'0\" ) AND x = 1 LIMIT 1 \\end{code}  Comment: I'm sure") == 1
+    assert string_past_code_end("a = 1' \n```\nThis query's rows") == 5
+    # Strings closed before the end of the code, or one that only holds a fence, are the code's.
+    assert string_past_code_end("x = 'it''s' LIMIT 1 \\end{code}  Comment: I'm") is None
+    assert string_past_code_end('{"c": "```sql\\nSELECT 1\\n```"}') is None
+    assert string_past_code_end("x = 'a' </code> it's") is None
+    assert string_past_code_end("x = 'a") is None

@@ -406,6 +406,31 @@ def test_prose_after_a_complete_answer_is_cut_not_read_on_into_as_code(sqlite: G
     assert [(d.text, d.reason) for d in result.dropped] == [(draft[len(answer) :], "prose")]
 
 
+def test_a_stray_quote_opens_no_string_made_of_the_prose_after_the_answer(sqlite: Grammar) -> None:
+    # NL2SQL360, pretrained_llama2_7b on Spider dev: the quote of 6'0" was read as a string's
+    # opening (the 6 dropped) that ran over the query's tail, \end{code} and the Comment thread,
+    # its apostrophes doubled by a rewrite. The stray quote is dropped instead, the 6 kept, and
+    # the prose after the answer is cut.
+    answer = (
+        'SELECT "Poker_Player_ID", "Best_Finish", "Money_Rank", "Earnings" FROM "poker_player" WHERE'
+        ' "Poker_Player_ID" = ( SELECT "Poker_Player_ID" FROM "poker_player" WHERE "People_ID" = ( SELECT'
+        ' "People_ID" FROM "people" WHERE "Nationality" = \'USA\' AND "Height" > 6\'0" ) AND'
+        ' "Final_Table_Made" = 1 AND "Best_Finish" = 1 AND "Money_Rank" = 1 AND "Earnings" > 0 ) ORDER BY'
+        ' "Money_Rank" DESC LIMIT 1'
+    )
+    thread = (
+        " \\end{code}  Comment: I'm not sure what you're asking.  Are you asking how to write the query?"
+        "  Or are you asking how to write the schema?  Comment: I'm asking how to write the query."
+        "  Comment: I'm not sure what you're asking.  Are you asking how to write the query"
+    )
+    result = guide(lambda prompt: answer + thread, sqlite, "q", target=False)
+    assert result.text == answer.replace("6'0\"", "6")
+    assert sqlite_oracle.check_one_statement(result.text).valid
+    stray, *prose = result.dropped
+    assert (stray.text, stray.reason) == ("'0\"", "rejected")
+    assert "".join(d.text for d in prose) == thread and {d.reason for d in prose} == {"prose"}
+
+
 def test_no_operator_is_invented_between_two_of_the_draft_s_words(sqlite: Grammar) -> None:
     # 'ORDER BY b &REVERSE', 'no_number_of &Employees': an operation nobody wrote. An operator
     # inserted costs more than a lexeme of the draft's changed, as an invented word does.
