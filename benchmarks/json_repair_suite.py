@@ -28,9 +28,17 @@ machine is shared). The cases are split by a hash of the broken text into a deve
 (``dev``: its failures were read while the JSON rewrites were tuned) and a held-out half
 (``held-out``: only counted), reported separately.
 
-Run: ``python -m benchmarks.json_repair_suite CLONE [--jsonrepair DIR] [--target N] [--repeat N]
-[--limit N] [--show dev|held-out] [--split dev|held-out]`` (``--split dev`` while tuning: the
-held-out cases are then neither run nor printed).
+A second source, ``--jsonrepair-suite CLONE``: jsonrepair's own tests (josdejong/jsonrepair,
+``src/index.test.ts``, read by ``benchmarks/jsonrepair_tests.py``; the expected value is
+``json.loads`` of the text jsonrepair's maintainers expect, and a case they expect to throw is a
+"no JSON" case). Nobody tuned on it: it is one collection (``jsonrepair-suite``), not split, and
+``--show`` never prints it. How many pairs were read, and why the others could not be, is printed
+and written with the results.
+
+Run: ``python -m benchmarks.json_repair_suite [CLONE] [--jsonrepair-suite CLONE] [--jsonrepair DIR]
+[--target N] [--repeat N] [--limit N] [--show dev|held-out] [--split dev|held-out] [--totals]``
+(``--split dev`` while tuning: the held-out cases are then neither run nor printed; ``--totals``:
+only each collection's overall rows are printed).
 """
 
 from __future__ import annotations
@@ -53,10 +61,14 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from benchmarks._common import machine, machine_line, markdown_table, write_results  # noqa: E402
+from benchmarks.jsonrepair_tests import read_pairs  # noqa: E402
 
 NAME = "json_repair_suite"
 PROMPT = "Answer with one JSON value."
 SPLITS = ("dev", "held-out")
+UNSEEN = "jsonrepair-suite"  # jsonrepair's own tests: never tuned on, not split
+COLLECTIONS = (*SPLITS, UNSEEN)
+JSONREPAIR_TESTS = "src/index.test.ts"
 NO_JSON = object()  # json_repair's expected "" (no JSON found)
 _WORD = re.compile(r"\w+")
 
@@ -66,7 +78,7 @@ class Case:
     category: str
     broken: str
     expected: Any
-    split: str  # "dev" or "held-out"
+    split: str  # "dev" or "held-out" (json_repair's suite), or UNSEEN (jsonrepair's)
 
 
 @dataclass(frozen=True)
@@ -95,6 +107,27 @@ def read_cases(clone: Path) -> list[Case]:
             category = path.stem.removeprefix("test_") + (" (no JSON)" if expected is NO_JSON else "")
             cases.append(Case(category, broken, expected, _split(broken)))
     return cases
+
+
+def read_jsonrepair_cases(clone: Path) -> tuple[list[Case], dict[str, Any]]:
+    """jsonrepair's own cases (``src/index.test.ts``), deduplicated, and what the reading found:
+    the pairs read, the distinct inputs kept, and the look-alike cases not read, by reason."""
+    reading = read_pairs((clone / JSONREPAIR_TESTS).read_text(encoding="utf-8"))
+    unread = dict(reading.unread)
+    seen: set[str] = set()
+    cases = []
+    for pair in reading.pairs:
+        if pair.input in seen:
+            continue
+        seen.add(pair.input)
+        try:
+            expected = NO_JSON if pair.expected is None else json.loads(pair.expected)
+        except ValueError:
+            unread["the expected text is not JSON"] = unread.get("the expected text is not JSON", 0) + 1
+            continue
+        category = pair.category + (" (no JSON)" if expected is NO_JSON else "")
+        cases.append(Case(category, pair.input, expected, UNSEEN))
+    return cases, {"pairs": len(reading.pairs), "distinct": len(cases), "unread": unread}
 
 
 def _assertions(tree: ast.AST) -> Iterator[tuple[str, Any]]:
@@ -270,9 +303,21 @@ def row(category: str, name: str, s: dict[str, float]) -> list[Any]:
     ]
 
 
+def reading_line(read: dict[str, Any]) -> str:
+    """What was read of jsonrepair's tests, in a sentence."""
+    unread = "; ".join(f"{reason}: {n}" for reason, n in sorted(read["unread"].items())) or "none"
+    return (
+        f"jsonrepair's tests: {read['pairs']} pairs read, {read['distinct']} distinct inputs kept; "
+        f"not read: {sum(read['unread'].values())} ({unread})"
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("clone", type=Path, help="a clone of mangiucugna/json_repair")
+    parser.add_argument("clone", type=Path, nargs="?", help="a clone of mangiucugna/json_repair")
+    parser.add_argument(
+        "--jsonrepair-suite", type=Path, metavar="CLONE", help="a clone of josdejong/jsonrepair: its tests as cases"
+    )
     parser.add_argument("--jsonrepair", type=Path, help="a folder with node_modules/jsonrepair (npm), run with node")
     parser.add_argument(
         "--target",
@@ -289,8 +334,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--split", choices=SPLITS, help="run that split's cases only (the other is neither run nor printed)"
     )
+    parser.add_argument("--totals", action="store_true", help="print only each collection's overall rows")
     args = parser.parse_args(argv)
-    cases = [c for c in read_cases(args.clone) if args.split in (None, c.split)][: args.limit]
+    if not (args.clone or args.jsonrepair_suite):
+        parser.error("name a clone of json_repair, of jsonrepair (--jsonrepair-suite), or both")
+    payload: dict[str, Any] = {"machine": machine(), "splits": {}, "target_sample": {}}
+    cases = []
+    if args.clone:
+        cases += [c for c in read_cases(args.clone) if args.split in (None, c.split)][: args.limit]
+    if args.jsonrepair_suite:
+        unseen, payload["jsonrepair_suite_read"] = read_jsonrepair_cases(args.jsonrepair_suite)
+        cases += unseen[: args.limit]
+        print(reading_line(payload["jsonrepair_suite_read"]))
     outcomes = {
         "ours": [run_case(c, ours(False), args.repeat) for c in cases],
         "json_repair": [run_case(c, json_repair_method(), args.repeat) for c in cases],
@@ -298,8 +353,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.jsonrepair:
         outcomes["jsonrepair"] = jsonrepair_outcomes(cases, args.jsonrepair, args.repeat)
     agreed = peers_agree(cases, outcomes)
-    payload: dict[str, Any] = {"machine": machine(), "splits": {}, "target_sample": {}}
-    for split in [s for s in SPLITS if args.split in (None, s)]:
+    for split in [s for s in COLLECTIONS if any(c.split == s for c in cases)]:
         chosen = [i for i, c in enumerate(cases) if c.split == split]
         categories = sorted({cases[i].category for i in chosen})
         rows, table = [], {}
@@ -308,7 +362,8 @@ def main(argv: list[str] | None = None) -> int:
             for name, outs in outcomes.items():
                 s = summarise([outs[i] for i in picked], [agreed[i] for i in picked])
                 table[f"{category}/{name}"] = s
-                rows.append(row(category, name, s))
+                if category == "all" or not args.totals:
+                    rows.append(row(category, name, s))
         payload["splits"][split] = table
         print(f"\n### {split} ({len(chosen)} cases)\n")
         print(markdown_table(HEADER, rows))
@@ -330,7 +385,7 @@ def target_sample(cases: list[Case], outcomes: dict[str, list[Outcome]], agreed:
     each split, beside every method on the same cases."""
     with_target = ours(None)
     table: dict[str, Any] = {}
-    for split in sorted({c.split for c in cases}, key=SPLITS.index):
+    for split in sorted({c.split for c in cases}, key=COLLECTIONS.index):
         picked = [i for i, c in enumerate(cases) if c.split == split][:n]
         sample = {name: [outs[i] for i in picked] for name, outs in outcomes.items()}
         sample["ours+target"] = [run_case(cases[i], with_target) for i in picked]

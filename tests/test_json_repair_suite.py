@@ -1,5 +1,5 @@
-"""benchmarks/json_repair_suite.py's parts on a small clone written here, in the shape of
-json_repair's tests."""
+"""benchmarks/json_repair_suite.py's parts on small clones written here, in the shape of
+json_repair's and jsonrepair's tests."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ import pytest
 from benchmarks import _common, json_repair_suite
 from benchmarks.json_repair_suite import (
     NO_JSON,
+    UNSEEN,
     Case,
     invented_words,
     json_repair_method,
@@ -18,9 +19,11 @@ from benchmarks.json_repair_suite import (
     outcome,
     peers_agree,
     read_cases,
+    read_jsonrepair_cases,
     run_case,
     summarise,
 )
+from benchmarks.jsonrepair_tests import Unreadable, decode_string, read_pairs
 
 TESTS = """
 from src.json_repair.json_repair import repair_json, loads
@@ -96,3 +99,102 @@ def test_one_split_is_run_alone(
     assert list(written["splits"]) == ["dev"]
     dev = sum(c.split == "dev" for c in cases)
     assert written["splits"]["dev"]["all/ours"]["cases"] == dev
+
+
+# jsonrepair's tests (vitest TypeScript), in the shapes src/index.test.ts writes them.
+JSONREPAIR_TESTS = r"""
+import { jsonrepair as jsonRepairRegular } from './index'
+const implementations = [{ name: 'regular', jsonrepair: jsonRepairRegular }]
+
+describe.each(implementations)('jsonrepair [$name]', ({ jsonrepair }) => {
+  describe('parse valid JSON', () => {
+    test('object', () => {
+      const text = '{"a":2}'
+      const parsed = jsonrepair(text)
+      expect(parsed).toBe(text)
+      assertRepair("[1, \"hi\"]")
+    })
+  })
+
+  describe('repair invalid JSON', () => {
+    test('quotes and escapes', () => {
+      expect(jsonrepair('{\'a\':2}')).toBe('{"a":2}')
+      expect(jsonrepair("\u2018abc")).toEqual(`"abc"`)
+      expect(jsonrepair('"\ud83d\ude00\u{1F600}\x41\
+"')).toBe('"😀😀A"')
+      expect(jsonrepair(String.raw`"a\tb"`)).toBe('"a\\tb"')
+      // expect(jsonrepair('commented out')).toBe('""')
+      /* expect(jsonrepair('also commented out')).toBe('""') */
+      const doc =
+        '{\n' +
+        '  a: 1\n' +
+        '}'
+      expect(jsonrepair(doc)).toBe('{\n  "a": 1\n}')
+      expect(jsonrepair('[1 2]'), '[1, 2]')
+      expect(jsonrepair(`${'x'}`)).toBe('"x"')
+      expect(jsonrepair('"\ud83d"')).toBe('"\ud83d"')
+    })
+  })
+
+  test('throws', () => {
+    expect(() => {
+      console.log({ output: jsonrepair('') })
+    }).toThrow(new JSONRepairError('Unexpected end of json string', 0))
+    expect(() => console.log({ output: jsonrepair('{:2}') })).toThrow()
+  })
+
+  function assertRepair(text: string) {
+    expect(jsonrepair(text)).toEqual(text)
+  }
+})
+"""
+
+
+def test_reads_jsonrepair_s_cases_from_its_vitest_file() -> None:
+    reading = read_pairs(JSONREPAIR_TESTS)
+    assert [(p.category, p.input, p.expected) for p in reading.pairs] == [
+        ("parse valid JSON", '{"a":2}', '{"a":2}'),
+        ("parse valid JSON", '[1, "hi"]', '[1, "hi"]'),
+        ("repair invalid JSON", "{'a':2}", '{"a":2}'),
+        ("repair invalid JSON", "\u2018abc", '"abc"'),
+        ("repair invalid JSON", '"\U0001f600\U0001f600A"', '"\U0001f600\U0001f600A"'),
+        ("repair invalid JSON", '"a\\tb"', '"a\\tb"'),
+        ("repair invalid JSON", "{\n  a: 1\n}", '{\n  "a": 1\n}'),
+        ("jsonrepair [regular]", "", None),
+        ("jsonrepair [regular]", "{:2}", None),
+    ]
+    assert reading.unread == {
+        "expect() with a message and no matcher (the test asserts nothing)": 1,
+        "a template with ${...} substitutions": 1,
+        "a lone UTF-16 surrogate (no UTF-8 text)": 1,
+    }
+
+
+def test_js_string_literals_decode_as_javascript_does() -> None:
+    assert decode_string(r"a\'b\"c\\d\/e\qf\0") == "a'b\"c\\d/eqf\0"
+    assert decode_string(r"\x41\u00e9\u{1F600}\ud83d\ude00\v") == "Aé\U0001f600\U0001f600\v"
+    assert decode_string("line\\\r\nnext") == "linenext"
+    assert decode_string("two\r\nlines", template=True) == "two\nlines"
+    for bad, why in [("\\1", "octal"), ("a\nb", "line break"), ("\\u12", "escape"), ("\\udc00", "surrogate")]:
+        with pytest.raises(Unreadable, match=why):
+            decode_string(bad)
+
+
+def test_jsonrepair_s_suite_is_its_own_collection(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "index.test.ts").write_text(JSONREPAIR_TESTS, encoding="utf-8")
+    cases, read = read_jsonrepair_cases(tmp_path)
+    assert read["pairs"] == 9 and read["distinct"] == 9 and sum(read["unread"].values()) == 3
+    assert {c.split for c in cases} == {UNSEEN}
+    assert [c.expected for c in cases if c.category.endswith("(no JSON)")] == [NO_JSON, NO_JSON]
+    assert cases[2].expected == {"a": 2}
+    monkeypatch.setattr(_common, "RESULTS", tmp_path / "results")
+    assert json_repair_suite.main(["--jsonrepair-suite", str(tmp_path), "--repeat", "1", "--totals"]) == 0
+    printed = capsys.readouterr().out
+    assert "9 pairs read, 9 distinct inputs kept; not read: 3" in printed
+    assert f"### {UNSEEN} (9 cases)" in printed and "parse valid JSON" not in printed  # --totals
+    written = json.loads((tmp_path / "results" / "json_repair_suite.json").read_text(encoding="utf-8"))
+    assert list(written["splits"]) == [UNSEEN]
+    assert written["splits"][UNSEEN]["all/json_repair"]["cases"] == 9
