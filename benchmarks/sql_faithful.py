@@ -109,10 +109,26 @@ def _token(raw: str) -> Token:
     return Token("op", ("o", raw), raw)
 
 
+#: The end of the code in a chat answer: a fence, closing markup (``\\end{code}``, ``</code>``).
+_CODE_END = re.compile(r"```|\\end\{\w*\}|</\s*(?:code|pre)\s*>", re.IGNORECASE)
+
+
 def sql_tokens(sql: str) -> list[Token]:
-    """The SQL tokens of ``sql`` in order (comments are not tokens)."""
+    """The SQL tokens of ``sql`` in order (comments are not tokens). A quote whose string would
+    run on past the end of the code (``6'0" ) AND b = 1 \\end{code} Comment: I'm``) is a stray
+    mark, and what follows it is read as tokens: the draft's ``b = 1`` is the draft's."""
     sql = re.sub(r"--[^\n]*|/\*.*?(?:\*/|$)", " ", sql, flags=re.DOTALL)
-    return [_token(m.group()) for m in _TOKEN.finditer(sql)]
+    tokens = []
+    pos = 0
+    while (m := _TOKEN.search(sql, pos)) is not None:
+        raw = m.group()
+        if raw[0] in "'\"" and _CODE_END.search(raw):
+            tokens.append(Token("op", ("o", raw[0]), raw[0]))
+            pos = m.start() + 1
+            continue
+        tokens.append(_token(raw))
+        pos = m.end()
+    return tokens
 
 
 def _undo_formatting(sql: str) -> str:

@@ -111,6 +111,12 @@ def test_a_word_written_twice_at_once_is_one_word_and_a_lone_quote_is_a_stray_ma
     assert result.text == "SELECT a FROM t WHERE p = 80000" and result.faithful
     assert faithfulness('SELECT a FROM t WHERE p = 80000"', result.text, excuses_of(result.events)).faithful
     assert faithfulness("SELECT a FROM t WHERE p = 'Fr", "SELECT a FROM t WHERE p = 1").lost == ["'Fr"]
+    # A quote whose string would run past the end of the code into the prose after it is a stray
+    # mark: the draft's tokens after it are its own (6'0"), not one string literal.
+    tall = "SELECT a FROM t WHERE h > 6'0\" AND b = 1 LIMIT 1 \\end{code}  Comment: I'm sure"
+    assert [t.raw for t in sql_tokens(tall)][7:13] == ["6", "'", "0", '"', "AND", "b"]
+    kept = faithfulness(tall, "SELECT a FROM t WHERE h > 6 AND b = 1 LIMIT 1")
+    assert kept.invented_literals == [] and kept.added == []
 
 
 def test_losses_additions_and_invented_literals() -> None:
