@@ -146,6 +146,12 @@ def answer_sql(answer: str) -> str:
     return text.strip()
 
 
+def code_ended(answer: str) -> bool:
+    """Whether the answer's code ends at a closing fence or markup (``\\end{code}``), so that
+    its SQL (``answer_sql``) ends where the code does, not where the model stopped."""
+    return _MARKUP_END.search(answer) is not None or answer.count("```") >= 2
+
+
 def content(sql: str) -> tuple[set[str], set[str]]:
     """(names, literals) of ``sql``: table/column names and aliases (bare or quoted, case ignored,
     Markdown escapes undone), strings (by value) and numbers. Not names: keywords, function names
@@ -332,7 +338,7 @@ def score_row(row: dict[str, Any], a: Answer) -> None:
     row.update(compare(a.text, text))
     row["intact"] = row["intact"] and row["valid"]  # kept everything, in SQL that SQLite takes
     excuses = Excuses.from_dict(row.get("excuses", {}))
-    judged = faithfulness(answer_sql(_APOSTROPHE.sub("''", a.text)), text, excuses)
+    judged = faithfulness(answer_sql(_APOSTROPHE.sub("''", a.text)), text, excuses, code_ended=code_ended(a.text))
     row["tokens_lost"] = judged.lost
     row["tokens_added"] = judged.added
     row["invented_literals"] = judged.invented_literals
@@ -349,7 +355,8 @@ def _only_cut_off(a: Answer, text: str, excuses: Excuses) -> bool:
     if not ends:
         return False
     wider = replace(excuses, removed=excuses.removed + tuple(ends))
-    return faithfulness(answer_sql(_APOSTROPHE.sub("''", a.text)), text, wider).faithful
+    draft = answer_sql(_APOSTROPHE.sub("''", a.text))
+    return faithfulness(draft, text, wider, code_ended=code_ended(a.text)).faithful
 
 
 def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:

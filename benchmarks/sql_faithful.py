@@ -113,16 +113,20 @@ def _token(raw: str) -> Token:
 _CODE_END = re.compile(r"```|\\end\{\w*\}|</\s*(?:code|pre)\s*>", re.IGNORECASE)
 
 
-def sql_tokens(sql: str) -> list[Token]:
+def sql_tokens(sql: str, code_ended: bool = False) -> list[Token]:
     """The SQL tokens of ``sql`` in order (comments are not tokens). A quote whose string would
-    run on past the end of the code (``6'0" ) AND b = 1 \\end{code} Comment: I'm``) is a stray
-    mark, and what follows it is read as tokens: the draft's ``b = 1`` is the draft's."""
+    run on past the end of the code is a stray mark, and what follows it is read as tokens: past
+    a fence or closing markup inside ``sql`` (``6'0" ) AND b = 1 \\end{code} Comment: I'm``),
+    or, where ``code_ended`` (the answer's code ended where ``sql`` does, at a fence or markup,
+    not where the model stopped), to the end of ``sql`` unclosed: the draft's ``b = 1`` is the
+    draft's. A string the model was cut off in (``code_ended`` false) is a string."""
     sql = re.sub(r"--[^\n]*|/\*.*?(?:\*/|$)", " ", sql, flags=re.DOTALL)
     tokens = []
     pos = 0
     while (m := _TOKEN.search(sql, pos)) is not None:
         raw = m.group()
-        if raw[0] in "'\"" and _CODE_END.search(raw):
+        unclosed = m.end() == len(sql) and (len(raw) == 1 or raw[-1] != raw[0])
+        if raw[0] in "'\"" and (_CODE_END.search(raw) or (code_ended and unclosed)):
             tokens.append(Token("op", ("o", raw[0]), raw[0]))
             pos = m.start() + 1
             continue
@@ -270,9 +274,12 @@ def _repetitions(repeated: tuple[str, ...], out: list[Token]) -> tuple[str, ...]
     return tuple(text for text in repeated if is_made_of_runs([t.key for t in sql_tokens(text)], keys))
 
 
-def faithfulness(draft_sql: str, output: str, excuses: Excuses = Excuses()) -> Faithfulness:
-    """Align the draft's SQL tokens with the output's (see the module's docstring)."""
-    draft = sql_tokens(_undo_formatting(draft_sql) if excuses.formatting else draft_sql)
+def faithfulness(
+    draft_sql: str, output: str, excuses: Excuses = Excuses(), *, code_ended: bool = False
+) -> Faithfulness:
+    """Align the draft's SQL tokens with the output's (see the module's docstring; ``code_ended``:
+    see ``sql_tokens``)."""
+    draft = sql_tokens(_undo_formatting(draft_sql) if excuses.formatting else draft_sql, code_ended)
     out = sql_tokens(output)
     matcher = difflib.SequenceMatcher(None, [t.key for t in draft], [t.key for t in out], autojunk=False)
     lost_at: set[int] = set()

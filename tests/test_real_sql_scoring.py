@@ -117,6 +117,11 @@ def test_a_word_written_twice_at_once_is_one_word_and_a_lone_quote_is_a_stray_ma
     assert [t.raw for t in sql_tokens(tall)][7:13] == ["6", "'", "0", '"', "AND", "b"]
     kept = faithfulness(tall, "SELECT a FROM t WHERE h > 6 AND b = 1 LIMIT 1")
     assert kept.invented_literals == [] and kept.added == []
+    # The same where the draft's SQL was cut at its \\end{code} (the answer's code ended there,
+    # the model was not cut off): the string left open to the end is a stray quote too.
+    ended = "SELECT a FROM t WHERE h > 6'0\" AND b = 1 LIMIT 1"
+    assert faithfulness(ended, "SELECT a FROM t WHERE h > 6 AND b = 1 LIMIT 1", code_ended=True).added == []
+    assert faithfulness(ended, "SELECT a FROM t WHERE h > 6 AND b = 1 LIMIT 1").invented_literals == ["1", "1"]
 
 
 def test_losses_additions_and_invented_literals() -> None:
