@@ -159,6 +159,15 @@ SLIPS = [
     # An array left open before its object's next member: closed there (json_repair's reading;
     # the member was made an object inside the array). A member in a closed array stays one.
     ('{"x": ["y", "b": 2, "c": 3}', {"x": ["y"], "b": 2, "c": 3}),
+    # A value wrapped in a function call (JSONP's callback, MongoDB's shell types): the value (both
+    # libraries' reading; GuideExhausted, or the member dropped, before).
+    ("handle_data(42);", 42),
+    ('cb({"ok": [1, 2]});', {"ok": [1, 2]}),
+    ('load([{"a": 1}]', [{"a": 1}]),
+    (
+        '{"id": ObjectId("abc"), "at": ISODate("2020-01-02"), "n": NumberInt(7)}',
+        {"id": "abc", "at": "2020-01-02", "n": 7},
+    ),
 ]
 
 # A finished answer cut short: closed with the least text, what cannot be closed dropped.
