@@ -168,6 +168,15 @@ SLIPS = [
         '{"id": ObjectId("abc"), "at": ISODate("2020-01-02"), "n": NumberInt(7)}',
         {"id": "abc", "at": "2020-01-02", "n": 7},
     ),
+    # A missing comma between an array's string and a number or literal (the quote was escaped
+    # into one string), and before a member on its own line with its key unquoted (the rest of
+    # the object was cut); an object left open before the next one with no comma (their members
+    # were merged); comments where the first element goes, and the comma after them (all cut).
+    ('["k)" 3, "z" null]', ["k)", 3, "z", None]),
+    ('{\n  "a": 1\n  c: "d",\n  e: f', {"a": 1, "c": "d", "e": "f"}),
+    ('[{"k": "v" {"k": 3}]', [{"k": "v"}, {"k": 3}]),
+    ("[/* x */,/* y */7,8]", [7, 8]),
+    ('{/* x */,// y\n"m": "n"}', {"m": "n"}),
 ]
 
 # A finished answer cut short: closed with the least text, what cannot be closed dropped.
