@@ -176,11 +176,16 @@ SLIPS = [
     ('{\n  "a": 1\n  c: "d",\n  e: f', {"a": 1, "c": "d", "e": "f"}),
     ('[{"k": "v" {"k": 3}]', [{"k": "v"}, {"k": 3}]),
     ("[/* x */,/* y */7,8]", [7, 8]),
+    # A raw backspace or form feed inside a string, escaped (the string was cut there, or dropped).
+    ('{"a": "x\by", "b": "p\fq"}', {"a": "x\by", "b": "p\fq"}),
+    # A key without its colon before a single-quoted value (GuideExhausted).
+    ("{'k' 'v', \"n\" 'm'}", {"k": "v", "n": "m"}),
     ('{/* x */,// y\n"m": "n"}', {"m": "n"}),
 ]
 
 # A finished answer cut short: closed with the least text, what cannot be closed dropped.
 TRUNCATED = [
+    ('{"k": "\\u00e', {"k": ""}),  # a \u escape cut short: dropped (GuideExhausted before)
     ("[1,2,3,", [1, 2, 3]),
     ('{"a": "foo', {"a": "foo"}),
     ('{"a": 1, "b": [1, 2', {"a": 1, "b": [1, 2]}),
