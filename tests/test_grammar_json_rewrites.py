@@ -180,6 +180,10 @@ SLIPS = [
     ('{"a": "x\by", "b": "p\fq"}', {"a": "x\by", "b": "p\fq"}),
     # A key without its colon before a single-quoted value (GuideExhausted).
     ("{'k' 'v', \"n\" 'm'}", {"k": "v", "n": "m"}),
+    # A string left open at the end of its line, the next line closing its container: closed
+    # there (the brackets were read into the string); a bracket inside a string stays its text.
+    ('[\n  ["xyz\n  ],\n  "w"\n]', [["xyz"], "w"]),
+    ('{"code": "arr = [\n]"}', {"code": "arr = [\n]"}),
     ('{/* x */,// y\n"m": "n"}', {"m": "n"}),
 ]
 
