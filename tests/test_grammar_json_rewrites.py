@@ -184,6 +184,10 @@ SLIPS = [
     # there (the brackets were read into the string); a bracket inside a string stays its text.
     ('[\n  ["xyz\n  ],\n  "w"\n]', [["xyz"], "w"]),
     ('{"code": "arr = [\n]"}', {"code": "arr = [\n]"}),
+    # An array's string that ends with a comma before the next string's quote: two strings (both
+    # libraries; the quote was escaped into one string). Strings joined with +: one string.
+    ('["xy,"zw", "v"]', ["xy", "zw", "v"]),
+    ('{"a": "x" + "y", "b": ["p" +\n /* c */ "q"]}', {"a": "xy", "b": ["pq"]}),
     ('{/* x */,// y\n"m": "n"}', {"m": "n"}),
 ]
 
