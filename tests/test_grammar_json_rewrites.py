@@ -201,6 +201,7 @@ TRUNCATED = [
     ('{"a": 1, "b":', {"a": 1}),
     ('{"a": 1, "b": ', {"a": 1}),
     ('{"a": 2e', {"a": 2}),
+    ("[3e \n", [3]),  # an unfinished number before trailing white space (the array was left empty)
     ("[1, -", [1]),
     ('{"a": -', {}),
     ('["a", "b', ["a", "b"]),
