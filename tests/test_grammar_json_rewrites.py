@@ -187,6 +187,9 @@ SLIPS = [
     # An array's string that ends with a comma before the next string's quote: two strings (both
     # libraries; the quote was escaped into one string). Strings joined with +: one string.
     ('["xy,"zw", "v"]', ["xy", "zw", "v"]),
+    # A backslash before a raw line break (a line continuation): the line break, escaped (the
+    # backslash was kept as text); an escaped backslash before one stays a backslash.
+    ('{"k": "x\\\ny", "m": "p\\\\\nq"}', {"k": "x\ny", "m": "p\\\nq"}),
     ('{"a": "x" + "y", "b": ["p" +\n /* c */ "q"]}', {"a": "xy", "b": ["pq"]}),
     ('{/* x */,// y\n"m": "n"}', {"m": "n"}),
 ]
