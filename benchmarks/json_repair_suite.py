@@ -31,13 +31,14 @@ machine is shared). The cases are split by a hash of the broken text into a deve
 A second source, ``--jsonrepair-suite CLONE``: jsonrepair's own tests (josdejong/jsonrepair,
 ``src/index.test.ts``, read by ``benchmarks/jsonrepair_tests.py``; the expected value is
 ``json.loads`` of the text jsonrepair's maintainers expect, and a case they expect to throw is a
-"no JSON" case). Nobody tuned on it: it is one collection (``jsonrepair-suite``), not split, and
-``--show`` never prints it. How many pairs were read, and why the others could not be, is printed
-and written with the results.
+"no JSON" case). Its cases are split by the same hash into ``jsonrepair-suite dev`` and
+``jsonrepair-suite held-out``, so ``--split`` and ``--show`` pick the same half of each source.
+How many pairs were read, and why the others could not be, is printed and written with the results.
 
 Run: ``python -m benchmarks.json_repair_suite [CLONE] [--jsonrepair-suite CLONE] [--jsonrepair DIR]
 [--target N] [--repeat N] [--limit N] [--show dev|held-out] [--split dev|held-out] [--totals]``
-(``--split dev`` while tuning: the held-out cases are then neither run nor printed; ``--totals``:
+(``--split dev`` while tuning: the held-out cases of either source are then neither run nor
+printed; ``--totals``:
 only each collection's overall rows are printed).
 """
 
@@ -66,8 +67,8 @@ from benchmarks.jsonrepair_tests import read_pairs  # noqa: E402
 NAME = "json_repair_suite"
 PROMPT = "Answer with one JSON value."
 SPLITS = ("dev", "held-out")
-UNSEEN = "jsonrepair-suite"  # jsonrepair's own tests: never tuned on, not split
-COLLECTIONS = (*SPLITS, UNSEEN)
+UNSEEN = "jsonrepair-suite"  # jsonrepair's own tests, split by the same hash as json_repair's
+COLLECTIONS = (*SPLITS, *(f"{UNSEEN} {split}" for split in SPLITS))
 JSONREPAIR_TESTS = "src/index.test.ts"
 NO_JSON = object()  # json_repair's expected "" (no JSON found)
 _WORD = re.compile(r"\w+")
@@ -78,7 +79,14 @@ class Case:
     category: str
     broken: str
     expected: Any
-    split: str  # "dev" or "held-out" (json_repair's suite), or UNSEEN (jsonrepair's)
+    split: str  # "dev" or "held-out"
+    source: str = "json_repair"  # whose test suite: "json_repair", or UNSEEN (jsonrepair's)
+
+    @property
+    def collection(self) -> str:
+        """The half of its source the case is counted in: ``dev``, ``held-out`` (json_repair's
+        suite), ``jsonrepair-suite dev`` or ``jsonrepair-suite held-out``."""
+        return self.split if self.source == "json_repair" else f"{self.source} {self.split}"
 
 
 @dataclass(frozen=True)
@@ -105,7 +113,7 @@ def read_cases(clone: Path) -> list[Case]:
                 continue
             seen.add(broken)
             category = path.stem.removeprefix("test_") + (" (no JSON)" if expected is NO_JSON else "")
-            cases.append(Case(category, broken, expected, _split(broken)))
+            cases.append(Case(category, broken, expected, half(broken)))
     return cases
 
 
@@ -126,7 +134,7 @@ def read_jsonrepair_cases(clone: Path) -> tuple[list[Case], dict[str, Any]]:
             unread["the expected text is not JSON"] = unread.get("the expected text is not JSON", 0) + 1
             continue
         category = pair.category + (" (no JSON)" if expected is NO_JSON else "")
-        cases.append(Case(category, pair.input, expected, UNSEEN))
+        cases.append(Case(category, pair.input, expected, half(pair.input), UNSEEN))
     return cases, {"pairs": len(reading.pairs), "distinct": len(cases), "unread": unread}
 
 
@@ -170,7 +178,8 @@ def _name(func: ast.expr) -> str:
     return func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
 
 
-def _split(text: str) -> str:
+def half(text: str) -> str:
+    """``dev`` or ``held-out``: the half of its source a broken text is counted in (both sources)."""
     return "dev" if hashlib.sha1(text.encode("utf-8")).digest()[0] < 128 else "held-out"
 
 
@@ -330,7 +339,7 @@ def main(argv: list[str] | None = None) -> int:
         "--repeat", type=int, default=3, help="each case's time: the best of this many runs (not the target's)"
     )
     parser.add_argument("--limit", type=int, default=None)
-    parser.add_argument("--show", choices=SPLITS, help="print that split's disagreements (ours)")
+    parser.add_argument("--show", choices=SPLITS, help="print that half's disagreements (ours), of each source")
     parser.add_argument(
         "--split", choices=SPLITS, help="run that split's cases only (the other is neither run nor printed)"
     )
@@ -344,7 +353,7 @@ def main(argv: list[str] | None = None) -> int:
         cases += [c for c in read_cases(args.clone) if args.split in (None, c.split)][: args.limit]
     if args.jsonrepair_suite:
         unseen, payload["jsonrepair_suite_read"] = read_jsonrepair_cases(args.jsonrepair_suite)
-        cases += unseen[: args.limit]
+        cases += [c for c in unseen if args.split in (None, c.split)][: args.limit]
         print(reading_line(payload["jsonrepair_suite_read"]))
     outcomes = {
         "ours": [run_case(c, ours(False), args.repeat) for c in cases],
@@ -353,8 +362,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.jsonrepair:
         outcomes["jsonrepair"] = jsonrepair_outcomes(cases, args.jsonrepair, args.repeat)
     agreed = peers_agree(cases, outcomes)
-    for split in [s for s in COLLECTIONS if any(c.split == s for c in cases)]:
-        chosen = [i for i, c in enumerate(cases) if c.split == split]
+    for split in [s for s in COLLECTIONS if any(c.collection == s for c in cases)]:
+        chosen = [i for i, c in enumerate(cases) if c.collection == split]
         categories = sorted({cases[i].category for i in chosen})
         rows, table = [], {}
         for category in [*categories, "all"]:
@@ -373,7 +382,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.show:
         for i, c in enumerate(cases):
             o = outcomes["ours"][i]
-            if c.split == args.show and not o.agrees:
+            if c.split == args.show and not o.agrees:  # the same half of each source
                 want = json.dumps(c.expected) if c.expected is not NO_JSON else "(none)"
                 print(f"{c.broken!r}\n    ours {o.text!r}\n    want {want}")
     write_results(NAME, payload)
@@ -385,8 +394,8 @@ def target_sample(cases: list[Case], outcomes: dict[str, list[Outcome]], agreed:
     each split, beside every method on the same cases."""
     with_target = ours(None)
     table: dict[str, Any] = {}
-    for split in sorted({c.split for c in cases}, key=COLLECTIONS.index):
-        picked = [i for i, c in enumerate(cases) if c.split == split][:n]
+    for split in sorted({c.collection for c in cases}, key=COLLECTIONS.index):
+        picked = [i for i, c in enumerate(cases) if c.collection == split][:n]
         sample = {name: [outs[i] for i in picked] for name, outs in outcomes.items()}
         sample["ours+target"] = [run_case(cases[i], with_target) for i in picked]
         rows = []

@@ -159,10 +159,44 @@ SLIPS = [
     # An array left open before its object's next member: closed there (json_repair's reading;
     # the member was made an object inside the array). A member in a closed array stays one.
     ('{"x": ["y", "b": 2, "c": 3}', {"x": ["y"], "b": 2, "c": 3}),
+    # A value wrapped in a function call (JSONP's callback, MongoDB's shell types): the value (both
+    # libraries' reading; GuideExhausted, or the member dropped, before).
+    ("handle_data(42);", 42),
+    ('cb({"ok": [1, 2]});', {"ok": [1, 2]}),
+    ('load([{"a": 1}]', [{"a": 1}]),
+    (
+        '{"id": ObjectId("abc"), "at": ISODate("2020-01-02"), "n": NumberInt(7)}',
+        {"id": "abc", "at": "2020-01-02", "n": 7},
+    ),
+    # A missing comma between an array's string and a number or literal (the quote was escaped
+    # into one string), and before a member on its own line with its key unquoted (the rest of
+    # the object was cut); an object left open before the next one with no comma (their members
+    # were merged); comments where the first element goes, and the comma after them (all cut).
+    ('["k)" 3, "z" null]', ["k)", 3, "z", None]),
+    ('{\n  "a": 1\n  c: "d",\n  e: f', {"a": 1, "c": "d", "e": "f"}),
+    ('[{"k": "v" {"k": 3}]', [{"k": "v"}, {"k": 3}]),
+    ("[/* x */,/* y */7,8]", [7, 8]),
+    # A raw backspace or form feed inside a string, escaped (the string was cut there, or dropped).
+    ('{"a": "x\by", "b": "p\fq"}', {"a": "x\by", "b": "p\fq"}),
+    # A key without its colon before a single-quoted value (GuideExhausted).
+    ("{'k' 'v', \"n\" 'm'}", {"k": "v", "n": "m"}),
+    # A string left open at the end of its line, the next line closing its container: closed
+    # there (the brackets were read into the string); a bracket inside a string stays its text.
+    ('[\n  ["xyz\n  ],\n  "w"\n]', [["xyz"], "w"]),
+    ('{"code": "arr = [\n]"}', {"code": "arr = [\n]"}),
+    # An array's string that ends with a comma before the next string's quote: two strings (both
+    # libraries; the quote was escaped into one string). Strings joined with +: one string.
+    ('["xy,"zw", "v"]', ["xy", "zw", "v"]),
+    # A backslash before a raw line break (a line continuation): the line break, escaped (the
+    # backslash was kept as text); an escaped backslash before one stays a backslash.
+    ('{"k": "x\\\ny", "m": "p\\\\\nq"}', {"k": "x\ny", "m": "p\\\nq"}),
+    ('{"a": "x" + "y", "b": ["p" +\n /* c */ "q"]}', {"a": "xy", "b": ["pq"]}),
+    ('{/* x */,// y\n"m": "n"}', {"m": "n"}),
 ]
 
 # A finished answer cut short: closed with the least text, what cannot be closed dropped.
 TRUNCATED = [
+    ('{"k": "\\u00e', {"k": ""}),  # a \u escape cut short: dropped (GuideExhausted before)
     ("[1,2,3,", [1, 2, 3]),
     ('{"a": "foo', {"a": "foo"}),
     ('{"a": 1, "b": [1, 2', {"a": 1, "b": [1, 2]}),
@@ -170,6 +204,7 @@ TRUNCATED = [
     ('{"a": 1, "b":', {"a": 1}),
     ('{"a": 1, "b": ', {"a": 1}),
     ('{"a": 2e', {"a": 2}),
+    ("[3e \n", [3]),  # an unfinished number before trailing white space (the array was left empty)
     ("[1, -", [1]),
     ('{"a": -', {}),
     ('["a", "b', ["a", "b"]),

@@ -13,6 +13,7 @@ from benchmarks.json_repair_suite import (
     NO_JSON,
     UNSEEN,
     Case,
+    half,
     invented_words,
     json_repair_method,
     ours,
@@ -53,7 +54,7 @@ def test_reads_the_literal_assertions_once_each(tmp_path: Path) -> None:
     ]
     (no_json,) = [c for c in cases if c.expected is NO_JSON]  # skip_json_loads: left out
     assert no_json.category == "parse_things (no JSON)"
-    assert {c.split for c in cases} <= {"dev", "held-out"}
+    assert all(c.split == half(c.broken) for c in cases)
 
 
 def test_methods_are_scored_by_value(tmp_path: Path) -> None:
@@ -180,21 +181,29 @@ def test_js_string_literals_decode_as_javascript_does() -> None:
             decode_string(bad)
 
 
-def test_jsonrepair_s_suite_is_its_own_collection(
+def test_jsonrepair_s_suite_is_its_own_source_halved_as_json_repair_s_is(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     (tmp_path / "src").mkdir()
     (tmp_path / "src" / "index.test.ts").write_text(JSONREPAIR_TESTS, encoding="utf-8")
     cases, read = read_jsonrepair_cases(tmp_path)
     assert read["pairs"] == 9 and read["distinct"] == 9 and sum(read["unread"].values()) == 3
-    assert {c.split for c in cases} == {UNSEEN}
+    assert {c.source for c in cases} == {UNSEEN} and {c.split for c in cases} == {"dev", "held-out"}
+    assert all(c.split == half(c.broken) for c in cases)  # json_repair's cases are halved by it too
     assert [c.expected for c in cases if c.category.endswith("(no JSON)")] == [NO_JSON, NO_JSON]
     assert cases[2].expected == {"a": 2}
     monkeypatch.setattr(_common, "RESULTS", tmp_path / "results")
     assert json_repair_suite.main(["--jsonrepair-suite", str(tmp_path), "--repeat", "1", "--totals"]) == 0
     printed = capsys.readouterr().out
     assert "9 pairs read, 9 distinct inputs kept; not read: 3" in printed
-    assert f"### {UNSEEN} (9 cases)" in printed and "parse valid JSON" not in printed  # --totals
+    assert "parse valid JSON" not in printed  # --totals
     written = json.loads((tmp_path / "results" / "json_repair_suite.json").read_text(encoding="utf-8"))
-    assert list(written["splits"]) == [UNSEEN]
-    assert written["splits"][UNSEEN]["all/json_repair"]["cases"] == 9
+    assert list(written["splits"]) == [f"{UNSEEN} dev", f"{UNSEEN} held-out"]
+    assert sum(s["all/json_repair"]["cases"] for s in written["splits"].values()) == 9
+    # --split dev runs only the dev half of jsonrepair's tests too.
+    dev = sum(c.split == "dev" for c in cases)
+    assert json_repair_suite.main(["--jsonrepair-suite", str(tmp_path), "--split", "dev", "--repeat", "1"]) == 0
+    printed = capsys.readouterr().out
+    assert f"### {UNSEEN} dev ({dev} cases)" in printed and "held-out" not in printed
+    written = json.loads((tmp_path / "results" / "json_repair_suite.json").read_text(encoding="utf-8"))
+    assert list(written["splits"]) == [f"{UNSEEN} dev"]
