@@ -505,7 +505,8 @@ PACKAGE_GRAMMARS = {
     "syncode-larkm-python": ("syncode", "0.4.16", "syncode/larkm/grammars/python.lark", "file_input", False),
     # Issue 27's grammars. pyquil's %ignore /^\n/ is one newline where the text begins. The others
     # are refused where a construct without an exact reading is written: cel's STRING_LIT (a
-    # lazy quantifier whose match depends on the text after it), blark's IDENTIFIER (\b),
+    # lazy quantifier whose match depends on the text after it), blark's IDENTIFIER (a \b at
+    # its start: a look-behind; a \b at a terminal's end is read, tests/test_lookahead.py),
     # hcl2's STRING_CHARS (look-ahead), gdtoolkit's NAME (\p{XID_Start}: its parser passes
     # regex=True; tests/test_regex_module.py).
     # eql's grammar is read at the character level (its lazy terminals too, tests/test_lazy.py):
@@ -1300,7 +1301,7 @@ PACKAGE_REFUSALS = {
         False,
         38,
         13,
-        ("IDENTIFIER", "word boundary", "before and after", "write the terminal without it"),
+        ("IDENTIFIER", "word boundary", "at the start of the terminal", "write the terminal without it"),
     ),
     "hcl2": PackageRefusal(
         "python-hcl2",

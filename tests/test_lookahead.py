@@ -61,8 +61,31 @@ STRING: "\"" _STRING_ESC_INNER "\"" "i"?
 %import common._STRING_ESC_INNER
 """
 
+# A word boundary at the end: after a word character (Python re's Unicode ``\\w``: ``é`` is one)
+# it is ``(?!\\w)``, after another character ``(?=\\w)``, which fails at the text's end.
+BOUNDARY = r"""
+start: item+
+item: KW | NAME | SIGN
+KW: /if\b/
+NAME: /[a-z]+\b/
+SIGN: /-\b/
+%ignore " "
+"""
+
+# A greedy repeat whose class is within the look-ahead's: the look-ahead says only that the
+# repeat reads on as far as it can (and that no other letter follows).
+REPEAT = r"""
+start: item+
+item: NAME | NUM
+NAME: /[a-c]+(?![a-z])/
+NUM: /[0-9]+/
+%ignore " "
+"""
+
 CASES = {
     "positive": (POSITIVE, "Ga( ) "),
+    "boundary": (BOUNDARY, "ifé- "),
+    "repeat": (REPEAT, "ad1 "),
     "negative": (NEGATIVE, "Xa( ) "),
     "parts": (PARTS, "a?+ "),
     "within": (WITHIN, "a/ "),
@@ -121,7 +144,7 @@ def test_reading_of_each_shape() -> None:
 @pytest.mark.parametrize(
     ("pattern", "why"),
     [
-        ("[a-z]+(?![a-z])", "one of whose matches is a prefix of another"),
+        ("[a-z]+(?![b])", "one of whose matches is a prefix of another"),
         ("a(?=bc)", "more than one character"),
         ("(?<=a)b", "looks behind"),
         ("a+(?=b)[bc]", "inside the lexeme"),
@@ -136,6 +159,34 @@ def test_refused_with_place_and_what_to_write(pattern: str, why: str) -> None:
     assert why in caught.value.message
     assert (caught.value.line, caught.value.column) == (2, 4)
     assert "look-ahead of one character" in caught.value.message
+
+
+@pytest.mark.parametrize(
+    ("pattern", "why", "instead"),
+    [
+        (r"\bab", "at the start of the terminal", "end each terminal that may come before it"),
+        (r"a\bb", "inside the lexeme", "look-ahead of one character"),
+        (r"a[a+]\b", "in a word character and in a non-word character", "two terminals"),
+        (r"(?:a|)\b-", "inside the lexeme", "look-ahead of one character"),
+    ],
+)
+def test_word_boundary_refused_with_place_and_what_to_write(pattern: str, why: str, instead: str) -> None:
+    source = f"start: T\nT: /{pattern}/\n"
+    with pytest.raises(GrammarError) as caught:
+        Grammar.from_lark(source)
+    assert why in caught.value.message and instead in caught.value.message, caught.value.message
+    assert (caught.value.line, caught.value.column) == (2, 4)
+
+
+@pytest.mark.parametrize("regex_module", [False, True])
+def test_word_boundary_reads_the_word_characters_of_the_regex_module_lark_uses(regex_module: bool) -> None:
+    """``‿`` is a word character to the ``regex`` module (lark's ``regex=True``), not to ``re``."""
+    source = "start: item+\nitem: NAME | TIE\nNAME: /a\\b/\nTIE: /\u203f/\n"
+    parser = lark.Lark(source, parser="earley", regex=regex_module)
+    for text in ("a", "a\u203f", "\u203fa"):
+        checker = Grammar.from_lark(source, regex=regex_module).checker()
+        whole = checker.feed(text) == len(text) and checker.is_complete
+        assert whole == lark_accepts(parser, text), (text, regex_module)
 
 
 def test_greedy_lexer_refuses_a_look_ahead() -> None:

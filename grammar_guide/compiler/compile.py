@@ -42,7 +42,7 @@ from .load import imported_definition, position, position_of_definition, positio
 from .lookahead import Lookahead, LookaheadPart, LookaheadReading, lookahead_reading, restricted
 from .matcher import regex_is_void
 from .regex import is_regex_error, regex_features, sre_constants, sre_parse, strip_verbose
-from .unicode_classes import case_insensitive_literal, python_re_of
+from .unicode_classes import case_insensitive_literal, python_re_of, word_characters
 
 __all__ = [
     "PROBE_IDS",
@@ -924,9 +924,10 @@ def _terminal(
         regex = f"(?{''.join(sorted(flags))}:{value})" if flags else value
         regex = _lazy_as_greedy(regex)
         try:
-            ahead = lookahead_reading(regex) if lexer == "dynamic" else None
+            word = word_characters() if regex_module else None
+            ahead = lookahead_reading(regex, word) if lexer == "dynamic" else None
             problem, lazy = regex_features(regex) if not isinstance(ahead, LookaheadReading) else (None, False)
-            if isinstance(ahead, str) and (problem or "").startswith("a look-around"):
+            if isinstance(ahead, str) and (problem or "").startswith(("a look-around", "a word boundary")):
                 problem = ahead  # why this look-around has no reading (another construct first: that one)
         except Exception as exc:  # the regex does not compile: lark would have failed first
             if not is_regex_error(exc):

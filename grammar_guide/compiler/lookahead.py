@@ -3,17 +3,20 @@
 lark matches a terminal with ``re.match(text, pos)`` on the whole text (the dynamic Earley lexer
 and the LALR lexers alike), so a look-ahead sees the characters after the lexeme, ignored text
 included, and the text's end: there ``(?=[ (])`` fails and ``(?![a-z])`` holds. A terminal whose
-top-level alternatives each end in such a look-ahead (or in none), whose matches are never
-prefixes of one another, matches at most one lexeme at a position, whatever order ``re`` tries its
-paths in; it matches there exactly when the condition of the alternative the lexeme belongs to
-holds on what follows. That condition is what the character-level reading's watchers say
-(``compile``): the text after the lexeme may begin only with ``Lookahead.allowed``, and may end
-there only if ``Lookahead.end_ok``.
+top-level alternatives each end in such a look-ahead (or in none), where a match goes on to a
+longer one only with a character its look-ahead forbids (``[a-z]+(?![a-z])``; without a look-ahead:
+no match is a prefix of another), matches at most one lexeme at a position, whatever order ``re``
+tries its paths in; it matches there exactly when the condition of the alternative the lexeme
+belongs to holds on what follows. A word boundary ``\\b`` at an alternative's end is such a
+look-ahead where every match ends in a word character (``(?!\\w)``, the text's end allowed) or
+every match ends in another (``(?=\\w)``); a ``\\b`` at the start looks behind, and is refused.
+That condition is what the character-level reading's watchers say (``compile``): the text after
+the lexeme may begin only with ``Lookahead.allowed``, and may end there only if ``Lookahead.end_ok``.
 
 ``lookahead_reading`` gives that reading, ``None`` for a regex without a look-ahead, or the
-reason no exact reading is given (a look-behind, a look-ahead inside the lexeme, one of more than
-one character, lexemes that are prefixes of one another), as a phrase for ``uses``, then what to
-write instead after ``"; "``.
+reason no exact reading is given (a look-behind, a ``\\b`` at the start, a look-ahead inside the
+lexeme, one of more than one character, lexemes that are prefixes of one another), as a phrase
+for ``uses``, then what to write instead after ``"; "``.
 """
 
 from __future__ import annotations
@@ -23,10 +26,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from .._errors import GrammarError
-from .automaton import Dfa, dfa_of, minimal_dfa, share_a_prefix
-from .charclass import Ranges, char_set, complement, normalise
+from .automaton import Dfa, dfa_of, minimal_dfa, ranges_of, share_a_prefix
+from .charclass import Ranges, category, char_set, complement, normalise
 from .exact import greedy_regex_of
-from .regex import count_ops, regex_features
+from .regex import count_anchors, count_ops, regex_features
 from .regex import sre_constants as _c
 from .regex import sre_parse as _sre_parse
 
@@ -77,14 +80,30 @@ _WHAT_INSTEAD = (
 )
 
 
+_START_BOUNDARY = (
+    "a word boundary (\\b) at the start of the terminal, which looks behind at the character before "
+    "the lexeme (ignored text included), so that its meaning depends on the lexeme before; write the "
+    "terminal without it, and end each terminal that may come before it with \\b or (?!\\w) (which "
+    "keeps a word character from following a word character there)"
+)
+_MIXED_BOUNDARY = (
+    "a word boundary (\\b) at the end of a terminal whose matches may end in a word character and in "
+    "a non-word character (or match empty text), so that it says (?!\\w) after some and (?=\\w) after "
+    "others; write it as two terminals, or end it with (?!\\w) or (?=\\w)"
+)
+_ASCII_WORD: Ranges = [(48, 57), (65, 90), (95, 95), (97, 122)]
+
+
 def has_lookaround(regex: str) -> bool:
+    """Whether ``regex`` has a look-ahead, a look-behind or a word boundary (``\\b``)."""
     parsed = _sre_parse.parse(regex, 0)
-    return count_ops(parsed, _c.ASSERT) + count_ops(parsed, _c.ASSERT_NOT) > 0
+    return count_ops(parsed, _c.ASSERT) + count_ops(parsed, _c.ASSERT_NOT) + count_anchors(parsed, _c.AT_BOUNDARY) > 0
 
 
-def lookahead_reading(regex: str) -> LookaheadReading | str | None:
+def lookahead_reading(regex: str, word: Ranges | None = None) -> LookaheadReading | str | None:
     """The reading of ``regex`` (see the module), ``None`` if it has no look-around, or why it
-    has no exact reading (a phrase that follows ``uses``)."""
+    has no exact reading (a phrase that follows ``uses``). ``word``: the characters a ``\\b``
+    looks at (the ``regex`` module's ``\\w`` under lark's ``regex=True``; default Python's)."""
     if not has_lookaround(regex):
         return None
     parsed = _sre_parse.parse(regex, 0)
@@ -92,13 +111,17 @@ def lookahead_reading(regex: str) -> LookaheadReading | str | None:
     inner = _inner_lookahead(regex, items, flags)
     if inner is not None:
         return inner
-    alternatives = [list(a) for a in items[0][1][1]] if len(items) == 1 and items[0][0] is _c.BRANCH else [items]
     grouped: dict[Lookahead | None, list[str]] = {}
-    for alternative in alternatives:
+    for alternative, local in _alternatives(items, flags):
         condition: Lookahead | str | None = None
-        if alternative and alternative[-1][0] in (_c.ASSERT, _c.ASSERT_NOT):
+        if alternative and alternative[0] == (_c.AT, _c.AT_BOUNDARY):
+            return _START_BOUNDARY
+        if alternative and alternative[-1] == (_c.AT, _c.AT_BOUNDARY):
+            alternative.pop()
+            condition = _boundary_condition(alternative, local, word)
+        elif alternative and alternative[-1][0] in (_c.ASSERT, _c.ASSERT_NOT):
             op, (direction, sub) = alternative.pop()
-            condition = _condition(op is _c.ASSERT_NOT, direction, list(sub), flags)
+            condition = _condition(op is _c.ASSERT_NOT, direction, list(sub), local)
         if isinstance(condition, str):
             return condition
         if any(op in (_c.ASSERT, _c.ASSERT_NOT) and av[0] < 0 for op, av in alternative):
@@ -106,6 +129,8 @@ def lookahead_reading(regex: str) -> LookaheadReading | str | None:
                 "a look-around that looks behind ((?<=...), (?<!...)), whose match depends on the text "
                 "before the lexeme"
             )
+        if count_anchors(alternative, _c.AT_BOUNDARY):
+            return _refusal("a word boundary (\\b) inside the lexeme (a \\b is read at the end of the terminal)")
         if count_ops(alternative, _c.ASSERT) + count_ops(alternative, _c.ASSERT_NOT):
             return _refusal(
                 "a look-around inside the lexeme (a look-ahead is read at the end of the terminal, or "
@@ -114,7 +139,7 @@ def lookahead_reading(regex: str) -> LookaheadReading | str | None:
         if count_ops(alternative, _c.MIN_REPEAT):
             return _refusal("a look-ahead on a terminal with a lazy quantifier")
         try:
-            written = greedy_regex_of(alternative, flags)
+            written = greedy_regex_of(alternative, local)
         except GrammarError:
             return _refusal("a look-ahead on a terminal with an anchor or a back-reference")
         problem, _lazy = regex_features(written)
@@ -123,12 +148,64 @@ def lookahead_reading(regex: str) -> LookaheadReading | str | None:
         grouped.setdefault(condition, []).append(written)
     parts = tuple(LookaheadPart("|".join(f"(?:{r})" for r in rs), c) for c, rs in grouped.items())
     dfas = [dfa_of(p.regex) for p in parts]
-    if not all(d.prefix_free() for d in dfas) or any(share_a_prefix(a, b) for a, b in itertools.combinations(dfas, 2)):
+    one_each = all(_one_match_holds(d, p.lookahead) for d, p in zip(dfas, parts, strict=True))
+    if not one_each or any(share_a_prefix(a, b) for a, b in itertools.combinations(dfas, 2)):
         return _refusal(
-            "a look-ahead on a terminal one of whose matches is a prefix of another (lark's re.match "
-            "then takes a match that depends on how Python's re backtracks)"
+            "a look-ahead on a terminal one of whose matches is a prefix of another that the "
+            "look-ahead lets go on (lark's re.match then takes a match that depends on how Python's "
+            "re backtracks)"
         )
     return LookaheadReading(parts)
+
+
+def _alternatives(items: list[Any], flags: int) -> list[tuple[list[Any], int]]:
+    """The top-level alternatives of parsed items, those of alternations nested in groups that
+    are a whole alternative included (lark writes ``/a\\b/i | /b\\b/i`` as
+    ``(?:(?i:a\\b)|(?i:b\\b))``), each with the flags in force there."""
+    items, flags = _unwrapped(items, flags)
+    if len(items) != 1 or items[0][0] is not _c.BRANCH:
+        return [(items, flags)]
+    return [found for a in items[0][1][1] for found in _alternatives(list(a), flags)]
+
+
+def _one_match_holds(dfa: Dfa, ahead: Lookahead | None) -> bool:
+    """Whether the look-ahead holds after at most one match at a position: where a match goes on
+    to a longer one, the look-ahead forbids the character it goes on with (``[a-z]+(?![a-z])``:
+    the repeat reads on as far as it can). Then ``re.match`` finds that one, whatever order it
+    tries its paths in."""
+    forbidden = ahead.forbidden if ahead is not None else []
+    return all(_within(ranges_of(dfa.edges[s]), forbidden) for s in dfa.accepting)
+
+
+def _within(ranges: Ranges, outer: Ranges) -> bool:
+    """Whether every code point of ``ranges`` is in ``outer`` (both sorted and disjoint)."""
+    return not _meet(ranges, complement(outer))
+
+
+def _meet(a: Ranges, b: Ranges) -> bool:
+    """Whether two sorted lists of disjoint ranges share a code point."""
+    return any(lo <= y and x <= hi for lo, hi in a for x, y in b)
+
+
+def _boundary_condition(alternative: list[Any], flags: int, word: Ranges | None) -> Lookahead | str:
+    """What a ``\\b`` at the end of ``alternative`` says of the character after its lexeme: after
+    a word character, that it is none ((?!\\w)); after another, that it is one ((?=\\w)). Python's
+    ``re``'s ``\\w`` (Unicode, or ASCII under the a flag), as lark matches, unless ``word`` says."""
+    try:
+        dfa = dfa_of(greedy_regex_of(alternative, flags))
+    except GrammarError:
+        return _refusal("a look-ahead on a terminal with an anchor or a back-reference")
+    if dfa.empty or dfa.start in dfa.accepting:
+        return _MIXED_BOUNDARY
+    last = normalise([(lo, hi) for edges in dfa.edges for lo, hi, t in edges if t in dfa.accepting])
+    if word is None:
+        word = _ASCII_WORD if flags & _c.SRE_FLAG_ASCII else category(_c.CATEGORY_WORD)
+    word = normalise(word)
+    if _within(last, word):
+        return Lookahead(tuple(complement(word)), True)
+    if not _meet(last, word):
+        return Lookahead(tuple(word), False)
+    return _MIXED_BOUNDARY
 
 
 def _inner_lookahead(regex: str, items: list[Any], flags: int) -> LookaheadReading | str | None:

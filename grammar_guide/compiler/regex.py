@@ -12,7 +12,15 @@ import re
 import sys
 from typing import Any
 
-__all__ = ["count_ops", "is_regex_error", "regex_features", "sre_constants", "sre_parse", "strip_verbose"]
+__all__ = [
+    "count_anchors",
+    "count_ops",
+    "is_regex_error",
+    "regex_features",
+    "sre_constants",
+    "sre_parse",
+    "strip_verbose",
+]
 
 
 def strip_verbose(value: str) -> str:
@@ -185,3 +193,10 @@ def _children(op: Any, av: Any) -> list[Any]:
 def count_ops(parsed: Any, wanted: Any) -> int:
     """How many items of a parsed regex (``sre_parse``), nested ones included, have op ``wanted``."""
     return sum((op is wanted) + sum(count_ops(s, wanted) for s in _children(op, av)) for op, av in parsed)
+
+
+def count_anchors(parsed: Any, code: Any) -> int:
+    """How many anchors ``code`` (``AT_BOUNDARY``, ...) a parsed regex has, nested ones included."""
+    return sum(
+        (op is _sre_c.AT and av is code) + sum(count_anchors(s, code) for s in _children(op, av)) for op, av in parsed
+    )

@@ -16,7 +16,7 @@ from typing import Any
 
 from .charclass import Ranges, all_chars, matched_code_points, python_class
 
-__all__ = ["case_insensitive_literal", "python_re_of"]
+__all__ = ["case_insensitive_literal", "python_re_of", "word_characters"]
 
 _CLASS_ESCAPES = "wWdDsS"
 
@@ -55,6 +55,11 @@ def case_insensitive_literal(text: str) -> str:
     """A Python regex for ``text`` matched case-insensitively by the ``regex`` module (its simple
     case folding, one character at a time; unlike ``re`` it does not match ``ı`` for ``i``)."""
     return "".join(python_class(_code_points(f"(?i:{_escaped(ch)})")) for ch in text)
+
+
+def word_characters() -> Ranges:
+    """The code points of the ``regex`` module's ``\\w``, on which its ``\\b`` looks."""
+    return _code_points("\\w")
 
 
 def _escaped(ch: str) -> str:
