@@ -268,14 +268,23 @@ def test_a_text_the_grammar_cannot_complete_from_its_end_is_taken_back_until_it_
     assert not re.search(r"CASE\w", result.text)
 
 
-def test_a_hundred_open_calls_are_closed():
+def test_a_hundred_open_calls_are_closed_as_deep_as_sqlite_takes_them():
     """A real answer (Llama-3-8B asked for MySQL) nests SUBSTRING_INDEX( 130 times and stops: the
     finish closes every bracket, a close that invents nothing (beyond its search's reach before:
-    GuideExhausted with the target loaded)."""
+    GuideExhausted with the target loaded). SQLite's parser stack takes about 30 nested calls, so
+    the text is then taken back to where closing brackets end it and SQLite takes it: a ``limit``
+    cut that names SQLite's message, and the result says it is not the draft's whole answer."""
     grammar = gg.Grammar.builtin("sqlite")
     text = "SELECT " + "SUBSTRING_INDEX(" * 130
     result = gg.guide(lambda prompt: text, grammar, SCHEMA_PROMPT, target=False, max_new_tokens=4096)
-    assert result.text == text + ")" * 130 and grammar.is_complete(result.text)
+    kept = result.text.rstrip(")")
+    assert text.startswith(kept) and result.text == kept + ")" * kept.count("(")
+    assert grammar.is_complete(result.text) and grammar.engine_limit is not None
+    assert grammar.engine_limit(result.text) is None  # SQLite prepares it
+    assert grammar.engine_limit(text + ")" * 130) == "parser stack overflow"
+    assert 20 <= kept.count("(") < 130
+    (cut,) = [e for e in result.events if isinstance(e, Cut) and e.reason == "limit"]
+    assert "parser stack overflow" in cut.detail and not result.faithful
 
 
 # A calendar language in the style of SMCalFlow's Lispress (written for this test): every call's
