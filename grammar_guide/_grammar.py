@@ -154,8 +154,18 @@ class Grammar:
         ``i``); ``re.IGNORECASE``, ``re.MULTILINE`` and ``re.DOTALL`` are read, others refused.
         """
         if parser == "lalr" or postlex is not None:
-            options = (regex, g_regex_flags)
-            return _lalr_grammar(text, start, name, import_paths, source, rewrites, options, parser, postlex)
+            return _lalr_grammar(
+                text,
+                start,
+                name=name,
+                import_paths=import_paths,
+                source=source,
+                rewrites=rewrites,
+                regex=regex,
+                g_regex_flags=g_regex_flags,
+                parser=parser,
+                postlex=postlex,
+            )
         if parser != "earley":
             raise GrammarError(f"parser={parser!r}: choose 'earley' (the default) or 'lalr'")
         reference = load_lark(
@@ -489,22 +499,22 @@ class LalrGrammar(Grammar):
 def _lalr_grammar(
     text: str,
     start: str,
+    *,
     name: str | None,
     import_paths: Sequence[str | Path],
     source: str | None,
     rewrites: Sequence[Rewrite],
-    options: tuple[bool, int],
+    regex: bool,
+    g_regex_flags: int,
     parser: str,
     postlex: object,
 ) -> Grammar:
-    """``from_lark(parser="lalr")``: lark's LALR parser and contextual lexer (see ``LalrGrammar``);
-    ``options``: ``regex`` and ``g_regex_flags``."""
+    """``from_lark(parser="lalr")``: lark's LALR parser and contextual lexer (see ``LalrGrammar``)."""
     from .compiler.postlex import indenter_of
 
     if parser != "lalr":
         raise GrammarError(f"postlex needs parser='lalr' (lark runs a postlexer only there), not {parser!r}")
     indenter = indenter_of(postlex)  # refuses another postlexer before lark runs it
-    regex, g_regex_flags = options
     reference = load_lark(
         text,
         start,

@@ -295,8 +295,10 @@ def prose_after_answer(text: str, rejected: str, floor: int, complete_at: Callab
     return end if complete_at(end) else None
 
 
+#: The tags chat models put around an answer's code (``<code>``, ``</sql>``).
+_CODE_TAGS = "code|pre|sql|answer|query"
 #: Document markup a chat model writes around its answer (``\\end{code}``, ``</code>``).
-_MARKUP = re.compile(r"\\(?:end|begin)\{\w*\}?|</?\s*(?:code|pre|sql|answer|query)\b", re.IGNORECASE)
+_MARKUP = re.compile(rf"\\(?:end|begin)\{{\w*\}}?|</?\s*(?:{_CODE_TAGS})\b", re.IGNORECASE)
 #: A word of a sentence, with the punctuation sentences put after words.
 _PROSE_WORD = re.compile(r"\(?[A-Za-z]+(?:['’][a-z]+)?\)?[.,!?:;]?")
 _LAST_WORD = re.compile(r"[A-Za-z]+(?:['’][a-z]+)?[.,!?:;]?$")
@@ -456,7 +458,7 @@ def reads_as_code(text: str, keywords: frozenset[str]) -> bool:
 
 #: Where the code ends and the document around it goes on: a closing fence, closing markup
 #: (``\\end{code}``, ``</code>``). What follows is prose (``Comment: I'm not sure ...``).
-_CODE_END = re.compile(r"```(?![ \t]*[A-Za-z])|\\end\{\w*\}|</\s*(?:code|pre|sql|answer|query)\s*>", re.IGNORECASE)
+_CODE_END = re.compile(rf"```(?![ \t]*[A-Za-z])|\\end\{{\w*\}}|</\s*(?:{_CODE_TAGS})\s*>", re.IGNORECASE)
 
 
 def string_past_code_end(code: str) -> int | None:
