@@ -207,11 +207,14 @@ def read_pairs(source: str) -> Reading:
     return _Reader(tokenize(source)).read()
 
 
-class _Reader:
+class TokenReader:
+    """A walk over a JavaScript test file's tokens that collects (input, expected) pairs: a
+    subclass says what each token does (``visit``); ``describes`` holds the enclosing ``describe``
+    titles."""
+
     def __init__(self, tokens: list[Token]) -> None:
         self.tokens = tokens
-        self.match = _matching(tokens)
-        self.scopes: list[dict[str, str | _Call]] = [{}]
+        self.match = matching_brackets(tokens)
         self.describes: list[tuple[str, int]] = []  # (title, index of its call's closing paren)
         self.reading = Reading()
 
@@ -220,6 +223,43 @@ class _Reader:
         while i < len(self.tokens):
             i = self.visit(i)
         return self.reading
+
+    def visit(self, i: int) -> int:
+        """Act on token ``i``; the index of the next token to visit."""
+        raise NotImplementedError
+
+    def is_punct(self, i: int, mark: str) -> bool:
+        return 0 <= i < len(self.tokens) and self.tokens[i].kind == "punct" and self.tokens[i].text == mark
+
+    def is_name(self, i: int, name: str) -> bool:
+        return 0 <= i < len(self.tokens) and self.tokens[i].kind == "name" and self.tokens[i].text == name
+
+    def category(self) -> str:
+        title = self.describes[-1][0] if self.describes else "(top level)"
+        return title.replace("$name", IMPLEMENTATION)
+
+    def record(self, read: Callable[[], Pair | None]) -> None:
+        """Run ``read``: its pair, if any, is kept; an Unreadable is counted by its reason."""
+        try:
+            pair = read()
+        except Unreadable as why:
+            self.reading.unread[str(why)] += 1
+            return
+        if pair is not None:
+            self.reading.pairs.append(pair)
+
+    def after_function(self, i: int) -> int:
+        """A helper function's declaration: its body is not read as tests."""
+        j = i + 1
+        while j < len(self.tokens) and not self.is_punct(j, "{"):
+            j = self.match.get(j, j) + 1
+        return self.match.get(j, j) + 1
+
+
+class _Reader(TokenReader):
+    def __init__(self, tokens: list[Token]) -> None:
+        super().__init__(tokens)
+        self.scopes: list[dict[str, str | _Call]] = [{}]
 
     def visit(self, i: int) -> int:
         """Act on token ``i``; the index of the next token to visit."""
@@ -243,33 +283,6 @@ class _Reader:
         elif token.text == "assertRepair" and self.is_punct(i + 1, "("):
             self.record(lambda: self.assert_repair(i))
         return i + 1
-
-    def is_punct(self, i: int, mark: str) -> bool:
-        return i < len(self.tokens) and self.tokens[i].kind == "punct" and self.tokens[i].text == mark
-
-    def is_name(self, i: int, name: str) -> bool:
-        return i < len(self.tokens) and self.tokens[i].kind == "name" and self.tokens[i].text == name
-
-    def category(self) -> str:
-        title = self.describes[-1][0] if self.describes else "(top level)"
-        return title.replace("$name", IMPLEMENTATION)
-
-    def record(self, read: Callable[[], Pair | None]) -> None:
-        """Run ``read``: its pair, if any, is kept; an Unreadable is counted by its reason."""
-        try:
-            pair = read()
-        except Unreadable as why:
-            self.reading.unread[str(why)] += 1
-            return
-        if pair is not None:
-            self.reading.pairs.append(pair)
-
-    def after_function(self, i: int) -> int:
-        """A helper function's declaration: its body is not read as tests."""
-        j = i + 1
-        while j < len(self.tokens) and not self.is_punct(j, "{"):
-            j = self.match.get(j, j) + 1
-        return self.match.get(j, j) + 1
 
     def describe(self, i: int) -> None:
         j = i + 1
@@ -385,7 +398,7 @@ class _Reader:
         return Pair(self.category(), text, text)
 
 
-def _matching(tokens: list[Token]) -> dict[int, int]:
+def matching_brackets(tokens: list[Token]) -> dict[int, int]:
     """Index of each opening bracket -> index of its closing one (unbalanced ones left out)."""
     pairs = {")": "(", "]": "[", "}": "{"}
     stack: list[int] = []
