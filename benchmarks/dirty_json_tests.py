@@ -26,7 +26,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from benchmarks.jsonrepair_tests import Pair, Reading, Token, TokenReader, Unreadable, tokenize
+from benchmarks.jsonrepair_tests import BindingReader, Pair, Reading, Unreadable, tokenize
 
 TESTS = "test/parser_test.js"
 NST = "test/nst"
@@ -48,17 +48,10 @@ def read_pairs(source: str) -> Reading:
     return _Reader(tokenize(source)).read()
 
 
-class _Reader(TokenReader):
-    def __init__(self, tokens: list[Token]) -> None:
-        super().__init__(tokens)
-        self.bound: dict[str, str] = {}  # const NAME = a string expression (the last one read)
-
+class _Reader(BindingReader):
     def visit(self, i: int) -> int:
-        while self.describes and self.describes[-1][1] < i:
-            self.describes.pop()
+        self.enter(i)
         token = self.tokens[i]
-        if token.text in ("const", "let") and self.is_punct(i + 2, "="):
-            self.bind(i)
         if token.kind != "name" or not self.is_punct(i + 1, "("):
             if self.is_name(i, "function") and self.tokens[i + 1].kind == "name":
                 return self.after_function(i)  # a helper's body
@@ -86,49 +79,20 @@ class _Reader(TokenReader):
             ranges.append((start, close))
         return ranges
 
-    def bind(self, i: int) -> None:
-        """``const NAME = X;`` with ``X`` a string expression: NAME is X from here on."""
-        end = i + 3
-        while end < len(self.tokens) and not self.is_punct(end, ";"):
-            end = self.match.get(end, end) + 1
-        try:
-            self.bound[self.tokens[i + 1].text] = self.string((i + 3, end))
-        except Unreadable:
-            self.bound.pop(self.tokens[i + 1].text, None)
-
-    def string(self, span: tuple[int, int]) -> str:
-        """A string literal, or a ``+`` of them, filling the token range ``span``."""
-        parts, i = [], span[0]
-        while True:
-            token = self.tokens[i]
-            if token.kind == "name" and token.text in self.bound:
-                parts.append(self.bound[token.text])
-            elif token.kind != "str":
-                raise Unreadable("an argument that is not a string literal or a const bound to one")
-            elif token.error:
-                raise Unreadable(token.error)
-            else:
-                parts.append(token.text)
-            if i + 1 == span[1]:
-                return "".join(parts)
-            if not self.is_punct(i + 1, "+"):
-                raise Unreadable("an argument that is not a string literal or a const bound to one")
-            i += 2
-
     def compare(self, i: int, texts: int) -> Pair:
         """``compareResults(X, done)`` (``texts`` 1) or ``compareResultsToValid(X, Y, done)`` (2)."""
         args = self.arguments(i + 1)
         if len(args) > texts + 1:
             raise Unreadable("an option of dirty-json's own passed to the test")
-        broken = self.string(args[0])
-        return Pair(self.category(), broken, self.string(args[1]) if texts == 2 else broken)
+        broken = self.string(*args[0])
+        return Pair(self.category(), broken, self.string(*args[1]) if texts == 2 else broken)
 
     def parse_call(self, i: int) -> Pair:
         """``dJSON.parse(X)`` expected to throw, or bound to a name whose whole value is asserted."""
         args = self.arguments(i + 1)
         if len(args) != 1:
             raise Unreadable("an option of dirty-json's own passed to the test")
-        broken, after = self.string(args[0]), self.match[i + 1] + 1
+        broken, after = self.string(*args[0]), self.match[i + 1] + 1
         if self.is_punct(after, ";") and self.is_name(after + 1, "done") and self.is_name(after + 3, "new"):
             return Pair(self.category(), broken, None)
         if not (self.is_punct(i - 3, "=") and self.tokens[i - 4].kind == "name"):
@@ -166,4 +130,4 @@ class _Reader(TokenReader):
         token = self.tokens[span[0]]
         if span[1] - span[0] == 1 and (token.kind == "num" or token.text in ("true", "false", "null")):
             return json.loads(token.text)
-        return self.string(span)
+        return self.string(*span)

@@ -44,6 +44,12 @@ out (the count is printed). Split by the same hash into ``dirty-json-suite dev``
 ``dirty-json-suite held-out``. Nobody tunes on it: ``--show`` never prints its cases; look at its
 totals only.
 
+A fourth, held out in the same way, ``--best-effort-suite CLONE``: best-effort-json-parser's own
+tests (beenotung/best-effort-json-parser, commit e83e71e, version 1.5.1: JSON cut short while an LLM
+streams it; ``src/parse.spec.ts``, read by ``benchmarks/best_effort_json_tests.py``: the expected
+value is ``JSON.stringify`` of the JavaScript value its maintainers expect, so a key cut before its
+value is no member). It drops the inputs of every source read before it, dirty-json's included.
+
 Run: ``python -m benchmarks.json_repair_suite [CLONE] [--jsonrepair-suite CLONE] [--dirty-json-suite CLONE]
 [--jsonrepair DIR]
 [--target N] [--repeat N] [--limit N] [--show dev|held-out] [--split dev|held-out] [--totals]``
@@ -71,7 +77,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from benchmarks import dirty_json_tests  # noqa: E402
+from benchmarks import best_effort_json_tests, dirty_json_tests  # noqa: E402
 from benchmarks._common import machine, machine_line, markdown_table, write_results  # noqa: E402
 from benchmarks.jsonrepair_tests import Reading, read_pairs  # noqa: E402
 
@@ -80,10 +86,12 @@ PROMPT = "Answer with one JSON value."
 SPLITS = ("dev", "held-out")
 UNSEEN = "jsonrepair-suite"  # jsonrepair's own tests, split by the same hash as json_repair's
 DIRTY = "dirty-json-suite"  # dirty-json's own tests, held out from tuning; split by the same hash
-SHOWN = ("json_repair", UNSEEN)  # the sources whose disagreements --show prints (dirty-json's: never)
-COLLECTIONS = (*SPLITS, *(f"{source} {split}" for source in (UNSEEN, DIRTY) for split in SPLITS))
+BEST = "best-effort-suite"  # best-effort-json-parser's own tests, held out from tuning; the same hash
+SHOWN = ("json_repair", UNSEEN)  # the sources whose disagreements --show prints (the held-out ones: never)
+COLLECTIONS = (*SPLITS, *(f"{source} {split}" for source in (UNSEEN, DIRTY, BEST) for split in SPLITS))
 JSONREPAIR_TESTS = "src/index.test.ts"
 DIRTY_JSON_COMMIT = "d5c0a392ce9a3665937ef436e06fd2cf35a8ce4d"  # 0.10.2, 2024-06-01
+BEST_EFFORT_COMMIT = "e83e71e0ab8bc04bb456c0bd262f500ca5420b20"  # 1.5.1, 2026-06-26
 NO_JSON = object()  # json_repair's expected "" (no JSON found)
 _WORD = re.compile(r"\w+")
 
@@ -94,13 +102,13 @@ class Case:
     broken: str
     expected: Any
     split: str  # "dev" or "held-out"
-    source: str = "json_repair"  # whose test suite: "json_repair", UNSEEN (jsonrepair's) or DIRTY
+    source: str = "json_repair"  # whose test suite: "json_repair", UNSEEN (jsonrepair's), DIRTY or BEST
 
     @property
     def collection(self) -> str:
         """The half of its source the case is counted in: ``dev``, ``held-out`` (json_repair's
-        suite), ``jsonrepair-suite dev``, ``jsonrepair-suite held-out``, ``dirty-json-suite dev`` or
-        ``dirty-json-suite held-out``."""
+        suite), or ``SOURCE dev`` / ``SOURCE held-out`` for another source (``jsonrepair-suite``,
+        ``dirty-json-suite``, ``best-effort-suite``)."""
         return self.split if self.source == "json_repair" else f"{self.source} {self.split}"
 
 
@@ -143,6 +151,12 @@ def read_dirty_json_cases(clone: Path, elsewhere: Set[str] = frozenset()) -> tup
     the inputs ``elsewhere`` (the other sources' broken texts read in the same run), and what the
     reading found (as ``read_jsonrepair_cases``, and how many inputs were dropped as ``elsewhere``)."""
     return pair_cases(dirty_json_tests.read_clone(clone), DIRTY, elsewhere)
+
+
+def read_best_effort_cases(clone: Path, elsewhere: Set[str] = frozenset()) -> tuple[list[Case], dict[str, Any]]:
+    """best-effort-json-parser's own cases (``src/parse.spec.ts``), as ``read_dirty_json_cases``."""
+    text = (clone / best_effort_json_tests.TESTS).read_text(encoding="utf-8")
+    return pair_cases(best_effort_json_tests.read_pairs(text), BEST, elsewhere)
 
 
 def pair_cases(reading: Reading, source: str, elsewhere: Set[str] = frozenset()) -> tuple[list[Case], dict[str, Any]]:
@@ -354,6 +368,12 @@ def reading_line(read: dict[str, Any], whose: str = "jsonrepair's") -> str:
     )
 
 
+HELD_OUT = (  # sources nobody tunes on: (option, reader, whose tests); each drops the inputs read before it
+    ("dirty_json_suite", read_dirty_json_cases, "dirty-json's"),
+    ("best_effort_suite", read_best_effort_cases, "best-effort-json-parser's"),
+)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("clone", type=Path, nargs="?", help="a clone of mangiucugna/json_repair")
@@ -365,6 +385,12 @@ def main(argv: list[str] | None = None) -> int:
         type=Path,
         metavar="CLONE",
         help=f"a clone of RyanMarcus/dirty-json (commit {DIRTY_JSON_COMMIT}): its tests as cases nobody tunes on",
+    )
+    parser.add_argument(
+        "--best-effort-suite",
+        type=Path,
+        metavar="CLONE",
+        help=f"a clone of beenotung/best-effort-json-parser (commit {BEST_EFFORT_COMMIT}): its tests, as above",
     )
     parser.add_argument("--jsonrepair", type=Path, help="a folder with node_modules/jsonrepair (npm), run with node")
     parser.add_argument(
@@ -386,23 +412,10 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--totals", action="store_true", help="print only each collection's overall rows")
     args = parser.parse_args(argv)
-    if not (args.clone or args.jsonrepair_suite or args.dirty_json_suite):
-        parser.error("name a clone of json_repair, jsonrepair (--jsonrepair-suite) or dirty-json (--dirty-json-suite)")
+    if not (args.clone or args.jsonrepair_suite or args.dirty_json_suite or args.best_effort_suite):
+        parser.error("name a clone of json_repair or of another library (--jsonrepair-suite, ...)")
     payload: dict[str, Any] = {"machine": machine(), "splits": {}, "target_sample": {}}
-    cases, inputs = [], set()
-    if args.clone:
-        json_repair_read = read_cases(args.clone)
-        inputs |= {c.broken for c in json_repair_read}
-        cases += [c for c in json_repair_read if args.split in (None, c.split)][: args.limit]
-    if args.jsonrepair_suite:
-        unseen, payload["jsonrepair_suite_read"] = read_jsonrepair_cases(args.jsonrepair_suite)
-        inputs |= {c.broken for c in unseen}
-        cases += [c for c in unseen if args.split in (None, c.split)][: args.limit]
-        print(reading_line(payload["jsonrepair_suite_read"]))
-    if args.dirty_json_suite:
-        dirty, payload["dirty_json_suite_read"] = read_dirty_json_cases(args.dirty_json_suite, inputs)
-        cases += [c for c in dirty if args.split in (None, c.split)][: args.limit]
-        print(reading_line(payload["dirty_json_suite_read"], "dirty-json's"))
+    cases = read_sources(args, payload)
     outcomes = {
         "ours": [run_case(c, ours(False), args.repeat) for c in cases],
         "json_repair": [run_case(c, json_repair_method(), args.repeat) for c in cases],
@@ -435,6 +448,30 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"{c.broken!r}\n    ours {o.text!r}\n    want {want}")
     write_results(NAME, payload)
     return 0
+
+
+def read_sources(args: argparse.Namespace, payload: dict[str, Any]) -> list[Case]:
+    """The cases of every source named on the command line (``--split``, ``--limit`` applied); what
+    was read of the other libraries' tests is printed and put in ``payload``."""
+    cases: list[Case] = []
+    inputs: set[str] = set()  # every source's inputs, read so far: the held-out sources drop them
+
+    def keep(read: list[Case]) -> None:
+        inputs.update(c.broken for c in read)
+        cases.extend([c for c in read if args.split in (None, c.split)][: args.limit])
+
+    if args.clone:
+        keep(read_cases(args.clone))
+    if args.jsonrepair_suite:
+        unseen, payload["jsonrepair_suite_read"] = read_jsonrepair_cases(args.jsonrepair_suite)
+        keep(unseen)
+        print(reading_line(payload["jsonrepair_suite_read"]))
+    for option, reader, whose in HELD_OUT:
+        if getattr(args, option):
+            held_out, payload[f"{option}_read"] = reader(getattr(args, option), inputs)
+            keep(held_out)
+            print(reading_line(payload[f"{option}_read"], whose))
+    return cases
 
 
 def target_sample(cases: list[Case], outcomes: dict[str, list[Outcome]], agreed: list[bool], n: int) -> dict[str, Any]:

@@ -13,6 +13,9 @@ those. Helper functions' bodies are not read as tests. ``describe`` titles give 
 category (the innermost one; ``$name`` in a ``describe.each`` title is ``regular``: the table runs
 each test over the regular and the streaming implementation, and the regular one is read). What
 looks like a case but cannot be read is counted by reason in ``Reading.unread``.
+
+The tokenizer and the token walk (``TokenReader``, ``BindingReader``) also read the other
+libraries' JavaScript tests (``dirty_json_tests.py``, ``best_effort_json_tests.py``).
 """
 
 from __future__ import annotations
@@ -254,6 +257,55 @@ class TokenReader:
         while j < len(self.tokens) and not self.is_punct(j, "{"):
             j = self.match.get(j, j) + 1
         return self.match.get(j, j) + 1
+
+
+class BindingReader(TokenReader):
+    """A TokenReader whose strings may be ``const``/``let`` names bound to string expressions (the
+    last binding read, whatever the block: enough for files that bind a name again in each test)."""
+
+    def __init__(self, tokens: list[Token]) -> None:
+        super().__init__(tokens)
+        self.bound: dict[str, str] = {}
+
+    def enter(self, i: int) -> None:
+        """What token ``i`` does before a subclass's ``visit`` reads it: the ``describe`` calls that
+        ended are left; a binding is read."""
+        while self.describes and self.describes[-1][1] < i:
+            self.describes.pop()
+        if self.tokens[i].text in ("const", "let") and self.is_punct(i + 2, "="):
+            self.bind(i)
+
+    def bind(self, i: int) -> None:
+        """``const NAME = X`` or ``let NAME = X`` at ``i``: NAME is X from here on (when X is a string
+        expression; else NAME is no longer bound)."""
+        end = i + 3
+        while end < len(self.tokens) and not (self.is_punct(end, ";") or self.tokens[end].text in ("let", "const")):
+            if self.tokens[end].kind == "name" and self.is_punct(end + 1, "("):
+                break  # the next statement (no semicolons in this file's style)
+            end = self.match.get(end, end) + 1
+        try:
+            self.bound[self.tokens[i + 1].text] = self.string(i + 3, end)
+        except Unreadable:
+            self.bound.pop(self.tokens[i + 1].text, None)
+
+    def string(self, start: int, end: int) -> str:
+        """A string literal, a bound name, or a ``+`` of them, filling tokens ``start:end``."""
+        parts, i = [], start
+        while True:
+            token = self.tokens[i]
+            if token.kind == "name" and token.text in self.bound:
+                parts.append(self.bound[token.text])
+            elif token.kind != "str":
+                raise Unreadable("an argument that is not a string literal or a const bound to one")
+            elif token.error:
+                raise Unreadable(token.error)
+            else:
+                parts.append(token.text)
+            if i + 1 == end:
+                return "".join(parts)
+            if not self.is_punct(i + 1, "+"):
+                raise Unreadable("an argument that is not a string literal or a const bound to one")
+            i += 2
 
 
 class _Reader(TokenReader):

@@ -9,8 +9,10 @@ from pathlib import Path
 import pytest
 
 from benchmarks import _common, json_repair_suite
+from benchmarks.best_effort_json_tests import read_pairs as best_effort_read_pairs
 from benchmarks.dirty_json_tests import read_pairs as dirty_json_read_pairs
 from benchmarks.json_repair_suite import (
+    BEST,
     DIRTY,
     NO_JSON,
     UNSEEN,
@@ -21,6 +23,7 @@ from benchmarks.json_repair_suite import (
     ours,
     outcome,
     peers_agree,
+    read_best_effort_cases,
     read_cases,
     read_dirty_json_cases,
     read_jsonrepair_cases,
@@ -311,3 +314,68 @@ def test_dirty_json_s_suite_is_a_third_source_less_the_other_sources_inputs(
     written = json.loads((tmp_path / "results" / "json_repair_suite.json").read_text(encoding="utf-8"))
     assert list(written["splits"]) == [f"{DIRTY} dev"]
     assert written["splits"][f"{DIRTY} dev"]["all/json_repair"]["cases"] == 5
+
+
+# best-effort-json-parser's tests (mocha/chai TypeScript), in the shapes src/parse.spec.ts writes
+# them (inputs of our own).
+BEST_EFFORT_TESTS = r"""
+describe('parser', function () {
+  context('closing', () => {
+    function testIncomplete(str: string, val: boolean) {
+      for (let i = str.length; i >= 1; i--) {
+        expect(parse(str.slice(0, i))).equals(val)
+      }
+    }
+    it('closes', function () {
+      expect(parse(`[7,`)).deep.equals([7])
+      expect(parse(`{"k":"v","w`)).deep.equals({ k: 'v', w: undefined })
+      expect(parse(`{"k":`)).deep.equals({
+        'k': undefined,
+      })
+      expect(parse(`[-2.5, 'x'`)).deep.equals([-2.5, `x`, undefined])
+      expect(parse('"a\\nb')).equals(
+        'a\nb',
+      )
+      testIncomplete(`null`, null)
+    })
+    it('reads bound texts', function () {
+      let text = `{ k: 1,
+        m: 2 }`
+      expect(parse(text)).deep.equals({ k: 1, m: 2 })
+      expect(parse(JSON.stringify(o))).deep.equals(o)
+      expect(parse(`[1]`)).to.have.lengthOf(1)
+    })
+  })
+  it('throws', function () {
+    expect(() => parse(`:x`)).to.throws()
+  })
+})
+"""
+
+
+def test_reads_best_effort_json_parser_s_cases_from_its_spec_file() -> None:
+    reading = best_effort_read_pairs(BEST_EFFORT_TESTS)
+    assert [(p.category, p.input, p.expected) for p in reading.pairs] == [
+        ("closing", "[7,", "[7]"),
+        ("closing", '{"k":"v","w', '{"k": "v"}'),  # JSON.stringify leaves an undefined member out
+        ("closing", '{"k":', "{}"),
+        ("closing", "[-2.5, 'x'", '[-2.5, "x", null]'),  # and writes an undefined element as null
+        ("closing", '"a\\nb', '"a\\nb"'),
+        *[("closing", text, "null") for text in ("null", "nul", "nu", "n")],
+        ("closing", "{ k: 1,\n        m: 2 }", '{"k": 1, "m": 2}'),
+        ("parser", ":x", None),
+    ]
+    assert reading.unread == {
+        "an argument that is not a string literal or a const bound to one": 1,
+        "a matcher other than equals (to.have.lengthOf)": 1,
+    }
+
+
+def test_best_effort_json_parser_s_suite_is_a_fourth_source(tmp_path: Path) -> None:
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "parse.spec.ts").write_text(BEST_EFFORT_TESTS, encoding="utf-8")
+    cases, read = read_best_effort_cases(tmp_path, {"n", "[7,"})
+    assert read["pairs"] == 11 and read["distinct"] == 9 and read["in_other_sources"] == 2
+    assert {c.source for c in cases} == {BEST} and all(c.split == half(c.broken) for c in cases)
+    assert cases[0].expected == {"k": "v"} and cases[-1].expected is NO_JSON
+    assert cases[-1].collection == f"{BEST} {half(':x')}"
