@@ -35,7 +35,23 @@ A second source, ``--jsonrepair-suite CLONE``: jsonrepair's own tests (josdejong
 ``jsonrepair-suite held-out``, so ``--split`` and ``--show`` pick the same half of each source.
 How many pairs were read, and why the others could not be, is printed and written with the results.
 
-Run: ``python -m benchmarks.json_repair_suite [CLONE] [--jsonrepair-suite CLONE] [--jsonrepair DIR]
+A third source, ``--dirty-json-suite CLONE``: dirty-json's own tests (RyanMarcus/dirty-json,
+commit d5c0a39, version 0.10.2; ``test/parser_test.js`` and the valid texts of ``test/nst``, read by
+``benchmarks/dirty_json_tests.py``; the expected value is ``json.loads`` of the JSON text its
+maintainers expect, a case they expect to throw is a "no JSON" case). An input that is also an
+input of json_repair's or jsonrepair's suite, when those clones are named in the same run, is left
+out (the count is printed). Split by the same hash into ``dirty-json-suite dev`` and
+``dirty-json-suite held-out``. Nobody tunes on it: ``--show`` never prints its cases; look at its
+totals only.
+
+A fourth, held out in the same way, ``--best-effort-suite CLONE``: best-effort-json-parser's own
+tests (beenotung/best-effort-json-parser, commit e83e71e, version 1.5.1: JSON cut short while an LLM
+streams it; ``src/parse.spec.ts``, read by ``benchmarks/best_effort_json_tests.py``: the expected
+value is ``JSON.stringify`` of the JavaScript value its maintainers expect, so a key cut before its
+value is no member). It drops the inputs of every source read before it, dirty-json's included.
+
+Run: ``python -m benchmarks.json_repair_suite [CLONE] [--jsonrepair-suite CLONE] [--dirty-json-suite CLONE]
+[--jsonrepair DIR]
 [--target N] [--repeat N] [--limit N] [--show dev|held-out] [--split dev|held-out] [--totals]``
 (``--split dev`` while tuning: the held-out cases of either source are then neither run nor
 printed; ``--totals``:
@@ -52,7 +68,7 @@ import re
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Set
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -61,15 +77,21 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from benchmarks import best_effort_json_tests, dirty_json_tests  # noqa: E402
 from benchmarks._common import machine, machine_line, markdown_table, write_results  # noqa: E402
-from benchmarks.jsonrepair_tests import read_pairs  # noqa: E402
+from benchmarks.jsonrepair_tests import Reading, read_pairs  # noqa: E402
 
 NAME = "json_repair_suite"
 PROMPT = "Answer with one JSON value."
 SPLITS = ("dev", "held-out")
 UNSEEN = "jsonrepair-suite"  # jsonrepair's own tests, split by the same hash as json_repair's
-COLLECTIONS = (*SPLITS, *(f"{UNSEEN} {split}" for split in SPLITS))
+DIRTY = "dirty-json-suite"  # dirty-json's own tests, held out from tuning; split by the same hash
+BEST = "best-effort-suite"  # best-effort-json-parser's own tests, held out from tuning; the same hash
+SHOWN = ("json_repair", UNSEEN)  # the sources whose disagreements --show prints (the held-out ones: never)
+COLLECTIONS = (*SPLITS, *(f"{source} {split}" for source in (UNSEEN, DIRTY, BEST) for split in SPLITS))
 JSONREPAIR_TESTS = "src/index.test.ts"
+DIRTY_JSON_COMMIT = "d5c0a392ce9a3665937ef436e06fd2cf35a8ce4d"  # 0.10.2, 2024-06-01
+BEST_EFFORT_COMMIT = "e83e71e0ab8bc04bb456c0bd262f500ca5420b20"  # 1.5.1, 2026-06-26
 NO_JSON = object()  # json_repair's expected "" (no JSON found)
 _WORD = re.compile(r"\w+")
 
@@ -80,12 +102,13 @@ class Case:
     broken: str
     expected: Any
     split: str  # "dev" or "held-out"
-    source: str = "json_repair"  # whose test suite: "json_repair", or UNSEEN (jsonrepair's)
+    source: str = "json_repair"  # whose test suite: "json_repair", UNSEEN (jsonrepair's), DIRTY or BEST
 
     @property
     def collection(self) -> str:
         """The half of its source the case is counted in: ``dev``, ``held-out`` (json_repair's
-        suite), ``jsonrepair-suite dev`` or ``jsonrepair-suite held-out``."""
+        suite), or ``SOURCE dev`` / ``SOURCE held-out`` for another source (``jsonrepair-suite``,
+        ``dirty-json-suite``, ``best-effort-suite``)."""
         return self.split if self.source == "json_repair" else f"{self.source} {self.split}"
 
 
@@ -120,22 +143,44 @@ def read_cases(clone: Path) -> list[Case]:
 def read_jsonrepair_cases(clone: Path) -> tuple[list[Case], dict[str, Any]]:
     """jsonrepair's own cases (``src/index.test.ts``), deduplicated, and what the reading found:
     the pairs read, the distinct inputs kept, and the look-alike cases not read, by reason."""
-    reading = read_pairs((clone / JSONREPAIR_TESTS).read_text(encoding="utf-8"))
+    return pair_cases(read_pairs((clone / JSONREPAIR_TESTS).read_text(encoding="utf-8")), UNSEEN)
+
+
+def read_dirty_json_cases(clone: Path, elsewhere: Set[str] = frozenset()) -> tuple[list[Case], dict[str, Any]]:
+    """dirty-json's own cases (``test/parser_test.js``, ``test/nst/*.json``), deduplicated, less
+    the inputs ``elsewhere`` (the other sources' broken texts read in the same run), and what the
+    reading found (as ``read_jsonrepair_cases``, and how many inputs were dropped as ``elsewhere``)."""
+    return pair_cases(dirty_json_tests.read_clone(clone), DIRTY, elsewhere)
+
+
+def read_best_effort_cases(clone: Path, elsewhere: Set[str] = frozenset()) -> tuple[list[Case], dict[str, Any]]:
+    """best-effort-json-parser's own cases (``src/parse.spec.ts``), as ``read_dirty_json_cases``."""
+    text = (clone / best_effort_json_tests.TESTS).read_text(encoding="utf-8")
+    return pair_cases(best_effort_json_tests.read_pairs(text), BEST, elsewhere)
+
+
+def pair_cases(reading: Reading, source: str, elsewhere: Set[str] = frozenset()) -> tuple[list[Case], dict[str, Any]]:
+    """A test suite's (input, expected text) pairs as cases of ``source``: each input once, those in
+    ``elsewhere`` left out; the expected value is ``json.loads`` of the expected text (None: no JSON)."""
     unread = dict(reading.unread)
     seen: set[str] = set()
-    cases = []
+    cases, overlap = [], 0
     for pair in reading.pairs:
         if pair.input in seen:
             continue
         seen.add(pair.input)
+        if pair.input in elsewhere:
+            overlap += 1
+            continue
         try:
             expected = NO_JSON if pair.expected is None else json.loads(pair.expected)
         except ValueError:
             unread["the expected text is not JSON"] = unread.get("the expected text is not JSON", 0) + 1
             continue
         category = pair.category + (" (no JSON)" if expected is NO_JSON else "")
-        cases.append(Case(category, pair.input, expected, half(pair.input), UNSEEN))
-    return cases, {"pairs": len(reading.pairs), "distinct": len(cases), "unread": unread}
+        cases.append(Case(category, pair.input, expected, half(pair.input), source))
+    read = {"pairs": len(reading.pairs), "distinct": len(cases), "unread": unread}
+    return cases, read | ({"in_other_sources": overlap} if elsewhere else {})
 
 
 def _assertions(tree: ast.AST) -> Iterator[tuple[str, Any]]:
@@ -312,13 +357,21 @@ def row(category: str, name: str, s: dict[str, float]) -> list[Any]:
     ]
 
 
-def reading_line(read: dict[str, Any]) -> str:
-    """What was read of jsonrepair's tests, in a sentence."""
+def reading_line(read: dict[str, Any], whose: str = "jsonrepair's") -> str:
+    """What was read of a library's tests, in a sentence."""
     unread = "; ".join(f"{reason}: {n}" for reason, n in sorted(read["unread"].items())) or "none"
+    overlap = read.get("in_other_sources")
+    dropped = "" if overlap is None else f", {overlap} inputs of the other sources dropped"
     return (
-        f"jsonrepair's tests: {read['pairs']} pairs read, {read['distinct']} distinct inputs kept; "
+        f"{whose} tests: {read['pairs']} pairs read, {read['distinct']} distinct inputs kept{dropped}; "
         f"not read: {sum(read['unread'].values())} ({unread})"
     )
+
+
+HELD_OUT = (  # sources nobody tunes on: (option, reader, whose tests); each drops the inputs read before it
+    ("dirty_json_suite", read_dirty_json_cases, "dirty-json's"),
+    ("best_effort_suite", read_best_effort_cases, "best-effort-json-parser's"),
+)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -326,6 +379,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("clone", type=Path, nargs="?", help="a clone of mangiucugna/json_repair")
     parser.add_argument(
         "--jsonrepair-suite", type=Path, metavar="CLONE", help="a clone of josdejong/jsonrepair: its tests as cases"
+    )
+    parser.add_argument(
+        "--dirty-json-suite",
+        type=Path,
+        metavar="CLONE",
+        help=f"a clone of RyanMarcus/dirty-json (commit {DIRTY_JSON_COMMIT}): its tests as cases nobody tunes on",
+    )
+    parser.add_argument(
+        "--best-effort-suite",
+        type=Path,
+        metavar="CLONE",
+        help=f"a clone of beenotung/best-effort-json-parser (commit {BEST_EFFORT_COMMIT}): its tests, as above",
     )
     parser.add_argument("--jsonrepair", type=Path, help="a folder with node_modules/jsonrepair (npm), run with node")
     parser.add_argument(
@@ -339,22 +404,18 @@ def main(argv: list[str] | None = None) -> int:
         "--repeat", type=int, default=3, help="each case's time: the best of this many runs (not the target's)"
     )
     parser.add_argument("--limit", type=int, default=None)
-    parser.add_argument("--show", choices=SPLITS, help="print that half's disagreements (ours), of each source")
+    parser.add_argument(
+        "--show", choices=SPLITS, help="print that half's disagreements (ours), of each source but dirty-json's"
+    )
     parser.add_argument(
         "--split", choices=SPLITS, help="run that split's cases only (the other is neither run nor printed)"
     )
     parser.add_argument("--totals", action="store_true", help="print only each collection's overall rows")
     args = parser.parse_args(argv)
-    if not (args.clone or args.jsonrepair_suite):
-        parser.error("name a clone of json_repair, of jsonrepair (--jsonrepair-suite), or both")
+    if not (args.clone or args.jsonrepair_suite or args.dirty_json_suite or args.best_effort_suite):
+        parser.error("name a clone of json_repair or of another library (--jsonrepair-suite, ...)")
     payload: dict[str, Any] = {"machine": machine(), "splits": {}, "target_sample": {}}
-    cases = []
-    if args.clone:
-        cases += [c for c in read_cases(args.clone) if args.split in (None, c.split)][: args.limit]
-    if args.jsonrepair_suite:
-        unseen, payload["jsonrepair_suite_read"] = read_jsonrepair_cases(args.jsonrepair_suite)
-        cases += [c for c in unseen if args.split in (None, c.split)][: args.limit]
-        print(reading_line(payload["jsonrepair_suite_read"]))
+    cases = read_sources(args, payload)
     outcomes = {
         "ours": [run_case(c, ours(False), args.repeat) for c in cases],
         "json_repair": [run_case(c, json_repair_method(), args.repeat) for c in cases],
@@ -382,11 +443,35 @@ def main(argv: list[str] | None = None) -> int:
     if args.show:
         for i, c in enumerate(cases):
             o = outcomes["ours"][i]
-            if c.split == args.show and not o.agrees:  # the same half of each source
+            if c.split == args.show and c.source in SHOWN and not o.agrees:  # the same half of each source
                 want = json.dumps(c.expected) if c.expected is not NO_JSON else "(none)"
                 print(f"{c.broken!r}\n    ours {o.text!r}\n    want {want}")
     write_results(NAME, payload)
     return 0
+
+
+def read_sources(args: argparse.Namespace, payload: dict[str, Any]) -> list[Case]:
+    """The cases of every source named on the command line (``--split``, ``--limit`` applied); what
+    was read of the other libraries' tests is printed and put in ``payload``."""
+    cases: list[Case] = []
+    inputs: set[str] = set()  # every source's inputs, read so far: the held-out sources drop them
+
+    def keep(read: list[Case]) -> None:
+        inputs.update(c.broken for c in read)
+        cases.extend([c for c in read if args.split in (None, c.split)][: args.limit])
+
+    if args.clone:
+        keep(read_cases(args.clone))
+    if args.jsonrepair_suite:
+        unseen, payload["jsonrepair_suite_read"] = read_jsonrepair_cases(args.jsonrepair_suite)
+        keep(unseen)
+        print(reading_line(payload["jsonrepair_suite_read"]))
+    for option, reader, whose in HELD_OUT:
+        if getattr(args, option):
+            held_out, payload[f"{option}_read"] = reader(getattr(args, option), inputs)
+            keep(held_out)
+            print(reading_line(payload[f"{option}_read"], whose))
+    return cases
 
 
 def target_sample(cases: list[Case], outcomes: dict[str, list[Outcome]], agreed: list[bool], n: int) -> dict[str, Any]:

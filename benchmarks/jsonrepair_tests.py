@@ -13,6 +13,9 @@ those. Helper functions' bodies are not read as tests. ``describe`` titles give 
 category (the innermost one; ``$name`` in a ``describe.each`` title is ``regular``: the table runs
 each test over the regular and the streaming implementation, and the regular one is read). What
 looks like a case but cannot be read is counted by reason in ``Reading.unread``.
+
+The tokenizer and the token walk (``TokenReader``, ``BindingReader``) also read the other
+libraries' JavaScript tests (``dirty_json_tests.py``, ``best_effort_json_tests.py``).
 """
 
 from __future__ import annotations
@@ -207,11 +210,14 @@ def read_pairs(source: str) -> Reading:
     return _Reader(tokenize(source)).read()
 
 
-class _Reader:
+class TokenReader:
+    """A walk over a JavaScript test file's tokens that collects (input, expected) pairs: a
+    subclass says what each token does (``visit``); ``describes`` holds the enclosing ``describe``
+    titles."""
+
     def __init__(self, tokens: list[Token]) -> None:
         self.tokens = tokens
-        self.match = _matching(tokens)
-        self.scopes: list[dict[str, str | _Call]] = [{}]
+        self.match = matching_brackets(tokens)
         self.describes: list[tuple[str, int]] = []  # (title, index of its call's closing paren)
         self.reading = Reading()
 
@@ -220,6 +226,92 @@ class _Reader:
         while i < len(self.tokens):
             i = self.visit(i)
         return self.reading
+
+    def visit(self, i: int) -> int:
+        """Act on token ``i``; the index of the next token to visit."""
+        raise NotImplementedError
+
+    def is_punct(self, i: int, mark: str) -> bool:
+        return 0 <= i < len(self.tokens) and self.tokens[i].kind == "punct" and self.tokens[i].text == mark
+
+    def is_name(self, i: int, name: str) -> bool:
+        return 0 <= i < len(self.tokens) and self.tokens[i].kind == "name" and self.tokens[i].text == name
+
+    def category(self) -> str:
+        title = self.describes[-1][0] if self.describes else "(top level)"
+        return title.replace("$name", IMPLEMENTATION)
+
+    def record(self, read: Callable[[], Pair | None]) -> None:
+        """Run ``read``: its pair, if any, is kept; an Unreadable is counted by its reason."""
+        try:
+            pair = read()
+        except Unreadable as why:
+            self.reading.unread[str(why)] += 1
+            return
+        if pair is not None:
+            self.reading.pairs.append(pair)
+
+    def after_function(self, i: int) -> int:
+        """A helper function's declaration: its body is not read as tests."""
+        j = i + 1
+        while j < len(self.tokens) and not self.is_punct(j, "{"):
+            j = self.match.get(j, j) + 1
+        return self.match.get(j, j) + 1
+
+
+class BindingReader(TokenReader):
+    """A TokenReader whose strings may be ``const``/``let`` names bound to string expressions (the
+    last binding read, whatever the block: enough for files that bind a name again in each test)."""
+
+    def __init__(self, tokens: list[Token]) -> None:
+        super().__init__(tokens)
+        self.bound: dict[str, str] = {}
+
+    def enter(self, i: int) -> None:
+        """What token ``i`` does before a subclass's ``visit`` reads it: the ``describe`` calls that
+        ended are left; a binding is read."""
+        while self.describes and self.describes[-1][1] < i:
+            self.describes.pop()
+        if self.tokens[i].text in ("const", "let") and self.is_punct(i + 2, "="):
+            self.bind(i)
+
+    def bind(self, i: int) -> None:
+        """``const NAME = X`` or ``let NAME = X`` at ``i``: NAME is X from here on (when X is a string
+        expression; else NAME is no longer bound)."""
+        end = i + 3
+        while end < len(self.tokens) and not (self.is_punct(end, ";") or self.tokens[end].text in ("let", "const")):
+            if self.tokens[end].kind == "name" and self.is_punct(end + 1, "("):
+                break  # the next statement (no semicolons in this file's style)
+            end = self.match.get(end, end) + 1
+        try:
+            self.bound[self.tokens[i + 1].text] = self.string(i + 3, end)
+        except Unreadable:
+            self.bound.pop(self.tokens[i + 1].text, None)
+
+    def string(self, start: int, end: int) -> str:
+        """A string literal, a bound name, or a ``+`` of them, filling tokens ``start:end``."""
+        parts, i = [], start
+        while True:
+            token = self.tokens[i]
+            if token.kind == "name" and token.text in self.bound:
+                parts.append(self.bound[token.text])
+            elif token.kind != "str":
+                raise Unreadable("an argument that is not a string literal or a const bound to one")
+            elif token.error:
+                raise Unreadable(token.error)
+            else:
+                parts.append(token.text)
+            if i + 1 == end:
+                return "".join(parts)
+            if not self.is_punct(i + 1, "+"):
+                raise Unreadable("an argument that is not a string literal or a const bound to one")
+            i += 2
+
+
+class _Reader(TokenReader):
+    def __init__(self, tokens: list[Token]) -> None:
+        super().__init__(tokens)
+        self.scopes: list[dict[str, str | _Call]] = [{}]
 
     def visit(self, i: int) -> int:
         """Act on token ``i``; the index of the next token to visit."""
@@ -243,33 +335,6 @@ class _Reader:
         elif token.text == "assertRepair" and self.is_punct(i + 1, "("):
             self.record(lambda: self.assert_repair(i))
         return i + 1
-
-    def is_punct(self, i: int, mark: str) -> bool:
-        return i < len(self.tokens) and self.tokens[i].kind == "punct" and self.tokens[i].text == mark
-
-    def is_name(self, i: int, name: str) -> bool:
-        return i < len(self.tokens) and self.tokens[i].kind == "name" and self.tokens[i].text == name
-
-    def category(self) -> str:
-        title = self.describes[-1][0] if self.describes else "(top level)"
-        return title.replace("$name", IMPLEMENTATION)
-
-    def record(self, read: Callable[[], Pair | None]) -> None:
-        """Run ``read``: its pair, if any, is kept; an Unreadable is counted by its reason."""
-        try:
-            pair = read()
-        except Unreadable as why:
-            self.reading.unread[str(why)] += 1
-            return
-        if pair is not None:
-            self.reading.pairs.append(pair)
-
-    def after_function(self, i: int) -> int:
-        """A helper function's declaration: its body is not read as tests."""
-        j = i + 1
-        while j < len(self.tokens) and not self.is_punct(j, "{"):
-            j = self.match.get(j, j) + 1
-        return self.match.get(j, j) + 1
 
     def describe(self, i: int) -> None:
         j = i + 1
@@ -385,7 +450,7 @@ class _Reader:
         return Pair(self.category(), text, text)
 
 
-def _matching(tokens: list[Token]) -> dict[int, int]:
+def matching_brackets(tokens: list[Token]) -> dict[int, int]:
     """Index of each opening bracket -> index of its closing one (unbalanced ones left out)."""
     pairs = {")": "(", "]": "[", "}": "{"}
     stack: list[int] = []

@@ -9,7 +9,11 @@ from pathlib import Path
 import pytest
 
 from benchmarks import _common, json_repair_suite
+from benchmarks.best_effort_json_tests import read_pairs as best_effort_read_pairs
+from benchmarks.dirty_json_tests import read_pairs as dirty_json_read_pairs
 from benchmarks.json_repair_suite import (
+    BEST,
+    DIRTY,
     NO_JSON,
     UNSEEN,
     Case,
@@ -19,7 +23,9 @@ from benchmarks.json_repair_suite import (
     ours,
     outcome,
     peers_agree,
+    read_best_effort_cases,
     read_cases,
+    read_dirty_json_cases,
     read_jsonrepair_cases,
     run_case,
     summarise,
@@ -207,3 +213,169 @@ def test_jsonrepair_s_suite_is_its_own_source_halved_as_json_repair_s_is(
     assert f"### {UNSEEN} dev ({dev} cases)" in printed and "held-out" not in printed
     written = json.loads((tmp_path / "results" / "json_repair_suite.json").read_text(encoding="utf-8"))
     assert list(written["splits"]) == [f"{UNSEEN} dev"]
+
+
+# dirty-json's tests (mocha JavaScript), in the shapes test/parser_test.js writes them (inputs of our own).
+DIRTY_JSON_TESTS = r"""
+const dJSON = require("../dirty-json");
+
+function compareResultsToValid(invalid, valid, done, config) {
+    let result = dJSON.parse(invalid, config);
+    done(result);
+}
+
+describe("parser", function () {
+    describe("valid", function (done) {
+        it('keeps it', function (done) {
+            compareResults("[7, \"x\"]", done);
+        });
+        it('reads files', function (done) {
+            const str = fs.readFileSync("test/nst/" + f);
+            compareResults(str, done);
+        });
+    });
+    describe("invalid", function () {
+        it('quotes keys', function(done) {
+            compareResultsToValid('{k: 1}', '{"k": 1}', done);
+            compareResultsToValid('{k: 1}', '{"k": 1}', done);
+            compareResultsToValid('[x,' + "\n" + 'y]', '["x", "y"]', done);
+            compareResultsToValid('[2]', '[3]', done);  // an expected value nobody gives
+            compareResultsToValid('{"k": 1, "k": 2}', '{"k": {"value": 1}}', done, {"duplicateKeys": true});
+        });
+        it('reads a whole value', function(done) {
+            const s = 'a "b"';
+            const r = dJSON.parse('["' + s + '"]');
+            assert.equal(r[0], s);
+            assert.equal(r.length, 1);
+            done();
+        });
+        it('reads a string', done => {
+            const r = dJSON.parse("plain words");
+            assert.equal("plain words", r);
+            done();
+        });
+        it('reads parts only', function(done) {
+            const r = dJSON.parse('{k: v, n: 2');
+            assert.equal(r.k, "v");
+            done();
+        });
+    });
+    describe("throws", () => {
+        it('on ]]', done => {
+            try {
+                dJSON.parse(']]');
+                done(new Error("Should have thrown exception"));
+            } catch (e) {
+                done();
+            }
+        });
+    });
+});
+"""
+
+
+def test_reads_dirty_json_s_cases_from_its_mocha_file() -> None:
+    reading = dirty_json_read_pairs(DIRTY_JSON_TESTS)
+    assert [(p.category, p.input, p.expected) for p in reading.pairs] == [
+        ("valid", '[7, "x"]', '[7, "x"]'),
+        ("invalid", "{k: 1}", '{"k": 1}'),
+        ("invalid", "{k: 1}", '{"k": 1}'),
+        ("invalid", "[x,\ny]", '["x", "y"]'),
+        ("invalid", "[2]", "[3]"),
+        ("invalid", '["a "b""]', '["a \\"b\\""]'),
+        ("invalid", "plain words", '"plain words"'),
+        ("throws", "]]", None),
+    ]
+    assert reading.unread == {
+        "an argument that is not a string literal or a const bound to one": 1,
+        "an option of dirty-json's own passed to the test": 1,
+        "assertions on parts of the value only (r[0], r.key, r.length)": 1,
+    }
+
+
+def test_dirty_json_s_suite_is_a_third_source_less_the_other_sources_inputs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "test" / "nst" / "disabled").mkdir(parents=True)
+    (tmp_path / "test" / "parser_test.js").write_text(DIRTY_JSON_TESTS, encoding="utf-8")
+    (tmp_path / "test" / "nst" / "y_one.json").write_text('{"a": [1]}', encoding="utf-8")
+    (tmp_path / "test" / "nst" / "disabled" / "y_two.json").write_text("[2]", encoding="utf-8")
+    cases, read = read_dirty_json_cases(tmp_path, {"plain words"})
+    assert read["pairs"] == 9 and read["distinct"] == 7 and read["in_other_sources"] == 1
+    assert [c.expected for c in cases] == [[7, "x"], {"k": 1}, ["x", "y"], [3], ['a "b"'], NO_JSON, {"a": [1]}]
+    assert {c.source for c in cases} == {DIRTY} and all(c.split == half(c.broken) for c in cases)
+    assert cases[-1].category == "NST (valid JSON files)" and cases[-2].category == "throws (no JSON)"
+    monkeypatch.setattr(_common, "RESULTS", tmp_path / "results")
+    argv = ["--dirty-json-suite", str(tmp_path), "--repeat", "1", "--split", "dev", "--show", "dev"]
+    assert json_repair_suite.main(argv) == 0
+    printed = capsys.readouterr().out
+    assert "9 pairs read, 8 distinct inputs kept; not read: 3" in printed
+    assert "want [3]" not in printed  # --show never prints dirty-json's cases ([2] is a dev case)
+    written = json.loads((tmp_path / "results" / "json_repair_suite.json").read_text(encoding="utf-8"))
+    assert list(written["splits"]) == [f"{DIRTY} dev"]
+    assert written["splits"][f"{DIRTY} dev"]["all/json_repair"]["cases"] == 5
+
+
+# best-effort-json-parser's tests (mocha/chai TypeScript), in the shapes src/parse.spec.ts writes
+# them (inputs of our own).
+BEST_EFFORT_TESTS = r"""
+describe('parser', function () {
+  context('closing', () => {
+    function testIncomplete(str: string, val: boolean) {
+      for (let i = str.length; i >= 1; i--) {
+        expect(parse(str.slice(0, i))).equals(val)
+      }
+    }
+    it('closes', function () {
+      expect(parse(`[7,`)).deep.equals([7])
+      expect(parse(`{"k":"v","w`)).deep.equals({ k: 'v', w: undefined })
+      expect(parse(`{"k":`)).deep.equals({
+        'k': undefined,
+      })
+      expect(parse(`[-2.5, 'x'`)).deep.equals([-2.5, `x`, undefined])
+      expect(parse('"a\\nb')).equals(
+        'a\nb',
+      )
+      testIncomplete(`null`, null)
+    })
+    it('reads bound texts', function () {
+      let text = `{ k: 1,
+        m: 2 }`
+      expect(parse(text)).deep.equals({ k: 1, m: 2 })
+      expect(parse(JSON.stringify(o))).deep.equals(o)
+      expect(parse(`[1]`)).to.have.lengthOf(1)
+    })
+  })
+  it('throws', function () {
+    expect(() => parse(`:x`)).to.throws()
+  })
+})
+"""
+
+
+def test_reads_best_effort_json_parser_s_cases_from_its_spec_file() -> None:
+    reading = best_effort_read_pairs(BEST_EFFORT_TESTS)
+    assert [(p.category, p.input, p.expected) for p in reading.pairs] == [
+        ("closing", "[7,", "[7]"),
+        ("closing", '{"k":"v","w', '{"k": "v"}'),  # JSON.stringify leaves an undefined member out
+        ("closing", '{"k":', "{}"),
+        ("closing", "[-2.5, 'x'", '[-2.5, "x", null]'),  # and writes an undefined element as null
+        ("closing", '"a\\nb', '"a\\nb"'),
+        *[("closing", text, "null") for text in ("null", "nul", "nu", "n")],
+        ("closing", "{ k: 1,\n        m: 2 }", '{"k": 1, "m": 2}'),
+        ("parser", ":x", None),
+    ]
+    assert reading.unread == {
+        "an argument that is not a string literal or a const bound to one": 1,
+        "a matcher other than equals (to.have.lengthOf)": 1,
+    }
+
+
+def test_best_effort_json_parser_s_suite_is_a_fourth_source(tmp_path: Path) -> None:
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "parse.spec.ts").write_text(BEST_EFFORT_TESTS, encoding="utf-8")
+    cases, read = read_best_effort_cases(tmp_path, {"n", "[7,"})
+    assert read["pairs"] == 11 and read["distinct"] == 9 and read["in_other_sources"] == 2
+    assert {c.source for c in cases} == {BEST} and all(c.split == half(c.broken) for c in cases)
+    assert cases[0].expected == {"k": "v"} and cases[-1].expected is NO_JSON
+    assert cases[-1].collection == f"{BEST} {half(':x')}"
