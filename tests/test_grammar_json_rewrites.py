@@ -192,6 +192,19 @@ SLIPS = [
     ('{"k": "x\\\ny", "m": "p\\\\\nq"}', {"k": "x\ny", "m": "p\\\nq"}),
     ('{"a": "x" + "y", "b": ["p" +\n /* c */ "q"]}', {"a": "xy", "b": ["pq"]}),
     ('{/* x */,// y\n"m": "n"}', {"m": "n"}),
+    # Backticks and acute accents used as a string's quotes (GuideExhausted); a backtick inside a
+    # string stays its text.
+    ("{`a\u00b4:`b\u00b4}", {"a": "b"}),
+    ("{`a`: `b`, \"c\": \"it`s\"}", {"a": "b", "c": "it`s"}),
+    # A fenced value written inside brackets: the value (the brackets were closed empty, [] or {}).
+    ('[```\n{"a":"b"}\n```]', {"a": "b"}),
+    ('{```json\n{"a":"b"}\n```}', {"a": "b"}),
+    # A /regex/ as a bare value, quoted (GuideExhausted); a comment after a member stays a comment.
+    ("{regex: /standalone-styles.css/, b: [/a/, 1]}", {"regex": "/standalone-styles.css/", "b": ["/a/", 1]}),
+    # An unquoted key without its colon before a quoted value (the object was closed empty), not
+    # a word before the next member's key (dropped, as before).
+    ("{a \u201cb\u201d, c 'd', e \"f\"}", {"a": "b", "c": "d", "e": "f"}),
+    ('[{"key": "v", COMMENT "notes": "n"}]', [{"key": "v", "notes": "n"}]),
 ]
 
 # A finished answer cut short: closed with the least text, what cannot be closed dropped.
