@@ -195,7 +195,7 @@ SLIPS = [
     # Backticks and acute accents used as a string's quotes (GuideExhausted); a backtick inside a
     # string stays its text.
     ("{`a\u00b4:`b\u00b4}", {"a": "b"}),
-    ("{`a`: `b`, \"c\": \"it`s\"}", {"a": "b", "c": "it`s"}),
+    ('{`a`: `b`, "c": "it`s"}', {"a": "b", "c": "it`s"}),
     # A fenced value written inside brackets: the value (the brackets were closed empty, [] or {}).
     ('[```\n{"a":"b"}\n```]', {"a": "b"}),
     ('{```json\n{"a":"b"}\n```}', {"a": "b"}),
