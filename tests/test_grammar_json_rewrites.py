@@ -205,6 +205,10 @@ SLIPS = [
     # a word before the next member's key (dropped, as before).
     ("{a \u201cb\u201d, c 'd', e \"f\"}", {"a": "b", "c": "d", "e": "f"}),
     ('[{"key": "v", COMMENT "notes": "n"}]', [{"key": "v", "notes": "n"}]),
+    # A key's closing quote missing before its colon, a space before the value (GuideExhausted,
+    # or the member dropped); a quoted word inside a value after a colon stays the value's text.
+    ('{"a: "b", "first name: "Ada"}', {"a": "b", "first name": "Ada"}),
+    ('{"note": "see: "x" y"}', {"note": 'see: "x" y'}),
 ]
 
 # A finished answer cut short: closed with the least text, what cannot be closed dropped.
