@@ -209,6 +209,10 @@ SLIPS = [
     # or the member dropped); a quoted word inside a value after a colon stays the value's text.
     ('{"a: "b", "first name: "Ada"}', {"a": "b", "first name": "Ada"}),
     ('{"note": "see: "x" y"}', {"note": 'see: "x" y'}),
+    # An unquoted key that begins with a digit, quoted (the object was closed empty); an array's
+    # numbers are not keys.
+    ('{1: "a", 2b: [1, 2], 2.5: true, 3: c}', {"1": "a", "2b": [1, 2], "2.5": True, "3": "c"}),
+    ("[1, 2: 3]", [1, 2, 3]),
 ]
 
 # A finished answer cut short: closed with the least text, what cannot be closed dropped.
