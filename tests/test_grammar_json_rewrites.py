@@ -213,6 +213,14 @@ SLIPS = [
     # numbers are not keys.
     ('{1: "a", 2b: [1, 2], 2.5: true, 3: c}', {"1": "a", "2b": [1, 2], "2.5": True, "3": "c"}),
     ("[1, 2: 3]", [1, 2, 3]),
+    # An empty value before the next member or element on its own line: a comma inserted, not its
+    # closing bracket dropped (which read as far, but nested the rest inside it).
+    ('{"a":{}\n"b":{}}', {"a": {}, "b": {}}),
+    ("[[]\n[]]", [[], []]),
+    # An array's string followed by bare words: two strings (both libraries; the quote was escaped
+    # into one string, 'abc\" def').
+    ('["abc" def ghi, 1]', ["abc", "def ghi", 1]),
+    ('{"a": ["x" y], "b": "c" d}', {"a": ["x", "y"], "b": "c"}),
 ]
 
 # A finished answer cut short: closed with the least text, what cannot be closed dropped.
