@@ -632,16 +632,24 @@ def try_edit(checker: Checker, start: int, insert: str, rest: str) -> tuple[int,
 
 def _closed_by_marks(v: Violation, start: int, insert: str) -> bool:
     """Whether, once ``insert`` is written at ``start``, closing brackets alone end the text (no
-    quote: a string the rewrite opened is no value the draft wrote), or, after a rewrite that only
-    dropped text, a rewrite at the end does (``[1, 2, // more``: the comment, then the separator)."""
+    quote: a string the rewrite opened is no value the draft wrote; but a string the draft left
+    open before ``start`` and the rewrite wrote no quote in is the draft's: ``"abc⏎`` at the end,
+    its line break dropped), or, after a rewrite that only dropped text, a rewrite at the end does
+    (``[1, 2, // more``: the comment, then the separator)."""
     with v.checker.trial() as trial:
         trial.rollback_chars(start)
+        before = shortest_close(trial)
+        drafts_string = before is not None and _quoted(before) and not _quoted(insert)
         if trial.feed(insert) != len(insert):
             return False
         close = shortest_close(trial)
         if close is not None:
-            return not any(q in close for q in QUOTES)
+            return drafts_string or not _quoted(close)
         return not insert and rewrite_at_end(trial, v.floor) is not None
+
+
+def _quoted(text: str) -> bool:
+    return any(q in text for q in QUOTES)
 
 
 def conclusive(kept: str, accepted: int, final: bool, complete: bool, min_read: int = 2) -> bool:

@@ -267,6 +267,10 @@ TRUNCATED = [
     ('{"a": 1, // more\n', {"a": 1}),
     ("[1, 2, # x", [1, 2]),
     ("[1, 2, 3, // more", [1, 2, 3]),
+    # A string left open by a cut answer that ends with a line break: closed after its text, the
+    # line break dropped (its words were dropped, '{"a": ""}', and an element with them, '[]').
+    ('{"a": 1, "b": "abc def\n', {"a": 1, "b": "abc def"}),
+    ('["abc\n\n', ["abc"]),
 ]
 
 
