@@ -221,6 +221,11 @@ SLIPS = [
     # into one string, 'abc\" def').
     ('["abc" def ghi, 1]', ["abc", "def ghi", 1]),
     ('{"a": ["x" y], "b": "c" d}', {"a": ["x", "y"], "b": "c"}),
+    # A key and a number or literal in one open string at the end: split, the value kept one
+    # (it was the string " 1"); other values stay strings.
+    ('{"a: 1}', {"a": 1}),
+    ('{"x": 1, "a:true', {"x": 1, "a": True}),
+    ('{"a": 1, "note:see below', {"a": 1, "note": "see below"}),
 ]
 
 # A finished answer cut short: closed with the least text, what cannot be closed dropped.
