@@ -169,6 +169,7 @@ class _Best:
         self.was_complete = violation.checker.is_complete
         self.score: tuple[int, int] | None = None
         self.edits: list[Edit] = []
+        self.completes: list[bool] = []  # whether each edit leaves the text complete
 
     def consider(self, c: Candidate) -> None:
         """Score an edit by how far into the evidence the checker reads after it."""
@@ -213,15 +214,26 @@ class _Best:
             return
         score = (c.base + read, -c.cost)
         edit = Edit(c.start, c.insert, c.kept[:accepted], c.removed, c.description, c.kept[accepted:], rule=c.rule)
+        done = complete and accepted == len(c.kept)
         if self.score is None or score > self.score:
-            self.score, self.edits = score, [edit]
+            self.score, self.edits, self.completes = score, [edit], [done]
         elif score == self.score and len(self.edits) < _MAX_TIES:
             result = _edited(text, edit)
             if all(_edited(text, e) != result for e in self.edits):
                 self.edits.append(edit)
+                self.completes.append(done)
 
     def edit(self) -> Edit | None:
-        return replace(self.edits[0], ties=tuple(self.edits[1:])) if self.edits else None
+        """The first of the best edits, the others its ties; of equal ones after a finished answer,
+        one that leaves the text complete comes first (``{"a":{}⏎"b":{}}``: a comma inserted, not
+        the ``}`` dropped, which reads as far but leaves a bracket for the close to write)."""
+        if not self.edits:
+            return None
+        order = list(range(len(self.edits)))
+        if self.violation.final:
+            order.sort(key=lambda i: not self.completes[i])
+        edits = [self.edits[i] for i in order]
+        return replace(edits[0], ties=tuple(edits[1:]))
 
 
 def _closed_by_brackets(checker: Checker, c: Candidate) -> bool:
@@ -620,16 +632,24 @@ def try_edit(checker: Checker, start: int, insert: str, rest: str) -> tuple[int,
 
 def _closed_by_marks(v: Violation, start: int, insert: str) -> bool:
     """Whether, once ``insert`` is written at ``start``, closing brackets alone end the text (no
-    quote: a string the rewrite opened is no value the draft wrote), or, after a rewrite that only
-    dropped text, a rewrite at the end does (``[1, 2, // more``: the comment, then the separator)."""
+    quote: a string the rewrite opened is no value the draft wrote; but a string the draft left
+    open before ``start`` and the rewrite wrote no quote in is the draft's: ``"abc⏎`` at the end,
+    its line break dropped), or, after a rewrite that only dropped text, a rewrite at the end does
+    (``[1, 2, // more``: the comment, then the separator)."""
     with v.checker.trial() as trial:
         trial.rollback_chars(start)
+        before = shortest_close(trial)
+        drafts_string = before is not None and _quoted(before) and not _quoted(insert)
         if trial.feed(insert) != len(insert):
             return False
         close = shortest_close(trial)
         if close is not None:
-            return not any(q in close for q in QUOTES)
+            return drafts_string or not _quoted(close)
         return not insert and rewrite_at_end(trial, v.floor) is not None
+
+
+def _quoted(text: str) -> bool:
+    return any(q in text for q in QUOTES)
 
 
 def conclusive(kept: str, accepted: int, final: bool, complete: bool, min_read: int = 2) -> bool:

@@ -192,6 +192,40 @@ SLIPS = [
     ('{"k": "x\\\ny", "m": "p\\\\\nq"}', {"k": "x\ny", "m": "p\\\nq"}),
     ('{"a": "x" + "y", "b": ["p" +\n /* c */ "q"]}', {"a": "xy", "b": ["pq"]}),
     ('{/* x */,// y\n"m": "n"}', {"m": "n"}),
+    # Backticks and acute accents used as a string's quotes (GuideExhausted); a backtick inside a
+    # string stays its text.
+    ("{`a\u00b4:`b\u00b4}", {"a": "b"}),
+    ('{`a`: `b`, "c": "it`s"}', {"a": "b", "c": "it`s"}),
+    # A fenced value written inside brackets: the value (the brackets were closed empty, [] or {}).
+    ('[```\n{"a":"b"}\n```]', {"a": "b"}),
+    ('{```json\n{"a":"b"}\n```}', {"a": "b"}),
+    # A /regex/ as a bare value, quoted (GuideExhausted); a comment after a member stays a comment.
+    ("{regex: /standalone-styles.css/, b: [/a/, 1]}", {"regex": "/standalone-styles.css/", "b": ["/a/", 1]}),
+    # An unquoted key without its colon before a quoted value (the object was closed empty), not
+    # a word before the next member's key (dropped, as before).
+    ("{a \u201cb\u201d, c 'd', e \"f\"}", {"a": "b", "c": "d", "e": "f"}),
+    ('[{"key": "v", COMMENT "notes": "n"}]', [{"key": "v", "notes": "n"}]),
+    # A key's closing quote missing before its colon, a space before the value (GuideExhausted,
+    # or the member dropped); a quoted word inside a value after a colon stays the value's text.
+    ('{"a: "b", "first name: "Ada"}', {"a": "b", "first name": "Ada"}),
+    ('{"note": "see: "x" y"}', {"note": 'see: "x" y'}),
+    # An unquoted key that begins with a digit, quoted (the object was closed empty); an array's
+    # numbers are not keys.
+    ('{1: "a", 2b: [1, 2], 2.5: true, 3: c}', {"1": "a", "2b": [1, 2], "2.5": True, "3": "c"}),
+    ("[1, 2: 3]", [1, 2, 3]),
+    # An empty value before the next member or element on its own line: a comma inserted, not its
+    # closing bracket dropped (which read as far, but nested the rest inside it).
+    ('{"a":{}\n"b":{}}', {"a": {}, "b": {}}),
+    ("[[]\n[]]", [[], []]),
+    # An array's string followed by bare words: two strings (both libraries; the quote was escaped
+    # into one string, 'abc\" def').
+    ('["abc" def ghi, 1]', ["abc", "def ghi", 1]),
+    ('{"a": ["x" y], "b": "c" d}', {"a": ["x", "y"], "b": "c"}),
+    # A key and a number or literal in one open string at the end: split, the value kept one
+    # (it was the string " 1"); other values stay strings.
+    ('{"a: 1}', {"a": 1}),
+    ('{"x": 1, "a:true', {"x": 1, "a": True}),
+    ('{"a": 1, "note:see below', {"a": 1, "note": "see below"}),
 ]
 
 # A finished answer cut short: closed with the least text, what cannot be closed dropped.
@@ -238,6 +272,10 @@ TRUNCATED = [
     ('{"a": 1, // more\n', {"a": 1}),
     ("[1, 2, # x", [1, 2]),
     ("[1, 2, 3, // more", [1, 2, 3]),
+    # A string left open by a cut answer that ends with a line break: closed after its text, the
+    # line break dropped (its words were dropped, '{"a": ""}', and an element with them, '[]').
+    ('{"a": 1, "b": "abc def\n', {"a": 1, "b": "abc def"}),
+    ('["abc\n\n', ["abc"]),
 ]
 
 
