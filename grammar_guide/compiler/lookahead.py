@@ -1,4 +1,5 @@
-"""Terminals that end in a look-ahead of one character, read as lark's lexers match them.
+"""Terminals that end in a look-ahead of one character (or begin with a look-behind of one), read
+as lark's lexers match them.
 
 lark matches a terminal with ``re.match(text, pos)`` on the whole text (the dynamic Earley lexer
 and the LALR lexers alike), so a look-ahead sees the characters after the lexeme, ignored text
@@ -9,13 +10,21 @@ no match is a prefix of another), matches at most one lexeme at a position, what
 tries its paths in; it matches there exactly when the condition of the alternative the lexeme
 belongs to holds on what follows. A word boundary ``\\b`` at an alternative's end is such a
 look-ahead where every match ends in a word character (``(?!\\w)``, the text's end allowed) or
-every match ends in another (``(?=\\w)``); a ``\\b`` at the start looks behind, and is refused.
+every match ends in another (``(?=\\w)``).
 That condition is what the character-level reading's watchers say (``compile``): the text after
 the lexeme may begin only with ``Lookahead.allowed``, and may end there only if ``Lookahead.end_ok``.
 
+The mirror: a look-behind of one character at an alternative's start (``(?<=[...])``,
+``(?<![...])``), or a ``\\b`` there where every match begins with a word character (``(?<!\\w)``,
+the text's start allowed) or every match begins with another (``(?<=\\w)``), looks at the
+character before ``pos``: the previous lexeme's last one or ignored text's, none at the text's
+start. It decides whether the terminal matches at ``pos`` at all, not which lexeme: the reading
+keeps it as ``LookaheadPart.behind``, and the character-level reading remembers the class of the
+last character read (``compile``).
+
 ``lookahead_reading`` gives that reading, ``None`` for a regex without a look-ahead, or the
-reason no exact reading is given (a look-behind, a ``\\b`` at the start, a look-ahead inside the
-lexeme, one of more than one character, lexemes that are prefixes of one another), as a phrase
+reason no exact reading is given (a look-behind elsewhere, a look-ahead inside the lexeme, one of
+more than one character, lexemes that are prefixes of one another), as a phrase
 for ``uses``, then what to write instead after ``"; "``.
 """
 
@@ -28,7 +37,7 @@ from typing import Any
 from .._errors import GrammarError
 from .automaton import Dfa, dfa_of, minimal_dfa, ranges_of, share_a_prefix
 from .charclass import Ranges, category, char_set, complement, normalise
-from .exact import greedy_regex_of
+from .exact import first_chars, greedy_regex_of
 from .regex import count_anchors, count_ops, regex_features
 from .regex import sre_constants as _c
 from .regex import sre_parse as _sre_parse
@@ -54,11 +63,14 @@ class LookaheadPart:
     """The lexemes of some of the terminal's alternatives (``regex``, Python ``re``, without the
     look-ahead), and what may follow them (``None``: anything). ``within``: a look-ahead inside
     the lexeme after a fixed number of characters (lark.lark's ``REGEXP``, ``\\/(?!\\/)...``),
-    as that offset and the characters the lexeme may have there."""
+    as that offset and the characters the lexeme may have there. ``behind``: what may come right
+    before the lexeme (a look-behind of one character or a ``\\b`` at the start): a character of
+    its ``allowed``, or the text's start if its ``end_ok`` (``None``: anything)."""
 
     regex: str
     lookahead: Lookahead | None
     within: tuple[int, tuple[tuple[int, int], ...]] | None = None
+    behind: Lookahead | None = None
 
 
 @dataclass(frozen=True)
@@ -81,10 +93,9 @@ _WHAT_INSTEAD = (
 
 
 _START_BOUNDARY = (
-    "a word boundary (\\b) at the start of the terminal, which looks behind at the character before "
-    "the lexeme (ignored text included), so that its meaning depends on the lexeme before; write the "
-    "terminal without it, and end each terminal that may come before it with \\b or (?!\\w) (which "
-    "keeps a word character from following a word character there)"
+    "a word boundary (\\b) at the start of a terminal whose matches may begin with a word character "
+    "and with a non-word character (or match empty text), so that it says (?<!\\w) before some and "
+    "(?<=\\w) before others; write it as two terminals, or begin it with (?<!\\w) or (?<=\\w)"
 )
 _MIXED_BOUNDARY = (
     "a word boundary (\\b) at the end of a terminal whose matches may end in a word character and in "
@@ -111,42 +122,18 @@ def lookahead_reading(regex: str, word: Ranges | None = None) -> LookaheadReadin
     inner = _inner_lookahead(regex, items, flags)
     if inner is not None:
         return inner
-    grouped: dict[Lookahead | None, list[str]] = {}
+    grouped: dict[tuple[Lookahead | None, Lookahead | None], list[str]] = {}
     for alternative, local in _alternatives(items, flags):
-        condition: Lookahead | str | None = None
-        if alternative and alternative[0] == (_c.AT, _c.AT_BOUNDARY):
-            return _START_BOUNDARY
-        if alternative and alternative[-1] == (_c.AT, _c.AT_BOUNDARY):
-            alternative.pop()
-            condition = _boundary_condition(alternative, local, word)
-        elif alternative and alternative[-1][0] in (_c.ASSERT, _c.ASSERT_NOT):
-            op, (direction, sub) = alternative.pop()
-            condition = _condition(op is _c.ASSERT_NOT, direction, list(sub), local)
-        if isinstance(condition, str):
-            return condition
-        if any(op in (_c.ASSERT, _c.ASSERT_NOT) and av[0] < 0 for op, av in alternative):
-            return _refusal(
-                "a look-around that looks behind ((?<=...), (?<!...)), whose match depends on the text "
-                "before the lexeme"
-            )
-        if count_anchors(alternative, _c.AT_BOUNDARY):
-            return _refusal("a word boundary (\\b) inside the lexeme (a \\b is read at the end of the terminal)")
-        if count_ops(alternative, _c.ASSERT) + count_ops(alternative, _c.ASSERT_NOT):
-            return _refusal(
-                "a look-around inside the lexeme (a look-ahead is read at the end of the terminal, or "
-                "after its first characters where the lexeme goes on)"
-            )
-        if count_ops(alternative, _c.MIN_REPEAT):
-            return _refusal("a look-ahead on a terminal with a lazy quantifier")
-        try:
-            written = greedy_regex_of(alternative, local)
-        except GrammarError:
-            return _refusal("a look-ahead on a terminal with an anchor or a back-reference")
-        problem, _lazy = regex_features(written)
-        if problem:
-            return problem
-        grouped.setdefault(condition, []).append(written)
-    parts = tuple(LookaheadPart("|".join(f"(?:{r})" for r in rs), c) for c, rs in grouped.items())
+        read = _alternative_reading(alternative, local, word)
+        if isinstance(read, str):
+            return read
+        written, ahead, behind = read
+        grouped.setdefault((ahead, behind), []).append(written)
+    parts = tuple(
+        LookaheadPart("|".join(f"(?:{r})" for r in rs), ahead, behind=before) for (ahead, before), rs in grouped.items()
+    )
+    if len(parts) == 1 and parts[0].lookahead is None:
+        return LookaheadReading(parts)  # a look-behind only: where it may begin, a terminal as any other
     dfas = [dfa_of(p.regex) for p in parts]
     one_each = all(_one_match_holds(d, p.lookahead) for d, p in zip(dfas, parts, strict=True))
     if not one_each or any(share_a_prefix(a, b) for a, b in itertools.combinations(dfas, 2)):
@@ -156,6 +143,61 @@ def lookahead_reading(regex: str, word: Ranges | None = None) -> LookaheadReadin
             "re backtracks)"
         )
     return LookaheadReading(parts)
+
+
+def _alternative_reading(
+    alternative: list[Any], flags: int, word: Ranges | None
+) -> tuple[str, Lookahead | None, Lookahead | None] | str:
+    """A top-level alternative's lexemes (a regex without look-around), what may follow them
+    and what may come before them (``None``: anything), or why it has no exact reading."""
+    behind = _leading_lookbehind(alternative, flags)
+    if isinstance(behind, str):
+        return behind
+    last = None
+    if alternative and (alternative[-1] == (_c.AT, _c.AT_BOUNDARY) or alternative[-1][0] in (_c.ASSERT, _c.ASSERT_NOT)):
+        last = alternative.pop()
+    problem = _inside_problem(alternative)
+    if problem:
+        return problem
+    ahead: Lookahead | str | None = None
+    if last == (_c.AT, _c.AT_BOUNDARY):
+        ahead = _boundary_condition(alternative, flags, word)
+    elif last is not None:
+        op, (direction, sub) = last
+        ahead = _condition(op is _c.ASSERT_NOT, direction, list(sub), flags)
+    if isinstance(ahead, str):
+        return ahead
+    try:
+        written = greedy_regex_of(alternative, flags)
+    except GrammarError:
+        return _refusal("a look-ahead on a terminal with an anchor or a back-reference")
+    problem, _lazy = regex_features(written)
+    if problem:
+        return problem
+    if behind is _BOUNDARY_BEFORE:
+        behind = _start_boundary_condition(written, flags, word)
+        if isinstance(behind, str):
+            return behind
+    return written, ahead, behind
+
+
+def _inside_problem(alternative: list[Any]) -> str | None:
+    """Why a look-around or ``\\b`` inside the lexeme (between its first and last character) has
+    no reading, or ``None`` where there is none."""
+    if any(op in (_c.ASSERT, _c.ASSERT_NOT) and av[0] < 0 for op, av in alternative):
+        return _refusal(
+            "a look-around that looks behind ((?<=...), (?<!...)), whose match depends on the text before the lexeme"
+        )
+    if count_ops(alternative, _c.ASSERT) + count_ops(alternative, _c.ASSERT_NOT):
+        return _refusal(
+            "a look-around inside the lexeme (a look-ahead is read at the end of the terminal, or "
+            "after its first characters where the lexeme goes on)"
+        )
+    if count_anchors(alternative, _c.AT_BOUNDARY):
+        return _refusal("a word boundary (\\b) inside the lexeme (a \\b is read at the end of the terminal)")
+    if count_ops(alternative, _c.MIN_REPEAT):
+        return _refusal("a look-ahead on a terminal with a lazy quantifier")
+    return None
 
 
 def _alternatives(items: list[Any], flags: int) -> list[tuple[list[Any], int]]:
@@ -198,9 +240,7 @@ def _boundary_condition(alternative: list[Any], flags: int, word: Ranges | None)
     if dfa.empty or dfa.start in dfa.accepting:
         return _MIXED_BOUNDARY
     last = normalise([(lo, hi) for edges in dfa.edges for lo, hi, t in edges if t in dfa.accepting])
-    if word is None:
-        word = _ASCII_WORD if flags & _c.SRE_FLAG_ASCII else category(_c.CATEGORY_WORD)
-    word = normalise(word)
+    word = _word(flags, word)
     if _within(last, word):
         return Lookahead(tuple(complement(word)), True)
     if not _meet(last, word):
@@ -275,6 +315,53 @@ def restricted(dfa: Dfa, within: tuple[int, tuple[tuple[int, int], ...]]) -> Dfa
         edges.append(out)
     accepting = frozenset(n for (d, i), n in ids.items() if d in dfa.accepting and i > at)
     return minimal_dfa(0, accepting, edges)
+
+
+#: A ``\\b`` at an alternative's start, read once the alternative's first characters are known.
+_BOUNDARY_BEFORE = Lookahead((), False)
+
+
+def _leading_lookbehind(alternative: list[Any], flags: int) -> Lookahead | str | None:
+    """What a look-behind of one character or a ``\\b`` at the start of ``alternative`` (taken out
+    of it) says of the character before the lexeme (``_BOUNDARY_BEFORE`` for a ``\\b``: read by
+    ``_start_boundary_condition``), ``None`` where it begins with neither, or why it is not read.
+    lark's ``re.match(text, pos)`` sees the text before ``pos``: the previous lexeme or ignored
+    text; at the text's start a look-behind ``(?<=...)`` fails and ``(?<!...)`` holds."""
+    if not alternative:
+        return None
+    if alternative[0] == (_c.AT, _c.AT_BOUNDARY):
+        alternative.pop(0)
+        return _BOUNDARY_BEFORE
+    op, av = alternative[0]
+    if op not in (_c.ASSERT, _c.ASSERT_NOT) or av[0] >= 0:
+        return None
+    alternative.pop(0)
+    chars = char_set(list(av[1]), flags)
+    if chars is None:
+        return _refusal("a look-behind that reads more than one character, or one that is not a class")
+    if op is _c.ASSERT_NOT:
+        return Lookahead(tuple(complement(chars)), True)
+    return Lookahead(tuple(normalise(chars)), False)
+
+
+def _start_boundary_condition(written: str, flags: int, word: Ranges | None) -> Lookahead | str:
+    """What a ``\\b`` at the start of the lexemes ``written`` says of the character before them:
+    before a word character, that it is none (or the text's start: ``(?<!\\w)``); before another,
+    that it is one (``(?<=\\w)``, so not at the text's start)."""
+    first, empty = first_chars(written)
+    word = _word(flags, word)
+    if not empty and first and _within(first, word):
+        return Lookahead(tuple(complement(word)), True)
+    if not empty and first and not _meet(first, word):
+        return Lookahead(tuple(word), False)
+    return _START_BOUNDARY
+
+
+def _word(flags: int, word: Ranges | None) -> Ranges:
+    """The characters a ``\\b`` reads as word characters (``word``, else Python ``re``'s ``\\w``)."""
+    if word is None:
+        word = _ASCII_WORD if flags & _c.SRE_FLAG_ASCII else category(_c.CATEGORY_WORD)
+    return normalise(word)
 
 
 def _refusal(what: str) -> str:
