@@ -505,9 +505,9 @@ PACKAGE_GRAMMARS = {
     "syncode-larkm-python": ("syncode", "0.4.16", "syncode/larkm/grammars/python.lark", "file_input", False),
     # Issue 27's grammars. pyquil's %ignore /^\n/ is one newline where the text begins. The others
     # are refused where a construct without an exact reading is written: cel's STRING_LIT (a
-    # lazy quantifier whose match depends on the text after it), blark's IDENTIFIER (its keywords
-    # excluded by a look-ahead of many characters; a \b at a terminal's start or end is read,
-    # tests/test_lookahead.py),
+    # lazy quantifier whose match depends on the text after it), blark's DOTTED_IDENTIFIER
+    # (IDENTIFIER ("." IDENTIFIER)*: IDENTIFIER's \b and keyword look-ahead inside a repeat; at a
+    # terminal's start and end they are read, tests/test_lookahead.py),
     # hcl2's STRING_CHARS (look-ahead), gdtoolkit's NAME (\p{XID_Start}: its parser passes
     # regex=True; tests/test_regex_module.py).
     # eql's grammar is read at the character level (its lazy terminals too, tests/test_lazy.py):
@@ -1300,9 +1300,9 @@ PACKAGE_REFUSALS = {
         "earley",
         None,
         False,
-        38,
-        13,
-        ("IDENTIFIER", "a look-around inside the lexeme", "write the terminal without it"),
+        552,
+        1,
+        ("DOTTED_IDENTIFIER", "inside a group or a repeat", "as a rule of the grammar"),
     ),
     "hcl2": PackageRefusal(
         "python-hcl2",

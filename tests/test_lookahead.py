@@ -110,8 +110,20 @@ DIGIT: /[0-9]/
 %ignore " "
 """
 
+# blark's IDENTIFIER: a look-ahead at the start keeps keywords (case-insensitive) from being
+# names, which are whole words; blark's POINTER_TO: a \\b between a word and a space always holds.
+KEYWORDS = r"""
+start: item+
+item: NAME | KW | PAIR
+NAME: /\b(?!(if|f)\b)[a-z]+\b/i
+KW: /\bif\b/i
+PAIR: /\bi\b\s+\bi\b/
+%ignore " "
+"""
+
 CASES = {
     "start-boundary": (START_BOUNDARY, "i1- "),
+    "keywords": (KEYWORDS, "iF "),
     "look-behind": (LOOK_BEHIND, "ab1 "),
     "positive": (POSITIVE, "Ga( ) "),
     "boundary": (BOUNDARY, "ifé- "),
@@ -211,6 +223,8 @@ def test_refused_with_place_and_what_to_write(pattern: str, why: str) -> None:
     ("pattern", "why", "instead"),
     [
         (r"\b(?:a|-)", "begin with a word character and with a non-word character", "two terminals"),
+        (r"a(?:-\ba)*", "inside a group or a repeat", "as a rule of the grammar"),
+        (r"(?!(if)\b)[a-z]+", "not whole words", "look-ahead of one character"),
         (r"a\bb", "inside the lexeme", "look-ahead of one character"),
         (r"a[a+]\b", "in a word character and in a non-word character", "two terminals"),
         (r"(?:a|)\b-", "inside the lexeme", "look-ahead of one character"),

@@ -42,7 +42,7 @@ from .exact import (
 from .hazards import find_hazards
 from .lazy import LazyReading, lazy_reading
 from .load import imported_definition, position, position_of_definition, position_of_terminal, position_of_use
-from .lookahead import Lookahead, LookaheadPart, LookaheadReading, lookahead_reading, restricted
+from .lookahead import Lookahead, LookaheadPart, LookaheadReading, lookahead_reading, restricted, without_words
 from .matcher import regex_is_void
 from .regex import is_regex_error, regex_features, sre_constants, sre_parse, strip_verbose
 from .unicode_classes import case_insensitive_literal, python_re_of, word_characters
@@ -298,7 +298,9 @@ def _scannerless(
 
     A terminal in ``lookaheads`` (see ``lookahead``) forbids what its look-ahead forbids after
     its lexeme: a watcher of one character, which may also forbid the text's end there. One whose
-    alternatives have different look-aheads is a rule of one terminal for each.
+    alternatives have different look-aheads is a rule of one terminal for each. One that looks
+    behind (``LookaheadPart.behind``) may begin only where the last character read is one it
+    allows: the state then also marks the class of that character (``_Marks``).
     """
     munch, lookaheads = watched
     by_compiled = {compiled: name for name, compiled in term_names.items()}
@@ -775,6 +777,8 @@ class _Watchers:
         self.ahead: dict[str, Lookahead] = {x: p.lookahead for x, p in parts.items() if p.lookahead is not None}
         #: The look-aheads inside lexemes: at which offset, which characters the lexeme may have.
         self.within = {x: p.within for x, p in parts.items() if p.within is not None}
+        #: The words a look-ahead at the start keeps from being lexemes (a regex).
+        self.excluded = {x: p.excluded for x, p in parts.items() if p.excluded is not None}
         #: The watchers that forbid the text's end where they stand (a ``(?=...)``'s).
         self.end_forbidden = frozenset((f"{x}~", 0) for x, a in self.ahead.items() if not a.end_ok)
         #: What may come before each token symbol that has a look-behind, and the classes of
@@ -806,7 +810,11 @@ class _Watchers:
         try:
             reading = _lazy_of(terminal)
             dfa = reading.dfa if reading else dfa_of(terminal.pattern)
-            return self.marks.refined(x, restricted(dfa, self.within[x]) if x in self.within else dfa)
+            if x in self.within:
+                dfa = restricted(dfa, self.within[x])
+            if x in self.excluded:
+                dfa = without_words(dfa, self.excluded[x])
+            return self.marks.refined(x, dfa)
         except GrammarError as error:  # an automaton too large to build
             raise GrammarError(
                 f"terminal {terminal.name}: {error.message}", construct=terminal.name, source=self.source
@@ -908,7 +916,7 @@ class _Watchers:
         """``transitions`` after the watchers ``p`` (no mark), the last character read of the
         class ``mark``."""
         terminal = self.terminals[x]
-        if _lazy_of(terminal) or x in self.within:
+        if _lazy_of(terminal) or x in self.within or x in self.excluded:
             return {} if self.dfa(x).empty else self._product(x, p, mark)
         # When every watcher of p dies or forbids at the first character, and every match of x
         # ends in the same state, x's regex as rules does, its first character restricted (no

@@ -35,14 +35,22 @@ from dataclasses import dataclass
 from typing import Any
 
 from .._errors import GrammarError
-from .automaton import Dfa, dfa_of, minimal_dfa, ranges_of, share_a_prefix
+from .automaton import Dfa, dfa_of, minimal_dfa, ranges_of, share_a_prefix, split_ranges
 from .charclass import Ranges, category, char_set, complement, normalise
 from .exact import first_chars, greedy_regex_of
 from .regex import count_anchors, count_ops, regex_features
 from .regex import sre_constants as _c
 from .regex import sre_parse as _sre_parse
 
-__all__ = ["Lookahead", "LookaheadPart", "LookaheadReading", "has_lookaround", "lookahead_reading", "restricted"]
+__all__ = [
+    "Lookahead",
+    "LookaheadPart",
+    "LookaheadReading",
+    "has_lookaround",
+    "lookahead_reading",
+    "restricted",
+    "without_words",
+]
 
 
 @dataclass(frozen=True)
@@ -65,12 +73,15 @@ class LookaheadPart:
     the lexeme after a fixed number of characters (lark.lark's ``REGEXP``, ``\\/(?!\\/)...``),
     as that offset and the characters the lexeme may have there. ``behind``: what may come right
     before the lexeme (a look-behind of one character or a ``\\b`` at the start): a character of
-    its ``allowed``, or the text's start if its ``end_ok`` (``None``: anything)."""
+    its ``allowed``, or the text's start if its ``end_ok`` (``None``: anything). ``excluded``: the
+    words a look-ahead at the start keeps from being lexemes (``(?!(?:if|else)\\b)[a-z]+\\b``,
+    a regex; ``regex`` is the lexemes with them)."""
 
     regex: str
     lookahead: Lookahead | None
     within: tuple[int, tuple[tuple[int, int], ...]] | None = None
     behind: Lookahead | None = None
+    excluded: str | None = None
 
 
 @dataclass(frozen=True)
@@ -97,6 +108,12 @@ _START_BOUNDARY = (
     "and with a non-word character (or match empty text), so that it says (?<!\\w) before some and "
     "(?<=\\w) before others; write it as two terminals, or begin it with (?<!\\w) or (?<=\\w)"
 )
+_NESTED = (
+    "a look-around or a word boundary (\\b) inside a group or a repeat of the lexeme (a terminal used in "
+    'another brings its look-arounds along: lark writes IDENTIFIER ("." IDENTIFIER)* as one regex); '
+    'write the repetition as a rule of the grammar (dotted: IDENTIFIER ("." IDENTIFIER)*), or the terminal '
+    "without it"
+)
 _MIXED_BOUNDARY = (
     "a word boundary (\\b) at the end of a terminal whose matches may end in a word character and in "
     "a non-word character (or match empty text), so that it says (?!\\w) after some and (?=\\w) after "
@@ -107,8 +124,7 @@ _ASCII_WORD: Ranges = [(48, 57), (65, 90), (95, 95), (97, 122)]
 
 def has_lookaround(regex: str) -> bool:
     """Whether ``regex`` has a look-ahead, a look-behind or a word boundary (``\\b``)."""
-    parsed = _sre_parse.parse(regex, 0)
-    return count_ops(parsed, _c.ASSERT) + count_ops(parsed, _c.ASSERT_NOT) + count_anchors(parsed, _c.AT_BOUNDARY) > 0
+    return _has_lookaround_items(list(_sre_parse.parse(regex, 0)))
 
 
 def lookahead_reading(regex: str, word: Ranges | None = None) -> LookaheadReading | str | None:
@@ -122,15 +138,16 @@ def lookahead_reading(regex: str, word: Ranges | None = None) -> LookaheadReadin
     inner = _inner_lookahead(regex, items, flags)
     if inner is not None:
         return inner
-    grouped: dict[tuple[Lookahead | None, Lookahead | None], list[str]] = {}
+    grouped: dict[tuple[Lookahead | None, Lookahead | None, str | None], list[str]] = {}
     for alternative, local in _alternatives(items, flags):
         read = _alternative_reading(alternative, local, word)
         if isinstance(read, str):
             return read
-        written, ahead, behind = read
-        grouped.setdefault((ahead, behind), []).append(written)
+        written, ahead, behind, excluded = read
+        grouped.setdefault((ahead, behind, excluded), []).append(written)
     parts = tuple(
-        LookaheadPart("|".join(f"(?:{r})" for r in rs), ahead, behind=before) for (ahead, before), rs in grouped.items()
+        LookaheadPart("|".join(f"(?:{r})" for r in rs), ahead, behind=before, excluded=words)
+        for (ahead, before, words), rs in grouped.items()
     )
     if len(parts) == 1 and parts[0].lookahead is None:
         return LookaheadReading(parts)  # a look-behind only: where it may begin, a terminal as any other
@@ -147,15 +164,18 @@ def lookahead_reading(regex: str, word: Ranges | None = None) -> LookaheadReadin
 
 def _alternative_reading(
     alternative: list[Any], flags: int, word: Ranges | None
-) -> tuple[str, Lookahead | None, Lookahead | None] | str:
-    """A top-level alternative's lexemes (a regex without look-around), what may follow them
-    and what may come before them (``None``: anything), or why it has no exact reading."""
+) -> tuple[str, Lookahead | None, Lookahead | None, str | None] | str:
+    """A top-level alternative's lexemes (a regex without look-around), what may follow them,
+    what may come before them (``None``: anything) and the words excluded from them (see
+    ``_excluded_words``), or why it has no exact reading."""
     behind = _leading_lookbehind(alternative, flags)
     if isinstance(behind, str):
         return behind
     last = None
     if alternative and (alternative[-1] == (_c.AT, _c.AT_BOUNDARY) or alternative[-1][0] in (_c.ASSERT, _c.ASSERT_NOT)):
         last = alternative.pop()
+    excluded = _excluded_words(alternative, flags, word)
+    alternative[:] = _settled_boundaries(alternative, flags, word)
     problem = _inside_problem(alternative)
     if problem:
         return problem
@@ -178,7 +198,89 @@ def _alternative_reading(
         behind = _start_boundary_condition(written, flags, word)
         if isinstance(behind, str):
             return behind
-    return written, ahead, behind
+    if excluded is not None and not _whole_words(written, ahead, flags, word):
+        return _refusal(
+            "a look-ahead of more than one character at the start of the lexeme, where the lexemes are not "
+            "whole words (word characters only, then \\b or (?!\\w)), so that it may look past the lexeme"
+        )
+    return written, ahead, behind, excluded
+
+
+def _excluded_words(alternative: list[Any], flags: int, word: Ranges | None) -> str | None:
+    """The words ``K`` of a look-ahead ``(?!K\\b)`` at the start of ``alternative`` (taken out of
+    it), ``K``'s matches being words (word characters only); ``None`` where it begins otherwise.
+    Before lexemes that are whole words (``_whole_words``), ``K\\b`` holds exactly where the
+    lexeme is a match of ``K`` (a shorter match of ``K`` is followed by a word character, a
+    longer one would need the character after the lexeme to be one), so the look-ahead takes
+    the matches of ``K`` out of the lexemes (blark's ``IDENTIFIER`` and its keywords)."""
+    if not alternative or alternative[0][0] is not _c.ASSERT_NOT or alternative[0][1][0] < 0:
+        return None
+    body = list(alternative[0][1][1])
+    if not body or body[-1] != (_c.AT, _c.AT_BOUNDARY) or _has_lookaround_items(body[:-1]):
+        return None
+    try:
+        words = greedy_regex_of(body[:-1], flags)
+        dfa = dfa_of(words)
+    except GrammarError:
+        return None
+    if dfa.empty or dfa.start in dfa.accepting or not _within(_all_chars(dfa), _word(flags, word)):
+        return None
+    alternative.pop(0)
+    return words
+
+
+def _whole_words(written: str, ahead: Lookahead | None, flags: int, word: Ranges | None) -> bool:
+    """Whether every match of ``written`` is a word (word characters only, not empty) that
+    ``ahead`` keeps a word character from following."""
+    word = _word(flags, word)
+    dfa = dfa_of(written)
+    return (
+        ahead is not None
+        and not _meet(list(ahead.allowed), word)
+        and not dfa.empty
+        and dfa.start not in dfa.accepting
+        and _within(_all_chars(dfa), word)
+    )
+
+
+def _all_chars(dfa: Dfa) -> Ranges:
+    return normalise([(lo, hi) for edges in dfa.edges for lo, hi, _ in edges])
+
+
+def _has_lookaround_items(items: list[Any]) -> bool:
+    """Whether parsed items have a look-around or a ``\\b``, nested ones included."""
+    return count_ops(items, _c.ASSERT) + count_ops(items, _c.ASSERT_NOT) + count_anchors(items, _c.AT_BOUNDARY) > 0
+
+
+def _settled_boundaries(alternative: list[Any], flags: int, word: Ranges | None) -> list[Any]:
+    """``alternative`` without the ``\\b`` between its items that always hold: every match of
+    the items before it ends in a word character and every match of those after begins with
+    another, or the other way round (blark's ``\\bPOINTER\\b\\s+\\bTO\\b``). ``\\b`` nested in
+    groups is left as it is."""
+    word = _word(flags, word)
+    kept: list[Any] = []
+    for i, item in enumerate(alternative):
+        if item != (_c.AT, _c.AT_BOUNDARY) or not kept or i == len(alternative) - 1:
+            kept.append(item)
+            continue
+        rest = [x for x in alternative[i + 1 :] if x != (_c.AT, _c.AT_BOUNDARY)]
+        if _has_lookaround_items(kept) or _has_lookaround_items(rest):
+            kept.append(item)
+            continue
+        try:
+            before = dfa_of(greedy_regex_of(kept, flags))
+            first, empty = first_chars(greedy_regex_of(rest, flags))
+        except GrammarError:
+            kept.append(item)
+            continue
+        last = normalise([(lo, hi) for edges in before.edges for lo, hi, t in edges if t in before.accepting])
+        if before.start in before.accepting or empty or not last or not first:
+            kept.append(item)
+            continue
+        if (_within(last, word) and not _meet(first, word)) or (not _meet(last, word) and _within(first, word)):
+            continue  # it always holds
+        kept.append(item)
+    return kept
 
 
 def _inside_problem(alternative: list[Any]) -> str | None:
@@ -188,6 +290,8 @@ def _inside_problem(alternative: list[Any]) -> str | None:
         return _refusal(
             "a look-around that looks behind ((?<=...), (?<!...)), whose match depends on the text before the lexeme"
         )
+    if any(op not in (_c.ASSERT, _c.ASSERT_NOT, _c.AT) and _has_lookaround_items([(op, av)]) for op, av in alternative):
+        return _NESTED
     if count_ops(alternative, _c.ASSERT) + count_ops(alternative, _c.ASSERT_NOT):
         return _refusal(
             "a look-around inside the lexeme (a look-ahead is read at the end of the terminal, or "
@@ -362,6 +466,27 @@ def _word(flags: int, word: Ranges | None) -> Ranges:
     if word is None:
         word = _ASCII_WORD if flags & _c.SRE_FLAG_ASCII else category(_c.CATEGORY_WORD)
     return normalise(word)
+
+
+def without_words(dfa: Dfa, words: str) -> Dfa:
+    """The matches of ``dfa`` that are not matches of the regex ``words``."""
+    other = dfa_of(words)
+    ids = {(dfa.start, None if other.empty else other.start): 0}
+    order = list(ids)
+    edges: list[list[tuple[int, int, int]]] = []
+    while len(edges) < len(order):
+        d, o = order[len(edges)]
+        out = []
+        for lo, hi, (t, u) in split_ranges([() if dfa.empty else dfa.edges[d], () if o is None else other.edges[o]]):
+            if t is None:
+                continue
+            n = ids.setdefault((t, u), len(ids))
+            if n == len(order):
+                order.append((t, u))
+            out.append((lo, hi, n))
+        edges.append(out)
+    accepting = frozenset(n for (d, o), n in ids.items() if d in dfa.accepting and o not in other.accepting)
+    return minimal_dfa(0, accepting, edges)
 
 
 def _refusal(what: str) -> str:
