@@ -21,7 +21,6 @@ loads or refused at line:column construct, texts compared, disagreements, load s
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import functools
 import random
 import re
@@ -76,15 +75,6 @@ class Entry:
 # timefhuman's lalr.py: Lark(grammar with (TIMEZONE_MAPPING) replaced by its zone names,
 # parser="lalr", g_regex_flags=re.IGNORECASE); tartiflette's sdl parser: Lark(file,
 # parser="lalr", start="document"); lark's own grammars with lark's Earley (its examples' way).
-_BLARK = Entry(
-    "blark",
-    "0.8.3",
-    "blark/iec.lark",
-    "iec_source",
-    parser="earley",
-    sdist=True,
-    texts=("blark/tests/source/*.st", "blark/tests/test_parsing.py"),
-)
 SWEEP: dict[str, Entry] = {
     "d20-expr": Entry("d20", "1.1.2", "d20/grammar.lark", "expr", sdist=True, texts=("tests/*.py",)),
     "d20-commented": Entry("d20", "1.1.2", "d20/grammar.lark", "commented_expr", sdist=True, texts=("tests/*.py",)),
@@ -157,17 +147,14 @@ SWEEP: dict[str, Entry] = {
     "lark-common-earley": Entry("lark", "1.3.1", "lark/grammars/lark.lark", "start", parser="earley"),
     # blark's parse.py: Lark.open_from_package("blark", "iec.lark", parser="earley", start=...):
     # iec_source, a whole file. Texts: its own test sources and test_parsing's snippets.
-    "blark": _BLARK,
-    # blark with DOTTED_IDENTIFIER written as the rule its refusal advises: not blark's language
-    # (spaces may stand around the dots), but its other terminals (\b keywords, IDENTIFIER's
-    # keyword look-ahead, POINTER_TO) compared with lark on the same grammar.
-    "blark-dotted-rule": dataclasses.replace(
-        _BLARK,
-        replace=(
-            ('DOTTED_IDENTIFIER: IDENTIFIER ( "." IDENTIFIER )*', 'dotted_identifier: IDENTIFIER ( "." IDENTIFIER )*'),
-            ("DOTTED_IDENTIFIER", "dotted_identifier"),
-        ),
-        note="DOTTED_IDENTIFIER as a rule",
+    "blark": Entry(
+        "blark",
+        "0.8.3",
+        "blark/iec.lark",
+        "iec_source",
+        parser="earley",
+        sdist=True,
+        texts=("blark/tests/source/*.st", "blark/tests/test_parsing.py"),
     ),
 }
 

@@ -121,8 +121,21 @@ PAIR: /\bi\b\s+\bi\b/
 %ignore " "
 """
 
+# blark's DOTTED_IDENTIFIER (IDENTIFIER ("." IDENTIFIER)*): lark writes it as one regex, each word's
+# \\b and keyword look-ahead inside the repeat; re.match goes on while a dot and a word that is not
+# a keyword follow, so ``a.ab`` is a name, a dot and the keyword.
+DOTTED = r"""
+start: item+
+item: NAME | KW | "."
+NAME: WORD ("." WORD)*
+WORD: /\b(?!(ab)\b)[a-b]+\b/
+KW: /\bab\b/
+%ignore " "
+"""
+
 CASES = {
     "start-boundary": (START_BOUNDARY, "i1- "),
+    "dotted": (DOTTED, "ab. "),
     "keywords": (KEYWORDS, "iF "),
     "look-behind": (LOOK_BEHIND, "ab1 "),
     "positive": (POSITIVE, "Ga( ) "),

@@ -771,7 +771,10 @@ class _Watchers:
         parts: Mapping[str, LookaheadPart],
     ) -> None:
         self.terminals = terminals
-        self.watched = watched
+        #: The parts whose lark match is the longest whose look-ahead holds (``LookaheadPart.longest``):
+        #: watched by ``longer`` (a watcher ``(symbol + "^", d)``), not as the longest match.
+        self.longest = {x for x, p in parts.items() if p.longest}
+        self.watched = watched - self.longest
         self.source = source
         #: The look-ahead after each token symbol that has one; its watcher is ``(symbol + "~", 0)``.
         self.ahead: dict[str, Lookahead] = {x: p.lookahead for x, p in parts.items() if p.lookahead is not None}
@@ -784,6 +787,10 @@ class _Watchers:
         #: What may come before each token symbol that has a look-behind, and the classes of
         #: characters those tell apart (see ``_Marks``).
         self.marks = _Marks({x: p.behind for x, p in parts.items() if p.behind is not None})
+        for x in self.longest:  # where the text ends after a longer match, that match was lark's
+            if self.ahead[x].end_ok:
+                done, n = self.dfa(x), len(self.dfa(x).edges)
+                self.end_forbidden |= {(f"{x}^", n + q) for q in done.accepting}
         self.rules: dict[str, tuple[str, str]] = {}  # rule -> (compiled terminal or "", body)
         self._ids: dict[_State, int] = {frozenset(): 0}
         self._done: dict[tuple[str, _State], dict[_State, str]] = {}
@@ -806,6 +813,8 @@ class _Watchers:
         if x.endswith("~"):  # a look-ahead's watcher: a forbidden character is a hit
             forbidden = tuple((lo, hi, 1) for lo, hi in self.ahead[x[:-1]].forbidden)
             return Dfa(0, frozenset({1}), (forbidden, ()))
+        if x.endswith("^"):
+            return self._longer(x[:-1])
         terminal = self.terminals[x]
         try:
             reading = _lazy_of(terminal)
@@ -820,6 +829,24 @@ class _Watchers:
                 f"terminal {terminal.name}: {error.message}", construct=terminal.name, source=self.source
             ) from None
 
+    def _longer(self, x: str) -> Dfa:
+        """The watcher of a match of ``x`` in ``longest``: it hits where the text after the match
+        makes a longer match (one character at least) and then a character its look-ahead allows.
+        State ``d`` is the match's DFA state ``d`` before a character is read, ``n + d`` after."""
+        dfa, allowed = self.dfa(x), self.ahead[x].allowed
+        n = len(dfa.edges)
+        hit = 2 * n
+        edges: list[tuple[tuple[int, int, int], ...]] = []
+        for moved in (False, True):
+            for d, out in enumerate(dfa.edges):
+                if not (moved and d in dfa.accepting):
+                    edges.append(tuple((lo, hi, n + t) for lo, hi, t in out))
+                    continue
+                cut = split_ranges([out, [(lo, hi, 0) for lo, hi in allowed]])
+                edges.append(tuple((lo, hi, hit if a is not None else n + t) for lo, hi, (t, a) in cut))
+        edges.append(())
+        return Dfa(0, frozenset({hit}), tuple(edges))
+
     def transitions(self, x: str, p: _State) -> dict[_State, str]:
         key = (x, p)
         if key not in self._done:
@@ -833,6 +860,8 @@ class _Watchers:
         added = {(x, d)} if x in self.watched and self.dfa(x).edges[d] else set()
         if x in self.ahead:
             added.add((f"{x}~", 0))
+        if x in self.longest:
+            added.add((f"{x}^", d))
         state = self.canonical(watching | added) if added else watching
         if not self.marks:
             return state

@@ -22,6 +22,10 @@ start. It decides whether the terminal matches at ``pos`` at all, not which lexe
 keeps it as ``LookaheadPart.behind``, and the character-level reading remembers the class of the
 last character read (``compile``).
 
+Whole words joined by a non-word separator (``A(?:sA)*``, lark's writing of
+``IDENTIFIER ("." IDENTIFIER)*``) are read too: ``re.match`` returns the longest match whose
+look-ahead holds (``LookaheadPart.longest``), which a watcher of the text after it says.
+
 ``lookahead_reading`` gives that reading, ``None`` for a regex without a look-ahead, or the
 reason no exact reading is given (a look-behind elsewhere, a look-ahead inside the lexeme, one of
 more than one character, lexemes that are prefixes of one another), as a phrase
@@ -75,13 +79,15 @@ class LookaheadPart:
     before the lexeme (a look-behind of one character or a ``\\b`` at the start): a character of
     its ``allowed``, or the text's start if its ``end_ok`` (``None``: anything). ``excluded``: the
     words a look-ahead at the start keeps from being lexemes (``(?!(?:if|else)\\b)[a-z]+\\b``,
-    a regex; ``regex`` is the lexemes with them)."""
+    a regex; ``regex`` is the lexemes with them). ``longest``: matches may be prefixes of one
+    another, and ``re.match`` takes the longest whose look-ahead holds (see ``_joined_words``)."""
 
     regex: str
     lookahead: Lookahead | None
     within: tuple[int, tuple[tuple[int, int], ...]] | None = None
     behind: Lookahead | None = None
     excluded: str | None = None
+    longest: bool = False
 
 
 @dataclass(frozen=True)
@@ -138,6 +144,9 @@ def lookahead_reading(regex: str, word: Ranges | None = None) -> LookaheadReadin
     inner = _inner_lookahead(regex, items, flags)
     if inner is not None:
         return inner
+    joined = _joined_words(items, flags, word)
+    if joined is not None:
+        return LookaheadReading((joined,))
     grouped: dict[tuple[Lookahead | None, Lookahead | None, str | None], list[str]] = {}
     for alternative, local in _alternatives(items, flags):
         read = _alternative_reading(alternative, local, word)
@@ -204,6 +213,47 @@ def _alternative_reading(
             "whole words (word characters only, then \\b or (?!\\w)), so that it may look past the lexeme"
         )
     return written, ahead, behind, excluded
+
+
+def _joined_words(items: list[Any], flags: int, word: Ranges | None) -> LookaheadPart | None:
+    """The reading of whole words joined by a separator, ``A(?:sA)*`` (blark's
+    ``DOTTED_IDENTIFIER``, ``IDENTIFIER ("." IDENTIFIER)*``), each ``A`` a group read as whole words
+    (``_whole_words``; its ``\\b`` before, its keywords out), ``s`` one non-word character: each
+    ``A`` matches the run of word characters there or fails, so ``re.match``'s greedy repeat goes
+    on while ``s`` and a word of ``A`` follow, and its match is the longest whose look-ahead holds
+    (``longest``). ``None`` where the regex is not so."""
+    word = _word(flags, word)
+    if len(items) < 2 or items[-1][0] is not _c.MAX_REPEAT or items[-1][1][:2] != (0, _c.MAXREPEAT):
+        return None
+    body = list(items[-1][1][2])
+    sep = char_set(body[:1], flags) if len(body) >= 2 else None
+    if sep is None or _meet(sep, word):
+        return None
+    head, tail = _word_group(items[:-1], flags, word), _word_group(body[1:], flags, word)
+    if head is None or tail is None or head[1] != tail[1]:
+        return None
+    (w0, ahead, behind, k0), (w1, _, after_sep, k1) = head, tail
+    if after_sep is not None and not _within(sep, list(after_sep.allowed)):
+        return None
+    s = greedy_regex_of(body[:1], flags)
+    more = f"(?:{s}(?:{w1}))*"
+    bad = ([f"(?:{k0}){more}"] if k0 else []) + ([f"(?:{w0}){more}{s}(?:{k1}){more}"] if k1 else [])
+    excluded = "|".join(f"(?:{b})" for b in bad) or None
+    return LookaheadPart(f"(?:{w0}){more}", ahead, behind=behind, excluded=excluded, longest=True)
+
+
+def _word_group(
+    items: list[Any], flags: int, word: Ranges
+) -> tuple[str, Lookahead | None, Lookahead | None, str | None] | None:
+    """The reading of items (or of the flags group they are) whose lexemes are whole words
+    (``_whole_words``), else ``None``."""
+    items, local = _unwrapped(items, flags)
+    if not _has_lookaround_items(items):
+        return None
+    read = _alternative_reading(list(items), local, word)
+    if isinstance(read, str) or not _whole_words(read[0], read[1], local, word):
+        return None
+    return read
 
 
 def _excluded_words(alternative: list[Any], flags: int, word: Ranges | None) -> str | None:
@@ -329,8 +379,17 @@ def _within(ranges: Ranges, outer: Ranges) -> bool:
 
 
 def _meet(a: Ranges, b: Ranges) -> bool:
-    """Whether two sorted lists of disjoint ranges share a code point."""
-    return any(lo <= y and x <= hi for lo, hi in a for x, y in b)
+    """Whether two lists of ranges share a code point (one pass over both, sorted)."""
+    a, b = normalise(list(a)), normalise(list(b))
+    i = j = 0
+    while i < len(a) and j < len(b):
+        if a[i][1] < b[j][0]:
+            i += 1
+        elif b[j][1] < a[i][0]:
+            j += 1
+        else:
+            return True
+    return False
 
 
 def _boundary_condition(alternative: list[Any], flags: int, word: Ranges | None) -> Lookahead | str:
