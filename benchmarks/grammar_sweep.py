@@ -145,6 +145,17 @@ SWEEP: dict[str, Entry] = {
         texts=("commentjson/tests/*.py",),
     ),
     "lark-common-earley": Entry("lark", "1.3.1", "lark/grammars/lark.lark", "start", parser="earley"),
+    # blark's parse.py: Lark.open_from_package("blark", "iec.lark", parser="earley", start=...):
+    # iec_source, a whole file. Texts: its own test sources and test_parsing's snippets.
+    "blark": Entry(
+        "blark",
+        "0.8.3",
+        "blark/iec.lark",
+        "iec_source",
+        parser="earley",
+        sdist=True,
+        texts=("blark/tests/source/*.st", "blark/tests/test_parsing.py"),
+    ),
 }
 
 

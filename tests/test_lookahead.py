@@ -1,8 +1,10 @@
-"""Terminals that end in a look-ahead of one character (issue 27), read as lark's dynamic Earley
-lexer matches them: ``re.match`` on the whole text, so the look-ahead sees the characters after
-the lexeme, ignored text included, and the text's end (where ``(?=...)`` fails and ``(?!...)``
-holds). Each grammar is checked against lark on every short text over its alphabet: whole texts
-by lark's parse, prefixes by whether some text that begins with them parses.
+"""Terminals that end in a look-ahead of one character (issue 27), or begin with a look-behind of
+one, read as lark's dynamic Earley lexer matches them: ``re.match`` on the whole text, so the
+look-ahead sees the characters after the lexeme, ignored text included, and the text's end (where
+``(?=...)`` fails and ``(?!...)`` holds); the look-behind the character before it, none at the
+text's start (where ``(?<=...)`` fails and ``(?<!...)`` holds). Each grammar is checked against
+lark on every short text over its alphabet: whole texts by lark's parse, prefixes by whether some
+text that begins with them parses.
 """
 
 from __future__ import annotations
@@ -82,7 +84,60 @@ NUM: /[0-9]+/
 %ignore " "
 """
 
+# A word boundary at the start looks behind (lark's re.match(text, pos) sees the text before pos):
+# before a word character it is (?<!\\w), the text's start allowed: a name may not follow a number
+# or a name without a space; before another character (?<=\\w), so ``-`` only right after a word
+# character, never first. NUM's matches end in a word character or in ``-``: what follows it
+# depends on which (the reading refines its states by the class of the last character).
+START_BOUNDARY = r"""
+start: item+
+item: KW | NAME | NUM | SIGN
+KW: /\bi\b/
+NAME: /\b[a-z]+/
+NUM: /[0-9]+-?/
+SIGN: /\b-/
+%ignore " "
+"""
+
+# A look-behind of one character at the start: ``b`` only after ``a`` or a space, ``a`` never
+# right after a digit; ignored text before a terminal is what it sees.
+LOOK_BEHIND = r"""
+start: item+
+item: AFTER | A | DIGIT
+AFTER: /(?<=[a ])b/
+A: /(?<![0-9])a+/
+DIGIT: /[0-9]/
+%ignore " "
+"""
+
+# blark's IDENTIFIER: a look-ahead at the start keeps keywords (case-insensitive) from being
+# names, which are whole words; blark's POINTER_TO: a \\b between a word and a space always holds.
+KEYWORDS = r"""
+start: item+
+item: NAME | KW | PAIR
+NAME: /\b(?!(if|f)\b)[a-z]+\b/i
+KW: /\bif\b/i
+PAIR: /\bi\b\s+\bi\b/
+%ignore " "
+"""
+
+# blark's DOTTED_IDENTIFIER (IDENTIFIER ("." IDENTIFIER)*): lark writes it as one regex, each word's
+# \\b and keyword look-ahead inside the repeat; re.match goes on while a dot and a word that is not
+# a keyword follow, so ``a.ab`` is a name, a dot and the keyword.
+DOTTED = r"""
+start: item+
+item: NAME | KW | "."
+NAME: WORD ("." WORD)*
+WORD: /\b(?!(ab)\b)[a-b]+\b/
+KW: /\bab\b/
+%ignore " "
+"""
+
 CASES = {
+    "start-boundary": (START_BOUNDARY, "i1- "),
+    "dotted": (DOTTED, "ab. "),
+    "keywords": (KEYWORDS, "iF "),
+    "look-behind": (LOOK_BEHIND, "ab1 "),
     "positive": (POSITIVE, "Ga( ) "),
     "boundary": (BOUNDARY, "ifé- "),
     "repeat": (REPEAT, "ad1 "),
@@ -141,12 +196,28 @@ def test_reading_of_each_shape() -> None:
     assert negative.parts[0].lookahead == Lookahead(((0, 96), (123, 0x10FFFF)), end_ok=True)
 
 
+def test_reading_of_a_look_behind_at_the_start() -> None:
+    """What may come before the lexeme: a ``\\b`` before a word character allows the text's start
+    and any non-word character; ``(?<=a)`` only ``a``, not the start; ``(?<![0-9])`` the start too."""
+    boundary, after_a, no_digit = (lookahead_reading(r) for r in (r"\bif\b", "(?<=a)b", "(?<![0-9])b"))
+    assert isinstance(boundary, LookaheadReading) and isinstance(after_a, LookaheadReading)
+    assert isinstance(no_digit, LookaheadReading)
+    (part,) = boundary.parts
+    assert part.behind is not None and part.behind.end_ok
+    assert not any(lo <= ord(c) <= hi for lo, hi in part.behind.allowed for c in "a_7é")
+    assert any(lo <= ord(" ") <= hi for lo, hi in part.behind.allowed)
+    assert part.lookahead is not None and part.lookahead.end_ok
+    assert after_a.parts[0].behind == Lookahead(((97, 97),), end_ok=False)
+    assert no_digit.parts[0].behind == Lookahead(((0, 47), (58, 0x10FFFF)), end_ok=True)
+
+
 @pytest.mark.parametrize(
     ("pattern", "why"),
     [
         ("[a-z]+(?![b])", "one of whose matches is a prefix of another"),
         ("a(?=bc)", "more than one character"),
-        ("(?<=a)b", "looks behind"),
+        ("a(?<=a)b", "looks behind"),
+        ("(?<=ab)c", "look-behind that reads more than one character"),
         ("a+(?=b)[bc]", "inside the lexeme"),
         ("a(?=b|$)", "final newline"),
         ("b|[ab]b(?=c)", "one of whose matches is a prefix of another"),
@@ -164,7 +235,9 @@ def test_refused_with_place_and_what_to_write(pattern: str, why: str) -> None:
 @pytest.mark.parametrize(
     ("pattern", "why", "instead"),
     [
-        (r"\bab", "at the start of the terminal", "end each terminal that may come before it"),
+        (r"\b(?:a|-)", "begin with a word character and with a non-word character", "two terminals"),
+        (r"a(?:-\ba)*", "inside a group or a repeat", "as a rule of the grammar"),
+        (r"(?!(if)\b)[a-z]+", "not whole words", "look-ahead of one character"),
         (r"a\bb", "inside the lexeme", "look-ahead of one character"),
         (r"a[a+]\b", "in a word character and in a non-word character", "two terminals"),
         (r"(?:a|)\b-", "inside the lexeme", "look-ahead of one character"),

@@ -7,7 +7,10 @@ matcher, and raises ``GrammarError`` for a terminal the matcher cannot honour ex
 
 from __future__ import annotations
 
+import bisect
+import dataclasses
 import functools
+import itertools
 import json
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -39,7 +42,7 @@ from .exact import (
 from .hazards import find_hazards
 from .lazy import LazyReading, lazy_reading
 from .load import imported_definition, position, position_of_definition, position_of_terminal, position_of_use
-from .lookahead import Lookahead, LookaheadPart, LookaheadReading, lookahead_reading, restricted
+from .lookahead import Lookahead, LookaheadPart, LookaheadReading, lookahead_reading, restricted, without_words
 from .matcher import regex_is_void
 from .regex import is_regex_error, regex_features, sre_constants, sre_parse, strip_verbose
 from .unicode_classes import case_insensitive_literal, python_re_of, word_characters
@@ -295,7 +298,9 @@ def _scannerless(
 
     A terminal in ``lookaheads`` (see ``lookahead``) forbids what its look-ahead forbids after
     its lexeme: a watcher of one character, which may also forbid the text's end there. One whose
-    alternatives have different look-aheads is a rule of one terminal for each.
+    alternatives have different look-aheads is a rule of one terminal for each. One that looks
+    behind (``LookaheadPart.behind``) may begin only where the last character read is one it
+    allows: the state then also marks the class of that character (``_Marks``).
     """
     munch, lookaheads = watched
     by_compiled = {compiled: name for name, compiled in term_names.items()}
@@ -470,6 +475,7 @@ class _Relevance:
                 self.nullable.add(compiled)
         self._first_of_rules(rules)
         self.follow = self._follow_of_rules(rules)
+        self.looks_behind = self._looking_behind(rules)
         self._memo: dict[tuple[str, _State], _State] = {}
         self._after: dict[tuple[str, _State], _State] = {}
 
@@ -500,6 +506,23 @@ class _Relevance:
                             changed = True
         return {n: None if f is None else normalise(list(f)) for n, f in follow.items()}
 
+    def _looking_behind(self, rules: Mapping[str, list[list[str]]]) -> set[str]:
+        """The symbols whose text may begin with a token that looks behind: they feel the mark of
+        the last character read before them; the others do not."""
+        found = set(self.tokens.marks.behind)
+        changed = bool(found)
+        while changed:
+            changed = False
+            for origin, alts in rules.items():
+                if origin in found:
+                    continue
+                for alt in alts:
+                    if any(y in found for y in _up_to_first_solid(alt, self.nullable)):
+                        found.add(origin)
+                        changed = True
+                        break
+        return found
+
     def _first_of_sequence(self, symbols: list[str]) -> set[tuple[int, int]] | None:
         """The characters a text of these symbols may begin with (``None``: unknown)."""
         found: set[tuple[int, int]] = set()
@@ -520,7 +543,9 @@ class _Relevance:
             return state
         key = (n, state)
         if key not in self._after:
-            kept = frozenset(w for w in state if self._overlaps(w, follow) or w in self.tokens.end_forbidden)
+            kept = frozenset(
+                w for w in state if w[0] == _MARK or self._overlaps(w, follow) or w in self.tokens.end_forbidden
+            )
             kept = state if kept == state else self.tokens.canonical(kept)
             self._after[key] = self.tokens.canonical_within(kept, follow)
         return self._after[key]
@@ -561,9 +586,21 @@ class _Relevance:
         key = (x, state)
         if key not in self._memo:
             first = self.first[x] or []
-            kept = frozenset(w for w in state if self._overlaps(w, first))
+            kept = frozenset(
+                w for w in state if (x in self.looks_behind if w[0] == _MARK else self._overlaps(w, first))
+            )
             self._memo[key] = state if kept == state else self.tokens.canonical(kept)
         return self._memo[key]
+
+
+def _up_to_first_solid(symbols: Iterable[str], nullable: set[str]) -> list[str]:
+    """The symbols up to the first that cannot be empty, that one included."""
+    out = []
+    for y in symbols:
+        out.append(y)
+        if y not in nullable:
+            break
+    return out
 
 
 def _beginning_with(dfa: Dfa, chars: Ranges) -> Dfa:
@@ -617,8 +654,108 @@ def _too_large(hazardous: Mapping[str, str], text: str, source: str | None) -> G
 
 
 #: The watchers' state: the terminals whose last match could still be extended by what follows,
-#: each with the state its DFA is in after the text read since.
-_State = frozenset[tuple[str, int]]
+#: each with the state its DFA is in after the text read since; and, where a terminal looks
+#: behind, the mark ``(_MARK, k)`` of the class ``k`` of the last character read (no mark at the
+#: text's start, or where nothing read next can look behind).
+_Watcher = tuple[str, int]
+_State = frozenset[_Watcher]
+_MARK = "<"
+
+
+def _unmarked(state: _State) -> tuple[_State, _Watcher | None]:
+    """The watchers of ``state``, and its mark (``None``: none)."""
+    mark = next((w for w in state if w[0] == _MARK), None)
+    return (state - {mark}, mark) if mark is not None else (state, None)
+
+
+class _Marks:
+    """The classes of characters that the look-behinds of the token symbols (``behind``) tell
+    apart, and the class of the last character of each match: a token symbol's DFA whose matches
+    may end in characters of several classes, or be empty and not, is refined to states that know
+    it (``refined``). Falsy where no token looks behind: then nothing is marked."""
+
+    def __init__(self, behind: Mapping[str, Lookahead]) -> None:
+        self.behind = dict(behind)
+        conditions = list(dict.fromkeys(b.allowed for b in self.behind.values()))
+        cuts = sorted({0, 0x110000} | {p for c in conditions for lo, hi in c for p in (lo, hi + 1)})
+        ids: dict[tuple[bool, ...], int] = {}
+        #: The code points cut into intervals, each with its class: (lo, hi, class).
+        self.intervals: list[tuple[int, int, int]] = []
+        for lo, nxt in itertools.pairwise(cuts):
+            k = ids.setdefault(tuple(_covers(c, lo) for c in conditions), len(ids))
+            if self.intervals and self.intervals[-1][2] == k:
+                self.intervals[-1] = (self.intervals[-1][0], nxt - 1, k)
+            else:
+                self.intervals.append((lo, nxt - 1, k))
+        self._starts = [lo for lo, _, _ in self.intervals]
+        self._allowed = {
+            x: frozenset(k for vector, k in ids.items() if vector[conditions.index(b.allowed)])
+            for x, b in self.behind.items()
+        }
+        self._class_at: dict[str, list[int] | int] = {}  # per DFA state, or one for every state but the start
+
+    def __bool__(self) -> bool:
+        return bool(self.behind)
+
+    def holds(self, x: str, mark: _Watcher | None) -> bool:
+        """Whether ``x`` may begin where the last character read is of the class ``mark``."""
+        behind = self.behind.get(x)
+        if behind is None:
+            return True
+        return behind.end_ok if mark is None else mark[1] in self._allowed[x]
+
+    def after(self, x: str, d: int, mark: _Watcher | None) -> _Watcher | None:
+        """The mark after a match of ``x`` that ends in the state ``d`` of its (refined) DFA;
+        ``mark`` the one before it."""
+        if not self:
+            return None
+        at = self._class_at[x]
+        k = at[d] if isinstance(at, list) else at
+        return mark if k < 0 else (_MARK, k)
+
+    def refined(self, x: str, dfa: Dfa) -> Dfa:
+        """``dfa`` (``x``'s), refined where its states do not tell the class of the last
+        character (see the class)."""
+        if not self or dfa.empty:
+            self._class_at[x] = -1
+            return dfa
+        last = {k for edges in dfa.edges for lo, hi, t in edges if t in dfa.accepting for _, _, k in self._cut(lo, hi)}
+        if len(last) == 1 and dfa.start not in dfa.accepting:
+            self._class_at[x] = last.pop()
+            return dfa
+        ids = {(dfa.start, -1): 0}
+        order = [(dfa.start, -1)]
+        edges: list[tuple[tuple[int, int, int], ...]] = []
+        while len(edges) < len(order):
+            d, _ = order[len(edges)]
+            out: list[tuple[int, int, int]] = []
+            for lo, hi, t in dfa.edges[d]:
+                for a, b, k in self._cut(lo, hi):
+                    n = ids.setdefault((t, k), len(ids))
+                    if n == len(order):
+                        order.append((t, k))
+                    if out and out[-1][2] == n and out[-1][1] + 1 == a:
+                        out[-1] = (out[-1][0], b, n)
+                    else:
+                        out.append((a, b, n))
+            edges.append(tuple(out))
+        self._class_at[x] = [k for _, k in order]
+        return Dfa(0, frozenset(i for (d, _), i in ids.items() if d in dfa.accepting), tuple(edges))
+
+    def _cut(self, lo: int, hi: int) -> list[tuple[int, int, int]]:
+        """``lo..hi`` cut at the classes' bounds, each piece with its class."""
+        i = bisect.bisect_right(self._starts, lo) - 1
+        pieces = []
+        while i < len(self.intervals) and self.intervals[i][0] <= hi:
+            a, b, k = self.intervals[i]
+            pieces.append((max(a, lo), min(b, hi), k))
+            i += 1
+        return pieces
+
+
+def _covers(ranges: tuple[tuple[int, int], ...], cp: int) -> bool:
+    i = bisect.bisect_right(ranges, (cp, 0x110000)) - 1
+    return i >= 0 and ranges[i][0] <= cp <= ranges[i][1]
 
 
 class _Watchers:
@@ -634,14 +771,26 @@ class _Watchers:
         parts: Mapping[str, LookaheadPart],
     ) -> None:
         self.terminals = terminals
-        self.watched = watched
+        #: The parts whose lark match is the longest whose look-ahead holds (``LookaheadPart.longest``):
+        #: watched by ``longer`` (a watcher ``(symbol + "^", d)``), not as the longest match.
+        self.longest = {x for x, p in parts.items() if p.longest}
+        self.watched = watched - self.longest
         self.source = source
         #: The look-ahead after each token symbol that has one; its watcher is ``(symbol + "~", 0)``.
         self.ahead: dict[str, Lookahead] = {x: p.lookahead for x, p in parts.items() if p.lookahead is not None}
         #: The look-aheads inside lexemes: at which offset, which characters the lexeme may have.
         self.within = {x: p.within for x, p in parts.items() if p.within is not None}
+        #: The words a look-ahead at the start keeps from being lexemes (a regex).
+        self.excluded = {x: p.excluded for x, p in parts.items() if p.excluded is not None}
         #: The watchers that forbid the text's end where they stand (a ``(?=...)``'s).
         self.end_forbidden = frozenset((f"{x}~", 0) for x, a in self.ahead.items() if not a.end_ok)
+        #: What may come before each token symbol that has a look-behind, and the classes of
+        #: characters those tell apart (see ``_Marks``).
+        self.marks = _Marks({x: p.behind for x, p in parts.items() if p.behind is not None})
+        for x in self.longest:  # where the text ends after a longer match, that match was lark's
+            if self.ahead[x].end_ok:
+                done, n = self.dfa(x), len(self.dfa(x).edges)
+                self.end_forbidden |= {(f"{x}^", n + q) for q in done.accepting}
         self.rules: dict[str, tuple[str, str]] = {}  # rule -> (compiled terminal or "", body)
         self._ids: dict[_State, int] = {frozenset(): 0}
         self._done: dict[tuple[str, _State], dict[_State, str]] = {}
@@ -664,27 +813,61 @@ class _Watchers:
         if x.endswith("~"):  # a look-ahead's watcher: a forbidden character is a hit
             forbidden = tuple((lo, hi, 1) for lo, hi in self.ahead[x[:-1]].forbidden)
             return Dfa(0, frozenset({1}), (forbidden, ()))
+        if x.endswith("^"):
+            return self._longer(x[:-1])
         terminal = self.terminals[x]
         try:
             reading = _lazy_of(terminal)
             dfa = reading.dfa if reading else dfa_of(terminal.pattern)
-            return restricted(dfa, self.within[x]) if x in self.within else dfa
+            if x in self.within:
+                dfa = restricted(dfa, self.within[x])
+            if x in self.excluded:
+                dfa = without_words(dfa, self.excluded[x])
+            return self.marks.refined(x, dfa)
         except GrammarError as error:  # an automaton too large to build
             raise GrammarError(
                 f"terminal {terminal.name}: {error.message}", construct=terminal.name, source=self.source
             ) from None
 
+    def _longer(self, x: str) -> Dfa:
+        """The watcher of a match of ``x`` in ``longest``: it hits where the text after the match
+        makes a longer match (one character at least) and then a character its look-ahead allows.
+        State ``d`` is the match's DFA state ``d`` before a character is read, ``n + d`` after."""
+        dfa, allowed = self.dfa(x), self.ahead[x].allowed
+        n = len(dfa.edges)
+        hit = 2 * n
+        edges: list[tuple[tuple[int, int, int], ...]] = []
+        for moved in (False, True):
+            for d, out in enumerate(dfa.edges):
+                if not (moved and d in dfa.accepting):
+                    edges.append(tuple((lo, hi, n + t) for lo, hi, t in out))
+                    continue
+                cut = split_ranges([out, [(lo, hi, 0) for lo, hi in allowed]])
+                edges.append(tuple((lo, hi, hit if a is not None else n + t) for lo, hi, (t, a) in cut))
+        edges.append(())
+        return Dfa(0, frozenset({hit}), tuple(edges))
+
     def transitions(self, x: str, p: _State) -> dict[_State, str]:
         key = (x, p)
         if key not in self._done:
-            self._done[key] = self._explore(x, p)
+            watching, mark = _unmarked(p)
+            self._done[key] = self._explore(x, watching, mark) if self.marks.holds(x, mark) else {}
         return self._done[key]
 
-    def _final(self, x: str, d: int, watching: _State) -> _State:
+    def _final(self, x: str, d: int, watching: _State, mark: _Watcher | None) -> _State:
+        """The state after a match of ``x`` that ends in its DFA's state ``d``, the watchers then
+        ``watching``, the last character read before it of the class ``mark``."""
         added = {(x, d)} if x in self.watched and self.dfa(x).edges[d] else set()
         if x in self.ahead:
             added.add((f"{x}~", 0))
-        return self.canonical(watching | added) if added else watching
+        if x in self.longest:
+            added.add((f"{x}^", d))
+        state = self.canonical(watching | added) if added else watching
+        if not self.marks:
+            return state
+        self.dfa(x)  # (which tells the class of its states' last characters)
+        after = self.marks.after(x, d, mark)
+        return state | {after} if after is not None else state
 
     def canonical(self, state: _State) -> _State:
         """The first state met that forbids the same texts after it as ``state``: the watchers
@@ -692,6 +875,9 @@ class _Watchers:
         is all the reading asks of them (``_product`` steps and forbids by it), so states that
         forbid the same set are one (``\\le`` and ``\\ge`` each forbid what begins ``q``).
         Fewer states, fewer rule variants: the matcher's Earley sets shrink in proportion."""
+        watching, mark = _unmarked(state)
+        if mark is not None:
+            return self.canonical(watching) | {mark}
         if state not in self._canonical:
             forbidden = self._forbidden(state)
             self._canonical[state] = self._by_forbidden.setdefault(forbidden, state)
@@ -703,6 +889,9 @@ class _Watchers:
         (after ``1`` a number also forbids ``.``, which nothing after it may begin with where no
         ``.`` follows a number: there it is ``1.``'s state), and as no state when it forbids none
         of them. ``_Relevance.after`` asks it with the characters that may follow a rule."""
+        watching, mark = _unmarked(state)
+        if mark is not None:
+            return self.canonical_within(watching, chars) | {mark}
         if not state:
             return state
         key = (state, tuple(chars))
@@ -752,16 +941,18 @@ class _Watchers:
     def _name(self, x: str, p: _State, q: _State) -> str:
         return f"gg_t_{x.lower()}__{self.index(p)}_{self.index(q)}"
 
-    def _explore(self, x: str, p: _State) -> dict[_State, str]:
+    def _explore(self, x: str, p: _State, mark: _Watcher | None) -> dict[_State, str]:
+        """``transitions`` after the watchers ``p`` (no mark), the last character read of the
+        class ``mark``."""
         terminal = self.terminals[x]
-        if _lazy_of(terminal) or x in self.within:
-            return {} if self.dfa(x).empty else self._product(x, p)
+        if _lazy_of(terminal) or x in self.within or x in self.excluded:
+            return {} if self.dfa(x).empty else self._product(x, p, mark)
         # When every watcher of p dies or forbids at the first character, and every match of x
         # ends in the same state, x's regex as rules does, its first character restricted (no
         # automaton of x is needed when x is not watched: a large bounded repeat stays cheap).
-        if x in self.watched or x in self.ahead:
+        if x in self.watched or x in self.ahead or self.marks:
             dfa = self.dfa(x)
-            finals = {self._final(x, d, frozenset()) for d in dfa.accepting}
+            finals = {self._final(x, d, frozenset(), mark) for d in dfa.accepting}
             nullable = dfa.start in dfa.accepting
         else:
             finals, nullable = {frozenset()}, first_chars(terminal.pattern)[1]
@@ -777,9 +968,9 @@ class _Watchers:
             return {q: name}
         if self.dfa(x).empty:
             return {}
-        return self._product(x, p)
+        return self._product(x, p, mark)
 
-    def _product(self, x: str, p: _State) -> dict[_State, str]:
+    def _product(self, x: str, p: _State, mark: _Watcher | None) -> dict[_State, str]:
         """The matches of ``x`` read together with the watchers of ``p``, as right-linear rules."""
         dfa = self.dfa(x)
         first = (dfa.start, p)
@@ -810,7 +1001,7 @@ class _Watchers:
                         order.append(nxt)
                     out.append((lo, hi, ids[nxt]))
             edges.append(out)
-        ends = {i: self._final(x, d, w) for (d, w), i in ids.items() if d in dfa.accepting}
+        ends = {i: self._final(x, d, w, mark) for (d, w), i in ids.items() if d in dfa.accepting}
         result: dict[_State, str] = {}
         for q in dict.fromkeys(ends.values()):  # (in the order met: the names are the same every run)
             # The product states from which a match ending in q can still be completed.
@@ -999,7 +1190,7 @@ def _lookahead_parts(reading: LookaheadReading) -> tuple[LookaheadReading | None
             lazy = lazy_reading(regex)
             if isinstance(lazy, str):
                 return None, lazy
-        parts.append(LookaheadPart(regex, part.lookahead, part.within))
+        parts.append(dataclasses.replace(part, regex=regex))
     return LookaheadReading(tuple(parts)), None
 
 

@@ -1,4 +1,5 @@
-"""Terminals that end in a look-ahead of one character, read as lark's lexers match them.
+"""Terminals that end in a look-ahead of one character (or begin with a look-behind of one), read
+as lark's lexers match them.
 
 lark matches a terminal with ``re.match(text, pos)`` on the whole text (the dynamic Earley lexer
 and the LALR lexers alike), so a look-ahead sees the characters after the lexeme, ignored text
@@ -9,13 +10,25 @@ no match is a prefix of another), matches at most one lexeme at a position, what
 tries its paths in; it matches there exactly when the condition of the alternative the lexeme
 belongs to holds on what follows. A word boundary ``\\b`` at an alternative's end is such a
 look-ahead where every match ends in a word character (``(?!\\w)``, the text's end allowed) or
-every match ends in another (``(?=\\w)``); a ``\\b`` at the start looks behind, and is refused.
+every match ends in another (``(?=\\w)``).
 That condition is what the character-level reading's watchers say (``compile``): the text after
 the lexeme may begin only with ``Lookahead.allowed``, and may end there only if ``Lookahead.end_ok``.
 
+The mirror: a look-behind of one character at an alternative's start (``(?<=[...])``,
+``(?<![...])``), or a ``\\b`` there where every match begins with a word character (``(?<!\\w)``,
+the text's start allowed) or every match begins with another (``(?<=\\w)``), looks at the
+character before ``pos``: the previous lexeme's last one or ignored text's, none at the text's
+start. It decides whether the terminal matches at ``pos`` at all, not which lexeme: the reading
+keeps it as ``LookaheadPart.behind``, and the character-level reading remembers the class of the
+last character read (``compile``).
+
+Whole words joined by a non-word separator (``A(?:sA)*``, lark's writing of
+``IDENTIFIER ("." IDENTIFIER)*``) are read too: ``re.match`` returns the longest match whose
+look-ahead holds (``LookaheadPart.longest``), which a watcher of the text after it says.
+
 ``lookahead_reading`` gives that reading, ``None`` for a regex without a look-ahead, or the
-reason no exact reading is given (a look-behind, a ``\\b`` at the start, a look-ahead inside the
-lexeme, one of more than one character, lexemes that are prefixes of one another), as a phrase
+reason no exact reading is given (a look-behind elsewhere, a look-ahead inside the lexeme, one of
+more than one character, lexemes that are prefixes of one another), as a phrase
 for ``uses``, then what to write instead after ``"; "``.
 """
 
@@ -26,14 +39,22 @@ from dataclasses import dataclass
 from typing import Any
 
 from .._errors import GrammarError
-from .automaton import Dfa, dfa_of, minimal_dfa, ranges_of, share_a_prefix
+from .automaton import Dfa, dfa_of, minimal_dfa, ranges_of, share_a_prefix, split_ranges
 from .charclass import Ranges, category, char_set, complement, normalise
-from .exact import greedy_regex_of
+from .exact import first_chars, greedy_regex_of
 from .regex import count_anchors, count_ops, regex_features
 from .regex import sre_constants as _c
 from .regex import sre_parse as _sre_parse
 
-__all__ = ["Lookahead", "LookaheadPart", "LookaheadReading", "has_lookaround", "lookahead_reading", "restricted"]
+__all__ = [
+    "Lookahead",
+    "LookaheadPart",
+    "LookaheadReading",
+    "has_lookaround",
+    "lookahead_reading",
+    "restricted",
+    "without_words",
+]
 
 
 @dataclass(frozen=True)
@@ -54,11 +75,19 @@ class LookaheadPart:
     """The lexemes of some of the terminal's alternatives (``regex``, Python ``re``, without the
     look-ahead), and what may follow them (``None``: anything). ``within``: a look-ahead inside
     the lexeme after a fixed number of characters (lark.lark's ``REGEXP``, ``\\/(?!\\/)...``),
-    as that offset and the characters the lexeme may have there."""
+    as that offset and the characters the lexeme may have there. ``behind``: what may come right
+    before the lexeme (a look-behind of one character or a ``\\b`` at the start): a character of
+    its ``allowed``, or the text's start if its ``end_ok`` (``None``: anything). ``excluded``: the
+    words a look-ahead at the start keeps from being lexemes (``(?!(?:if|else)\\b)[a-z]+\\b``,
+    a regex; ``regex`` is the lexemes with them). ``longest``: matches may be prefixes of one
+    another, and ``re.match`` takes the longest whose look-ahead holds (see ``_joined_words``)."""
 
     regex: str
     lookahead: Lookahead | None
     within: tuple[int, tuple[tuple[int, int], ...]] | None = None
+    behind: Lookahead | None = None
+    excluded: str | None = None
+    longest: bool = False
 
 
 @dataclass(frozen=True)
@@ -81,10 +110,15 @@ _WHAT_INSTEAD = (
 
 
 _START_BOUNDARY = (
-    "a word boundary (\\b) at the start of the terminal, which looks behind at the character before "
-    "the lexeme (ignored text included), so that its meaning depends on the lexeme before; write the "
-    "terminal without it, and end each terminal that may come before it with \\b or (?!\\w) (which "
-    "keeps a word character from following a word character there)"
+    "a word boundary (\\b) at the start of a terminal whose matches may begin with a word character "
+    "and with a non-word character (or match empty text), so that it says (?<!\\w) before some and "
+    "(?<=\\w) before others; write it as two terminals, or begin it with (?<!\\w) or (?<=\\w)"
+)
+_NESTED = (
+    "a look-around or a word boundary (\\b) inside a group or a repeat of the lexeme (a terminal used in "
+    'another brings its look-arounds along: lark writes IDENTIFIER ("." IDENTIFIER)* as one regex); '
+    'write the repetition as a rule of the grammar (dotted: IDENTIFIER ("." IDENTIFIER)*), or the terminal '
+    "without it"
 )
 _MIXED_BOUNDARY = (
     "a word boundary (\\b) at the end of a terminal whose matches may end in a word character and in "
@@ -96,8 +130,7 @@ _ASCII_WORD: Ranges = [(48, 57), (65, 90), (95, 95), (97, 122)]
 
 def has_lookaround(regex: str) -> bool:
     """Whether ``regex`` has a look-ahead, a look-behind or a word boundary (``\\b``)."""
-    parsed = _sre_parse.parse(regex, 0)
-    return count_ops(parsed, _c.ASSERT) + count_ops(parsed, _c.ASSERT_NOT) + count_anchors(parsed, _c.AT_BOUNDARY) > 0
+    return _has_lookaround_items(list(_sre_parse.parse(regex, 0)))
 
 
 def lookahead_reading(regex: str, word: Ranges | None = None) -> LookaheadReading | str | None:
@@ -111,42 +144,22 @@ def lookahead_reading(regex: str, word: Ranges | None = None) -> LookaheadReadin
     inner = _inner_lookahead(regex, items, flags)
     if inner is not None:
         return inner
-    grouped: dict[Lookahead | None, list[str]] = {}
+    joined = _joined_words(items, flags, word)
+    if joined is not None:
+        return LookaheadReading((joined,))
+    grouped: dict[tuple[Lookahead | None, Lookahead | None, str | None], list[str]] = {}
     for alternative, local in _alternatives(items, flags):
-        condition: Lookahead | str | None = None
-        if alternative and alternative[0] == (_c.AT, _c.AT_BOUNDARY):
-            return _START_BOUNDARY
-        if alternative and alternative[-1] == (_c.AT, _c.AT_BOUNDARY):
-            alternative.pop()
-            condition = _boundary_condition(alternative, local, word)
-        elif alternative and alternative[-1][0] in (_c.ASSERT, _c.ASSERT_NOT):
-            op, (direction, sub) = alternative.pop()
-            condition = _condition(op is _c.ASSERT_NOT, direction, list(sub), local)
-        if isinstance(condition, str):
-            return condition
-        if any(op in (_c.ASSERT, _c.ASSERT_NOT) and av[0] < 0 for op, av in alternative):
-            return _refusal(
-                "a look-around that looks behind ((?<=...), (?<!...)), whose match depends on the text "
-                "before the lexeme"
-            )
-        if count_anchors(alternative, _c.AT_BOUNDARY):
-            return _refusal("a word boundary (\\b) inside the lexeme (a \\b is read at the end of the terminal)")
-        if count_ops(alternative, _c.ASSERT) + count_ops(alternative, _c.ASSERT_NOT):
-            return _refusal(
-                "a look-around inside the lexeme (a look-ahead is read at the end of the terminal, or "
-                "after its first characters where the lexeme goes on)"
-            )
-        if count_ops(alternative, _c.MIN_REPEAT):
-            return _refusal("a look-ahead on a terminal with a lazy quantifier")
-        try:
-            written = greedy_regex_of(alternative, local)
-        except GrammarError:
-            return _refusal("a look-ahead on a terminal with an anchor or a back-reference")
-        problem, _lazy = regex_features(written)
-        if problem:
-            return problem
-        grouped.setdefault(condition, []).append(written)
-    parts = tuple(LookaheadPart("|".join(f"(?:{r})" for r in rs), c) for c, rs in grouped.items())
+        read = _alternative_reading(alternative, local, word)
+        if isinstance(read, str):
+            return read
+        written, ahead, behind, excluded = read
+        grouped.setdefault((ahead, behind, excluded), []).append(written)
+    parts = tuple(
+        LookaheadPart("|".join(f"(?:{r})" for r in rs), ahead, behind=before, excluded=words)
+        for (ahead, before, words), rs in grouped.items()
+    )
+    if len(parts) == 1 and parts[0].lookahead is None:
+        return LookaheadReading(parts)  # a look-behind only: where it may begin, a terminal as any other
     dfas = [dfa_of(p.regex) for p in parts]
     one_each = all(_one_match_holds(d, p.lookahead) for d, p in zip(dfas, parts, strict=True))
     if not one_each or any(share_a_prefix(a, b) for a, b in itertools.combinations(dfas, 2)):
@@ -156,6 +169,189 @@ def lookahead_reading(regex: str, word: Ranges | None = None) -> LookaheadReadin
             "re backtracks)"
         )
     return LookaheadReading(parts)
+
+
+def _alternative_reading(
+    alternative: list[Any], flags: int, word: Ranges | None
+) -> tuple[str, Lookahead | None, Lookahead | None, str | None] | str:
+    """A top-level alternative's lexemes (a regex without look-around), what may follow them,
+    what may come before them (``None``: anything) and the words excluded from them (see
+    ``_excluded_words``), or why it has no exact reading."""
+    behind = _leading_lookbehind(alternative, flags)
+    if isinstance(behind, str):
+        return behind
+    last = None
+    if alternative and (alternative[-1] == (_c.AT, _c.AT_BOUNDARY) or alternative[-1][0] in (_c.ASSERT, _c.ASSERT_NOT)):
+        last = alternative.pop()
+    excluded = _excluded_words(alternative, flags, word)
+    alternative[:] = _settled_boundaries(alternative, flags, word)
+    problem = _inside_problem(alternative)
+    if problem:
+        return problem
+    ahead: Lookahead | str | None = None
+    if last == (_c.AT, _c.AT_BOUNDARY):
+        ahead = _boundary_condition(alternative, flags, word)
+    elif last is not None:
+        op, (direction, sub) = last
+        ahead = _condition(op is _c.ASSERT_NOT, direction, list(sub), flags)
+    if isinstance(ahead, str):
+        return ahead
+    try:
+        written = greedy_regex_of(alternative, flags)
+    except GrammarError:
+        return _refusal("a look-ahead on a terminal with an anchor or a back-reference")
+    problem, _lazy = regex_features(written)
+    if problem:
+        return problem
+    if behind is _BOUNDARY_BEFORE:
+        behind = _start_boundary_condition(written, flags, word)
+        if isinstance(behind, str):
+            return behind
+    if excluded is not None and not _whole_words(written, ahead, flags, word):
+        return _refusal(
+            "a look-ahead of more than one character at the start of the lexeme, where the lexemes are not "
+            "whole words (word characters only, then \\b or (?!\\w)), so that it may look past the lexeme"
+        )
+    return written, ahead, behind, excluded
+
+
+def _joined_words(items: list[Any], flags: int, word: Ranges | None) -> LookaheadPart | None:
+    """The reading of whole words joined by a separator, ``A(?:sA)*`` (blark's
+    ``DOTTED_IDENTIFIER``, ``IDENTIFIER ("." IDENTIFIER)*``), each ``A`` a group read as whole words
+    (``_whole_words``; its ``\\b`` before, its keywords out), ``s`` one non-word character: each
+    ``A`` matches the run of word characters there or fails, so ``re.match``'s greedy repeat goes
+    on while ``s`` and a word of ``A`` follow, and its match is the longest whose look-ahead holds
+    (``longest``). ``None`` where the regex is not so."""
+    word = _word(flags, word)
+    if len(items) < 2 or items[-1][0] is not _c.MAX_REPEAT or items[-1][1][:2] != (0, _c.MAXREPEAT):
+        return None
+    body = list(items[-1][1][2])
+    sep = char_set(body[:1], flags) if len(body) >= 2 else None
+    if sep is None or _meet(sep, word):
+        return None
+    head, tail = _word_group(items[:-1], flags, word), _word_group(body[1:], flags, word)
+    if head is None or tail is None or head[1] != tail[1]:
+        return None
+    (w0, ahead, behind, k0), (w1, _, after_sep, k1) = head, tail
+    if after_sep is not None and not _within(sep, list(after_sep.allowed)):
+        return None
+    s = greedy_regex_of(body[:1], flags)
+    more = f"(?:{s}(?:{w1}))*"
+    bad = ([f"(?:{k0}){more}"] if k0 else []) + ([f"(?:{w0}){more}{s}(?:{k1}){more}"] if k1 else [])
+    excluded = "|".join(f"(?:{b})" for b in bad) or None
+    return LookaheadPart(f"(?:{w0}){more}", ahead, behind=behind, excluded=excluded, longest=True)
+
+
+def _word_group(
+    items: list[Any], flags: int, word: Ranges
+) -> tuple[str, Lookahead | None, Lookahead | None, str | None] | None:
+    """The reading of items (or of the flags group they are) whose lexemes are whole words
+    (``_whole_words``), else ``None``."""
+    items, local = _unwrapped(items, flags)
+    if not _has_lookaround_items(items):
+        return None
+    read = _alternative_reading(list(items), local, word)
+    if isinstance(read, str) or not _whole_words(read[0], read[1], local, word):
+        return None
+    return read
+
+
+def _excluded_words(alternative: list[Any], flags: int, word: Ranges | None) -> str | None:
+    """The words ``K`` of a look-ahead ``(?!K\\b)`` at the start of ``alternative`` (taken out of
+    it), ``K``'s matches being words (word characters only); ``None`` where it begins otherwise.
+    Before lexemes that are whole words (``_whole_words``), ``K\\b`` holds exactly where the
+    lexeme is a match of ``K`` (a shorter match of ``K`` is followed by a word character, a
+    longer one would need the character after the lexeme to be one), so the look-ahead takes
+    the matches of ``K`` out of the lexemes (blark's ``IDENTIFIER`` and its keywords)."""
+    if not alternative or alternative[0][0] is not _c.ASSERT_NOT or alternative[0][1][0] < 0:
+        return None
+    body = list(alternative[0][1][1])
+    if not body or body[-1] != (_c.AT, _c.AT_BOUNDARY) or _has_lookaround_items(body[:-1]):
+        return None
+    try:
+        words = greedy_regex_of(body[:-1], flags)
+        dfa = dfa_of(words)
+    except GrammarError:
+        return None
+    if dfa.empty or dfa.start in dfa.accepting or not _within(_all_chars(dfa), _word(flags, word)):
+        return None
+    alternative.pop(0)
+    return words
+
+
+def _whole_words(written: str, ahead: Lookahead | None, flags: int, word: Ranges | None) -> bool:
+    """Whether every match of ``written`` is a word (word characters only, not empty) that
+    ``ahead`` keeps a word character from following."""
+    word = _word(flags, word)
+    dfa = dfa_of(written)
+    return (
+        ahead is not None
+        and not _meet(list(ahead.allowed), word)
+        and not dfa.empty
+        and dfa.start not in dfa.accepting
+        and _within(_all_chars(dfa), word)
+    )
+
+
+def _all_chars(dfa: Dfa) -> Ranges:
+    return normalise([(lo, hi) for edges in dfa.edges for lo, hi, _ in edges])
+
+
+def _has_lookaround_items(items: list[Any]) -> bool:
+    """Whether parsed items have a look-around or a ``\\b``, nested ones included."""
+    return count_ops(items, _c.ASSERT) + count_ops(items, _c.ASSERT_NOT) + count_anchors(items, _c.AT_BOUNDARY) > 0
+
+
+def _settled_boundaries(alternative: list[Any], flags: int, word: Ranges | None) -> list[Any]:
+    """``alternative`` without the ``\\b`` between its items that always hold: every match of
+    the items before it ends in a word character and every match of those after begins with
+    another, or the other way round (blark's ``\\bPOINTER\\b\\s+\\bTO\\b``). ``\\b`` nested in
+    groups is left as it is."""
+    word = _word(flags, word)
+    kept: list[Any] = []
+    for i, item in enumerate(alternative):
+        if item != (_c.AT, _c.AT_BOUNDARY) or not kept or i == len(alternative) - 1:
+            kept.append(item)
+            continue
+        rest = [x for x in alternative[i + 1 :] if x != (_c.AT, _c.AT_BOUNDARY)]
+        if _has_lookaround_items(kept) or _has_lookaround_items(rest):
+            kept.append(item)
+            continue
+        try:
+            before = dfa_of(greedy_regex_of(kept, flags))
+            first, empty = first_chars(greedy_regex_of(rest, flags))
+        except GrammarError:
+            kept.append(item)
+            continue
+        last = normalise([(lo, hi) for edges in before.edges for lo, hi, t in edges if t in before.accepting])
+        if before.start in before.accepting or empty or not last or not first:
+            kept.append(item)
+            continue
+        if (_within(last, word) and not _meet(first, word)) or (not _meet(last, word) and _within(first, word)):
+            continue  # it always holds
+        kept.append(item)
+    return kept
+
+
+def _inside_problem(alternative: list[Any]) -> str | None:
+    """Why a look-around or ``\\b`` inside the lexeme (between its first and last character) has
+    no reading, or ``None`` where there is none."""
+    if any(op in (_c.ASSERT, _c.ASSERT_NOT) and av[0] < 0 for op, av in alternative):
+        return _refusal(
+            "a look-around that looks behind ((?<=...), (?<!...)), whose match depends on the text before the lexeme"
+        )
+    if any(op not in (_c.ASSERT, _c.ASSERT_NOT, _c.AT) and _has_lookaround_items([(op, av)]) for op, av in alternative):
+        return _NESTED
+    if count_ops(alternative, _c.ASSERT) + count_ops(alternative, _c.ASSERT_NOT):
+        return _refusal(
+            "a look-around inside the lexeme (a look-ahead is read at the end of the terminal, or "
+            "after its first characters where the lexeme goes on)"
+        )
+    if count_anchors(alternative, _c.AT_BOUNDARY):
+        return _refusal("a word boundary (\\b) inside the lexeme (a \\b is read at the end of the terminal)")
+    if count_ops(alternative, _c.MIN_REPEAT):
+        return _refusal("a look-ahead on a terminal with a lazy quantifier")
+    return None
 
 
 def _alternatives(items: list[Any], flags: int) -> list[tuple[list[Any], int]]:
@@ -183,8 +379,17 @@ def _within(ranges: Ranges, outer: Ranges) -> bool:
 
 
 def _meet(a: Ranges, b: Ranges) -> bool:
-    """Whether two sorted lists of disjoint ranges share a code point."""
-    return any(lo <= y and x <= hi for lo, hi in a for x, y in b)
+    """Whether two lists of ranges share a code point (one pass over both, sorted)."""
+    a, b = normalise(list(a)), normalise(list(b))
+    i = j = 0
+    while i < len(a) and j < len(b):
+        if a[i][1] < b[j][0]:
+            i += 1
+        elif b[j][1] < a[i][0]:
+            j += 1
+        else:
+            return True
+    return False
 
 
 def _boundary_condition(alternative: list[Any], flags: int, word: Ranges | None) -> Lookahead | str:
@@ -198,9 +403,7 @@ def _boundary_condition(alternative: list[Any], flags: int, word: Ranges | None)
     if dfa.empty or dfa.start in dfa.accepting:
         return _MIXED_BOUNDARY
     last = normalise([(lo, hi) for edges in dfa.edges for lo, hi, t in edges if t in dfa.accepting])
-    if word is None:
-        word = _ASCII_WORD if flags & _c.SRE_FLAG_ASCII else category(_c.CATEGORY_WORD)
-    word = normalise(word)
+    word = _word(flags, word)
     if _within(last, word):
         return Lookahead(tuple(complement(word)), True)
     if not _meet(last, word):
@@ -274,6 +477,74 @@ def restricted(dfa: Dfa, within: tuple[int, tuple[tuple[int, int], ...]]) -> Dfa
             out += [(a, b, ids[nxt]) for a, b in pieces]
         edges.append(out)
     accepting = frozenset(n for (d, i), n in ids.items() if d in dfa.accepting and i > at)
+    return minimal_dfa(0, accepting, edges)
+
+
+#: A ``\\b`` at an alternative's start, read once the alternative's first characters are known.
+_BOUNDARY_BEFORE = Lookahead((), False)
+
+
+def _leading_lookbehind(alternative: list[Any], flags: int) -> Lookahead | str | None:
+    """What a look-behind of one character or a ``\\b`` at the start of ``alternative`` (taken out
+    of it) says of the character before the lexeme (``_BOUNDARY_BEFORE`` for a ``\\b``: read by
+    ``_start_boundary_condition``), ``None`` where it begins with neither, or why it is not read.
+    lark's ``re.match(text, pos)`` sees the text before ``pos``: the previous lexeme or ignored
+    text; at the text's start a look-behind ``(?<=...)`` fails and ``(?<!...)`` holds."""
+    if not alternative:
+        return None
+    if alternative[0] == (_c.AT, _c.AT_BOUNDARY):
+        alternative.pop(0)
+        return _BOUNDARY_BEFORE
+    op, av = alternative[0]
+    if op not in (_c.ASSERT, _c.ASSERT_NOT) or av[0] >= 0:
+        return None
+    alternative.pop(0)
+    chars = char_set(list(av[1]), flags)
+    if chars is None:
+        return _refusal("a look-behind that reads more than one character, or one that is not a class")
+    if op is _c.ASSERT_NOT:
+        return Lookahead(tuple(complement(chars)), True)
+    return Lookahead(tuple(normalise(chars)), False)
+
+
+def _start_boundary_condition(written: str, flags: int, word: Ranges | None) -> Lookahead | str:
+    """What a ``\\b`` at the start of the lexemes ``written`` says of the character before them:
+    before a word character, that it is none (or the text's start: ``(?<!\\w)``); before another,
+    that it is one (``(?<=\\w)``, so not at the text's start)."""
+    first, empty = first_chars(written)
+    word = _word(flags, word)
+    if not empty and first and _within(first, word):
+        return Lookahead(tuple(complement(word)), True)
+    if not empty and first and not _meet(first, word):
+        return Lookahead(tuple(word), False)
+    return _START_BOUNDARY
+
+
+def _word(flags: int, word: Ranges | None) -> Ranges:
+    """The characters a ``\\b`` reads as word characters (``word``, else Python ``re``'s ``\\w``)."""
+    if word is None:
+        word = _ASCII_WORD if flags & _c.SRE_FLAG_ASCII else category(_c.CATEGORY_WORD)
+    return normalise(word)
+
+
+def without_words(dfa: Dfa, words: str) -> Dfa:
+    """The matches of ``dfa`` that are not matches of the regex ``words``."""
+    other = dfa_of(words)
+    ids = {(dfa.start, None if other.empty else other.start): 0}
+    order = list(ids)
+    edges: list[list[tuple[int, int, int]]] = []
+    while len(edges) < len(order):
+        d, o = order[len(edges)]
+        out = []
+        for lo, hi, (t, u) in split_ranges([() if dfa.empty else dfa.edges[d], () if o is None else other.edges[o]]):
+            if t is None:
+                continue
+            n = ids.setdefault((t, u), len(ids))
+            if n == len(order):
+                order.append((t, u))
+            out.append((lo, hi, n))
+        edges.append(out)
+    accepting = frozenset(n for (d, o), n in ids.items() if d in dfa.accepting and o not in other.accepting)
     return minimal_dfa(0, accepting, edges)
 
 
