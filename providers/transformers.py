@@ -57,7 +57,7 @@ class _Decoder:
 
 def _new_slot(like: KVCache, index: int) -> Slot:
     """Another cache over ``like``'s model and forward passes, for the ``index``-th concurrent call."""
-    return Slot(KVCache(like.lm, like.forward), None, Sampler())
+    return Slot(KVCache(like.lm, like.forward, like.score), None, Sampler())
 
 
 class TransformersDraft(SyncDraft):
@@ -99,7 +99,8 @@ class TransformersDraft(SyncDraft):
         self._temperature, self._top_p, self._seed, self._lookup_size = temperature, top_p, seed, lookup
         if slots is None:
             if kv_cache is None:
-                kv_cache = KVCache(lm, ForwardBatcher(lm, batch).run)
+                batcher = ForwardBatcher(lm, batch)
+                kv_cache = KVCache(lm, batcher.run, batcher.score)
                 slots = SlotPool(Slot(kv_cache, None, Sampler()), batch, functools.partial(_new_slot, kv_cache))
             else:  # one cache shared with its owner: one call at a time
                 slots = SlotPool(Slot(kv_cache, None, Sampler()), 1, functools.partial(_new_slot, kv_cache))

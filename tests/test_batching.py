@@ -10,7 +10,15 @@ import pytest
 import torch
 
 from grammar_guide.local import KVCache, TargetModel
-from grammar_guide.local.batching import CPU_PASS_COST, GPU_PASS_COST, Step, batched_forward, model_forward, passes_for
+from grammar_guide.local.batching import (
+    CPU_PASS_COST,
+    GPU_PASS_COST,
+    Step,
+    batched_forward,
+    model_forward,
+    model_score,
+    passes_for,
+)
 from tests.support.conftest_models import one_torch_thread, smollm2
 
 
@@ -136,6 +144,30 @@ def test_callers_that_are_not_members_share_passes_when_their_steps_come_a_momen
     assert batcher.steps >= 1.5 * batcher.passes
 
 
+def test_scoring_rows_run_in_the_batchers_passes_give_what_their_own_pass_gives_and_leave_the_cache():
+    from grammar_guide.local import ForwardBatcher
+    from tests.support.conftest_models import tiny_model
+
+    lm = tiny_model()
+    batcher = ForwardBatcher(lm)
+    ids = lm.prompt_ids("Write SQL.")
+    _, cache = batcher.run(None, 0, ids, 1)
+    news = [lm.text_ids("SELECT 1"), lm.text_ids(" FROM users WHERE age > 30"), lm.text_ids("x")]
+    for rows in ([news], [news[1:2]]):  # several rows share a pass; one row runs alone
+        for got, own in zip(
+            batcher.score(cache, len(ids), *rows), model_score(lm, cache, len(ids), *rows), strict=True
+        ):
+            assert got.shape == own.shape
+            assert float((got - own).abs().max()) < 1e-4
+        assert cache.get_seq_length() == len(ids)  # the shared cache is left as it was
+    assert batcher.steps == 1 + len(news) + 1
+    # A scoring's rows are one caller's: a batcher of one caller a batch runs them in one pass.
+    single = ForwardBatcher(lm, max_batch=1)
+    passes = single.passes
+    single.score(cache, len(ids), [lm.text_ids(" 1, 2"), lm.text_ids(" 3, 4")])
+    assert single.passes - passes == 1
+
+
 def test_a_failing_step_raises_in_its_caller_and_the_batcher_goes_on():
     from grammar_guide.local import ForwardBatcher
     from tests.support.conftest_models import tiny_model
@@ -154,3 +186,42 @@ def test_batch_must_be_at_least_1():
 
     with pytest.raises(ValueError, match="batch"):
         TargetModel(tiny_model(), batch=0)
+
+
+def full_log_prob(lm, prompt: str, text: str) -> float:
+    """The log-probability of ``text``'s tokens after ``prompt``, from one pass with no cache."""
+    prompt_ids = lm.prompt_ids(prompt)
+    ids = prompt_ids + lm.text_ids(text)
+    rows, _ = model_forward(lm, None, 0, ids, len(ids))
+    log_probs = rows.log_softmax(-1)
+    return sum(float(log_probs[i - 1, ids[i]]) for i in range(len(prompt_ids), len(ids)))
+
+
+@pytest.mark.model
+def test_likelihood_scoring_shares_the_passes_of_a_concurrent_call_and_scores_as_alone(json_grammar):
+    """Scoring (tied edits) runs its texts as rows of the batcher's passes, with a decoding call's
+    steps; each score is what the target gives alone (on the old target the texts ran in a pass
+    of their own beside the batcher, which never saw them)."""
+    lm = smollm2()
+    prompt = "Describe a cat as JSON."
+    texts = ['{"name": "Tom"}', '{"title": "Tom"}', '{"label": "Tom"}']
+    call = ("Describe a city as JSON.", '{"city": "')
+    alone = TargetModel(lm, lookup=0)
+    scores = alone.log_likelihoods(prompt, texts)
+    assert alone.batcher.steps == 1 + len(texts)  # the shared context, then each text's row
+    written = alone.continue_text(*call, json_grammar, max_new_tokens=12, finish=True).text
+    full = [full_log_prob(lm, prompt, t) for t in texts]
+    assert all(abs((f - full[0]) - (s - scores[0])) < 1e-3 for f, s in zip(full, scores, strict=True))
+
+    target = TargetModel(lm, lookup=0)
+
+    async def together() -> tuple[str, list[float]]:
+        writing = target.acontinue_text(*call, json_grammar, max_new_tokens=12, finish=True)
+        continuation, together_scores = await asyncio.gather(writing, target.alog_likelihoods(prompt, texts))
+        return continuation.text, together_scores
+
+    text, together_scores = asyncio.run(together())
+    assert text == written
+    assert together_scores == pytest.approx(scores, abs=1e-3)
+    assert target.batcher.steps == alone.batcher.steps
+    assert target.batcher.passes < alone.batcher.passes  # the texts' rows joined the call's passes

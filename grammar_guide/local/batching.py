@@ -18,6 +18,10 @@ cost model: a pass costs ``pass_cost`` tokens' worth of time plus one for each r
 a CPU the tokens cost much (``pass_cost`` 8: a 6-token guess among 8 one-token steps runs in a
 pass of its own); on a GPU the pass does (``pass_cost`` 256: everything in one pass). A cold
 prefill (no cache yet) runs on its own.
+
+Likelihood scoring joins the same passes (``ForwardBatcher.score``): each text scored is a row
+that feeds its tokens after the shared cache and keeps the logits of every position, and neither
+changes that cache nor gets one back.
 """
 
 from __future__ import annotations
@@ -43,9 +47,11 @@ __all__ = [
     "MAX_GRACE",
     "Forward",
     "ForwardBatcher",
+    "Score",
     "Step",
     "batched_forward",
     "model_forward",
+    "model_score",
     "passes_for",
 ]
 
@@ -63,6 +69,11 @@ MAX_GRACE = 0.05
 #: positions (``keep`` rows) and the cache that then holds ``past + len(new)`` tokens.
 Forward = Callable[[Any, int, list[int], int], "tuple[torch.Tensor, Any]"]
 
+#: Scoring: ``(cache, past, news) -> rows``: for each of ``news`` (token lists, none empty) fed
+#: after ``cache`` (holding ``past >= 1`` tokens), the float32 logits of each of its positions
+#: (``len(new)`` rows); ``cache`` is left as it was.
+Score = Callable[[Any, int, list[list[int]]], "list[torch.Tensor]"]
+
 
 def model_forward(lm: LoadedModel, cache: Any, past: int, new: list[int], keep: int) -> tuple[torch.Tensor, Any]:
     """One step of one sequence: the model on ``new`` after ``cache``, as a ``Forward`` (holding
@@ -73,6 +84,25 @@ def model_forward(lm: LoadedModel, cache: Any, past: int, new: list[int], keep: 
         logits, out_cache = call_model(lm.model, torch.tensor([new], device=lm.device), cache, logits_to_keep=keep)
     rows: torch.Tensor = logits[0].float()
     return rows, out_cache
+
+
+def model_score(lm: LoadedModel, cache: Any, past: int, news: list[list[int]]) -> list[torch.Tensor]:
+    """A ``Score`` in one pass of its own (holding the model's lock): ``news`` right-padded, one
+    row each, over copies of ``cache`` (a causal model's rows never attend to the padding after
+    their tokens)."""
+    import copy
+
+    import torch
+
+    if not news:
+        return []
+    width = max(len(n) for n in news)
+    shared = copy.deepcopy(cache)
+    shared.batch_repeat_interleave(len(news))
+    rows = [n + [0] * (width - len(n)) for n in news]
+    with lm.lock, torch.inference_mode():
+        logits, _ = call_model(lm.model, torch.tensor(rows, device=lm.device), shared)
+    return [logits[i, : len(n)].float() for i, n in enumerate(news)]
 
 
 @dataclass(eq=False)
@@ -86,6 +116,8 @@ class Step:
     #: Run in a pass of its own: a cache that cannot be stacked (layers other than plain
     #: ``DynamicLayer``, such as sliding windows).
     alone: bool = False
+    #: Leave ``cache`` as it is and give no cache back (a row of likelihood scoring).
+    read_only: bool = False
     #: The thread that asked for it (steps of one stream come from one thread).
     caller: int = field(default_factory=threading.get_ident)
     rows: Any = None
@@ -104,8 +136,10 @@ class ForwardBatcher:
     briefly: while the threads that stepped in the last two passes are not all waiting, a pass
     waits up to a quarter of the last pass's time (at most ``MAX_GRACE`` seconds) for them, so
     steps a moment apart share a pass; it never waits for a lone caller. With one caller each
-    step runs alone, exactly as ``model_forward`` runs it. ``max_batch`` bounds the rows of one
-    pass; ``pass_cost`` is the cost model's (``passes_for``; by default by the model's device).
+    step runs alone, exactly as ``model_forward`` runs it. ``score`` (a ``Score``) puts the texts
+    of a likelihood scoring in the same passes, a row each. ``max_batch`` bounds the callers of
+    one batch (a scoring's rows are one caller's); ``pass_cost`` is the cost model's
+    (``passes_for``; by default by the model's device).
     """
 
     def __init__(self, lm: LoadedModel, max_batch: int = 8, pass_cost: float | None = None) -> None:
@@ -143,23 +177,40 @@ class ForwardBatcher:
         try:
             yield
         finally:
+            me = threading.get_ident()
             with self._cond:
                 self._members -= 1
+                # A caller that has left steps no more for now: no pass waits for it.
+                self._recent = (self._recent[0] - {me}, self._recent[1] - {me})
                 self._cond.notify_all()
 
     def run(self, cache: Any, past: int, new: list[int], keep: int) -> tuple[torch.Tensor, Any]:
         """A ``Forward``: the step, run in the next batch."""
         step = Step(cache, past, list(new), keep, alone=past > 0 and not _stackable(cache))
+        self._submit([step])
+        return step.rows, step.out_cache
+
+    def score(self, cache: Any, past: int, news: list[list[int]]) -> list[torch.Tensor]:
+        """A ``Score``: each of ``news`` a read-only row of the next batch."""
+        alone = not _stackable(cache)
+        steps = [Step(cache, past, list(n), len(n), alone=alone, read_only=True) for n in news]
+        self._submit(steps)
+        return [s.rows for s in steps]
+
+    def _submit(self, steps: list[Step]) -> None:
+        """Put ``steps`` in the next batch and wait until they have run; raise a step's error."""
+        if not steps:
+            return
         with self._cond:
-            self._pending.append(step)
+            self._pending.extend(steps)
             if not self._draining:
                 self._draining = True
                 self._worker.submit(self._drain)
             self._cond.notify_all()
-            self._cond.wait_for(lambda: step.done)
-        if step.error is not None:
-            raise step.error
-        return step.rows, step.out_cache
+            self._cond.wait_for(lambda: all(s.done for s in steps))
+        for step in steps:
+            if step.error is not None:
+                raise step.error
 
     def _drain(self) -> None:
         """Run batches while steps come (on the batcher's thread)."""
@@ -167,11 +218,11 @@ class ForwardBatcher:
         with cond:
             try:
                 while True:
-                    cond.wait_for(lambda: len(self._pending) >= max(self._members, 1) or not self._members)
+                    cond.wait_for(lambda: self._callers_waiting() >= max(self._members, 1) or not self._members)
                     if not self._pending:
                         return
                     cond.wait_for(self._all_recent_waiting, timeout=min(self._last_seconds / 4, MAX_GRACE))
-                    batch, self._pending = self._pending[: self.max_batch], self._pending[self.max_batch :]
+                    batch = self._next_batch()
                     self._recent = (self._recent[1], {s.caller for s in batch})
                     cond.release()
                     started = time.perf_counter()
@@ -190,20 +241,36 @@ class ForwardBatcher:
             finally:
                 self._draining = False
 
+    def _callers_waiting(self) -> int:
+        return len({s.caller for s in self._pending})
+
+    def _next_batch(self) -> list[Step]:
+        """The waiting steps of the first ``max_batch`` callers, taken out of the queue (a
+        scoring's rows stay together)."""
+        callers: set[int] = set()
+        batch, rest = [], []
+        for s in self._pending:
+            if s.caller in callers or len(callers) < self.max_batch:
+                callers.add(s.caller)
+                batch.append(s)
+            else:
+                rest.append(s)
+        self._pending = rest
+        return batch
+
     def _all_recent_waiting(self) -> bool:
         """Whether every thread that stepped in the last two batches has a step waiting (or the
         batch is full)."""
         waiting = {s.caller for s in self._pending}
         recent = self._recent[0] | self._recent[1]
-        return len(self._pending) >= self.max_batch or recent <= waiting
+        return len(waiting) >= self.max_batch or recent <= waiting
 
     def _run(self, batch: list[Step]) -> None:
         for group in passes_for(batch, self.pass_cost):
             try:
                 with self.lm.lock:
                     if len(group) == 1:
-                        s = group[0]
-                        s.rows, s.out_cache = model_forward(self.lm, s.cache, s.past, s.new, s.keep)
+                        _run_alone(self.lm, group[0])
                     else:
                         batched_forward(self.lm, group)
             except BaseException as error:  # the callers raise it
@@ -211,6 +278,17 @@ class ForwardBatcher:
                     s.error = error
             self.passes += 1
             self.steps += len(group)
+
+
+def _run_alone(lm: LoadedModel, s: Step) -> None:
+    """``s`` in a pass of its own, as ``model_forward`` runs it (a read-only step over a copy of
+    its cache: the model adds the new tokens to the cache it is given)."""
+    import copy
+
+    cache = copy.deepcopy(s.cache) if s.read_only else s.cache
+    s.rows, out_cache = model_forward(lm, cache, s.past, s.new, s.keep)
+    if not s.read_only:
+        s.out_cache = out_cache
 
 
 def passes_for(steps: list[Step], pass_cost: float) -> list[list[Step]]:
@@ -276,6 +354,8 @@ def batched_forward(lm: LoadedModel, steps: list[Step]) -> None:
     logits = out_logits.float()
     for i, s in enumerate(steps):
         s.rows = logits[i, most_keep - s.keep :]
+        if s.read_only:
+            continue
         gap = most_new - len(s.new)
         kept = []
         for layer in done.layers:

@@ -5,13 +5,12 @@ from __future__ import annotations
 import threading
 from typing import TYPE_CHECKING, Any
 
-from .batching import model_forward
-from .model_call import call_model
+from .batching import model_forward, model_score
 
 if TYPE_CHECKING:
     import torch
 
-    from .batching import Forward
+    from .batching import Forward, Score
     from .loading import LoadedModel
 
 __all__ = ["KVCache"]
@@ -25,14 +24,17 @@ class KVCache:
     re-filled) and only the rest is fed to the model.
 
     ``forward`` runs the model (by default ``model_forward``, in the calling thread; a
-    ``TargetModel`` passes its ``ForwardBatcher.run`` to batch its generations' steps).
+    ``TargetModel`` passes its ``ForwardBatcher.run`` to batch its generations' steps), and
+    ``score`` the tails of ``tail_log_probs`` (by default ``model_score``; a ``TargetModel`` passes
+    ``ForwardBatcher.score``, so that scoring shares those passes).
     ``lock`` is held by whoever decodes with this cache, for as long as it relies on what the
     cache holds (several users may share a cache, one at a time).
     """
 
-    def __init__(self, lm: LoadedModel, forward: Forward | None = None) -> None:
+    def __init__(self, lm: LoadedModel, forward: Forward | None = None, score: Score | None = None) -> None:
         self.lm = lm
         self.forward: Forward = forward if forward is not None else self._own_forward
+        self.score: Score = score if score is not None else self._own_score
         self.lock = threading.RLock()
         self.ids: list[int] = []
         self._cache: Any = None
@@ -46,6 +48,9 @@ class KVCache:
 
     def _own_forward(self, cache: Any, past: int, new: list[int], keep: int) -> tuple[torch.Tensor, Any]:
         return model_forward(self.lm, cache, past, new, keep)
+
+    def _own_score(self, cache: Any, past: int, news: list[list[int]]) -> list[torch.Tensor]:
+        return model_score(self.lm, cache, past, news)
 
     def reset(self) -> None:
         self.generation += 1
@@ -127,29 +132,22 @@ class KVCache:
             self._last_logits = self._rows[len(self._rows) - 1 - drop]
 
     def tail_log_probs(self, ids: list[int], tails: list[list[int]]) -> list[float]:
-        """The log-probability of each of ``tails`` after ``ids``, from one batched forward pass
-        over the tails (the cache, left holding ``ids``, is shared by every row of the batch)."""
-        import copy
-
+        """The log-probability of each of ``tails`` after ``ids``: the cache is left holding
+        ``ids``, and the tails are scored after it (``score``: one batched pass of its own, or
+        rows of the batcher's passes)."""
         import torch
 
         first = torch.log_softmax(self.advance(ids), dim=-1)
-        width = max((len(t) for t in tails), default=0)
         totals = [float(first[t[0]]) if t else 0.0 for t in tails]
-        if width < 2:
+        longer = [i for i, t in enumerate(tails) if len(t) > 1]
+        if not longer:
             return totals
-        # Right-padded: a causal model's rows never attend to the padding after their tokens.
-        rows = [t[: width - 1] + [0] * (width - 1 - len(t[: width - 1])) for t in tails]
-        shared = copy.deepcopy(self._cache)
-        shared.batch_repeat_interleave(len(tails))
-        with self.lm.lock, torch.inference_mode():  # the model (a batcher's steps hold it too)
-            logits, _ = call_model(self.lm.model, torch.tensor(rows, device=self.lm.device), shared)
+        # Each tail's tokens but the last: the logits at each position give the next token's.
+        rows = self.score(self._cache, len(ids), [tails[i][:-1] for i in longer])
         self.forward_passes += 1
-        self.prefilled_tokens += sum(max(len(t) - 1, 0) for t in tails)
-        log_probs = torch.log_softmax(logits.float(), dim=-1)
-        for row, tail in enumerate(tails):
-            if len(tail) > 1:
-                index = torch.tensor(tail[1:], device=log_probs.device)
-                picked = log_probs[row, : len(tail) - 1].gather(1, index[:, None])
-                totals[row] += float(picked.sum())
+        self.prefilled_tokens += sum(len(tails[i]) - 1 for i in longer)
+        for i, logits in zip(longer, rows, strict=True):
+            log_probs = torch.log_softmax(logits, dim=-1)
+            index = torch.tensor(tails[i][1:], device=log_probs.device)
+            totals[i] += float(log_probs.gather(1, index[:, None]).sum())
         return totals

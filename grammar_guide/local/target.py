@@ -85,7 +85,7 @@ class TargetModel:
         self.batcher = ForwardBatcher(lm, batch)
         #: The KV cache of this target's calls. A local draft over the same model may share it
         #: (``TransformersDraft.from_target``): each then reuses what the other computed.
-        self.kv_cache = KVCache(lm, self.batcher.run)
+        self.kv_cache = KVCache(lm, self.batcher.run, self.batcher.score)
         #: Guesses of the next tokens, run through the model in one forward pass (``None`` with
         #: ``lookup=0``); what the target writes does not depend on them.
         self.lookup = TokenLookup(lookup) if lookup else None
@@ -222,15 +222,15 @@ class TargetModel:
     def log_likelihoods(self, prompt: str, texts: list[str]) -> list[float]:
         """How likely this model finds each of ``texts`` as the answer to ``prompt``: the summed
         log-probability of each text's tokens after the tokens all of them share (the shared
-        part would add the same to each), from one batched forward pass over those tails.
-        No grammar is involved; the texts are taken as they are."""
+        part would add the same to each). The tails are rows of the batcher's passes, shared
+        with concurrent calls' steps. No grammar is involved; the texts are taken as they are."""
         with self.lm.lock:  # the tokenizers
             ids = [self.lm.text_ids(t) for t in texts]
             shared = 0
             while ids and all(len(i) > shared for i in ids) and len({i[shared] for i in ids}) == 1:
                 shared += 1
             context = self.lm.prompt_ids(prompt) + (ids[0][:shared] if ids else [])
-        with self.slots.hold(context) as slot:
+        with self.slots.hold(context) as slot, self.batcher.member():
             return slot.kv.tail_log_probs(context, [i[shared:] for i in ids])
 
     async def alog_likelihoods(self, prompt: str, texts: list[str]) -> list[float]:
@@ -243,4 +243,5 @@ class TargetModel:
         own (seeded ``seed + index``)."""
         seed = None if self.seed is None else self.seed + index
         lookup = TokenLookup(self.lookup.size) if self.lookup is not None else None
-        return Slot(KVCache(self.lm, self.batcher.run), lookup, Sampler(self.temperature, self.top_p, seed))
+        kv = KVCache(self.lm, self.batcher.run, self.batcher.score)
+        return Slot(kv, lookup, Sampler(self.temperature, self.top_p, seed))
