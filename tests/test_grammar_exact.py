@@ -6,13 +6,16 @@ tests/test_differential.py compares many generated strings with lark; these are 
 
 from __future__ import annotations
 
+import itertools
 import os
+import re
 import warnings
 
 import lark
 import pytest
 
 from grammar_guide import Grammar, GrammarError
+from tests.support import lark_verdict
 
 
 def lark_accepts(grammar_text: str, text: str) -> bool:
@@ -255,3 +258,29 @@ def test_the_compiled_grammar_is_the_same_in_every_process() -> None:
         for seed in ("1", "2", "3")
     }
     assert len(texts) == 1 and "gg_t_" in texts.pop()
+
+
+# An expression may end in three watcher states (after a name, after "1", after "1."): where
+# what follows feels them (an atom right after it, after "!") they stay apart; before "=", which
+# no watcher feels, the expression is one variant for all three, not three read side by side.
+EQUATION = r"""
+start: expr "=" expr | "!" expr atom
+expr: atom+
+atom: NAME | NUMBER | "(" expr ")"
+NAME: /[a-z]+/
+NUMBER: /\d+(\.\d*)?/
+%ignore " "
+"""
+
+
+def test_ends_that_what_follows_cannot_tell_apart_are_one_variant() -> None:
+    grammar = Grammar.from_lark(EQUATION)
+    assert grammar.character_level
+    rules = dict(line.split(": ", 1) for line in grammar.llguidance_grammar.splitlines() if ": " in line)
+    start = next(name for name in rules if re.fullmatch(r"r\d+_start__0_0", name))
+    assert len(rules[start].split(" | ")) == 2, rules[start]  # expr "=" expr | "!" expr atom
+    parser = lark.Lark(EQUATION, parser="earley")
+    texts = ["".join(t) for n in range(1, 4) for t in itertools.product("a1.=!(", repeat=n)]
+    texts += ["ab=1.5", "a1=1. 2", "!a b", "!ab", "!1.2", "!1. 2", "!1 .", "!(a)b", "!a(b)", "!1.(2)"]
+    differ = [t for t in texts if grammar.is_complete(t) != lark_verdict.lark_accepts(parser, t)]
+    assert not differ

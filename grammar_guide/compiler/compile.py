@@ -368,27 +368,10 @@ def _scannerless(
                 changed = True
         if len(reach) > _MAX_VARIANTS:
             raise _TooLarge
-    out: dict[str, list[str]] = {}
-    size = 0
-    for (n, p), ends in reach.items():
-        for q in ends:
-            out[f"{n}__{tokens.index(p)}_{tokens.index(q)}"] = []
-        for alt in rules[n]:
-            partial: list[tuple[list[str], _State]] = [([], p)]
-            for x in alt:
-                grown = []
-                for syms, s in partial:
-                    s = relevant(x, s)
-                    if x in by_compiled:
-                        grown += [([*syms, rule], q2) for q2, rule in tokens.transitions(x, s).items()]
-                    else:
-                        grown += [([*syms, f"{x}__{tokens.index(s)}_{tokens.index(q2)}"], q2) for q2 in reach[(x, s)]]
-                partial = grown
-            size += len(partial)
-            if size > _MAX_VARIANTS * 4:
-                raise _TooLarge
-            for syms, q in partial:
-                out[f"{n}__{tokens.index(p)}_{tokens.index(relevant.after(n, q))}"].append(" ".join(syms))
+    text_ends = [q for q in reach[("gg_start", empty)] if not tokens.forbids_end(q)]
+    if not text_ends:
+        raise _NoText
+    out = _Variants(rules, by_compiled, tokens, relevant, reach).written(("gg_start", empty, frozenset(text_ends)))
     # Drop what derives no text (a terminal none of whose matches may come there, and what needs one).
     productive: set[str] = set(tokens.rules)
     changed = True
@@ -399,11 +382,10 @@ def _scannerless(
                 productive.add(variant)
                 changed = True
     # The text may end after gg_start only where no look-ahead asks for more.
-    text_ends = [q for q in reach[("gg_start", empty)] if not tokens.forbids_end(q)]
-    heads = [v for v in (f"gg_start__0_{tokens.index(q)}" for q in text_ends) if v in productive]
-    if not heads:
+    head = next(iter(out))
+    if head not in productive:
         raise _NoText
-    lines = ["start: " + " | ".join(heads)]
+    lines = [f"start: {head}"]
     for variant, alts in out.items():
         if variant in productive:
             kept = [a for a in dict.fromkeys(alts) if all(x in productive for x in a.split())]
@@ -756,6 +738,97 @@ class _Marks:
 def _covers(ranges: tuple[tuple[int, int], ...], cp: int) -> bool:
     i = bisect.bisect_right(ranges, (cp, 0x110000)) - 1
     return i >= 0 and ranges[i][0] <= cp <= ranges[i][1]
+
+
+_Variant = tuple[str, _State, frozenset[_State]]
+
+
+class _Variants:
+    """The rule variants of the character-level reading, written out from the reachable ones:
+    ``(n, p, ends)`` is rule ``n`` read from the watchers' state ``p`` to any state of ``ends``.
+
+    A symbol followed by one that feels no difference between some of the states it may end in
+    (``expression "="``: no watcher of an expression's end feels ``=``) is one variant for them
+    all, not one per state: the variants would derive the same texts, each as its own Earley
+    items, predicted side by side and completed side by side wherever that symbol may begin."""
+
+    def __init__(
+        self,
+        rules: Mapping[str, list[list[str]]],
+        by_compiled: Mapping[str, str],
+        tokens: _Watchers,
+        relevant: _Relevance,
+        reach: Mapping[tuple[str, _State], Mapping[_State, None]],
+    ) -> None:
+        self.rules = rules
+        self.by_compiled = by_compiled
+        self.tokens = tokens
+        self.relevant = relevant
+        self.reach = reach
+        self.size = 0
+
+    def name(self, variant: _Variant) -> str:
+        n, p, ends = variant
+        index = self.tokens.index
+        # (States met here for the first time are numbered in an order of their own, not the
+        # frozenset's, which depends on the process's string hashes.)
+        numbers = sorted(index(q) for q in sorted(ends, key=sorted))
+        return f"{n}__{index(p)}_{'x'.join(map(str, numbers))}"
+
+    def written(self, head: _Variant) -> dict[str, list[str]]:
+        """Each variant's alternatives (symbols joined by spaces), from ``head`` (first) on."""
+        out: dict[str, list[str]] = {}
+        todo = [head]
+        seen = {head}
+        while todo:
+            variant = todo.pop()
+            alts, wanted = self._alternatives(variant)
+            out[self.name(variant)] = alts
+            for v in wanted:
+                if v not in seen:
+                    seen.add(v)
+                    todo.append(v)
+        head_name = self.name(head)
+        return {head_name: out[head_name], **out}
+
+    def _alternatives(self, variant: _Variant) -> tuple[list[str], list[_Variant]]:
+        n, p, ends = variant
+        alts: list[str] = []
+        wanted: list[_Variant] = []
+        for alt in self.rules[n]:
+            partial: list[tuple[list[str], _State]] = [([], p)]
+            for i, x in enumerate(alt):
+                grown = []
+                for syms, s in partial:
+                    s = self.relevant(x, s)
+                    groups: dict[_State, list[tuple[_State, str | None]]] = {}
+                    if x in self.by_compiled:
+                        pairs: list[tuple[_State, str | None]] = list(self.tokens.transitions(x, s).items())
+                    else:
+                        pairs = [(q, None) for q in self.reach[(x, s)]]
+                    for q, rule in pairs:
+                        if i + 1 < len(alt):
+                            key = self.relevant(alt[i + 1], q)
+                        else:
+                            if self.relevant.after(n, q) not in ends:
+                                continue
+                            key = p  # the last symbol: any of ``ends`` will do
+                        groups.setdefault(key, []).append((q, rule))
+                    for members in groups.values():
+                        rep = members[0][0]
+                        if x in self.by_compiled:
+                            grown += [([*syms, rule], rep) for _, rule in members if rule is not None]
+                        else:
+                            wanted.append((x, s, frozenset(q for q, _ in members)))
+                            grown.append(([*syms, self.name(wanted[-1])], rep))
+                partial = grown
+            if not alt and self.relevant.after(n, p) not in ends:
+                partial = []
+            self.size += len(partial)
+            if self.size > _MAX_VARIANTS * 4:
+                raise _TooLarge
+            alts += [" ".join(syms) for syms, _ in partial]
+        return alts, wanted
 
 
 class _Watchers:
