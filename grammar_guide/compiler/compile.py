@@ -339,35 +339,7 @@ def _scannerless(
     tokens = _Watchers(token_terminals, {term_names[n] for n in [*munch, *leading]}, source, ahead)
     empty: _State = frozenset()
     relevant = _Relevance(rules, by_compiled, tokens)
-    # Which states each (rule, state before) may end in: a least fixed point. (Sets of states
-    # are dicts, kept in the order met, so that states are met, and variants named, the same
-    # way in every run: a frozenset's order depends on the process's string hashes.)
-    reach: dict[tuple[str, _State], dict[_State, None]] = {("gg_start", empty): {}}
-    changed = True
-    while changed:
-        changed = False
-        for (n, p), known in list(reach.items()):
-            found: dict[_State, None] = {}
-            for alt in rules[n]:
-                states = {p: None}
-                for x in alt:
-                    after: dict[_State, None] = {}
-                    for s in states:
-                        s = relevant(x, s)
-                        if x in by_compiled:
-                            after.update(dict.fromkeys(tokens.transitions(x, s)))
-                        else:
-                            if (x, s) not in reach:
-                                reach[(x, s)] = {}
-                                changed = True
-                            after.update(reach[(x, s)])
-                    states = after
-                found.update(dict.fromkeys(relevant.after(n, q) for q in states))
-            if not found.keys() <= known.keys():
-                known.update(found)
-                changed = True
-        if len(reach) > _MAX_VARIANTS:
-            raise _TooLarge
+    reach = _reach(rules, by_compiled, tokens, relevant)
     text_ends = [q for q in reach[("gg_start", empty)] if not tokens.forbids_end(q)]
     if not text_ends:
         raise _NoText
@@ -401,6 +373,60 @@ def _scannerless(
 
 
 _MAX_VARIANTS = 20000
+
+
+def _reach(
+    rules: Mapping[str, list[list[str]]], by_compiled: Mapping[str, str], tokens: _Watchers, relevant: _Relevance
+) -> dict[_Key, dict[_State, None]]:
+    """Which states each (rule, state before) may end in: a least fixed point, from ``gg_start``
+    at the empty state. (Sets of states are dicts, kept in the order met, so that states are met,
+    and variants named, the same way in every run: a frozenset's order depends on the process's
+    string hashes.)
+
+    Each pass reads the entries in order; an entry none of whose inputs (the entries it read)
+    grew since it was last read finds what it found then, and is not read again."""
+    empty: _State = frozenset()
+    reach: dict[_Key, dict[_State, None]] = {("gg_start", empty): {}}
+    grown: dict[_Key, int] = {("gg_start", empty): 0}  # the tick at which each entry last grew
+    read: dict[_Key, tuple[int, dict[_Key, None]]] = {}  # when each entry was read, and its inputs
+    tick = 0
+    changed = True
+    while changed:
+        changed = False
+        for key, known in list(reach.items()):
+            last = read.get(key)
+            if last is not None and all(grown[d] <= last[0] for d in last[1]):
+                continue
+            tick += 1
+            inputs: dict[_Key, None] = {}
+            n, p = key
+            found: dict[_State, None] = {}
+            for alt in rules[n]:
+                states = {p: None}
+                for x in alt:
+                    after: dict[_State, None] = {}
+                    for s in states:
+                        s = relevant(x, s)
+                        if x in by_compiled:
+                            after.update(dict.fromkeys(tokens.transitions(x, s)))
+                        else:
+                            if (x, s) not in reach:
+                                reach[(x, s)] = {}
+                                grown[(x, s)] = tick
+                                changed = True
+                            inputs[(x, s)] = None
+                            after.update(reach[(x, s)])
+                    states = after
+                found.update(dict.fromkeys(relevant.after(n, q) for q in states))
+            read[key] = (tick, inputs)
+            if not found.keys() <= known.keys():
+                known.update(found)
+                tick += 1
+                grown[key] = tick
+                changed = True
+        if len(reach) > _MAX_VARIANTS:
+            raise _TooLarge
+    return reach
 
 
 def _split_lookaheads(
@@ -741,6 +767,7 @@ def _covers(ranges: tuple[tuple[int, int], ...], cp: int) -> bool:
 
 
 _Variant = tuple[str, _State, frozenset[_State]]
+_Key = tuple[str, _State]
 
 
 class _Variants:
@@ -766,8 +793,17 @@ class _Variants:
         self.relevant = relevant
         self.reach = reach
         self.size = 0
+        self._names: dict[_Variant, str] = {}
+        self._grouped: dict[tuple[str, _State, str], list[list[tuple[_State, str | None]]]] = {}
+        self._ended: dict[tuple[str, str, _State], list[tuple[_State, str | None, _State]]] = {}
 
     def name(self, variant: _Variant) -> str:
+        known = self._names.get(variant)
+        if known is None:
+            known = self._names[variant] = self._name(variant)
+        return known
+
+    def _name(self, variant: _Variant) -> str:
         n, p, ends = variant
         index = self.tokens.index
         # (States met here for the first time are numbered in an order of their own, not the
@@ -801,20 +837,12 @@ class _Variants:
                 grown = []
                 for syms, s in partial:
                     s = self.relevant(x, s)
-                    groups: dict[_State, list[tuple[_State, str | None]]] = {}
-                    if x in self.by_compiled:
-                        pairs: list[tuple[_State, str | None]] = list(self.tokens.transitions(x, s).items())
-                    else:
-                        pairs = [(q, None) for q in self.reach[(x, s)]]
-                    for q, rule in pairs:
-                        if i + 1 < len(alt):
-                            key = self.relevant(alt[i + 1], q)
-                        else:
-                            if self.relevant.after(n, q) not in ends:
-                                continue
-                            key = p  # the last symbol: any of ``ends`` will do
-                        groups.setdefault(key, []).append((q, rule))
-                    for members in groups.values():
+                    if i + 1 < len(alt):
+                        groups = self._groups(x, s, alt[i + 1])
+                    else:  # the last symbol: any of ``ends`` will do
+                        members = [(q, rule) for q, rule, a in self._endings(n, x, s) if a in ends]
+                        groups = [members] if members else []
+                    for members in groups:
                         rep = members[0][0]
                         if x in self.by_compiled:
                             grown += [([*syms, rule], rep) for _, rule in members if rule is not None]
@@ -829,6 +857,29 @@ class _Variants:
                 raise _TooLarge
             alts += [" ".join(syms) for syms, _ in partial]
         return alts, wanted
+
+    def _pairs(self, x: str, s: _State) -> list[tuple[_State, str | None]]:
+        """The states after ``x`` read from ``s``, each with the rule that reads a token there."""
+        if x in self.by_compiled:
+            return list(self.tokens.transitions(x, s).items())
+        return [(q, None) for q in self.reach[(x, s)]]
+
+    def _groups(self, x: str, s: _State, y: str) -> list[list[tuple[_State, str | None]]]:
+        """``_pairs(x, s)`` grouped by what ``y`` after them feels of their states."""
+        key = (x, s, y)
+        if key not in self._grouped:
+            groups: dict[_State, list[tuple[_State, str | None]]] = {}
+            for q, rule in self._pairs(x, s):
+                groups.setdefault(self.relevant(y, q), []).append((q, rule))
+            self._grouped[key] = list(groups.values())
+        return self._grouped[key]
+
+    def _endings(self, n: str, x: str, s: _State) -> list[tuple[_State, str | None, _State]]:
+        """``_pairs(x, s)`` with the state rule ``n`` ends in after each, ``x`` its last symbol."""
+        key = (n, x, s)
+        if key not in self._ended:
+            self._ended[key] = [(q, rule, self.relevant.after(n, q)) for q, rule in self._pairs(x, s)]
+        return self._ended[key]
 
 
 class _Watchers:
