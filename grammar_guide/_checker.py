@@ -4,8 +4,9 @@ llguidance's matcher works on tokens. The checker gives it a vocabulary of the 2
 (plus an end-of-text token), so consuming a "token" is consuming one byte: the matcher then
 answers, byte by byte, whether the text is still a prefix of some valid text, which bytes may
 follow, which bytes are forced, and whether the text is complete. Each ``feed`` costs time in
-proportion to its chunk; ``rollback`` undoes bytes without re-reading the text, and ``trial``
-tries text on the checker and comes back, for the same cost.
+proportion to its chunk (reading it once costs a copy of the matcher besides, only where that is
+measured to cost less than reading it twice: ``_feed_costs``); ``rollback`` undoes bytes without
+re-reading the text, and ``trial`` tries text on the checker and comes back, for the same cost.
 
 Which terminals may come next (``expected``, for diagnostics and repairs) is asked of lark's
 parser while the text is short; from ``PROBE_FROM`` bytes on, of the matcher itself: its grammar
@@ -18,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import re
+import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -26,6 +28,7 @@ import lark
 import lark.exceptions
 import llguidance as llg
 
+from ._feed_costs import FeedCosts
 from ._rewrites import Rewrite
 from ._text import is_word_char, line_column, run_start
 from .compiler.compile import PROBE_IDS, PROBE_MARKERS, Terminal
@@ -129,6 +132,7 @@ class Checker:
         # (A greedy grammar's matcher is its reference: its probes answer as it reads.)
         self._probe_on_expected = probe_from is not None
         self._low_water = 0  # the fewest bytes accepted since the innermost ``trial`` began
+        self._costs = FeedCosts()  # how to read the next chunk: once, or validated first
 
     # -- reading ----------------------------------------------------------------------------
 
@@ -147,15 +151,8 @@ class Checker:
             stray = _NOT_UTF8.search(data)
             if stray is not None:
                 tokens = tokens[: stray.start()]
-        # Validating, then consuming the valid part, measured about twice as fast as
-        # ``try_consume_tokens`` (benchmarks/checker_bench.py).
-        n = self._matcher.validate_tokens(tokens)
-        if is_text:
-            # Do not consume part of a multi-byte character.
-            while 0 < n < len(data) and (data[n] & 0xC0) == 0x80:
-                n -= 1
-        if n and not self._matcher.consume_tokens(tokens[:n] if n < len(tokens) else tokens):
-            raise RuntimeError(f"llguidance refused bytes it validated: {self._matcher.get_error()}")
+        n = self._consume_valid_prefix(tokens, data if is_text else None)
+        self._costs.read(whole=n == len(data))
         self._bytes += data[:n]
         self._text_cache = None
         if n < len(data):
@@ -163,6 +160,41 @@ class Checker:
         if is_text:
             return len(data[:n].decode("utf-8"))
         return n
+
+    def _consume_valid_prefix(self, tokens: list[int], text: bytes | None) -> int:
+        """Consume the longest valid prefix of ``tokens`` (whole characters of ``text``, the
+        chunk's UTF-8, when it is a ``str``); return its length in bytes.
+
+        A chunk is read once where that is expected to cost less (``FeedCosts``): the matcher is
+        copied and the chunk consumed; only a refused chunk is then validated, on the copy (a
+        refused byte leaves llguidance's matcher in an error state that nothing undoes).
+        Otherwise it is validated and its valid part consumed, as a refused chunk is.
+        (``try_consume_tokens`` validates each byte before consuming it: two reads too.)
+        """
+        if not tokens:
+            return 0
+        if self._costs.read_once(len(self._bytes), len(tokens)):
+            started = time.perf_counter()
+            saved = self._matcher.deep_copy()
+            self._costs.copied(time.perf_counter() - started, len(self._bytes))
+            if self._timed_consume(tokens):
+                return len(tokens)
+            self._matcher = saved
+        n = self._matcher.validate_tokens(tokens)
+        if text is not None:
+            # Do not consume part of a multi-byte character.
+            while 0 < n < len(text) and (text[n] & 0xC0) == 0x80:
+                n -= 1
+        if n and not self._timed_consume(tokens[:n] if n < len(tokens) else tokens):
+            raise RuntimeError(f"llguidance refused bytes it validated: {self._matcher.get_error()}")
+        return n
+
+    def _timed_consume(self, tokens: list[int]) -> bool:
+        started = time.perf_counter()
+        ok: bool = self._matcher.consume_tokens(tokens)
+        if ok:
+            self._costs.consumed(time.perf_counter() - started, len(tokens))
+        return ok
 
     def _make_violation(self, rest: bytes) -> Violation:
         text = self.text
@@ -378,6 +410,7 @@ class Checker:
         other._violation = self._violation
         other._probe_from, other._probing, other._low_water = self._probe_from, self._probing, self._low_water
         other._probe_on_expected = self._probe_on_expected
+        other._costs = self._costs.copy()
         return other
 
     def __repr__(self) -> str:

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from grammar_guide import Checker, Grammar
 from grammar_guide._checker import PROBE_FROM, _lark_expected, expected_terminals
+from grammar_guide._feed_costs import COPY_BASE, FeedCosts
 
 SQL = textwrap.dedent(
     """
@@ -441,3 +442,51 @@ def test_trial_comes_back_to_the_same_state(json_grammar: Grammar):
     assert checker.accepts(", 4") == 0  # still stopped at the violation
     checker.rollback(checker.snapshot().n_bytes)
     assert checker.accepts(", 4]") == 0 and checker.accepts(" ") == 1
+
+
+def test_a_chunk_refused_when_read_once_leaves_the_checker_where_validating_would():
+    # A fresh checker reads its first chunk once (consumed whole, no validation first); a refused
+    # byte leaves llguidance's matcher in an error state, so the checker must go back to its copy
+    # and find the valid prefix there, whole characters of a str only ("è" is C3 A8; "é" C3 A9).
+    grammar = Grammar.from_lark('start: "a" "é" "b"', name="ae")
+    checker = grammar.checker()
+    assert checker.feed("aèb") == 1
+    assert checker.accepted_bytes == b"a" and checker.violation is not None
+    checker.rollback(1)
+    assert checker.feed("éb") == 2 and checker.is_complete
+    assert grammar.checker().feed("aèb".encode()) == 2  # bytes: the shared lead byte C3 too
+    checker = grammar.checker()
+    checker.feed(b"a\xc3")
+    with checker.trial() as trial:
+        assert trial.feed(b"\xa8") == 0
+    assert checker.feed(b"\xa9b") == 2 and checker.is_complete
+
+
+@pytest.mark.parametrize(
+    ("costs", "held", "chunk", "once"),
+    [
+        (FeedCosts(), 10**6, 1, True),  # nothing measured yet
+        (FeedCosts(consume_per_byte=100e-6, copy_per_byte=0.25e-6), 2_000, 16, True),
+        (FeedCosts(consume_per_byte=100e-6, copy_per_byte=0.25e-6), 20_000, 16, False),
+        (FeedCosts(consume_per_byte=1e-6, copy_per_byte=0.03e-6), 200_000, 16, False),
+        (FeedCosts(consume_per_byte=1e-6, copy_per_byte=0.03e-6), 0, 100_000, True),
+        (FeedCosts(consume_per_byte=100e-6, copy_per_byte=0.25e-6, refused=0.7), 0, 16, False),
+    ],
+)
+def test_a_chunk_is_read_once_where_the_copy_costs_less_than_validating(
+    costs: FeedCosts, held: int, chunk: int, once: bool
+):
+    assert costs.read_once(held, chunk) is once
+
+
+def test_feed_costs_follow_what_was_measured():
+    costs = FeedCosts()
+    costs.consumed(1e-3, 10)
+    costs.copied(1e-3, 1_000 - COPY_BASE)
+    assert (costs.consume_per_byte, costs.copy_per_byte) == (1e-4, 1e-6)
+    for _ in range(20):
+        costs.read(whole=False)
+    assert costs.refused > 0.99 and not costs.read_once(0, 1_000)
+    for _ in range(20):
+        costs.read(whole=True)
+    assert costs.refused < 0.01 and costs.read_once(0, 1_000)

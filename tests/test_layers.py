@@ -33,6 +33,7 @@ GRAMMAR_LAYER = [
     "compiler.lalr",
     "compiler.export",
     "_rewrites",
+    "_feed_costs",
     "_checker",
     "_lalr_checker",
     "_terminal_completion",
