@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import contextlib
+import copy
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -90,8 +91,6 @@ def model_score(lm: LoadedModel, cache: Any, past: int, news: list[list[int]]) -
     """A ``Score`` in one pass of its own (holding the model's lock): ``news`` right-padded, one
     row each, over copies of ``cache`` (a causal model's rows never attend to the padding after
     their tokens)."""
-    import copy
-
     import torch
 
     if not news:
@@ -283,8 +282,6 @@ class ForwardBatcher:
 def _run_alone(lm: LoadedModel, s: Step) -> None:
     """``s`` in a pass of its own, as ``model_forward`` runs it (a read-only step over a copy of
     its cache: the model adds the new tokens to the cache it is given)."""
-    import copy
-
     cache = copy.deepcopy(s.cache) if s.read_only else s.cache
     s.rows, out_cache = model_forward(lm, cache, s.past, s.new, s.keep)
     if not s.read_only:
