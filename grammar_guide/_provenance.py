@@ -84,7 +84,7 @@ class _Builder:
             pos = end
         return len(self.segments)
 
-    def _clamp(self, offset: int) -> int:
+    def clamp(self, offset: int) -> int:
         if offset < 0 or offset > len(self.accepted):
             self.exact = False
             return max(0, min(offset, len(self.accepted)))
@@ -93,7 +93,7 @@ class _Builder:
     def insert(self, offset: int, text: str, kind: str, event: int, piece: int = 0) -> Segment | None:
         if not text:
             return None
-        offset = self._clamp(offset)
+        offset = self.clamp(offset)
         segment = Segment(kind, text, event, piece)
         self.segments.insert(self._index_at(offset), segment)
         if kind not in _DISCARDED_KINDS:
@@ -131,88 +131,125 @@ class _Builder:
 
 
 def rebuild(events: Sequence[Event], text: str) -> Rebuilt:
-    b = _Builder()
-    contexts: dict[int, Context] = {}
-    violation: GrammarViolation | None = None
-    # The struck-through segment of the last violation, while a repair of it may be followed by
-    # the draft's own text taken from the rejected text (then only the rest stays struck).
-    struck: Segment | None = None
-    repaired = False
-    # The rejected text after such reused draft text, until a later violation reports it again.
-    leftover: Segment | None = None
+    replay = _Replay(events)
     for i, event in enumerate(events):
-        line, column = line_column(b.accepted, max(0, min(event.offset, len(b.accepted))))
-        context = Context(line, column)
-        contexts[i] = context
-        if isinstance(event, (GrammarViolation, Cut)):
-            # A later violation or cut that reports the leftover again (with the accepted text
-            # before it) owns it from here.
-            taken = b.accepted[event.offset :] if 0 <= event.offset <= len(b.accepted) else None
-            reported = event.rejected if isinstance(event, GrammarViolation) else event.text
-            if leftover is not None and taken is not None and reported.startswith(taken + leftover.text):
-                b.segments.remove(leftover)
-        if not isinstance(event, (DraftSpan, Correction, GrammarViolation)) or (
-            isinstance(event, Correction) and event.source != "repair"
-        ):
-            struck = None
-        leftover = None
-        if isinstance(event, DraftSpan):
-            violation = None
-            j = -1
-            if struck is not None and repaired and struck.event is not None:
-                owner = events[struck.event]
-                if getattr(owner, "call", None) == event.call and event.offset == len(b.accepted):
-                    j = struck.text.find(event.text)
-            if struck is not None and j >= 0:
-                rest = struck.text[j + len(event.text) :]
-                struck.text = struck.text[:j]
-                b.insert(event.offset, event.text, "draft", i)
-                leftover = b.insert(len(b.accepted), rest, "violation", struck.event, struck.piece + 1)  # type: ignore[arg-type]
-            else:
-                b.insert(event.offset, event.text, "draft", i)
-            struck, repaired = None, False
-        elif isinstance(event, GrammarViolation):
-            violation = event
-            context.line, context.column = event.line, event.column
-            taken_back = b.accepted[event.offset :]
-            if taken_back and event.offset >= 0 and event.rejected.startswith(taken_back):
-                # A repair took back accepted text from the offset on; it is part of ``rejected``.
-                context.removed = True
-                b.take_back(event.offset)
-            struck, repaired = b.insert(event.offset, event.rejected, "violation", i), False
-        elif isinstance(event, Correction):
-            context.violation = violation
-            if event.source == "repair":
-                repaired = struck is not None
-                if struck is not None and struck.event is not None:
-                    contexts[struck.event].repair = event
-            if event.source == "healed":
-                offset = b._clamp(event.offset)
-                present = b.accepted[offset : offset + len(event.text)]
-                if present == event.text:
-                    b.relabel(offset, offset + len(event.text), "healed", i)
-                elif event.text.startswith(b.accepted[offset:]):
-                    tail = len(b.accepted) - offset
-                    b.relabel(offset, len(b.accepted), "healed", i)
-                    b.insert(len(b.accepted), event.text[tail:], "healed", i)
-                else:
-                    b.insert(offset, event.text, "healed", i)
-            else:
-                if 0 <= event.offset < len(b.accepted):
-                    # Written after taking the accepted text back (a rewrite at the end: the
-                    # dangling key of ``{"a": 1, "b": ``): that text is left out.
-                    taken = b.accepted[event.offset :]
-                    b.take_back(event.offset)
-                    b.insert(event.offset, taken, "cut", i)
-                kind = event.source if event.source in KEPT_KINDS else "target"
-                b.insert(event.offset, event.text, kind, i)
-        elif isinstance(event, Cut):
-            context.removed = _cut(b, event, i)
+        replay.step(i, event)
+    b = replay.builder
     segments = [s for s in b.segments if s.text]
     exact = b.exact and b.accepted == text
     if not exact:
         segments = [Segment("draft", text, None)]
-    return Rebuilt(segments, contexts, exact)
+    return Rebuilt(segments, replay.contexts, exact)
+
+
+class _Replay:
+    """The events replayed in order onto a ``_Builder``, with what one event leaves for the next."""
+
+    def __init__(self, events: Sequence[Event]) -> None:
+        self.events = events
+        self.builder = _Builder()
+        self.contexts: dict[int, Context] = {}
+        self.violation: GrammarViolation | None = None
+        # The struck-through segment of the last violation, while a repair of it may be followed
+        # by the draft's own text taken from the rejected text (then only the rest stays struck).
+        self.struck: Segment | None = None
+        self.repaired = False
+        # The rejected text after such reused draft text, until a later violation reports it again.
+        self.leftover: Segment | None = None
+
+    def step(self, i: int, event: Event) -> None:
+        b = self.builder
+        line, column = line_column(b.accepted, max(0, min(event.offset, len(b.accepted))))
+        context = self.contexts[i] = Context(line, column)
+        if isinstance(event, (GrammarViolation, Cut)):
+            self._drop_leftover_reported_by(event)
+        if not isinstance(event, (DraftSpan, Correction, GrammarViolation)) or (
+            isinstance(event, Correction) and event.source != "repair"
+        ):
+            self.struck = None
+        self.leftover = None
+        if isinstance(event, DraftSpan):
+            self._draft(i, event)
+        elif isinstance(event, GrammarViolation):
+            self._violation(i, event, context)
+        elif isinstance(event, Correction):
+            self._correction(i, event, context)
+        elif isinstance(event, Cut):
+            context.removed = _cut(b, event, i)
+
+    def _drop_leftover_reported_by(self, event: GrammarViolation | Cut) -> None:
+        """A later violation or cut that reports the leftover again (with the accepted text before
+        it) owns it from here."""
+        b, leftover = self.builder, self.leftover
+        taken = b.accepted[event.offset :] if 0 <= event.offset <= len(b.accepted) else None
+        reported = event.rejected if isinstance(event, GrammarViolation) else event.text
+        if leftover is not None and taken is not None and reported.startswith(taken + leftover.text):
+            b.segments.remove(leftover)
+
+    def _draft(self, i: int, event: DraftSpan) -> None:
+        b, struck = self.builder, self.struck
+        self.violation = None
+        j = -1
+        if struck is not None and self.repaired and struck.event is not None:
+            owner = self.events[struck.event]
+            if getattr(owner, "call", None) == event.call and event.offset == len(b.accepted):
+                j = struck.text.find(event.text)
+        if struck is not None and j >= 0:
+            rest = struck.text[j + len(event.text) :]
+            struck.text = struck.text[:j]
+            b.insert(event.offset, event.text, "draft", i)
+            self.leftover = b.insert(len(b.accepted), rest, "violation", struck.event, struck.piece + 1)  # type: ignore[arg-type]
+        else:
+            b.insert(event.offset, event.text, "draft", i)
+        self.struck, self.repaired = None, False
+
+    def _violation(self, i: int, event: GrammarViolation, context: Context) -> None:
+        b = self.builder
+        self.violation = event
+        context.line, context.column = event.line, event.column
+        taken_back = b.accepted[event.offset :]
+        if taken_back and event.offset >= 0 and event.rejected.startswith(taken_back):
+            # A repair took back accepted text from the offset on; it is part of ``rejected``.
+            context.removed = True
+            b.take_back(event.offset)
+        self.struck, self.repaired = b.insert(event.offset, event.rejected, "violation", i), False
+
+    def _correction(self, i: int, event: Correction, context: Context) -> None:
+        context.violation = self.violation
+        if event.source == "repair":
+            struck = self.struck
+            self.repaired = struck is not None
+            if struck is not None and struck.event is not None:
+                self.contexts[struck.event].repair = event
+        if event.source == "healed":
+            _heal(self.builder, event, i)
+        else:
+            _write(self.builder, event, i)
+
+
+def _heal(b: _Builder, event: Correction, index: int) -> None:
+    """A healed correction re-chose text already there: relabel it (and add what runs past the end)."""
+    offset = b.clamp(event.offset)
+    present = b.accepted[offset : offset + len(event.text)]
+    if present == event.text:
+        b.relabel(offset, offset + len(event.text), "healed", index)
+    elif event.text.startswith(b.accepted[offset:]):
+        tail = len(b.accepted) - offset
+        b.relabel(offset, len(b.accepted), "healed", index)
+        b.insert(len(b.accepted), event.text[tail:], "healed", index)
+    else:
+        b.insert(offset, event.text, "healed", index)
+
+
+def _write(b: _Builder, event: Correction, index: int) -> None:
+    if 0 <= event.offset < len(b.accepted):
+        # Written after taking the accepted text back (a rewrite at the end: the dangling key of
+        # ``{"a": 1, "b": ``): that text is left out.
+        taken = b.accepted[event.offset :]
+        b.take_back(event.offset)
+        b.insert(event.offset, taken, "cut", index)
+    kind = event.source if event.source in KEPT_KINDS else "target"
+    b.insert(event.offset, event.text, kind, index)
 
 
 def _cut(b: _Builder, event: Cut, index: int) -> bool:
