@@ -275,6 +275,12 @@ def rewrite(text: str) -> str:
             "SELECT a FROM (SELECT 1 AS a) WHERE a IN (SELECT a FROM (SELECT a FROM (SELECT MAX(1) AS a))) LIMIT 1",
             1,
         ),
+        # PostgreSQL's GROUP BY DISTINCT: on a plain list, the same groups.
+        (
+            "SELECT COUNT(*) FROM (SELECT k FROM (SELECT 1 AS k UNION ALL SELECT 1 UNION ALL SELECT 2) GROUP BY DISTINCT k)",
+            "SELECT COUNT(*) FROM (SELECT k FROM (SELECT 1 AS k UNION ALL SELECT 1 UNION ALL SELECT 2) GROUP BY k)",
+            2,
+        ),
         # An order in words: high to low is DESC, low to high ASC; oldest to youngest is DESC on
         # an age (on a date it would be ASC: not rewritten, below).
         (
