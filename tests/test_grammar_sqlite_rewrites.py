@@ -277,7 +277,8 @@ def rewrite(text: str) -> str:
         ),
         # PostgreSQL's GROUP BY DISTINCT: on a plain list, the same groups.
         (
-            "SELECT COUNT(*) FROM (SELECT k FROM (SELECT 1 AS k UNION ALL SELECT 1 UNION ALL SELECT 2) GROUP BY DISTINCT k)",
+            "SELECT COUNT(*) FROM (SELECT k FROM (SELECT 1 AS k UNION ALL SELECT 1 UNION ALL SELECT 2) "
+            "GROUP BY DISTINCT k)",
             "SELECT COUNT(*) FROM (SELECT k FROM (SELECT 1 AS k UNION ALL SELECT 1 UNION ALL SELECT 2) GROUP BY k)",
             2,
         ),
