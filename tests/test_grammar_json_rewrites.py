@@ -90,6 +90,10 @@ SLIPS = [
     # rest of the answer was cut, a member with it).
     ('{"note": "see [1, 2"] below", "n": 1}', {"note": 'see [1, 2"] below', "n": 1}),
     ('["a {b"} c", 2]', ['a {b"} c', 2]),
+    # Single-quoted strings with no comma between them, on a line or one a line: the comma
+    # inserted (they were read into one string, or dropped: "['x'\n'y']" was '["x"]').
+    ("{'k': 'v' 'm': 'n', 'o': 1 'p': true}", {"k": "v", "m": "n", "o": 1, "p": True}),
+    ("['x'\n'y'\n'z']", ["x", "y", "z"]),
     ('Sure! {"a": 1}', {"a": 1}),
     ('Here is the JSON:\n{"a": 1}\nLet me know!', {"a": 1}),
     ('{"v": 1.5.2, "d": 2024-01-15}', {"v": "1.5.2", "d": "2024-01-15"}),
