@@ -94,6 +94,10 @@ SLIPS = [
     # inserted (they were read into one string, or dropped: "['x'\n'y']" was '["x"]').
     ("{'k': 'v' 'm': 'n', 'o': 1 'p': true}", {"k": "v", "m": "n", "o": 1, "p": True}),
     ("['x'\n'y'\n'z']", ["x", "y", "z"]),
+    # A list number before a value at a line's start is formatting (the answer was the number:
+    # '1. {"a": 1}' gave 1).
+    ('1. {"id": 4}', {"id": 4}),
+    ('Here are the options:\n1. ["p"]\n2. ["q"]', ["p"]),
     ('Sure! {"a": 1}', {"a": 1}),
     ('Here is the JSON:\n{"a": 1}\nLet me know!', {"a": 1}),
     ('{"v": 1.5.2, "d": 2024-01-15}', {"v": "1.5.2", "d": "2024-01-15"}),
