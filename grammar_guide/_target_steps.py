@@ -180,9 +180,13 @@ class TargetSteps:
 
     def _rewrite_at_end(self) -> None:
         """A known slip that the text ends in (``... LIMIT ALL``) is rewritten, as at a violation.
-        It may take back the loop's own repairs of the draft's text with that text (a dangling
-        key whose quote was swapped: ``{'a': 'x', 'b``), never text another source chose."""
-        edit = repair.rewrite_at_end(self.checker, self._chosen_floor())
+        Where no closing marks end the text, it may take back the loop's own repairs of the
+        draft's text with that text (a dangling key whose quote was swapped: ``{'a': 'x', 'b``),
+        never text another source chose."""
+        edit = repair.rewrite_at_end(self.checker, self.floor)
+        chosen = self._chosen_floor()
+        if edit is None and chosen < self.floor and shortest_close(self.checker) is None:
+            edit = repair.rewrite_at_end(self.checker, chosen)
         if edit is None:
             return
         self.checker.rollback_chars(edit.start)
