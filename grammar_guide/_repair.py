@@ -37,7 +37,7 @@ from ._edit_search import (
 )
 from ._events import CutReason
 from ._lexemes import LEXEME, is_word
-from ._reader import looks_like_aside, prose_after_answer, prose_run, reads_as_code, trailing_word
+from ._reader import looks_like_aside, opening_tag, prose_after_answer, prose_run, reads_as_code, trailing_word
 from ._text import is_word_char
 
 __all__ = [
@@ -260,8 +260,9 @@ def _resume_after_prose(checker: Checker, cut: int, joined: str, span: range, fi
     for resume in span:
         word_start = resume > span.start and is_word_char(joined[resume : resume + 1]) and joined[resume - 1] == " "
         run_end = resume == span.stop - 1 and joined[resume : resume + 1].isspace()  # not '-by' of 'step-by'
+        tag_end = joined[resume - 1 : resume] == ">" and opening_tag(joined[span.start : resume])  # '<json>{'
         rest = joined[resume:].lstrip()
-        if not (word_start or run_end) or not rest:
+        if not (word_start or run_end or tag_end) or not rest:
             continue
         code = reads_as_code(rest, keywords)
         if not code and is_word_char(rest[0]):

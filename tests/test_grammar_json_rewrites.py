@@ -97,6 +97,10 @@ SLIPS = [
     # A list number before a value at a line's start is formatting (the answer was the number:
     # '1. {"a": 1}' gave 1).
     ('1. {"id": 4}', {"id": 4}),
+    # An answer between tags chat models write (json, output, result, response), on one line or
+    # on lines of their own (GuideExhausted).
+    ('<output>{"ok": true}</output>', {"ok": True}),
+    ("<json>\n[1, 2]\n</json>", [1, 2]),
     ('Here are the options:\n1. ["p"]\n2. ["q"]', ["p"]),
     ('Sure! {"a": 1}', {"a": 1}),
     ('Here is the JSON:\n{"a": 1}\nLet me know!', {"a": 1}),
