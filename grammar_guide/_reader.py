@@ -296,7 +296,7 @@ def prose_after_answer(text: str, rejected: str, floor: int, complete_at: Callab
 
 
 #: The tags chat models put around an answer's code (``<code>``, ``</sql>``).
-_CODE_TAGS = "code|pre|sql|answer|query"
+_CODE_TAGS = "code|pre|sql|answer|query|json|output|result|response"
 #: Document markup a chat model writes around its answer (``\\end{code}``, ``</code>``).
 _MARKUP = re.compile(rf"\\(?:end|begin)\{{\w*\}}?|</?\s*(?:{_CODE_TAGS})\b", re.IGNORECASE)
 #: A word of a sentence, with the punctuation sentences put after words.
@@ -441,6 +441,15 @@ def prose_run(text: str, at: int, rejected: str, keywords: frozenset[str]) -> tu
         start = len(joined[:start]) - len(joined[:start].lstrip())  # its first word: 'select the customer
     prose = [w for w in words if w in _FUNCTION_WORDS and w not in keywords]
     return (start, end) if len(words) >= 3 and len(prose) >= 2 else None
+
+
+def opening_tag(text: str) -> bool:
+    """Whether ``text`` is one opening tag of the markup chat models put around an answer's
+    code (``<json>``, ``<sql lang="x">``), the answer able to follow on the same line."""
+    return _OPENING_TAG.fullmatch(text.strip()) is not None
+
+
+_OPENING_TAG = re.compile(rf"<\s*(?:{_CODE_TAGS})\b[^<>\n]*>", re.IGNORECASE)
 
 
 def reads_as_code(text: str, keywords: frozenset[str]) -> bool:

@@ -37,7 +37,7 @@ from ._edit_search import (
 )
 from ._events import CutReason
 from ._lexemes import LEXEME, is_word
-from ._reader import looks_like_aside, prose_after_answer, prose_run, reads_as_code, trailing_word
+from ._reader import looks_like_aside, opening_tag, prose_after_answer, prose_run, reads_as_code, trailing_word
 from ._text import is_word_char
 
 __all__ = [
@@ -115,7 +115,7 @@ def decide(
         trial.rollback_chars(at)
         edit = propose_edit(trial, moved, final=final, floor=floor)
         if edit is not None and fresh:
-            prose = _prose_instead(checker, text, evidence, min(at, edit.start), edit.text, floor)
+            prose = _prose_instead(checker, text, evidence, min(at, edit.start), edit, floor)
             if prose is not None:
                 return prose
             placed = [replace(_before_space(trial, e, floor), at=at) for e in (edit, *edit.ties)]
@@ -127,7 +127,7 @@ def decide(
     edits = search_edits(checker, evidence, final=final, floor=floor) if fresh else []
     if edits:
         start = edits[0].start
-        prose = _prose_instead(checker, text, evidence, start, edits[0].text, floor, at=min(at, start))
+        prose = _prose_instead(checker, text, evidence, start, edits[0], floor, at=min(at, start))
         if prose is not None:
             return prose
         placed = [_before_space(checker, e, floor) for e in edits]
@@ -141,12 +141,12 @@ def decide(
 
 
 def _prose_instead(
-    checker: Checker, text: str, evidence: str, start: int, inserted: str, floor: int, *, at: int | None = None
+    checker: Checker, text: str, evidence: str, start: int, edit: Edit, floor: int, *, at: int | None = None
 ) -> Cut | None:
     """A ``prose`` cut of ``text`` (the accepted text; the checker may be in a trial) and
-    ``evidence`` from ``start`` on, where an edit there writing ``inserted`` would make words that
-    are no code into code (``_code_for_words``); ``None`` otherwise."""
-    if not _code_for_words(checker, text[:start], inserted, text[start:] + evidence):
+    ``evidence`` from ``start`` on, where ``edit`` there would make words that are no code into
+    code (``_code_for_words``); ``None`` otherwise."""
+    if _respells_word(edit) or not _code_for_words(checker, text[:start], edit.text, text[start:] + evidence):
         return None
     return Cut(max(len(text[:start].rstrip()), floor), "prose", start if at is None else at)
 
@@ -165,6 +165,14 @@ def _code_for_words(checker: Checker, before: str, inserted: str, moved: str) ->
 
 
 _WORD = re.compile(r"[A-Za-z_]\w*")
+_ONE_WORD = re.compile(r"\s*\w+\s*")
+
+
+def _respells_word(edit: Edit) -> bool:
+    """Whether ``edit`` is one of the grammar's rewrites that writes one word the draft wrote as
+    the one word it means (JSON's ``None`` as ``null``): a word the grammar's data names is a
+    slip of the answer, not prose."""
+    return edit.rule == "rewrite" and all(_ONE_WORD.fullmatch(s) for s in (edit.removed, edit.text))
 
 
 def _before_space(checker: Checker, edit: Edit, floor: int) -> Edit:
@@ -252,8 +260,9 @@ def _resume_after_prose(checker: Checker, cut: int, joined: str, span: range, fi
     for resume in span:
         word_start = resume > span.start and is_word_char(joined[resume : resume + 1]) and joined[resume - 1] == " "
         run_end = resume == span.stop - 1 and joined[resume : resume + 1].isspace()  # not '-by' of 'step-by'
+        tag_end = joined[resume - 1 : resume] == ">" and opening_tag(joined[span.start : resume])  # '<json>{'
         rest = joined[resume:].lstrip()
-        if not (word_start or run_end) or not rest:
+        if not (word_start or run_end or tag_end) or not rest:
             continue
         code = reads_as_code(rest, keywords)
         if not code and is_word_char(rest[0]):
@@ -291,6 +300,8 @@ def another_answer_cut(checker: Checker, evidence: str, floor: int) -> Cut | Non
         if at < floor or not _complete_at(checker, at):
             continue
         rest = (text[at:] + evidence)[:_ANOTHER_ANSWER_READ]
+        if is_word_char(text[at - 1 : at]) and is_word_char(rest[:1]):
+            continue  # one word the draft wrote (JSON's '0123'), not a second answer glued to the first
         fresh = _answer_read(checker.grammar, rest)
         if fresh and not _joinable(checker, at, rest, fresh):
             end = _answer_end(checker, at, floor)

@@ -179,8 +179,14 @@ class TargetSteps:
             )
 
     def _rewrite_at_end(self) -> None:
-        """A known slip that the text ends in (``... LIMIT ALL``) is rewritten, as at a violation."""
+        """A known slip that the text ends in (``... LIMIT ALL``) is rewritten, as at a violation.
+        Where no closing marks end the text, it may take back the loop's own repairs of the
+        draft's text with that text (a dangling key whose quote was swapped: ``{'a': 'x', 'b``),
+        never text another source chose."""
         edit = repair.rewrite_at_end(self.checker, self.floor)
+        chosen = self._chosen_floor()
+        if edit is None and chosen < self.floor and shortest_close(self.checker) is None:
+            edit = repair.rewrite_at_end(self.checker, chosen)
         if edit is None:
             return
         self.checker.rollback_chars(edit.start)
@@ -258,6 +264,12 @@ class TargetSteps:
                 return end, closing
             too_deep = depth
         return None
+
+    def _chosen_floor(self) -> int:
+        """Where the text that no repair of the draft's own text wrote ends: the target's,
+        forced text, a completion (0 where there is none)."""
+        chosen = [e for e in self.events if isinstance(e, Correction) and e.source != "repair" and e.text]
+        return max((e.offset + len(e.text) for e in chosen), default=0)
 
     def _target_floor(self) -> int:
         """Where the target's text ends (0 where it wrote none): what an engine rejects may be

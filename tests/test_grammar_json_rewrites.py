@@ -65,7 +65,43 @@ SLIPS = [
     ('[{"q": "a "b", c." }]', [{"q": 'a "b", c.'}]),
     ('{"a": "b, "c": "d"}', {"a": "b", "c": "d"}),
     ("[1 2 3.5 -4]", [1, 2, 3.5, -4]),
-    ('{"a": 007}', {"a": 7}),
+    # A number with leading zeros is quoted whole, its zeros kept (an id, a code: '{"zip": 02134}'
+    # was 2134); at the top level it was cut to '0' ('0' then '123' read as a second answer).
+    ('{"zip": 02134, "code": [-07, 00.5]}', {"zip": "02134", "code": ["-07", "00.5"]}),
+    ("0042", "0042"),
+    ('{"a": 1, "id": 007\n}', {"a": 1, "id": "007"}),
+    # A literal of another language alone is the literal (it was cut as prose: GuideExhausted).
+    ("None", None),
+    (" undefined\n", None),
+    # A string opened with a curly quote and never closed: up to the next mark, or the end
+    # (GuideExhausted at the top level; the quote was kept as text inside an array).
+    ("\u201cready", "ready"),
+    ('{"s": \u2018on hold, "n": [\u201cx y]}', {"s": "on hold", "n": ["x y"]}),
+    # An answer that is one URL or /regex/ alone: quoted (GuideExhausted; '/[0-9]+_/' was '["0-9"]').
+    ("ftp://files.example.org/a?b=1", "ftp://files.example.org/a?b=1"),
+    (" /[0-9]+_/ ", "/[0-9]+_/"),
+    # Numbers or literals one a line in an array: commas inserted (the rest after the first
+    # was cut: '[7\n8\n9]' was '[7]').
+    ("[7\n8\n9]", [7, 8, 9]),
+    ('{"flags": [true\n  null\n  false], "n": [1.5\n-2]}', {"flags": [True, None, False], "n": [1.5, -2]}),
+    # A number with a unit or sign glued on is quoted whole ('50%' lost its '%').
+    ('{"share": 35%, "temp": [-4\u00b0C, 12\u00b0]}', {"share": "35%", "temp": ["-4\u00b0C", "12\u00b0"]}),
+    # A quote before a closing bracket that closes nothing open there is inside the string (the
+    # rest of the answer was cut, a member with it).
+    ('{"note": "see [1, 2"] below", "n": 1}', {"note": 'see [1, 2"] below', "n": 1}),
+    ('["a {b"} c", 2]', ['a {b"} c', 2]),
+    # Single-quoted strings with no comma between them, on a line or one a line: the comma
+    # inserted (they were read into one string, or dropped: "['x'\n'y']" was '["x"]').
+    ("{'k': 'v' 'm': 'n', 'o': 1 'p': true}", {"k": "v", "m": "n", "o": 1, "p": True}),
+    ("['x'\n'y'\n'z']", ["x", "y", "z"]),
+    # A list number before a value at a line's start is formatting (the answer was the number:
+    # '1. {"a": 1}' gave 1).
+    ('1. {"id": 4}', {"id": 4}),
+    # An answer between tags chat models write (json, output, result, response), on one line or
+    # on lines of their own (GuideExhausted).
+    ('<output>{"ok": true}</output>', {"ok": True}),
+    ("<json>\n[1, 2]\n</json>", [1, 2]),
+    ('Here are the options:\n1. ["p"]\n2. ["q"]', ["p"]),
     ('Sure! {"a": 1}', {"a": 1}),
     ('Here is the JSON:\n{"a": 1}\nLet me know!', {"a": 1}),
     ('{"v": 1.5.2, "d": 2024-01-15}', {"v": "1.5.2", "d": "2024-01-15"}),
@@ -276,6 +312,10 @@ TRUNCATED = [
     # line break dropped (its words were dropped, '{"a": ""}', and an element with them, '[]').
     ('{"a": 1, "b": "abc def\n', {"a": 1, "b": "abc def"}),
     ('["abc\n\n', ["abc"]),
+    # A dangling single-quoted key is dropped as a double-quoted one is (the swap of its quote,
+    # a repair, set a floor that the drop could not cross: GuideExhausted).
+    ("{'id': 7, 'na", {"id": 7}),
+    ("[{'k': 'v', 'w':", [{"k": "v"}]),
 ]
 
 
@@ -325,7 +365,9 @@ def test_a_mark_is_not_replaced_with_a_value() -> None:
         guide(lambda prompt: "/", JSON, "Answer in JSON.", target=False)
 
 
-@pytest.mark.parametrize("answer", ["]", "}", " ] ", "So the number is nine", ""])
+@pytest.mark.parametrize(
+    "answer", ["]", "}", " ] ", "So the number is nine", "", "None of these apply here", "see https://x.org"]
+)
 def test_a_closing_mark_alone_is_no_json(answer: str) -> None:
     # A closer the answer begins with is not given an opener of its own: ']' gave '[]', an empty
     # value nobody wrote (the repair libraries find no JSON in it). Prose is not made a value.

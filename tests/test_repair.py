@@ -395,6 +395,15 @@ def test_a_statement_missing_its_first_keyword_still_gets_it(sqlite: Grammar) ->
 # -- issue 28: prose after the answer, invented operators, names with spaces ---------------------
 
 
+def test_an_answer_wrapped_in_tags_on_one_line_is_the_answer(sqlite: Grammar) -> None:
+    # The opening tag is left out as markup and the answer read on after it on its line (the
+    # whole line was cut: GuideExhausted); the closing tag ends the answer.
+    result = guide(lambda prompt: "<answer>SELECT a FROM t</answer>", sqlite, "q", target=False)
+    assert result.text == "SELECT a FROM t"
+    json_result = guide(lambda prompt: '<json>{"a": [1, 2]}</json>', Grammar.builtin("json"), "q", target=False)
+    assert json_result.text == '{"a": [1, 2]}'
+
+
 def test_prose_after_a_complete_answer_is_cut_not_read_on_into_as_code(sqlite: Grammar) -> None:
     # The prose was left out and the draft read on after it: 'Comment IN've added …' became code
     # and a string literal nobody wrote.
