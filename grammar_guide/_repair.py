@@ -164,7 +164,6 @@ def _code_for_words(checker: Checker, before: str, inserted: str, moved: str) ->
     return not drafted & grammar_keywords(checker)
 
 
-_WORD = re.compile(r"[A-Za-z_]\w*")
 _ONE_WORD = re.compile(r"\s*\w+\s*")
 
 
