@@ -922,6 +922,7 @@ class _Watchers:
         self._canonical: dict[_State, _State] = {frozenset(): frozenset()}
         self._by_forbidden: dict[Dfa, _State] = {Dfa(0, frozenset(), ()): frozenset()}
         self._forbidden_of: dict[_State, Dfa] = {}
+        self._steps: dict[_State, list[tuple[int, int, _State | None]]] = {}
         self._within: dict[tuple[_State, tuple[tuple[int, int], ...]], _State] = {}
         self._by_forbidden_within: dict[tuple[tuple[tuple[int, int], ...], Dfa], _State] = {}
 
@@ -1043,15 +1044,11 @@ class _Watchers:
         while len(edges) < len(order):
             if self.forbids_end(order[len(edges)]):
                 ending.add(len(edges))
-            watching = sorted(order[len(edges)])
             out = []
-            for lo, hi, labels in split_ranges(self.dfa(y).edges[e] for y, e in watching):
-                if any(
-                    t is not None and t in self.dfa(y).accepting for (y, _), t in zip(watching, labels, strict=True)
-                ):
+            for lo, hi, nxt in self._step(order[len(edges)]):
+                if nxt is None:
                     out.append((lo, hi, hit))
                     continue
-                nxt = frozenset((y, t) for (y, _), t in zip(watching, labels, strict=True) if t is not None)
                 if nxt not in ids:
                     ids[nxt] = len(order)
                     order.append(nxt)
@@ -1061,6 +1058,19 @@ class _Watchers:
         edges = [[(lo, hi, sink if t == hit else t) for lo, hi, t in out] for out in edges]
         edges.append([(0, 0x10FFFF, sink)])
         return minimal_dfa(0, frozenset({sink, *ending}), edges)
+
+    def _step(self, watching: _State) -> list[tuple[int, int, _State | None]]:
+        """The watchers after each character read from ``watching`` (``None``: one of them hits).
+        Kept: the states met after a first character recur from one state to the next."""
+        if watching not in self._steps:
+            ordered = sorted(watching)
+            out: list[tuple[int, int, _State | None]] = []
+            for lo, hi, labels in split_ranges(self.dfa(y).edges[e] for y, e in ordered):
+                pairs = [(y, t) for (y, _), t in zip(ordered, labels, strict=True) if t is not None]
+                hits = any(t in self.dfa(y).accepting for y, t in pairs)
+                out.append((lo, hi, None if hits else frozenset(pairs)))
+            self._steps[watching] = out
+        return self._steps[watching]
 
     def _name(self, x: str, p: _State, q: _State) -> str:
         return f"gg_t_{x.lower()}__{self.index(p)}_{self.index(q)}"
