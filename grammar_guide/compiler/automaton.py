@@ -10,18 +10,31 @@ from __future__ import annotations
 
 import functools
 import itertools
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from .._errors import GrammarError
 from .charclass import Ranges, char_set, normalise
 from .regex import sre_constants as _c
 from .regex import sre_parse as _sre_parse
 
-__all__ = ["Dfa", "concatenation", "dfa_of", "minimal_dfa", "ranges_of", "share_a_prefix", "split_ranges", "union"]
+__all__ = [
+    "Dfa",
+    "closure",
+    "concatenation",
+    "dfa_of",
+    "equivalent_states",
+    "minimal_dfa",
+    "ranges_of",
+    "share_a_prefix",
+    "split_ranges",
+    "union",
+]
 
 _MAX_NFA_STATES = 20000
+
+T = TypeVar("T")
 
 Edge = tuple[int, int, int]  # lo, hi, target
 
@@ -248,17 +261,11 @@ def _minimal(start: int, accepting: frozenset[int], edges: list[tuple[Edge, ...]
     for s in reach:
         for _, _, t in edges[s]:
             before[t].append(s)
-    live = {s for s in reach if s in accepting}
-    work = list(live)
-    while work:
-        for s in before[work.pop()]:
-            if s not in live:
-                live.add(s)
-                work.append(s)
+    live = closure({s for s in reach if s in accepting}, before)
     if start not in live:
         return Dfa(0, frozenset(), ())
     kept = {s: [(lo, hi, t) for lo, hi, t in edges[s] if t in live] for s in live}
-    block = _equivalence(kept, accepting)
+    block = equivalent_states(kept, accepting)
     # Renumber the blocks breadth-first from the start.
     numbering = {block[start]: 0}
     representative = {block[start]: start}
@@ -278,8 +285,22 @@ def _minimal(start: int, accepting: frozenset[int], edges: list[tuple[Edge, ...]
     return Dfa(0, final, tuple(out))
 
 
-def _equivalence(kept: dict[int, list[Edge]], accepting: frozenset[int]) -> dict[int, int]:
-    """Each state's block of equivalent states (Moore's refinement from accepting / not).
+def closure(seeds: set[T], next_of: Mapping[T, list[T]]) -> set[T]:
+    """``seeds`` and every state reached from them through ``next_of`` (a state's predecessors,
+    to find the states that reach ``seeds``)."""
+    found = set(seeds)
+    work = list(found)
+    while work:
+        for s in next_of[work.pop()]:
+            if s not in found:
+                found.add(s)
+                work.append(s)
+    return found
+
+
+def equivalent_states(kept: dict[int, list[Edge]], accepting: frozenset[int]) -> dict[int, int]:
+    """Each state's block of equivalent states (Moore's refinement from accepting / not), in an
+    automaton with no dead state (``kept``: each state's sorted disjoint edges).
 
     A state's signature in a round is what it reads into each block: the characters of all its
     edges into that block's states, as one set of ranges. Those sets are interned once, per
