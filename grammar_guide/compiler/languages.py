@@ -134,8 +134,8 @@ class LanguageClasses:
         return cls
 
     def _refine(self, left: list[Hashable], new: dict[Hashable, list[tuple[int, int, Any]]]) -> None:
-        """Classify the states of ``left``, which reach one another, by Moore's refinement over
-        them and every class so far (a class's states are numbered first, by class)."""
+        """Classify the states of ``left``, which wait on one another (a loop, and the states
+        before it), by Moore's refinement over them and every class so far (numbered as classes)."""
         old = len(self._sig)
         number = {s: old + i for i, s in enumerate(left)}
         kept: dict[int, list[tuple[int, int, int]]] = {c: list(self._sig[c][1]) for c in range(old) if c != EMPTY}
@@ -151,30 +151,15 @@ class LanguageClasses:
                 accepting.add(number[state])
         block = equivalent_states(kept, frozenset(accepting))
         old_of_block = {block[c]: c for c in kept if c < old}
-        for state in left:  # a block with no old class is a new language: numbered in order met
-            b = block[number[state]]
-            if b not in old_of_block:
-                old_of_block[b] = -1 - len(old_of_block)
-        fresh: dict[int, int] = {}
+        fresh: dict[int, int] = {}  # a block with no old class: a new language, numbered in order met
         for state in left:
             b = block[number[state]]
-            if old_of_block[b] >= 0:
-                self._class[state] = old_of_block[b]
-            else:
-                fresh.setdefault(b, len(self._sig) + len(fresh))
-        if not fresh:
-            return
-        for state in left:  # placeholders, so that the new classes' signatures can name each other
-            b = block[number[state]]
-            if b in fresh:
-                self._class[state] = fresh[b]
-        written = set()
+            known = old_of_block.get(b)
+            self._class[state] = known if known is not None else fresh.setdefault(b, old + len(fresh))
+        self._sig += [(False, ())] * len(fresh)  # (written below, once every state has its class)
         for state in left:
             cls = self._class[state]
-            if cls >= old and cls not in written:
-                written.add(cls)
+            if cls >= old and self._sig[cls] == (False, ()):
                 sig = self._signature(state, new[state])
-                while len(self._sig) <= cls:
-                    self._sig.append((False, ()))
                 self._sig[cls] = sig
                 self._by_sig[sig] = cls
