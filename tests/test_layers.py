@@ -20,6 +20,7 @@ GRAMMAR_LAYER = [
     "compiler.charclass",
     "compiler.unicode_classes",
     "compiler.automaton",
+    "compiler.languages",
     "compiler.exact",
     "compiler.lazy",
     "compiler.lookahead",

@@ -10,18 +10,31 @@ from __future__ import annotations
 
 import functools
 import itertools
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from .._errors import GrammarError
 from .charclass import Ranges, char_set, normalise
 from .regex import sre_constants as _c
 from .regex import sre_parse as _sre_parse
 
-__all__ = ["Dfa", "concatenation", "dfa_of", "minimal_dfa", "ranges_of", "share_a_prefix", "split_ranges", "union"]
+__all__ = [
+    "Dfa",
+    "closure",
+    "concatenation",
+    "dfa_of",
+    "equivalent_states",
+    "minimal_dfa",
+    "ranges_of",
+    "share_a_prefix",
+    "split_ranges",
+    "union",
+]
 
 _MAX_NFA_STATES = 20000
+
+T = TypeVar("T")
 
 Edge = tuple[int, int, int]  # lo, hi, target
 
@@ -244,27 +257,15 @@ def _minimal(start: int, accepting: frozenset[int], edges: list[tuple[Edge, ...]
             if t not in reach:
                 reach.add(t)
                 work.append(t)
-    live = {s for s in reach if s in accepting}
-    changed = True
-    while changed:
-        changed = False
-        for s in reach - live:
-            if any(t in live for _, _, t in edges[s]):
-                live.add(s)
-                changed = True
+    before: dict[int, list[int]] = {s: [] for s in reach}
+    for s in reach:
+        for _, _, t in edges[s]:
+            before[t].append(s)
+    live = closure({s for s in reach if s in accepting}, before)
     if start not in live:
         return Dfa(0, frozenset(), ())
     kept = {s: [(lo, hi, t) for lo, hi, t in edges[s] if t in live] for s in live}
-    block = {s: int(s in accepting) for s in kept}
-    while True:
-        signatures: dict[tuple[Any, ...], int] = {}
-        new_block = {}
-        for s in sorted(kept):
-            sig = (block[s], tuple(_merge([(lo, hi, block[t]) for lo, hi, t in kept[s]])))
-            new_block[s] = signatures.setdefault(sig, len(signatures))
-        if len(signatures) == len(set(block.values())):
-            break
-        block = new_block
+    block = equivalent_states(kept, accepting)
     # Renumber the blocks breadth-first from the start.
     numbering = {block[start]: 0}
     representative = {block[start]: start}
@@ -282,6 +283,79 @@ def _minimal(start: int, accepting: frozenset[int], edges: list[tuple[Edge, ...]
         out[n] = tuple(_merge([(lo, hi, numbering[block[t]]) for lo, hi, t in kept[s]]))
     final = frozenset(numbering[block[s]] for s in kept if s in accepting)
     return Dfa(0, final, tuple(out))
+
+
+def closure(seeds: set[T], next_of: Mapping[T, list[T]]) -> set[T]:
+    """``seeds`` and every state reached from them through ``next_of`` (a state's predecessors,
+    to find the states that reach ``seeds``)."""
+    found = set(seeds)
+    work = list(found)
+    while work:
+        for s in next_of[work.pop()]:
+            if s not in found:
+                found.add(s)
+                work.append(s)
+    return found
+
+
+def equivalent_states(kept: dict[int, list[Edge]], accepting: frozenset[int]) -> dict[int, int]:
+    """Each state's block of equivalent states (Moore's refinement from accepting / not), in an
+    automaton with no dead state (``kept``: each state's sorted disjoint edges).
+
+    A state's signature in a round is what it reads into each block: the characters of all its
+    edges into that block's states, as one set of ranges. Those sets are interned once, per
+    target and per union of targets that fall in one block, so that a round costs a few steps
+    per state, not one per edge (a class such as ``\\W`` has hundreds of ranges)."""
+    interned: dict[tuple[tuple[int, int], ...], int] = {}
+    spans: list[list[tuple[int, int]]] = []
+
+    def intern(ranges: list[tuple[int, int]]) -> int:
+        key = tuple(_joined(sorted(ranges)))
+        n = interned.setdefault(key, len(interned))
+        if n == len(spans):
+            spans.append(list(key))
+        return n
+
+    reads: dict[int, list[tuple[int, int]]] = {}  # state -> (target, its characters' id)
+    for s, out in kept.items():
+        by_target: dict[int, list[tuple[int, int]]] = {}
+        for lo, hi, t in out:
+            by_target.setdefault(t, []).append((lo, hi))
+        reads[s] = [(t, intern(r)) for t, r in by_target.items()]
+    unions: dict[tuple[int, ...], int] = {}
+
+    def union_of(ids: list[int]) -> int:
+        if len(ids) == 1:
+            return ids[0]
+        key = tuple(sorted(ids))
+        if key not in unions:
+            unions[key] = intern([r for i in key for r in spans[i]])
+        return unions[key]
+
+    block = {s: int(s in accepting) for s in kept}
+    while True:
+        signatures: dict[tuple[Any, ...], int] = {}
+        new_block = {}
+        for s in sorted(kept):
+            into: dict[int, list[int]] = {}
+            for t, r in reads[s]:
+                into.setdefault(block[t], []).append(r)
+            sig = (block[s], tuple(sorted((b, union_of(ids)) for b, ids in into.items())))
+            new_block[s] = signatures.setdefault(sig, len(signatures))
+        if len(signatures) == len(set(block.values())):
+            return block
+        block = new_block
+
+
+def _joined(ranges: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Sorted disjoint ranges with the adjacent ones joined."""
+    out: list[tuple[int, int]] = []
+    for lo, hi in ranges:
+        if out and out[-1][1] + 1 == lo:
+            out[-1] = (out[-1][0], hi)
+        else:
+            out.append((lo, hi))
+    return out
 
 
 def minimal_dfa(start: int, accepting: frozenset[int], edges: list[list[Edge]]) -> Dfa:

@@ -40,6 +40,7 @@ from .exact import (
     regex_rules_not_starting,
 )
 from .hazards import find_hazards
+from .languages import EMPTY, LanguageClasses
 from .lazy import LazyReading, lazy_reading
 from .load import imported_definition, position, position_of_definition, position_of_terminal, position_of_use
 from .lookahead import Lookahead, LookaheadPart, LookaheadReading, lookahead_reading, restricted, without_words
@@ -920,8 +921,9 @@ class _Watchers:
         self._done: dict[tuple[str, _State], dict[_State, str]] = {}
         # One state for each language of forbidden continuations (see ``canonical``).
         self._canonical: dict[_State, _State] = {frozenset(): frozenset()}
-        self._by_forbidden: dict[Dfa, _State] = {Dfa(0, frozenset(), ()): frozenset()}
-        self._forbidden_of: dict[_State, Dfa] = {}
+        #: The language each state forbids after it, as a class (``languages``).
+        self._languages = LanguageClasses(self._step, self.forbids_end)
+        self._first_of: dict[int, _State] = {EMPTY: frozenset()}
         self._within: dict[tuple[_State, tuple[tuple[int, int], ...]], _State] = {}
         self._by_forbidden_within: dict[tuple[tuple[tuple[int, int], ...], Dfa], _State] = {}
 
@@ -1003,8 +1005,7 @@ class _Watchers:
         if mark is not None:
             return self.canonical(watching) | {mark}
         if state not in self._canonical:
-            forbidden = self._forbidden(state)
-            self._canonical[state] = self._by_forbidden.setdefault(forbidden, state)
+            self._canonical[state] = self._first_of.setdefault(self._languages.of(state), state)
         return self._canonical[state]
 
     def canonical_within(self, state: _State, chars: Ranges) -> _State:
@@ -1030,37 +1031,18 @@ class _Watchers:
     def _forbidden(self, state: _State) -> Dfa:
         """The minimal DFA of the texts ``state`` forbids after it (a canonical form: equal
         languages give equal automata)."""
-        if state not in self._forbidden_of:
-            self._forbidden_of[state] = self._forbidden_dfa(state)
-        return self._forbidden_of[state]
+        return self._languages.dfa(self._languages.of(state))
 
-    def _forbidden_dfa(self, state: _State) -> Dfa:
-        ids = {state: 0}
-        order = [state]
-        edges: list[list[tuple[int, int, int]]] = []
-        hit = -1  # the texts that begin with a forbidden ``v``: all of them from here on
-        ending = set()  # where the text may not end (a look-ahead's watcher stands there)
-        while len(edges) < len(order):
-            if self.forbids_end(order[len(edges)]):
-                ending.add(len(edges))
-            watching = sorted(order[len(edges)])
-            out = []
-            for lo, hi, labels in split_ranges(self.dfa(y).edges[e] for y, e in watching):
-                if any(
-                    t is not None and t in self.dfa(y).accepting for (y, _), t in zip(watching, labels, strict=True)
-                ):
-                    out.append((lo, hi, hit))
-                    continue
-                nxt = frozenset((y, t) for (y, _), t in zip(watching, labels, strict=True) if t is not None)
-                if nxt not in ids:
-                    ids[nxt] = len(order)
-                    order.append(nxt)
-                out.append((lo, hi, ids[nxt]))
-            edges.append(out)
-        sink = len(order)
-        edges = [[(lo, hi, sink if t == hit else t) for lo, hi, t in out] for out in edges]
-        edges.append([(0, 0x10FFFF, sink)])
-        return minimal_dfa(0, frozenset({sink, *ending}), edges)
+    def _step(self, watching: _State) -> list[tuple[int, int, _State | None]]:
+        """The watchers after each character read from ``watching`` (``None``: one of them hits:
+        every text from there on is forbidden)."""
+        ordered = sorted(watching)
+        out: list[tuple[int, int, _State | None]] = []
+        for lo, hi, labels in split_ranges(self.dfa(y).edges[e] for y, e in ordered):
+            pairs = [(y, t) for (y, _), t in zip(ordered, labels, strict=True) if t is not None]
+            hits = any(t in self.dfa(y).accepting for y, t in pairs)
+            out.append((lo, hi, None if hits else frozenset(pairs)))
+        return out
 
     def _name(self, x: str, p: _State, q: _State) -> str:
         return f"gg_t_{x.lower()}__{self.index(p)}_{self.index(q)}"
