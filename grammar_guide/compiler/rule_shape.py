@@ -60,7 +60,10 @@ def for_matcher(rules: Rules, keep: Set[str], roots: Iterable[str], terminals: S
     before = size(rules)
     limit = min(GROWTH * before, max(before, LARGEST))
     for kept in (keep, keep | terminals):
-        out = reshaped(rules, kept, roots)
+        inlined = _reachable(_inlined(rules, kept), roots)
+        if size(inlined) > limit:  # (factoring shares what inlining wrote, but adds rules)
+            continue
+        out = _all_factored(inlined, roots)
         if size(out) <= limit:
             return out
     return rules
@@ -69,16 +72,20 @@ def for_matcher(rules: Rules, keep: Set[str], roots: Iterable[str], terminals: S
 def size(rules: Rules) -> int:
     """About how many symbols the matcher makes of the rules: one a rule, one a lexeme written."""
     return sum(
-        1 + len(_LEXEME.findall(r if isinstance(r, str) else " ".join(y for a in r for y in a))) for r in rules.values()
+        1 + (len(_LEXEME.findall(r)) if isinstance(r, str) else sum(y[0] == "/" for a in r for y in a))
+        for r in rules.values()
     )
 
 
 def reshaped(rules: Rules, keep: Set[str], roots: Iterable[str]) -> Rules:
     """``rules`` inlined and left-factored (see the module), without the rules ``roots`` no longer
     reach; in the order given, each new rule after the one it came from."""
-    inlined = _inlined(rules, keep)
+    return _all_factored(_inlined(rules, keep), roots)
+
+
+def _all_factored(rules: Rules, roots: Iterable[str]) -> Rules:
     out: Rules = {}
-    for name, alternatives in inlined.items():
+    for name, alternatives in rules.items():
         if isinstance(alternatives, str):
             out[name] = alternatives
             continue
@@ -112,10 +119,12 @@ def _inlined(rules: Rules, keep: Set[str]) -> Rules:
             memo[symbol] = [y for x in single[symbol] for y in expand(x, through | {symbol})]
         return memo[symbol]
 
-    return {
-        n: alts if isinstance(alts, str) else [[y for x in alt for y in expand(x, frozenset({n}))] for alt in alts]
-        for n, alts in rules.items()
-    }
+    def written_out(alt: list[str]) -> list[str]:
+        if not any(x in single for x in alt):
+            return alt
+        return [y for x in alt for y in (expand(x, frozenset()) if x in single else (x,))]
+
+    return {n: alts if isinstance(alts, str) else [written_out(alt) for alt in alts] for n, alts in rules.items()}
 
 
 def _factored(name: str, alternatives: list[list[str]], helpers: Rules) -> list[list[str]]:
