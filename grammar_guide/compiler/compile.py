@@ -363,11 +363,11 @@ def _scannerless(
         if variant in productive:
             reading[variant] = [a.split() for a in dict.fromkeys(alts) if all(x in productive for x in a.split())]
     reading.update(rules_of({rule: body for rule, (_, body) in tokens.rules.items()}))
-    # The same rules reshaped for the matcher (``rule_shape``); in the captured grammar, each rule
-    # that captures a terminal keeps its name.
+    # The same rules reshaped for the matcher (``rule_shape``), ``start: gg_start__...`` as before;
+    # in the captured grammar, each rule that captures a terminal keeps its name.
     captures = {rule: by_compiled[compiled] for rule, (compiled, _) in tokens.rules.items() if compiled}
-    plain = for_matcher(reading, {"start"}, ["start"], set(tokens.rules))
-    captured = for_matcher(reading, {"start", *captures}, ["start"], set(tokens.rules))
+    plain = for_matcher(reading, {"start", head}, ["start"], set(tokens.rules))
+    captured = for_matcher(reading, {"start", head, *captures}, ["start"], set(tokens.rules))
     plain_text = "\n".join(written(n, r) for n, r in plain.items()) + "\n"
     captured_text = "\n".join(
         written(f'{n}[capture="{captures[n]}"]' if n in captures else n, r) for n, r in captured.items()
