@@ -27,6 +27,7 @@ GRAMMAR_LAYER = [
     "compiler.matcher",
     "compiler.load",
     "compiler.hazards",
+    "compiler.rule_shape",
     "compiler.compile",
     "compiler.terminal_costs",
     "compiler.first_path",

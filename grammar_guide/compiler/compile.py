@@ -46,6 +46,7 @@ from .load import imported_definition, position, position_of_definition, positio
 from .lookahead import Lookahead, LookaheadPart, LookaheadReading, lookahead_reading, restricted, without_words
 from .matcher import regex_is_void
 from .regex import is_regex_error, regex_features, sre_constants, sre_parse, strip_verbose
+from .rule_shape import Rules, for_matcher, rules_of, written
 from .unicode_classes import case_insensitive_literal, python_re_of, word_characters
 
 __all__ = [
@@ -358,19 +359,21 @@ def _scannerless(
     head = next(iter(out))
     if head not in productive:
         raise _NoText
-    lines = [f"start: {head}"]
+    reading: Rules = {"start": [[head]]}
     for variant, alts in out.items():
         if variant in productive:
-            kept = [a for a in dict.fromkeys(alts) if all(x in productive for x in a.split())]
-            lines.append(f"{variant}: {choice(kept, nested=False)}".rstrip())
-    plain_terms, captured_terms = [], []
-    for rule, (compiled, body) in tokens.rules.items():
-        plain_terms.append(f"{rule}: {body}".rstrip())
-        captured = f'[capture="{by_compiled[compiled]}"]' if compiled else ""
-        captured_terms.append(f"{rule}{captured}: {body}".rstrip())
-    plain = "\n".join(lines + plain_terms) + "\n"
-    captured_text = "\n".join(lines + captured_terms) + "\n"
-    return Compiled(plain, captured_text, dict(terminals), character_level=True)
+            reading[variant] = [a.split() for a in dict.fromkeys(alts) if all(x in productive for x in a.split())]
+    reading.update(rules_of({rule: body for rule, (_, body) in tokens.rules.items()}))
+    # The same rules reshaped for the matcher (``rule_shape``), ``start: gg_start__...`` as before;
+    # in the captured grammar, each rule that captures a terminal keeps its name.
+    captures = {rule: by_compiled[compiled] for rule, (compiled, _) in tokens.rules.items() if compiled}
+    plain = for_matcher(reading, {"start", head}, ["start"], set(tokens.rules))
+    captured = for_matcher(reading, {"start", head, *captures}, ["start"], set(tokens.rules))
+    plain_text = "\n".join(written(n, r) for n, r in plain.items()) + "\n"
+    captured_text = "\n".join(
+        written(f'{n}[capture="{captures[n]}"]' if n in captures else n, r) for n, r in captured.items()
+    )
+    return Compiled(plain_text, captured_text + "\n", dict(terminals), character_level=True)
 
 
 _MAX_VARIANTS = 20000
