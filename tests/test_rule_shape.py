@@ -34,6 +34,7 @@ CASES: dict[str, Rules] = {
     "left recursion": {"start": [["e"]], "e": [["e", D, "t"], ["t"]], "t": [[A], [A, B], ["p"]], "p": [[C, "e", C]]},
     "empty rule inlined": {"start": [["s"]], "s": [["n", A, "n"], ["n"]], "n": [[]]},
     "used twice": {"start": [["s"]], "s": [["x", "x"], ["x", A]], "x": [[B, C]]},
+    "a helper's name taken": {"start": [["s"], ["s_f0"]], "s": [[A, B], [A, C]], "s_f0": [[C], [C, A]]},
 }
 
 
@@ -54,6 +55,12 @@ def test_alternatives_that_begin_alike_share_their_beginning() -> None:
     assert after["start"] == [["s"], [C]]
     assert after["s"] == [[A, "s_f0"], [B]]
     assert after["s_f0"] == [[B], [C], []]
+
+
+def test_a_helper_is_named_apart_from_the_rules_there_are() -> None:
+    after = reshaped(CASES["a helper's name taken"], {"start"}, ["start"])
+    assert after["s_f0"] == [[C, "s_f0_f0"]]
+    assert after["s"] == [[A, "s_f1"]] and after["s_f1"] == [[B], [C]]
 
 
 def test_kept_rules_and_rules_that_text_bodies_use_stay() -> None:

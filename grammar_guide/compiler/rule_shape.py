@@ -85,12 +85,13 @@ def reshaped(rules: Rules, keep: Set[str], roots: Iterable[str]) -> Rules:
 
 def _all_factored(rules: Rules, roots: Iterable[str]) -> Rules:
     out: Rules = {}
+    taken = set(rules)
     for name, alternatives in rules.items():
         if isinstance(alternatives, str):
             out[name] = alternatives
             continue
         helpers: Rules = {}
-        out[name] = _factored(name, alternatives, helpers)
+        out[name] = _factored(name, alternatives, helpers, taken)
         out.update(helpers)
     return _reachable(out, roots)
 
@@ -127,9 +128,9 @@ def _inlined(rules: Rules, keep: Set[str]) -> Rules:
     return {n: alts if isinstance(alts, str) else [written_out(alt) for alt in alts] for n, alts in rules.items()}
 
 
-def _factored(name: str, alternatives: list[list[str]], helpers: Rules) -> list[list[str]]:
+def _factored(name: str, alternatives: list[list[str]], helpers: Rules, taken: set[str]) -> list[list[str]]:
     """The alternatives as a trie: those that begin with the same symbol share it, the rest of
-    each in a new rule (in ``helpers``)."""
+    each in a new rule (in ``helpers``, named apart from every name in ``taken``, which it joins)."""
     groups: dict[str, list[list[str]]] = {}
     empty = False
     for alt in alternatives:
@@ -144,13 +145,21 @@ def _factored(name: str, alternatives: list[list[str]], helpers: Rules) -> list[
         if len(tails) == 1:
             out.append([first, *tails[0]])
             continue
-        helper = f"{name}_f{len(helpers)}"
+        helper = _fresh(f"{name}_f", len(helpers), taken)
         helpers[helper] = []  # (its place, before the rules its own trie adds)
-        helpers[helper] = _factored(helper, tails, helpers)
+        helpers[helper] = _factored(helper, tails, helpers, taken)
         out.append([first, helper])
     if empty:
         out.append([])
     return out
+
+
+def _fresh(stem: str, number: int, taken: set[str]) -> str:
+    """``stem`` and the first number from ``number`` on that no rule has yet (now taken)."""
+    while f"{stem}{number}" in taken:
+        number += 1
+    taken.add(f"{stem}{number}")
+    return f"{stem}{number}"
 
 
 def _reachable(rules: Rules, roots: Iterable[str]) -> Rules:
