@@ -25,6 +25,7 @@ __all__ = [
     "concatenation",
     "dfa_of",
     "equivalent_states",
+    "merged_edges",
     "minimal_dfa",
     "ranges_of",
     "share_a_prefix",
@@ -232,12 +233,13 @@ def _determinise(nfa: _Nfa, start: int, end: int) -> Dfa:
                 ids[nxt] = len(order)
                 order.append(nxt)
             out.append((lo, hi, ids[nxt]))
-        edges.append(_merge(out))
+        edges.append(merged_edges(out))
     accepting = frozenset(i for s, i in ids.items() if end in s)
     return _minimal(0, accepting, edges)
 
 
-def _merge(edges: list[Edge]) -> list[Edge]:
+def merged_edges(edges: list[Edge]) -> list[Edge]:
+    """The edges sorted, adjacent ranges into one target joined."""
     out: list[Edge] = []
     for lo, hi, target in sorted(edges):
         if out and out[-1][2] == target and out[-1][1] + 1 == lo:
@@ -280,7 +282,7 @@ def _minimal(start: int, accepting: frozenset[int], edges: list[tuple[Edge, ...]
     out: list[tuple[Edge, ...]] = [()] * len(numbering)
     for b, n in numbering.items():
         s = representative[b]
-        out[n] = tuple(_merge([(lo, hi, numbering[block[t]]) for lo, hi, t in kept[s]]))
+        out[n] = tuple(merged_edges([(lo, hi, numbering[block[t]]) for lo, hi, t in kept[s]]))
     final = frozenset(numbering[block[s]] for s in kept if s in accepting)
     return Dfa(0, final, tuple(out))
 

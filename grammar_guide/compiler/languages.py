@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable, Hashable
 from typing import Any
 
-from .automaton import Dfa, closure, equivalent_states
+from .automaton import Dfa, closure, equivalent_states, merged_edges
 
 __all__ = ["EMPTY", "LanguageClasses"]
 
@@ -116,16 +116,8 @@ class LanguageClasses:
         return EVERYTHING if t is None else self._class[t]
 
     def _signature(self, state: Hashable, out: list[tuple[int, int, Any]]) -> tuple[bool, _Edges]:
-        edges: list[tuple[int, int, int]] = []
-        for lo, hi, t in out:
-            c = self._target(t)
-            if c == EMPTY:
-                continue
-            if edges and edges[-1][2] == c and edges[-1][1] + 1 == lo:
-                edges[-1] = (edges[-1][0], hi, c)
-            else:
-                edges.append((lo, hi, c))
-        return (self.accepts(state), tuple(edges))
+        edges = [(lo, hi, self._target(t)) for lo, hi, t in out]
+        return (self.accepts(state), tuple(merged_edges([e for e in edges if e[2] != EMPTY])))
 
     def _intern(self, sig: tuple[bool, _Edges]) -> int:
         cls = self._by_sig.setdefault(sig, len(self._sig))
