@@ -1,7 +1,7 @@
 """``compiler.languages``: the language classes of an automaton's states agree with minimal DFAs.
 
 The character-level reading takes two watchers' states as one exactly when they forbid the same
-texts (``_Watchers.canonical``); ``LanguageClasses`` decides that once per state instead of
+texts (``Watchers.canonical``); ``LanguageClasses`` decides that once per state instead of
 minimising an automaton per state. Here, on random automata (loops, dead states, states that
 accept every text from there on, twins), asked in random orders (so that some states are classified
 from their successors' classes, others by refinement over a loop), every state's class must have
@@ -45,7 +45,7 @@ def random_automaton(rng: random.Random, size: int) -> tuple[dict[int, Step], se
 
 
 def rooted_dfa(steps: dict[int, Step], accepts: set[int], root: int) -> Dfa:
-    """The minimal DFA of what ``root`` accepts, the way ``_Watchers`` built it before."""
+    """The minimal DFA of what ``root`` accepts, the way ``Watchers`` built it before."""
     ids, order, edges = {root: 0}, [root], []
     while len(edges) < len(order):
         out = []

@@ -1,6 +1,6 @@
 """The language of each state of an automaton given one state at a time, as a class number.
 
-``_Watchers.canonical`` (``compile``) asks, of many states of the watchers, which texts each
+``Watchers.canonical`` (``watchers``) asks, of many states of the watchers, which texts each
 forbids after it, and takes two states as one when those languages are equal. Building a minimal
 DFA per state costs the whole automaton each time, though the states after a first character
 recur from one state to the next (blark's identifier watchers: 183 states each time, hundreds of

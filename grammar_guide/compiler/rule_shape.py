@@ -1,6 +1,6 @@
 """The character-level reading's rules reshaped for the matcher's Earley parser, language unchanged.
 
-The reading (``compile._scannerless``) writes one rule per rule variant and per watched state of a
+The reading (``character_level``) writes one rule per rule variant and per watched state of a
 terminal, each alternative at most two symbols long. llguidance's parser pays for every item it
 predicts, and a completed item scans the row where it began for the items waiting on its rule: the
 rows where an expression may begin hold hundreds of items. Two rewrites, each of which keeps the
