@@ -32,6 +32,10 @@ class ShortestIsLikeliest:
         ("[2e+]", "[2]"),  # the target wrote [2e+2, 2e+2]
         ('{"a":2,]', '{"a":2}'),  # the target wrote {"a":2,"":0} after 256 tokens of keys
         ("[1, 2,) ", "[1, 2]"),
+        # Comments and an ellipsis one after another, dropped together (grammar data): no one of
+        # them alone lets the text read on, so the target wrote an invented member there.
+        ('{"x": 1, /* one */ ... /* two */}', '{"x": 1}'),
+        ('[\n  "p",\n  // more\n  …\n]', '[\n  "p"\n]'),
     ],
 )
 def test_marks_no_edit_fixes_at_the_answers_end_are_closed_not_written_over(json_grammar, draft, expected):
