@@ -29,7 +29,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from ._events import Correction, Cut, DraftSpan, Event
+from ._events import Correction, Cut, DraftSpan, Event, GrammarViolation
 
 __all__ = ["Changes", "changes_of"]
 
@@ -113,6 +113,8 @@ def changes_of(events: Iterable[Event]) -> Changes:
     # is also closed for the draft, the draft's own close was moved (its grouping changed): an edit.
     closes_added = any(isinstance(e, Correction) and _correction_kind(e) == "closed" for e in events)
     prose = 0
+    # Words the draft wrote where the grammar allows none (``hello world`` for JSON).
+    rejected = any(isinstance(e, GrammarViolation) and any(c.isalnum() for c in e.rejected) for e in events)
     for event in events:
         if isinstance(event, DraftSpan):
             counts["drafted_chars"] += len(event.text)
@@ -129,7 +131,9 @@ def changes_of(events: Iterable[Event]) -> Changes:
             if kind == "rewrites":  # the draft's own text, in the grammar's spelling
                 counts["drafted_chars"] += len(event.text)
     if not counts["drafted_chars"]:
-        counts["dropped"] += prose  # prose was all the draft wrote: it gave no answer
+        # Prose was all the draft wrote, or words that none of the text kept (the target wrote
+        # the whole answer in their place): it gave no answer.
+        counts["dropped"] += prose or (rejected and not counts["dropped"])
     return Changes(**counts)
 
 

@@ -37,6 +37,8 @@ if TYPE_CHECKING:
 __all__ = ["GuideLoop", "Outcome", "off_loop"]
 
 _WHITESPACE = frozenset(b" \t\n\r\x0b\x0c")
+#: A word or number of the answer: text without one (``]``, ``,}``) holds nothing to keep.
+_ANSWER_WORD = re.compile(r"\w")
 
 _P = ParamSpec("_P")
 _R = TypeVar("_R")
@@ -399,6 +401,13 @@ class GuideLoop(TargetSteps):
     async def _target_repair(self, rnd: Round, rejected: str) -> Outcome:
         if self._append_forced("forced"):
             return Outcome.REPAIRED
+        if self.target is not False and rnd.ended and self.checker.text.strip() and not _ANSWER_WORD.search(rejected):
+            # The answer ended, and what no edit fixes has no word of it: the target would only
+            # invent text before those marks (``[2e+]`` as ``[2e+2, 2e+2]``); the finish closes.
+            why = "no edit fixes the violation and the rest holds no word of the answer"
+            self.emit(Cut(len(self.checker.text), rejected, self._left_out(rejected), rnd.index, detail=why))
+            await self._finish(why)
+            return Outcome.DONE
         if await self._get_target() is None:
             asked = self.checker.text.rstrip()  # (white space the draft wrote again is no new prefix)
             if asked not in self.reasked:

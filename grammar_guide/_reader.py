@@ -39,6 +39,9 @@ _FENCE = re.compile(r"\n[ \t]*```(?![ \t]*[A-Za-z])")
 _FENCE_LINE = re.compile(r"(?m)(?:^|(?<=[ \t:!?.]))[ \t]*```[\w+-]*[ \t]*(?:\n|(?=[\[{]))")
 _BLANK_LINE = re.compile(r"\n[ \t]*\n")
 _SENTENCE = re.compile(r"[ \t\n]*[A-Z][a-z]+(?:[ \t]+[a-z][\w'’]*){2}")
+#: A backtick that opens one word closed by an apostrophe or acute accent at its line's end
+#: (`` `foo' ``, TeX's quotes): the word's quote, not chat formatting.
+_TICK_QUOTED_WORD = re.compile(r"`[^`\u00b4'\"\s]+['\u00b4][ \t]*(?:\n|\Z)")
 _CODE_TOKEN = re.compile(r"[=(){}\[\];\"<>]|\w\.\w")
 
 
@@ -119,8 +122,9 @@ class AnswerReader:
         return "".join(out)
 
     def _drop_ticks(self, text: str, final: bool) -> str:
-        """A single backtick that opens the stream (not a fence, not ``` `` ```) and its partner
-        at the very end of the stream are chat formatting, not the answer: both are dropped."""
+        """A single backtick that opens the stream (not a fence, not ``` `` ```, not a word's
+        quote: `` `foo' ``) and its partner at the very end of the stream are chat formatting, not
+        the answer: both are dropped."""
         if self._ticked is None:
             text, self._tick_wait = self._tick_wait + text, ""
             lead = len(text) - len(text.lstrip())
@@ -129,7 +133,7 @@ class AnswerReader:
                 if head:
                     self._tick_wait, text = text, ""  # one backtick so far: wait for the next character
                 return text
-            self._ticked = head[0] == "`" and head != "``"
+            self._ticked = head[0] == "`" and head != "``" and not _TICK_QUOTED_WORD.match(text, lead)
             if not self._ticked:
                 return text
             self.ticks += 1

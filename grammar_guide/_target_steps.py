@@ -391,13 +391,17 @@ class TargetSteps:
 
     async def _likeliest(self, edit: repair.Edit) -> repair.Edit:
         """Of an edit and its ties (equally supported by the draft's text), the one the target
-        finds likeliest, scored in one batched forward pass; without a target, ``edit``."""
+        finds likeliest, scored in one batched forward pass; without a target, ``edit``. A tie
+        that drops more of the draft's text than ``edit`` is not scored: a shorter text is
+        likelier, so the target would prefer dropping (`` carrot"}`` over escaping a quote)."""
         if not edit.ties:
             return edit
         target = await self._get_target()
         if target is None:
             return replace(edit, ties=())
-        candidates = (edit, *edit.ties)
+        candidates = _dropping_no_more(edit, edit.ties)
+        if len(candidates) == 1:
+            return replace(candidates[0], ties=())
         text = self.checker.text
         # Each candidate up to the same point of the draft's text, a little after the last edit.
         end = max(e.start + len(e.removed) for e in candidates) + _TIE_CONTEXT
@@ -429,3 +433,13 @@ class TargetSteps:
             self.target = loaded
             return loaded
         return target
+
+
+def _dropping_no_more(edit: repair.Edit, ties: tuple[repair.Edit, ...]) -> tuple[repair.Edit, ...]:
+    """``edit`` and those of its ties that drop no more of the draft's text than it does (what an
+    edit removes beyond what it writes)."""
+
+    def dropped(e: repair.Edit) -> int:
+        return max(len(e.removed) - len(e.text), 0)
+
+    return (edit, *(e for e in ties if dropped(e) <= dropped(edit)))

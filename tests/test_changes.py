@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 import grammar_guide as gg
-from grammar_guide import Changes, Correction, Cut, DraftSpan
+from grammar_guide import Changes, Correction, Cut, DraftSpan, GrammarViolation
 from grammar_guide._changes import changes_of
 
 
@@ -71,3 +71,16 @@ def test_counts_from_events() -> None:
     # Only prose, cut: no answer of the draft's at all.
     prose = changes_of([Cut(0, "I cannot answer that.", "preamble", 0)])
     assert prose.faithful is False and prose.summary() == "no text of the draft's answer"
+
+
+def test_words_the_target_wrote_a_whole_answer_in_place_of_are_dropped() -> None:
+    """``hello world`` for JSON, with a target: it writes ``{`` where the words were rejected and
+    none of the draft's text is in the result, so the draft's words were left out (not only the
+    target's text invented); a rejected ``]`` alone holds no words to leave out."""
+    written = [Correction(0, "{", "target"), Correction(1, "}", "completion", "finish")]
+    words = changes_of([GrammarViolation(0, "hello world", (), 1, 1, 1), *written])
+    assert words == Changes(invented=1, dropped=1, closed=1) and words.summary() == "1 invented, 1 dropped"
+    assert changes_of([GrammarViolation(0, "]", (), 1, 1, 1), *written]).dropped == 0
+    drafted = [DraftSpan(0, '{"a": ', 0), GrammarViolation(6, "frob", (), 1, 7, 1)]
+    kept = changes_of([*drafted, Correction(6, "1}", "target")])
+    assert kept.dropped == 0  # the draft's text is there: what was rejected is the target's to say

@@ -143,6 +143,12 @@ def test_a_backtick_pair_around_the_answer_is_formatting() -> None:
     for chunks in (["SELECT `a` FROM `t`"], ["```sql\nSELECT 1\n"], ["``"]):
         reader = AnswerReader()
         assert read_all(reader, chunks)[0] == "".join(chunks) and reader.ticks == 0, chunks
+    # A backtick that opens one word closed by an apostrophe or acute accent is its quote (TeX's).
+    for chunks in (["`foo'"], ["`foo\u00b4\n"]):
+        reader = AnswerReader()
+        assert read_all(reader, chunks)[0] == "".join(chunks) and reader.ticks == 0, chunks
+    reader = AnswerReader()
+    assert read_all(reader, ["`SELECT a FROM t WHERE b = 'x'`"])[0] == "SELECT a FROM t WHERE b = 'x'"
     # Ended by a stop string, the partner before it is still the end of the answer.
     reader = AnswerReader(stops=(";",), fences=False)
     assert read_all(reader, ["`SELECT 1`;", " more"]) == ("SELECT 1", True)
