@@ -10,9 +10,11 @@ A chunk can instead be read once: copy the matcher (``deep_copy``), consume the 
 it is refused go back to the copy and validate there. That pays off when the copy costs less than a
 validation: the copy grows with the text held (the Earley chart: about 0.03 µs a byte of JSON, 0.25
 of sympy's LaTeX), the validation with the chunk (about 1 and 110 µs a byte), and a refused chunk
-pays the copy and its consumed part on top. ``FeedCosts`` keeps both rates, and how often chunks
-are refused, as measured, and says which way is expected to cost less. Either way the checker
-accepts the same bytes.
+pays the copy and its consumed part on top, and what llguidance spends making its error: a fixed
+cost, about 3 µs, but 300 µs where ``RUST_BACKTRACE`` is set (a backtrace is captured for each
+error), as much as validating several hundred bytes of JSON. ``FeedCosts`` keeps the rates,
+that fixed cost and how often chunks are refused, as measured, and says which way is expected to
+cost less. Either way the checker accepts the same bytes.
 """
 
 from __future__ import annotations
@@ -34,19 +36,21 @@ class FeedCosts:
     consume_per_byte: float | None = None
     copy_per_byte: float = 0.0
     refused: float = 0.0
+    refusal: float = 0.0  # what a refused consumption costs beyond its bytes (seconds)
 
     def read_once(self, held: int, chunk: int) -> bool:
         """Whether to copy and consume a chunk of ``chunk`` bytes, with ``held`` bytes of text
         already read, rather than validate it first.
 
         A chunk accepted whole saves its validation less the copy; a refused one (after about half
-        its bytes, on average) costs the copy and those bytes again: the expected saving is
-        ``consume * chunk * (1 - 1.5 * refused) - copy``. Until a consumption is measured, read once.
+        its bytes, on average) costs the copy, those bytes again and the refusal: the expected
+        saving is ``consume * chunk * (1 - 1.5 * refused) - copy - refused * refusal``. Until a
+        consumption is measured, read once.
         """
         if self.consume_per_byte is None:
             return True
         copy = self.copy_per_byte * (held + COPY_BASE)
-        return copy < self.consume_per_byte * chunk * (1.0 - 1.5 * self.refused)
+        return copy + self.refused * self.refusal < self.consume_per_byte * chunk * (1.0 - 1.5 * self.refused)
 
     def consumed(self, seconds: float, n_bytes: int) -> None:
         rate = seconds / n_bytes
@@ -56,6 +60,11 @@ class FeedCosts:
             # A chunk that costs far more (the lexer building its tables, a pause of the process)
             # moves the average no more than double: overrating a read would copy long texts.
             self.consume_per_byte = _average(self.consume_per_byte, min(rate, 2 * self.consume_per_byte))
+
+    def refused_after(self, seconds: float, n_bytes: int) -> None:
+        """A consumption of ``n_bytes`` was refused after ``seconds`` (about half its bytes read)."""
+        beyond = max(seconds - (self.consume_per_byte or 0.0) * n_bytes / 2, 0.0)
+        self.refusal = beyond if not self.refusal else _average(self.refusal, beyond)
 
     def copied(self, seconds: float, held: int) -> None:
         rate = seconds / (held + COPY_BASE)

@@ -471,6 +471,9 @@ def test_a_chunk_refused_when_read_once_leaves_the_checker_where_validating_woul
         (FeedCosts(consume_per_byte=1e-6, copy_per_byte=0.03e-6), 200_000, 16, False),
         (FeedCosts(consume_per_byte=1e-6, copy_per_byte=0.03e-6), 0, 100_000, True),
         (FeedCosts(consume_per_byte=100e-6, copy_per_byte=0.25e-6, refused=0.7), 0, 16, False),
+        # A refusal that costs what validating hundreds of bytes does (RUST_BACKTRACE set): validate.
+        (FeedCosts(consume_per_byte=1e-6, copy_per_byte=0.03e-6, refused=0.3, refusal=300e-6), 0, 64, False),
+        (FeedCosts(consume_per_byte=1e-6, copy_per_byte=0.03e-6, refused=0.3, refusal=3e-6), 0, 64, True),
     ],
 )
 def test_a_chunk_is_read_once_where_the_copy_costs_less_than_validating(
@@ -490,3 +493,19 @@ def test_feed_costs_follow_what_was_measured():
     for _ in range(20):
         costs.read(whole=True)
     assert costs.refused < 0.01 and costs.read_once(0, 1_000)
+
+
+def test_feed_costs_measure_what_a_refusal_costs_beyond_its_bytes():
+    costs = FeedCosts(consume_per_byte=1e-6)
+    costs.refused_after(310e-6, 20)  # about 10 bytes read, then the refusal
+    assert costs.refusal == pytest.approx(300e-6)
+    costs.refused_after(100e-6, 20)  # a running average
+    assert costs.refusal == pytest.approx(247.5e-6)
+
+
+def test_new_checkers_of_a_grammar_start_from_what_the_ones_before_measured():
+    grammar = Grammar.from_lark(SQL, name="mini-sql")
+    assert grammar.checker().feed("SELECT a FROM t WHERE a == 1") == 25  # read once, refused at the second =
+    later = grammar.checker()
+    assert later._costs.refusal > 0 and later._costs.refused > 0
+    assert Grammar.from_lark(SQL, name="mini-sql").checker()._costs.refusal == 0

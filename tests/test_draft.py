@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import threading
+import time
 
 import pytest
 
 import grammar_guide as gg
-from grammar_guide import DraftCall, DraftRequest, FunctionDraft
+from grammar_guide import DraftCall, DraftRequest, FunctionDraft, _draft
 
 
 def drain(draft: FunctionDraft) -> list[str]:
@@ -90,3 +92,36 @@ def test_a_long_repr_is_shortened():
     with pytest.raises(TypeError) as caught:
         drain(FunctionDraft(lambda prompt: {"k": "v" * 500}))
     assert len(str(caught.value)) < 200
+
+
+def test_a_function_draft_runs_its_calls_on_a_thread_kept_between_calls():
+    threads = []
+
+    def generate(prompt: str) -> str:
+        threads.append(threading.current_thread())
+        return "SELECT 1"
+
+    draft = FunctionDraft(generate)
+    drain(draft)
+    drain(draft)
+    assert threads[0] is threads[1]  # not a thread started for each call
+
+
+def test_an_idle_worker_ends_and_one_whose_call_runs_on_is_not_kept(monkeypatch):
+    monkeypatch.setattr(_draft, "_IDLE_SECONDS", 0.05)
+    idle = _draft.Worker("test-idle")
+    call = idle.submit(int)
+    call.result()
+    idle.give_back(call)
+    assert idle in _draft._IDLE
+    release = threading.Event()
+    busy = _draft.Worker("test-busy")
+    running = busy.submit(release.wait)
+    busy.give_back(running)  # abandoned while it runs: it ends after its call
+    assert busy not in _draft._IDLE
+    release.set()
+    deadline = time.monotonic() + 1.0
+    while ended := {"test-idle", "test-busy"} & {t.name for t in threading.enumerate()}:
+        assert time.monotonic() < deadline, f"still running: {ended}"
+        time.sleep(0.01)
+    assert idle not in _draft._IDLE
