@@ -161,7 +161,10 @@ def _download(package: str, version: str, sdist: bool = False) -> Path:
 
 def pip_download(requirement: str, dest: Path, *, sdist: bool = False) -> None:
     """``pip download --no-deps`` of one requirement into ``dest`` (``sdist``: the source
-    archive, never a wheel)."""
+    archive, never a wheel). Only the named package is taken as source: pip prepares an sdist's
+    metadata in a build environment, and ``--no-binary :all:`` would build every one of its build
+    requirements from source too (Cython alone takes minutes on a fresh machine)."""
+    name = re.split(r"[=<>!~\[; ]", requirement, maxsplit=1)[0]
     subprocess.run(
         [
             sys.executable,
@@ -170,7 +173,7 @@ def pip_download(requirement: str, dest: Path, *, sdist: bool = False) -> None:
             "download",
             "--quiet",
             "--no-deps",
-            *(["--no-binary", ":all:"] if sdist else []),
+            *(["--no-binary", name] if sdist else []),
             "--disable-pip-version-check",
             requirement,
             "-d",
