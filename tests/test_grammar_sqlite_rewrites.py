@@ -334,6 +334,12 @@ def rewrite(text: str) -> str:
             "AND v < 3 GROUP BY k",
             1,
         ),
+        # An alias's dot left out between it and its column (an alias is a letter and digits).
+        (
+            "SELECT T2.b FROM (SELECT 1 AS a) AS T1 JOIN (SELECT 1 AS a, 5 AS b) AS T2 ON T1.a = T2 a",
+            "SELECT T2.b FROM (SELECT 1 AS a) AS T1 JOIN (SELECT 1 AS a, 5 AS b) AS T2 ON T1.a = T2.a",
+            5,
+        ),
     ],
 )
 def test_each_rewrite_means_what_the_slip_meant(slip: str, meant: str, value: object) -> None:
@@ -366,6 +372,8 @@ def test_each_rewrite_means_what_the_slip_meant(slip: str, meant: str, value: ob
         "SELECT a FROM t WHERE b CONTAINS '50%'",  # a LIKE pattern would read % as a wildcard
         "SELECT a FROM t WHERE b CONTAINS 'a_b'",
         "SELECT a FROM t AS u JOINT t2",  # a name glued to a keyword in capitals: no lower-case name
+        "SELECT a FROM t1 WHERE a = t1 AND b",  # an alias before a keyword: no column of it
+        "SELECT a FROM t WHERE a = T2 max(b)",  # a call after the alias: no column of it
     ],
 )
 def test_no_rewrite_where_the_meaning_would_change(text: str) -> None:
@@ -447,6 +455,11 @@ def test_no_rewrite_where_the_meaning_would_change(text: str) -> None:
             "SELECT title FROM posts ORDER BY title LIMIT ALL OFFSET 5",
             "SELECT title FROM posts ORDER BY title LIMIT -1 OFFSET 5",
             "PostgreSQL's LIMIT ALL (no limit)",
+        ),
+        (
+            "SELECT T2.Name FROM arrange AS T1 JOIN teacher AS T2 ON T1.teacher_ID = T2 Teacher_ID WHERE T1.x = 1",
+            "SELECT T2.Name FROM arrange AS T1 JOIN teacher AS T2 ON T1.teacher_ID = T2.Teacher_ID WHERE T1.x = 1",
+            "an alias's dot left out (T2 Teacher_ID is T2.Teacher_ID)",
         ),
     ],
 )
