@@ -55,6 +55,18 @@ def test_a_recorded_rewrite_is_faithful_and_the_same_change_unrecorded_is_not() 
     assert unrecorded.lost == ["::"] and not unrecorded.faithful
 
 
+def test_words_quoted_whole_as_one_name_are_excused_only_when_the_result_quoted_them() -> None:
+    draft = "SELECT a FROM t JOIN Ben Jones AS T3 ON T3.b = t.b"
+    result = _guide(draft)
+    assert result.text == 'SELECT a FROM t JOIN "Ben Jones" AS T3 ON T3.b = t.b'
+    assert faithfulness(draft, result.text, excuses_of(result.events)).faithful
+    unrecorded = faithfulness(draft, result.text)  # nothing recorded: two names made one
+    assert unrecorded.lost == ["Ben", "Jones"] and unrecorded.added == ['"Ben Jones"']
+    # A repair that wrote more than the words in quotes is no quoting whole.
+    edit = gg.Correction(0, '"Ben Jones", x', source="repair", reason="violation", rule="edit", removed="Ben Jones")
+    assert not excuses_of([edit]).removed
+
+
 def test_markdown_escapes_are_excused_only_when_the_result_undid_them() -> None:
     draft = "SELECT e.event\\_name FROM event e"
     result = _guide(draft)
