@@ -304,6 +304,16 @@ def rewrite(text: str) -> str:
             "SELECT n FROM (SELECT 'x' AS n, 30 AS pet_age UNION ALL SELECT 'y', 40) ORDER BY pet_age ASC",
             "x",
         ),
+        (
+            "SELECT a FROM (SELECT 'x' AS a UNION ALL SELECT 'y') ORDER BY a REVERSE",
+            "SELECT a FROM (SELECT 'x' AS a UNION ALL SELECT 'y') ORDER BY a DESC",
+            "y",
+        ),
+        (
+            "SELECT a FROM (SELECT 2 AS a UNION ALL SELECT 1) ORDER BY a in ascending order",
+            "SELECT a FROM (SELECT 2 AS a UNION ALL SELECT 1) ORDER BY a ASC",
+            1,
+        ),
         # A substring test (issue 28: state CONTAINS 'North' meant LIKE '%North%').
         ("SELECT 'North Carolina' CONTAINS 'North'", "SELECT 'North Carolina' LIKE '%North%'", 1),
         ("SELECT 'Maine' CONTAINS \"North\"", "SELECT 'Maine' LIKE '%North%'", 0),
@@ -311,6 +321,16 @@ def rewrite(text: str) -> str:
         (
             "WITH t2(y) AS (SELECT 5) SELECT b.y FROM (SELECT 1 AS x) AS a JOINt2 AS b ON 1",
             "WITH t2(y) AS (SELECT 5) SELECT b.y FROM (SELECT 1 AS x) AS a JOIN t2 AS b ON 1",
+            5,
+        ),
+        (
+            "WITH t2(y) AS (SELECT 5) SELECT b.y FROM (SELECT 1 AS x) AS a JOINt2 AS b ON 1 = 1",
+            "WITH t2(y) AS (SELECT 5) SELECT b.y FROM (SELECT 1 AS x) AS a JOIN t2 AS b ON 1 = 1",
+            5,
+        ),
+        (
+            "WITH t2(y) AS (SELECT 5) SELECT t2.y FROM (SELECT 1 AS x) AS a JOINt2 ON 1 = 1",
+            "WITH t2(y) AS (SELECT 5) SELECT t2.y FROM (SELECT 1 AS x) AS a JOIN t2 ON 1 = 1",
             5,
         ),
         # A condition on rows written after GROUP BY (and HAVING): a WHERE before the grouping (a
