@@ -67,6 +67,22 @@ def test_words_quoted_whole_as_one_name_are_excused_only_when_the_result_quoted_
     assert not excuses_of([edit]).removed
 
 
+def test_a_misspelt_keyword_spelt_right_is_excused_only_when_recorded_and_a_typo_of_it() -> None:
+    draft = "SELECT COUNT(DICTINCT content) FROM tv"
+    result = _guide(draft)
+    assert result.text == "SELECT COUNT(DISTINCT content) FROM tv"
+    assert faithfulness(draft, result.text, excuses_of(result.events)).faithful
+    assert faithfulness(draft, result.text).lost == ["DICTINCT"]  # unrecorded: a loss
+
+    def replaced(removed: str, text: str) -> gg.Correction:
+        return gg.Correction(0, text, source="repair", reason="violation", rule="edit", removed=removed)
+
+    assert excuses_of([replaced("INTERSE", "INTERSECT")]).removed == ("INTERSE",)
+    assert not excuses_of([replaced("AS", "IS")]).removed  # a keyword made another: a loss
+    assert not excuses_of([replaced("DIST", "DISTINCT")]).removed  # more than a typo
+    assert not excuses_of([replaced("answer", "^")]).removed
+
+
 def test_markdown_escapes_are_excused_only_when_the_result_undid_them() -> None:
     draft = "SELECT e.event\\_name FROM event e"
     result = _guide(draft)
