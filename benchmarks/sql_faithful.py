@@ -5,7 +5,11 @@ operators) and aligned in order (``difflib`` on the token sequences, as a diff a
 draft token that the alignment replaces or drops is *lost*, unless the result recorded why: a
 dialect rewrite that took it away (``Correction(rule="rewrite").removed``) or formatting undone
 (``Cut(reason="formatting")``: Markdown escapes, a backtick pair around the answer; the draft is then
-read with them undone), or another answer after a complete statement, cut and named
+read with them undone), or the draft's words quoted whole as one name with spaces (a repair
+whose text is exactly its removed words in double quotes: names are compared without quotes, and
+issue 28 asks for it), or a misspelt keyword spelt right (a repair that replaced one word that is
+no keyword with the SQL keyword within a typo of it: ``DICTINCT``), or another answer after a
+complete statement, cut and named
 (``Cut(reason="another answer")``: the task asks for one statement, issue 28 item 1), or text
 after a complete answer cut as repeating it (``Cut(reason="repeated")``) that is made of runs of
 two or more of the output's tokens (a model looping adds nothing to the answer). A ``;``, a
@@ -196,12 +200,45 @@ def excuses_of(events: Iterable[Any]) -> Excuses:
             repeated.append(event.text)
         elif kind == "cut" and event.reason == "another answer":
             removed.append(event.text)  # a second statement: the task asks for one (issue 28 item 1)
-        elif kind == "correction" and event.source == "repair" and event.rule == "rewrite":
+        elif kind == "correction" and event.source == "repair" and _kept_as_written(event):
             removed.append(event.removed)
             written.append(event.text)
         elif kind == "correction" and event.source == "forced":
             written.append(event.text)
     return Excuses(formatting, tuple(removed), tuple(written), tuple(cut_off), tuple(repeated))
+
+
+def _kept_as_written(correction: Any) -> bool:
+    """Whether a repair's text is the draft's as it meant it: a rewrite, words quoted whole, or a
+    misspelt keyword spelt right."""
+    return correction.rule == "rewrite" or _quotes_whole(correction) or _respells_keyword(correction)
+
+
+def _respells_keyword(correction: Any) -> bool:
+    """Whether a repair replaced one word that is no SQL keyword with the SQL keyword it misspells
+    (``DICTINCT`` as ``DISTINCT``, ``INTERSE`` as ``INTERSECT``): within the edit distance the
+    repairs allow a typo (a third of the word, one swap of two letters counted once). Checked,
+    not trusted: a keyword replaced by another, or a word far from it, is a loss."""
+    from grammar_guide._repair import levenshtein
+
+    word, keyword = correction.removed.strip(), correction.text.strip()
+    if not (_WORD.fullmatch(word) and _WORD.fullmatch(keyword)):
+        return False
+    if word.upper() in sqlite_keywords() or keyword.upper() not in sqlite_keywords():
+        return False
+    distance = levenshtein(word.upper(), keyword.upper(), transpositions=True)
+    return 0 < distance <= max(1, len(word) // 3)
+
+
+_WORD = re.compile(r"[A-Za-z_]+")
+
+
+def _quotes_whole(correction: Any) -> bool:
+    """Whether a repair wrote the draft's words, and nothing else, quoted as one name with spaces
+    (``Ben Jones`` as ``"Ben Jones"``: issue 28 item 3 asks for it). Checked, not trusted: the text
+    written is the text taken away in double quotes."""
+    words = correction.removed.strip()
+    return " " in words and '"' not in words and correction.text.strip() == f'"{words}"'
 
 
 @dataclass(frozen=True)

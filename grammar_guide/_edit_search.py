@@ -888,7 +888,8 @@ def names_with_spaces(draft: str, keywords: frozenset[str]) -> list[tuple[str, i
     """Names of two or more parts written without their quotes at the start of ``draft``
     (``Free Meal Count (K-12)``, ``Max Number of Times``), shortest first, each with what quoting
     it whole costs: a word, then words or one bracketed part, each after one space. A word written
-    as code names are (a digit or an underscore in it: ``T2 Teacher_ID``) is no part of one. A keyword is
+    as code names are (a digit or an underscore in it: ``T2 Teacher_ID``), or called (``AVG
+    COUNT(*)``), is no part of one. A keyword is
     no part of a name (``People_ID IN SELECT`` is not one), except a small word within a name in
     title case (``of``). Quoting changes none of the draft's lexemes where the name is in title
     case or ends in a bracketed part; otherwise it costs one (``name age`` may want a comma)."""
@@ -903,6 +904,8 @@ def names_with_spaces(draft: str, keywords: frozenset[str]) -> list[tuple[str, i
             break
         if part.group()[0] != "(" and _CODE_IDENTIFIER.search(part.group()):
             break  # 'T2 Teacher_ID': an alias and a column, no words of one name with spaces
+        if part.group()[0] != "(" and draft[part.end() : part.end() + 1] == "(":
+            break  # 'AVG COUNT(*)': a word right before its bracket is a call, no part of a name
         parts.append(part.group())
         end = part.end()
         words = [p for p in parts if p[0] != "("]

@@ -304,6 +304,16 @@ def rewrite(text: str) -> str:
             "SELECT n FROM (SELECT 'x' AS n, 30 AS pet_age UNION ALL SELECT 'y', 40) ORDER BY pet_age ASC",
             "x",
         ),
+        (
+            "SELECT a FROM (SELECT 'x' AS a UNION ALL SELECT 'y') ORDER BY a REVERSE",
+            "SELECT a FROM (SELECT 'x' AS a UNION ALL SELECT 'y') ORDER BY a DESC",
+            "y",
+        ),
+        (
+            "SELECT a FROM (SELECT 2 AS a UNION ALL SELECT 1) ORDER BY a in ascending order",
+            "SELECT a FROM (SELECT 2 AS a UNION ALL SELECT 1) ORDER BY a ASC",
+            1,
+        ),
         # A substring test (issue 28: state CONTAINS 'North' meant LIKE '%North%').
         ("SELECT 'North Carolina' CONTAINS 'North'", "SELECT 'North Carolina' LIKE '%North%'", 1),
         ("SELECT 'Maine' CONTAINS \"North\"", "SELECT 'Maine' LIKE '%North%'", 0),
@@ -311,6 +321,16 @@ def rewrite(text: str) -> str:
         (
             "WITH t2(y) AS (SELECT 5) SELECT b.y FROM (SELECT 1 AS x) AS a JOINt2 AS b ON 1",
             "WITH t2(y) AS (SELECT 5) SELECT b.y FROM (SELECT 1 AS x) AS a JOIN t2 AS b ON 1",
+            5,
+        ),
+        (
+            "WITH t2(y) AS (SELECT 5) SELECT b.y FROM (SELECT 1 AS x) AS a JOINt2 AS b ON 1 = 1",
+            "WITH t2(y) AS (SELECT 5) SELECT b.y FROM (SELECT 1 AS x) AS a JOIN t2 AS b ON 1 = 1",
+            5,
+        ),
+        (
+            "WITH t2(y) AS (SELECT 5) SELECT t2.y FROM (SELECT 1 AS x) AS a JOINt2 ON 1 = 1",
+            "WITH t2(y) AS (SELECT 5) SELECT t2.y FROM (SELECT 1 AS x) AS a JOIN t2 ON 1 = 1",
             5,
         ),
         # A condition on rows written after GROUP BY (and HAVING): a WHERE before the grouping (a
@@ -333,6 +353,12 @@ def rewrite(text: str) -> str:
             "SELECT COUNT(*) FROM (SELECT 1 AS k, 1 AS v UNION ALL SELECT 1, 2 UNION ALL SELECT 1, 3) WHERE v > 1 "
             "AND v < 3 GROUP BY k",
             1,
+        ),
+        # An alias's dot left out between it and its column (an alias is a letter and digits).
+        (
+            "SELECT T2.b FROM (SELECT 1 AS a) AS T1 JOIN (SELECT 1 AS a, 5 AS b) AS T2 ON T1.a = T2 a",
+            "SELECT T2.b FROM (SELECT 1 AS a) AS T1 JOIN (SELECT 1 AS a, 5 AS b) AS T2 ON T1.a = T2.a",
+            5,
         ),
     ],
 )
@@ -366,6 +392,8 @@ def test_each_rewrite_means_what_the_slip_meant(slip: str, meant: str, value: ob
         "SELECT a FROM t WHERE b CONTAINS '50%'",  # a LIKE pattern would read % as a wildcard
         "SELECT a FROM t WHERE b CONTAINS 'a_b'",
         "SELECT a FROM t AS u JOINT t2",  # a name glued to a keyword in capitals: no lower-case name
+        "SELECT a FROM t1 WHERE a = t1 AND b",  # an alias before a keyword: no column of it
+        "SELECT a FROM t WHERE a = T2 max(b)",  # a call after the alias: no column of it
     ],
 )
 def test_no_rewrite_where_the_meaning_would_change(text: str) -> None:
@@ -447,6 +475,11 @@ def test_no_rewrite_where_the_meaning_would_change(text: str) -> None:
             "SELECT title FROM posts ORDER BY title LIMIT ALL OFFSET 5",
             "SELECT title FROM posts ORDER BY title LIMIT -1 OFFSET 5",
             "PostgreSQL's LIMIT ALL (no limit)",
+        ),
+        (
+            "SELECT T2.Name FROM arrange AS T1 JOIN teacher AS T2 ON T1.teacher_ID = T2 Teacher_ID WHERE T1.x = 1",
+            "SELECT T2.Name FROM arrange AS T1 JOIN teacher AS T2 ON T1.teacher_ID = T2.Teacher_ID WHERE T1.x = 1",
+            "an alias's dot left out (T2 Teacher_ID is T2.Teacher_ID)",
         ),
     ],
 )

@@ -55,6 +55,34 @@ def test_a_recorded_rewrite_is_faithful_and_the_same_change_unrecorded_is_not() 
     assert unrecorded.lost == ["::"] and not unrecorded.faithful
 
 
+def test_words_quoted_whole_as_one_name_are_excused_only_when_the_result_quoted_them() -> None:
+    draft = "SELECT a FROM t JOIN Ben Jones AS T3 ON T3.b = t.b"
+    result = _guide(draft)
+    assert result.text == 'SELECT a FROM t JOIN "Ben Jones" AS T3 ON T3.b = t.b'
+    assert faithfulness(draft, result.text, excuses_of(result.events)).faithful
+    unrecorded = faithfulness(draft, result.text)  # nothing recorded: two names made one
+    assert unrecorded.lost == ["Ben", "Jones"] and unrecorded.added == ['"Ben Jones"']
+    # A repair that wrote more than the words in quotes is no quoting whole.
+    edit = gg.Correction(0, '"Ben Jones", x', source="repair", reason="violation", rule="edit", removed="Ben Jones")
+    assert not excuses_of([edit]).removed
+
+
+def test_a_misspelt_keyword_spelt_right_is_excused_only_when_recorded_and_a_typo_of_it() -> None:
+    draft = "SELECT COUNT(DICTINCT content) FROM tv"
+    result = _guide(draft)
+    assert result.text == "SELECT COUNT(DISTINCT content) FROM tv"
+    assert faithfulness(draft, result.text, excuses_of(result.events)).faithful
+    assert faithfulness(draft, result.text).lost == ["DICTINCT"]  # unrecorded: a loss
+
+    def replaced(removed: str, text: str) -> gg.Correction:
+        return gg.Correction(0, text, source="repair", reason="violation", rule="edit", removed=removed)
+
+    assert excuses_of([replaced("INTERSE", "INTERSECT")]).removed == ("INTERSE",)
+    assert not excuses_of([replaced("AS", "IS")]).removed  # a keyword made another: a loss
+    assert not excuses_of([replaced("DIST", "DISTINCT")]).removed  # more than a typo
+    assert not excuses_of([replaced("answer", "^")]).removed
+
+
 def test_markdown_escapes_are_excused_only_when_the_result_undid_them() -> None:
     draft = "SELECT e.event\\_name FROM event e"
     result = _guide(draft)
