@@ -417,3 +417,10 @@ def test_several_fenced_values_are_an_array_of_them() -> None:
     ]
     assert repaired('```json\n{"a": 1}\n```\n```python\nprint(1)\n```')[0] == {"a": 1}
     assert repaired('```json\n{"a": 1}\n```\n```\nsee above\n```')[1] == '{"a": 1}'  # words, not a value
+
+
+def test_rewrites_one_after_another_keep_each_others_text() -> None:
+    # A later rewrite may take back the loop's own earlier rewrite (SQL's chained second WHEREs);
+    # JSON's slips one after another still read each as before.
+    result = guide(lambda prompt: "{'a': True, 'b': None, 'c': False,}", JSON, "p", target=False)
+    assert json.loads(result.text) == {"a": True, "b": None, "c": False}
