@@ -282,7 +282,9 @@ class TargetSteps:
         dangling JSON key), taken back a lexeme at a time (``_TAKE_BACK_LEXEMES`` at most, never
         before ``floor`` nor all of the draft's text) to where closing marks alone end the text.
         An operator is taken back with its left operand (``AND b.pages >`` whole, not ``>``
-        alone: ``b.pages`` would stand as a condition the draft never wrote). That close, with
+        alone: ``b.pages`` would stand as a condition the draft never wrote), and a name's
+        qualifier with the name it was to qualify (``OR T2.`` whole: ``OR T2`` would make the
+        table a column). That close, with
         the words taken back recorded as an ``unfinished`` cut, or ``None``."""
         text = self.checker.text
         starts = [m.start() for m in _TAKE_BACK_LEXEME.finditer(text, max(self.floor, len(text) - 1024))]
@@ -290,7 +292,7 @@ class TargetSteps:
             end = len(text[:start].rstrip())
             if end < self.floor or not text[self.floor : end].strip():
                 return None
-            if text[start] in _OPERATOR_MARKS:
+            if text[start] in _OPERATOR_MARKS or _dangling_qualifier(text, start):
                 continue
             with self.checker.trial() as trial:
                 trial.rollback_chars(end)
@@ -429,3 +431,14 @@ class TargetSteps:
             self.target = loaded
             return loaded
         return target
+
+
+def _dangling_qualifier(text: str, start: int) -> bool:
+    """Whether ``text`` ends at ``start`` with a name and a ``.`` after it, nothing after that
+    (``T2.``: the first part of a qualified name the draft did not finish)."""
+    return (
+        text[start:].strip() == "."
+        and start > 0
+        and is_word_char(text[start - 1])
+        and bool(re.search(r"(?<![\w.])[A-Za-z_]\w*$", text[:start]))
+    )

@@ -87,3 +87,23 @@ def test_a_chain_of_second_wheres_is_joined_by_taking_back_the_loops_own_rewrite
     result = guide(lambda prompt: draft, sqlite, "q", target=False)
     assert result.text == meant
     assert sqlite_oracle.check_one_statement(result.text).label is not sqlite_oracle.Label.INVALID
+
+
+@pytest.mark.parametrize(
+    ("draft", "meant"),
+    [
+        ("SELECT a FROM t AS T2 WHERE T2.x = 'a' OR T2.", "SELECT a FROM t AS T2 WHERE T2.x = 'a'"),
+        (
+            "SELECT a FROM t WHERE b IN (SELECT c FROM u AS T2 WHERE T2.d = 1 AND T2.",
+            "SELECT a FROM t WHERE b IN (SELECT c FROM u AS T2 WHERE T2.d = 1)",
+        ),
+    ],
+)
+def test_an_answer_cut_off_after_a_qualifier_takes_it_back_with_its_operator(
+    sqlite: Grammar, draft: str, meant: str
+) -> None:
+    # ``OR T2.`` cut off by the model's budget: ``OR T2`` would make the table alias a column.
+    result = guide(lambda prompt: draft, sqlite, "q", target=False)
+    assert result.text == meant
+    cuts = [e for e in result.events if isinstance(e, Cut) and e.reason == "unfinished"]
+    assert [c.text.split() for c in cuts] == [draft[len(meant.rstrip(")")) :].split()]
