@@ -564,7 +564,7 @@ def _rewrite_slips(v: Violation) -> Iterator[Candidate]:
             # (A match that begins in the evidence keeps the draft's text before it.)
             before = evidence[: max(start - len(text), 0)]
             kept = evidence[end - len(text) :]
-            for insert in _rewritten(before + match.expand(rewrite.replacement), v.checker.grammar.rewrites):
+            for insert in _rewritten(before, match.expand(rewrite.replacement), rewrite):
                 yield Candidate(
                     min(start, len(text)),
                     insert,
@@ -588,16 +588,15 @@ def _chained(rewrite: Rewrite, before: str, insert: str, kept: str) -> bool:
     return any(m.start() < len(own) < m.end() and m.start() == 0 for m in _matches(rewrite.regex, window))
 
 
-def _rewritten(insert: str, rewrites: tuple[Rewrite, ...]) -> Iterator[str]:
+def _rewritten(before: str, written: str, rewrite: Rewrite) -> Iterator[str]:
     """A rewrite's text, then, where it holds the same known slip again (``WHERE a IN (SELECT b
     WHERE c WHERE d) WHERE e``: the outer second WHERE's match holds the inner one), that text with
-    the slip rewritten too (each rewrite once over the text: the draft's own slips, none new)."""
-    yield insert
-    inner = insert
-    for rewrite in rewrites:
-        inner = rewrite.regex.sub(rewrite.replacement, inner)
-    if inner != insert:
-        yield inner
+    the slip rewritten too (the same rewrite once over its own text: the draft's slip, none new).
+    ``before``: the draft's text the candidate keeps before the match."""
+    yield before + written
+    inner = rewrite.regex.sub(rewrite.replacement, written)
+    if inner != written:
+        yield before + inner
 
 
 def _matches(regex: re.Pattern[str], window: str) -> Iterator[re.Match[str]]:
