@@ -107,3 +107,12 @@ def test_an_answer_cut_off_after_a_qualifier_takes_it_back_with_its_operator(
     assert result.text == meant
     cuts = [e for e in result.events if isinstance(e, Cut) and e.reason == "unfinished"]
     assert [c.text.split() for c in cuts] == [draft[len(meant.rstrip(")")) :].split()]
+
+
+def test_a_qualifier_too_far_back_to_take_whole_is_taken_back_alone(sqlite: Grammar) -> None:
+    # ``= (SELECT T2.``: no close within the finish's reach once the name is kept whole, so the
+    # ``.`` alone is taken back, as before, and the text is closed (never left unclosed).
+    draft = "SELECT a FROM t WHERE b = (SELECT c FROM u AS T2 WHERE T2.d = (SELECT T2."
+    result = guide(lambda prompt: draft, sqlite, "q", target=False)
+    assert result.text == "SELECT a FROM t WHERE b = (SELECT c FROM u AS T2 WHERE T2.d = (SELECT T2))"
+    assert sqlite_oracle.check_one_statement(result.text).label is not sqlite_oracle.Label.INVALID
