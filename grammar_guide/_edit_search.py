@@ -564,7 +564,7 @@ def _rewrite_slips(v: Violation) -> Iterator[Candidate]:
             # (A match that begins in the evidence keeps the draft's text before it.)
             before = evidence[: max(start - len(text), 0)]
             kept = evidence[end - len(text) :]
-            for insert in _rewritten(before, match.expand(rewrite.replacement), rewrite):
+            for insert in _rewritten(before, match, rewrite):
                 yield Candidate(
                     min(start, len(text)),
                     insert,
@@ -588,15 +588,18 @@ def _chained(rewrite: Rewrite, before: str, insert: str, kept: str) -> bool:
     return any(m.start() < len(own) < m.end() and m.start() == 0 for m in _matches(rewrite.regex, window))
 
 
-def _rewritten(before: str, written: str, rewrite: Rewrite) -> Iterator[str]:
-    """A rewrite's text, then, where it holds the same known slip again (``WHERE a IN (SELECT b
-    WHERE c WHERE d) WHERE e``: the outer second WHERE's match holds the inner one), that text with
-    the slip rewritten too (the same rewrite once over its own text: the draft's slip, none new).
-    ``before``: the draft's text the candidate keeps before the match."""
+def _rewritten(before: str, match: re.Match[str], rewrite: Rewrite) -> Iterator[str]:
+    """A rewrite's text, then, where the draft's matched text holds the same slip again strictly
+    inside it (``WHERE a IN (SELECT b WHERE c WHERE d) WHERE e``: the outer second WHERE's match holds the
+    inner one), that text with the slip rewritten too (the same rewrite once over its own text:
+    the draft's slip, none the replacement made). ``before``: the draft's text kept before it."""
+    written = match.expand(rewrite.replacement)
     yield before + written
-    inner = rewrite.regex.sub(rewrite.replacement, written)
-    if inner != written:
-        yield before + inner
+    drafted = match.group()
+    if any(inner.start() > 0 and inner.end() < len(drafted) for inner in _matches(rewrite.regex, drafted)):
+        inner = rewrite.regex.sub(rewrite.replacement, written)
+        if inner != written:
+            yield before + inner
 
 
 def _matches(regex: re.Pattern[str], window: str) -> Iterator[re.Match[str]]:

@@ -427,6 +427,7 @@ def test_several_fenced_values_are_an_array_of_them() -> None:
         # match is): a quote escaped stays a quote escaped, a newline after it is no string's.
         ('{\n  "name": "Ann"\n  city: Rome', {"name": "Ann", "city": "Rome"}),
         ('{ "see": "[site]("https://a.org")" }', {"see": '[site]("https://a.org")'}),
+        ("[2,[}]", [2, []]),  # a rewrite matching its own text again is no slip the draft made
     ],
 )
 def test_rewrites_one_after_another_keep_each_others_text(answer: str, meant: object) -> None:
