@@ -298,7 +298,35 @@ def _stutters(draft: list[Token], lost: set[int]) -> set[int]:
             if 0 <= other < len(draft) and draft[other].key == draft[k].key and other not in lost | excused:
                 excused.add(k)
                 break
+    return excused | _repeated_runs(draft, lost - excused)
+
+
+def _repeated_runs(draft: list[Token], lost: set[int]) -> set[int]:
+    """The indexes in ``lost`` of runs of two tokens or more (one a keyword or name) that the draft
+    wrote twice in a row, where the other copy is kept (``FROM t ORDER BY x FROM t ORDER BY x DESC``)."""
+    excused: set[int] = set()
+    for i, j in _runs(sorted(lost)):
+        for n in range(j - i, 1, -1):
+            for a in range(i, j - n + 1):
+                run = [t.key for t in draft[a : a + n]]
+                if not any(t.kind in ("keyword", "name") for t in draft[a : a + n]):
+                    continue
+                for b in (a - n, a + n):
+                    copy = range(b, b + n)
+                    if b >= 0 and b + n <= len(draft) and [draft[c].key for c in copy] == run and not set(copy) & lost:
+                        return excused | set(range(a, a + n)) | _repeated_runs(draft, lost - set(range(a, a + n)))
     return excused
+
+
+def _runs(indexes: list[int]) -> list[tuple[int, int]]:
+    """Runs of consecutive indexes, as (first, one past the last)."""
+    runs: list[tuple[int, int]] = []
+    for k in indexes:
+        if runs and runs[-1][1] == k:
+            runs[-1] = (runs[-1][0], k + 1)
+        else:
+            runs.append((k, k + 1))
+    return runs
 
 
 def _repetitions(repeated: tuple[str, ...], out: list[Token]) -> tuple[str, ...]:

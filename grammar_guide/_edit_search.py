@@ -124,9 +124,13 @@ class Violation:
     word: str
     after_word: str
     in_word: bool
+    #: A rewrite may take back the loop's own earlier rewrites, not text before this (see ``floor``).
+    rewrite_floor: int = 0
 
     @classmethod
-    def at_end_of(cls, checker: Checker, evidence: str, final: bool, floor: int) -> Violation:
+    def at_end_of(
+        cls, checker: Checker, evidence: str, final: bool, floor: int, rewrite_floor: int | None = None
+    ) -> Violation:
         text = checker.text
         tail_start = run_start(text, len(text), is_word_char)
         head = _WORD_HEAD.search(evidence)
@@ -135,7 +139,8 @@ class Violation:
         word = text[word_start:] + (head.group() if head else "")
         after_word = evidence[len(head.group()) if head else 0 :]
         keywords = grammar_keywords(checker)
-        return cls(checker, evidence, final, floor, keywords, word_start, word, after_word, in_word)
+        rewrites_from = floor if rewrite_floor is None else min(rewrite_floor, floor)
+        return cls(checker, evidence, final, floor, keywords, word_start, word, after_word, in_word, rewrites_from)
 
     @property
     def text(self) -> str:
@@ -146,14 +151,18 @@ class Violation:
         return bool(self.word) and (bool(self.after_word) or self.final)
 
 
-def propose_edit(checker: Checker, evidence: str, *, final: bool, floor: int = 0) -> Edit | None:
+def propose_edit(
+    checker: Checker, evidence: str, *, final: bool, floor: int = 0, rewrite_floor: int | None = None
+) -> Edit | None:
     """The best conclusive edit at ``checker``'s violation (with its ties), or ``None``.
 
     ``checker`` holds the accepted text (not modified); ``evidence`` is the rejected draft text from
     the violation point on; ``final`` says the draft wrote nothing after it (its answer ended), so
-    the evidence is complete. The edit never rolls back before ``floor``.
+    the evidence is complete. The edit never rolls back before ``floor``, a rewrite never before
+    ``rewrite_floor`` (where the loop's own earlier rewrites begin: a second WHERE after one
+    rewritten is joined with the first, ``WHERE a WHERE b WHERE c``).
     """
-    violation = Violation.at_end_of(checker, evidence, final, floor)
+    violation = Violation.at_end_of(checker, evidence, final, floor, rewrite_floor)
     best = _Best(violation)
     for step in _STEPS:
         for candidate in step(violation):
@@ -443,6 +452,39 @@ def _drop_repeated_word(v: Violation) -> Iterator[Candidate]:
         yield Candidate(pword_start, "", gap + v.evidence, pword, description, cost, base=-len(gap), rule="repeat")
 
 
+def _drop_repeated_phrase(v: Violation) -> Iterator[Candidate]:
+    """Drop a run of lexemes at the violation that repeats the run just before it (``ORDER BY age
+    FROM Singer ORDER BY age DESC``: the clause written again, then a word the first copy lacks):
+    as a word written twice, the repeat changes nothing the draft meant, and what follows it (``DESC``)
+    is read on. Two lexemes or more, one a word; the longest run that repeats."""
+    start = v.word_start
+    rest = v.text[start:] + v.evidence
+    run = _repeated_run(v.text[:start], rest)
+    if run and start >= v.floor:
+        description = f"dropped {rest[:run].strip()!r} (written twice)"
+        cost = _cost(0, 2 * run)
+        base = run - (len(v.text) - start)
+        yield Candidate(start, "", rest[run:], rest[:run], description, cost, base=base, rule="repeat")
+
+
+_PHRASE_REACH = 12  # the most lexemes a repeated phrase may have
+
+
+def _repeated_run(before: str, rest: str) -> int:
+    """How many characters of ``rest`` (from its start, with the white space after them) repeat
+    the lexemes that end ``before``, case aside; 0 where fewer than two do."""
+    ahead = list(LEXEME.finditer(rest))[:_PHRASE_REACH]
+    if not ahead or ahead[0].start() != 0:
+        return 0
+    behind = [m.group().lower() for m in LEXEME.finditer(before)][-_PHRASE_REACH:]
+    for n in range(min(len(ahead), len(behind)), 1, -1):
+        words = [m.group().lower() for m in ahead[:n]]
+        if words == behind[-n:] and any(is_word(w) and w[0].isalpha() for w in words) and before[-1:].isspace():
+            end = ahead[n - 1].end()
+            return end + len(rest[end:]) - len(rest[end:].lstrip(" "))
+    return 0
+
+
 def _repeats_previous(before: str, word: str) -> bool:
     """Whether ``before`` ends in ``word`` (case aside) and white space: a word written twice."""
     stripped = before.rstrip()
@@ -508,7 +550,7 @@ def _rewrite_slips(v: Violation) -> Iterator[Candidate]:
     fails = len(text) + (read[0] if read else 0)
     complete = v.checker.is_complete
     for rewrite in v.checker.grammar.rewrites:
-        window_start = _window_start(rewrite, text, v.floor, complete)
+        window_start = _window_start(rewrite, text, v.rewrite_floor, complete)
         if window_start is None:
             continue
         window = text[window_start:] + evidence
@@ -521,17 +563,43 @@ def _rewrite_slips(v: Violation) -> Iterator[Candidate]:
                 continue  # not across the violation; or cut where the draft's text is (the rest unread)
             # (A match that begins in the evidence keeps the draft's text before it.)
             before = evidence[: max(start - len(text), 0)]
-            yield Candidate(
-                min(start, len(text)),
-                before + match.expand(rewrite.replacement),
-                evidence[end - len(text) :],
-                match.group(),
-                _rewrote(match, rewrite),
-                _cost(0, 1),
-                base=end - len(text),
-                min_read=rewrite.min_read,
-                rule="rewrite",
-            )
+            kept = evidence[end - len(text) :]
+            for insert in _rewritten(before, match, rewrite):
+                yield Candidate(
+                    min(start, len(text)),
+                    insert,
+                    kept,
+                    match.group(),
+                    _rewrote(match, rewrite),
+                    _cost(0, 1),
+                    base=end - len(text),
+                    min_read=0 if _chained(rewrite, before, insert, kept) else rewrite.min_read,
+                    rule="rewrite",
+                )
+
+
+def _chained(rewrite: Rewrite, before: str, insert: str, kept: str) -> bool:
+    """Whether the draft makes the same slip again right after the rewrite's match, so that the
+    same rewrite matches over its own text and the draft's next words (``WHERE a WHERE b WHERE c``:
+    after ``WHERE a AND b``, ``WHERE a AND b WHERE c``): the rewrite needs no more evidence, the
+    next one takes its text back and joins the third."""
+    own = insert[len(before) :]
+    window = own + kept
+    return any(m.start() < len(own) < m.end() and m.start() == 0 for m in _matches(rewrite.regex, window))
+
+
+def _rewritten(before: str, match: re.Match[str], rewrite: Rewrite) -> Iterator[str]:
+    """A rewrite's text, then, where the draft's matched text holds the same slip again strictly
+    inside it (``WHERE a IN (SELECT b WHERE c WHERE d) WHERE e``: the outer second WHERE's match holds the
+    inner one), that text with the slip rewritten too (the same rewrite once over its own text:
+    the draft's slip, none the replacement made). ``before``: the draft's text kept before it."""
+    written = match.expand(rewrite.replacement)
+    yield before + written
+    drafted = match.group()
+    if any(inner.start() > 0 and inner.end() < len(drafted) for inner in _matches(rewrite.regex, drafted)):
+        inner = rewrite.regex.sub(rewrite.replacement, written)
+        if inner != written:
+            yield before + inner
 
 
 def _matches(regex: re.Pattern[str], window: str) -> Iterator[re.Match[str]]:
@@ -562,6 +630,7 @@ _STEPS = (
     _swap_mark,
     _drop_mark_before,
     _drop_repeated_word,
+    _drop_repeated_phrase,
     _insert_mark,
     _close_brackets,
     _rewrite_slips,

@@ -99,6 +99,7 @@ class GuideLoop(TargetSteps):
         self.unread_draft = ""  # the draft's text a budget kept from being read, where known
         self.last_violation: tuple[int, str] | None = None
         self.floor = 0  # text someone other than the draft chose is never taken back
+        self.rewrite_floor = 0  # nor by a rewrite, which may take back the loop's own rewrites
         self.reasked: set[str] = set()  # valid prefixes the draft was asked again from
         self.unanswered: Cut | None = None  # the rejected text the draft was last asked again after
         self.continued: set[str] = set()  # complete texts the draft was asked to continue
@@ -318,7 +319,13 @@ class GuideLoop(TargetSteps):
         while True:
             checker = self.checker
             decision = await off_loop(
-                repair.decide, checker, evidence, final=rnd.ended, floor=rnd.floor, last=self.last_violation
+                repair.decide,
+                checker,
+                evidence,
+                final=rnd.ended,
+                floor=rnd.floor,
+                last=self.last_violation,
+                rewrite_floor=min(rnd.floor, self.rewrite_floor),
             )
             if isinstance(decision, repair.Edit):
                 decision = await self._likeliest(decision)
@@ -444,6 +451,7 @@ class GuideLoop(TargetSteps):
             # (An edit that only dropped the draft's text wrote nothing to keep: the draft's text
             # before it may still be edited, a trailing comma before a dropped comment.)
             self.floor = event.offset + len(event.text)
+            self.rewrite_floor = _rewrite_floor(event, self.rewrite_floor, self.floor)
         self.events.append(event)
         if self.on_event is not None:
             self.on_event(event)
@@ -482,3 +490,11 @@ class GuideLoop(TargetSteps):
             self.stats,
             complete=complete and self.checker.is_complete,
         )
+
+
+def _rewrite_floor(event: Correction, before: int, floor: int) -> int:
+    """Where a later rewrite may begin after ``event``: at a rewrite of the loop's repair, where
+    the loop's rewrites begin (it may take its own rewrite back: ``WHERE a WHERE b WHERE c``,
+    the second WHERE joined with the text the first one wrote); after any other correction,
+    ``floor`` (text someone other than the draft chose is never taken back)."""
+    return before if event.source == "repair" and event.rule == "rewrite" else floor

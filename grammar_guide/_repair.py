@@ -89,13 +89,20 @@ def signature(text: str, evidence: str, at: int) -> tuple[int, str]:
 
 
 def decide(
-    checker: Checker, evidence: str, *, final: bool, floor: int, last: tuple[int, str] | None = None
+    checker: Checker,
+    evidence: str,
+    *,
+    final: bool,
+    floor: int,
+    last: tuple[int, str] | None = None,
+    rewrite_floor: int | None = None,
 ) -> Decision:
     """What to do about the violation at the end of ``checker``'s text (not modified).
 
     ``evidence`` is the rejected draft text; ``final``: the draft wrote nothing after it; no
     decision takes back text before ``floor``; ``last`` is the signature of the previous
-    violation (an edit is not tried twice at the same place).
+    violation (an edit is not tried twice at the same place); ``rewrite_floor``: a rewrite may
+    take back text from there on (the loop's own earlier rewrites), see ``propose_edit``.
     """
     cut = prose_cut(checker, evidence, floor)
     if cut is not None:
@@ -113,7 +120,7 @@ def decide(
     fresh = signature(text, evidence, at) != last
     with checker.trial() as trial:
         trial.rollback_chars(at)
-        edit = propose_edit(trial, moved, final=final, floor=floor)
+        edit = propose_edit(trial, moved, final=final, floor=floor, rewrite_floor=rewrite_floor)
         if edit is not None and fresh:
             prose = _prose_instead(checker, text, evidence, min(at, edit.start), edit, floor)
             if prose is not None:

@@ -282,23 +282,37 @@ class TargetSteps:
         dangling JSON key), taken back a lexeme at a time (``_TAKE_BACK_LEXEMES`` at most, never
         before ``floor`` nor all of the draft's text) to where closing marks alone end the text.
         An operator is taken back with its left operand (``AND b.pages >`` whole, not ``>``
-        alone: ``b.pages`` would stand as a condition the draft never wrote). That close, with
+        alone: ``b.pages`` would stand as a condition the draft never wrote), and a name's
+        qualifier with the name it was to qualify (``OR T2.`` whole: ``OR T2`` would make the
+        table a column; where no close is found that far back, the ``.`` alone). That close, with
         the words taken back recorded as an ``unfinished`` cut, or ``None``."""
         text = self.checker.text
         starts = [m.start() for m in _TAKE_BACK_LEXEME.finditer(text, max(self.floor, len(text) - 1024))]
+        end = self._close_point(text, starts, whole_names=True)
+        end = self._close_point(text, starts, whole_names=False) if end is None else end
+        if end is None:
+            return None
+        with self.checker.trial() as trial:
+            trial.rollback_chars(end)
+            closing = shortest_close(trial)
+        self.emit(Cut(end, text[end:], "unfinished", self.stats.draft_calls, detail="taken back to a close"))
+        self.checker.rollback_chars(end)
+        return closing
+
+    def _close_point(self, text: str, starts: list[int], *, whole_names: bool) -> int | None:
+        """Where closing marks alone end ``text`` taken back to one of the last lexemes'
+        ``starts`` (see ``_take_back_unfinished``), or ``None``."""
         for start in reversed(starts[-_TAKE_BACK_LEXEMES:]):
             end = len(text[:start].rstrip())
             if end < self.floor or not text[self.floor : end].strip():
                 return None
-            if text[start] in _OPERATOR_MARKS:
+            if text[start] in _OPERATOR_MARKS or (whole_names and _dangling_qualifier(text, start)):
                 continue
             with self.checker.trial() as trial:
                 trial.rollback_chars(end)
                 closing = shortest_close(trial)
             if closing is not None and not (is_word_char(text[end - 1 : end]) and is_word_char(closing[:1])):
-                self.emit(Cut(end, text[end:], "unfinished", self.stats.draft_calls, detail="taken back to a close"))
-                self.checker.rollback_chars(end)
-                return closing
+                return end
         return None
 
     async def _write_to_close(self, why: str) -> str | None:
@@ -443,3 +457,14 @@ def _dropping_no_more(edit: repair.Edit, ties: tuple[repair.Edit, ...]) -> tuple
         return max(len(e.removed) - len(e.text), 0)
 
     return (edit, *(e for e in ties if dropped(e) <= dropped(edit)))
+
+
+def _dangling_qualifier(text: str, start: int) -> bool:
+    """Whether ``text`` ends at ``start`` with a name and a ``.`` after it, nothing after that
+    (``T2.``: the first part of a qualified name the draft did not finish)."""
+    return (
+        text[start:].strip() == "."
+        and start > 0
+        and is_word_char(text[start - 1])
+        and bool(re.search(r"(?<![\w.])[A-Za-z_]\w*$", text[:start]))
+    )

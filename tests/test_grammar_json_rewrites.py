@@ -417,3 +417,21 @@ def test_several_fenced_values_are_an_array_of_them() -> None:
     ]
     assert repaired('```json\n{"a": 1}\n```\n```python\nprint(1)\n```')[0] == {"a": 1}
     assert repaired('```json\n{"a": 1}\n```\n```\nsee above\n```')[1] == '{"a": 1}'  # words, not a value
+
+
+@pytest.mark.parametrize(
+    ("answer", "meant"),
+    [
+        ("{'a': True, 'b': None, 'c': False,}", {"a": True, "b": None, "c": False}),
+        # A rewrite's text is not read again by other rewrites (only the same slip inside its own
+        # match is): a quote escaped stays a quote escaped, a newline after it is no string's.
+        ('{\n  "name": "Ann"\n  city: Rome', {"name": "Ann", "city": "Rome"}),
+        ('{ "see": "[site]("https://a.org")" }', {"see": '[site]("https://a.org")'}),
+        ("[2,[}]", [2, []]),  # a rewrite matching its own text again is no slip the draft made
+    ],
+)
+def test_rewrites_one_after_another_keep_each_others_text(answer: str, meant: object) -> None:
+    # A later rewrite may take back the loop's own earlier rewrite (SQL's chained second WHEREs);
+    # JSON's slips one after another still read each as before.
+    result = guide(lambda prompt: answer, JSON, "p", target=False)
+    assert json.loads(result.text) == meant

@@ -308,3 +308,10 @@ def test_command_line_on_nl2sql360_and_spider(tmp_path: Path) -> None:
     assert "| hand fix (slip only) | 1 |" in payload["execution_sample"]
     written = (out / "real_sql_repair.json").read_text()
     assert "France')" not in written and "OR concert" not in written  # ids and scores, not answers
+
+
+def test_a_clause_written_twice_in_a_row_is_lost_only_where_both_copies_are() -> None:
+    draft = "SELECT a FROM t ORDER BY x FROM t ORDER BY x DESC"
+    assert faithfulness(draft, "SELECT a FROM t ORDER BY x DESC").faithful
+    assert faithfulness(draft, "SELECT a FROM t ORDER BY x").lost == ["DESC"]
+    assert faithfulness(draft, "SELECT a").lost == ["FROM", "t", "ORDER", "BY", "x"] * 2 + ["DESC"]

@@ -54,3 +54,65 @@ def test_a_mark_between_two_words_is_the_one_the_draft_writes_after_the_first(sq
     result = guide(lambda prompt: draft, sqlite, "q", target=False)
     assert " ".join(result.text.replace(".", " . ").split()).count("T2 . Teacher_ID") == 1, result.text
     assert "T2," not in result.text
+
+
+def test_a_clause_written_again_with_a_new_word_is_read_once_with_the_word(sqlite: Grammar) -> None:
+    # ``FROM Singer ORDER BY age`` written twice, the second time with ``DESC``: the repeat is
+    # dropped (no lexeme of the draft's meaning lost), ``DESC`` kept.
+    draft = "SELECT Name FROM Singer ORDER BY age FROM Singer ORDER BY age DESC"
+    result = guide(lambda prompt: draft, sqlite, "q", target=False)
+    assert result.text == "SELECT Name FROM Singer ORDER BY age DESC"
+    assert any(getattr(e, "rule", None) == "repeat" for e in result.events)
+    assert result.faithful
+
+
+@pytest.mark.parametrize(
+    ("draft", "meant"),
+    [
+        (
+            "SELECT a FROM t WHERE b = 1 WHERE c = 2 WHERE d = 3 WHERE e = 4 ORDER BY a",
+            "SELECT a FROM t WHERE b = 1 AND c = 2 AND d = 3 AND e = 4 ORDER BY a",
+        ),
+        (  # the outer second WHERE holds the inner ones: each rewritten, in one text
+            "SELECT f FROM s WHERE NOT i IN (SELECT i FROM h WHERE p IN (SELECT p FROM q) WHERE k = 'Dog')"
+            " WHERE NOT i IN (SELECT i FROM h WHERE p IN (SELECT p FROM q) WHERE k = 'Cat')",
+            "SELECT f FROM s WHERE NOT i IN (SELECT i FROM h WHERE p IN (SELECT p FROM q) AND k = 'Dog')"
+            " AND NOT i IN (SELECT i FROM h WHERE p IN (SELECT p FROM q) AND k = 'Cat')",
+        ),
+    ],
+)
+def test_a_chain_of_second_wheres_is_joined_by_taking_back_the_loops_own_rewrite(
+    sqlite: Grammar, draft: str, meant: str
+) -> None:
+    result = guide(lambda prompt: draft, sqlite, "q", target=False)
+    assert result.text == meant
+    assert sqlite_oracle.check_one_statement(result.text).label is not sqlite_oracle.Label.INVALID
+
+
+@pytest.mark.parametrize(
+    ("draft", "meant"),
+    [
+        ("SELECT a FROM t AS T2 WHERE T2.x = 'a' OR T2.", "SELECT a FROM t AS T2 WHERE T2.x = 'a'"),
+        (
+            "SELECT a FROM t WHERE b IN (SELECT c FROM u AS T2 WHERE T2.d = 1 AND T2.",
+            "SELECT a FROM t WHERE b IN (SELECT c FROM u AS T2 WHERE T2.d = 1)",
+        ),
+    ],
+)
+def test_an_answer_cut_off_after_a_qualifier_takes_it_back_with_its_operator(
+    sqlite: Grammar, draft: str, meant: str
+) -> None:
+    # ``OR T2.`` cut off by the model's budget: ``OR T2`` would make the table alias a column.
+    result = guide(lambda prompt: draft, sqlite, "q", target=False)
+    assert result.text == meant
+    cuts = [e for e in result.events if isinstance(e, Cut) and e.reason == "unfinished"]
+    assert [c.text.split() for c in cuts] == [draft[len(meant.rstrip(")")) :].split()]
+
+
+def test_a_qualifier_too_far_back_to_take_whole_is_taken_back_alone(sqlite: Grammar) -> None:
+    # ``= (SELECT T2.``: no close within the finish's reach once the name is kept whole, so the
+    # ``.`` alone is taken back, as before, and the text is closed (never left unclosed).
+    draft = "SELECT a FROM t WHERE b = (SELECT c FROM u AS T2 WHERE T2.d = (SELECT T2."
+    result = guide(lambda prompt: draft, sqlite, "q", target=False)
+    assert result.text == "SELECT a FROM t WHERE b = (SELECT c FROM u AS T2 WHERE T2.d = (SELECT T2))"
+    assert sqlite_oracle.check_one_statement(result.text).label is not sqlite_oracle.Label.INVALID
