@@ -19,8 +19,12 @@ Each broken text is replayed as a black-box draft (a function returning the whol
 
 Reported per category (the test file) and over all: valid (a JSON text came back: for ours a
 complete result), valid where JSON is expected (the same, leaving out the cases where json_repair
-finds no JSON: there a refusal is the expected answer), exhausted (ours raised GuideExhausted:
-nothing but invention could finish the text, without a target), agrees (its value equals the
+finds no JSON: there a refusal is the expected answer), valid or rightly refused (valid, or ours
+refused for a reason the guide checks, ``no answer`` or ``needs invention``, where the expected
+value has no JSON of the draft's own text either: none expected, or a value with a word or digit
+the broken text lacks, ``0`` for ``-``; ``valid`` itself is not redefined), exhausted (ours raised
+GuideExhausted without a target; each collection's refusals are also printed by
+``GuideExhausted.reason``, and how many of them rightly), agrees (its value equals the
 expected one), agrees where the peers agree (on the cases where json_repair and jsonrepair give the
 same value; their count in brackets), invented (the mean count of words in the output that are
 nowhere in the broken text), seconds per case (the best of ``--repeat`` runs, 3 by default: the
@@ -119,11 +123,19 @@ class Outcome:
     invented: int
     seconds: float
     text: str
-    exhausted: bool = False  # ours: GuideExhausted (nothing but invention could finish the text)
+    exhausted: bool = False  # ours: GuideExhausted without a target
     expects_json: bool = True  # the suite expects a value (not json_repair's "" for no JSON)
+    reason: str = ""  # ours, exhausted: GuideExhausted.reason ("no answer", "needs invention", ...)
+    rightly_refused: bool = False  # exhausted for a checked reason where the expected value has
+    # no JSON from the draft's own text either (see ``rightly_refused``)
 
 
-Method = Callable[[str], "str | tuple[str | None, bool] | None"]
+#: The refusals whose reason the guide checks: nothing of the draft was kept, or no close of marks
+#: alone ends what was kept (a budget that cut the draft is no such reason).
+CHECKED_REASONS = frozenset({"no answer", "needs invention"})
+
+
+Method = Callable[[str], "str | tuple[str | None, str] | None"]
 
 
 def read_cases(clone: Path) -> list[Case]:
@@ -233,17 +245,26 @@ def invented_words(output: str, broken: str) -> int:
     return sum(1 for w in _WORD.findall(output) if w.lower() not in have)
 
 
-def outcome(case: Case, text: str | None, seconds: float, exhausted: bool = False) -> Outcome:
-    """How ``text`` (``None``: no JSON came back) scores on ``case``."""
+def outcome(case: Case, text: str | None, seconds: float, reason: str = "") -> Outcome:
+    """How ``text`` (``None``: no JSON came back) scores on ``case``; ``reason``: ours refused
+    it (GuideExhausted), and why."""
     expects = case.expected is not NO_JSON
     if text is None:
-        return Outcome(False, not expects, 0, seconds, "", exhausted, expects)
+        right = reason in CHECKED_REASONS and not from_draft_text(case)
+        return Outcome(False, not expects, 0, seconds, "", bool(reason), expects, reason, right)
     try:
         value = json.loads(text)
     except ValueError:
         return Outcome(False, False, invented_words(text, case.broken), seconds, text, expects_json=expects)
     agrees = expects and value == case.expected and type(value) is type(case.expected)
     return Outcome(True, agrees, invented_words(text, case.broken), seconds, text, expects_json=expects)
+
+
+def from_draft_text(case: Case) -> bool:
+    """Whether the expected value is JSON made of the draft's own text alone: there is one, and
+    every word or digit of it is in the broken text (``"hello world"`` from ``hello world``; not
+    ``0`` from ``-``, which needs a digit nobody wrote)."""
+    return case.expected is not NO_JSON and not invented_words(json.dumps(case.expected), case.broken)
 
 
 def run_case(case: Case, method: Method, repeat: int = 1) -> Outcome:
@@ -253,23 +274,23 @@ def run_case(case: Case, method: Method, repeat: int = 1) -> Outcome:
         started = time.perf_counter()
         answer = method(case.broken)
         times.append(time.perf_counter() - started)
-    text, exhausted = answer if isinstance(answer, tuple) else (answer, False)
-    return outcome(case, text, min(times), exhausted)
+    text, reason = answer if isinstance(answer, tuple) else (answer, "")
+    return outcome(case, text, min(times), reason)
 
 
 def ours(target: Any) -> Method:
     """grammar-guide on the builtin ``json`` grammar, the broken text replayed as the draft: the
-    text of a complete result; ``(None, True)`` for GuideExhausted."""
+    text of a complete result; ``(None, reason)`` for GuideExhausted (its ``reason``)."""
     import grammar_guide as gg
 
     grammar = gg.Grammar.builtin("json")
 
-    def method(broken: str) -> tuple[str | None, bool]:
+    def method(broken: str) -> tuple[str | None, str]:
         try:
             result = gg.guide(lambda prompt: broken, grammar, PROMPT, target)
-        except gg.GuideExhausted:
-            return None, True
-        return (result.text if result.complete else None), False
+        except gg.GuideExhausted as exc:
+            return None, exc.reason
+        return (result.text if result.complete else None), ""
 
     return method
 
@@ -317,6 +338,7 @@ def summarise(outcomes: list[Outcome], agreed: list[bool]) -> dict[str, float]:
         "cases": len(outcomes),
         "valid": sum(o.valid for o in outcomes) / n,
         "valid_where_json_expected": sum(o.valid for o in expecting) / (len(expecting) or 1),
+        "valid_or_rightly_refused": sum(o.valid or o.rightly_refused for o in outcomes) / n,
         "exhausted": sum(o.exhausted for o in outcomes) / n,
         "agrees": sum(o.agrees for o in outcomes) / n,
         "agrees_where_peers_agree": sum(o.agrees for o in where) / (len(where) or 1),
@@ -332,6 +354,7 @@ HEADER = [
     "cases",
     "valid",
     "valid where JSON is expected",
+    "valid or rightly refused",
     "exhausted",
     "agrees",
     "agrees where peers agree (n)",
@@ -349,12 +372,30 @@ def row(category: str, name: str, s: dict[str, float]) -> list[Any]:
         s["cases"],
         valid,
         expected,
+        s["valid_or_rightly_refused"],
         s["exhausted"],
         s["agrees"],
         where,
         s["invented"],
         s["seconds"],
     ]
+
+
+def by_reason(outcomes: list[Outcome]) -> dict[str, dict[str, int]]:
+    """Ours' refusals by ``GuideExhausted.reason``: how many, and how many of them rightly."""
+    counts: dict[str, dict[str, int]] = {}
+    for o in outcomes:
+        if o.exhausted:
+            count = counts.setdefault(o.reason, {"cases": 0, "rightly": 0})
+            count["cases"] += 1
+            count["rightly"] += o.rightly_refused
+    return counts
+
+
+def reason_line(counts: dict[str, dict[str, int]]) -> str:
+    """``by_reason`` in a sentence: ``no answer 4 (2 rightly), needs invention 1 (1 rightly)``."""
+    parts = [f"{reason} {c['cases']} ({c['rightly']} rightly)" for reason, c in sorted(counts.items())]
+    return ", ".join(parts) or "none"
 
 
 def reading_line(read: dict[str, Any], whose: str = "jsonrepair's") -> str:
@@ -435,8 +476,11 @@ def main(argv: list[str] | None = None) -> int:
                 if category == "all" or not args.totals:
                     rows.append(row(category, name, s))
         payload["splits"][split] = table
+        reasons = by_reason([outcomes["ours"][i] for i in chosen])
+        payload.setdefault("exhausted_by_reason", {})[split] = reasons
         print(f"\n### {split} ({len(chosen)} cases)\n")
         print(markdown_table(HEADER, rows))
+        print(f"\nours, exhausted by reason: {reason_line(reasons)}")
     if args.target:
         payload["target_sample"] = target_sample(cases, outcomes, agreed, args.target)
     print(f"\n{machine_line(payload['machine'])}")

@@ -14,8 +14,8 @@ Exceptions are for misuse and for infrastructure failures::
     │   ├── ServerError             5xx after the retries ran out
     │   ├── ProviderConnectionError connection refused/dropped, read timeout, after retries
     │   └── ProviderResponseError   the provider answered something that is not its protocol
-    ├── GuideExhausted          the text could not be completed (``reason``: only invented
-    │                           text could finish it, or the target did not finish it);
+    ├── GuideExhausted          the text could not be completed (``reason``: no answer,
+    │                           needs invention, budget reached, target unfinished);
     │                           carries the partial ``GuideResult``
     └── BatchOutputError        a batch job's output file cannot be resumed (written under
                                 another configuration, or not a batch job's output)
@@ -157,12 +157,14 @@ class ProviderResponseError(ProviderError):
     """The provider answered with something that is not its protocol (malformed JSON, bad events)."""
 
 
-ExhaustedReason = Literal["needs invention", "target unfinished"]
-"""Why a text was not completed: ``needs invention`` (no target: closing marks do not end the
-text, and taking the draft's last words back does not either, so only text nobody wrote could:
-a draft with no value of the grammar in it, such as prose or a lone ``]``, or one cut where a
-value must come); ``target unfinished`` (the target wrote within its budgets and did not reach
-an end)."""
+ExhaustedReason = Literal["no answer", "needs invention", "budget reached", "target unfinished"]
+"""Why a text was not completed. Without a target: ``no answer`` (nothing of the draft was
+kept: prose only, a lone ``]``, ``hello world`` for JSON, all cut, never made into a value);
+``needs invention`` (the draft's kept text ends where only a value or word nobody wrote could
+finish it, ``-`` for JSON: checked, no close of marks and forced text alone ends it, and taking
+the draft's last words back does not either); ``budget reached`` (a budget cut the draft, and
+what was kept could not be closed). With a target: ``target unfinished`` (the target wrote
+within its budgets and did not reach an end)."""
 
 
 class GuideExhausted(GrammarGuideError):

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Literal
 from . import _repair as repair
 from ._checker import Checker
 from ._complete import closing_brackets, open_brackets, shortest_close, shortest_completion
-from ._errors import GuideExhausted
+from ._errors import ExhaustedReason, GuideExhausted
 from ._events import Correction, CorrectionReason, Cut, Event, GuideStats
 from ._grammar import Grammar
 from ._limits import GuideLimits
@@ -38,6 +38,17 @@ _TAKE_BACK_LEXEMES = 6  # how many of the draft's last lexemes the finish may ta
 _CUT_BACK_LEXEMES = 64  # how far the last resort of the finish takes the text back
 _MAX_STEP_TERMINALS = 3  # a finishing step that adds nothing is tried again for up to this many terminals
 _TIE_CONTEXT = 40  # characters of the draft's text after an edit that its likelihood is read over
+#: How far the check before a ``needs invention`` refusal searches for a close of marks alone.
+_WIDE_CLOSE = {"max_length": 64, "max_nodes": 4_000}
+#: What a refusal's message adds to its reason.
+_EXPLAINED: dict[ExhaustedReason, str] = {
+    "target unfinished": "",
+    "needs invention": ": needs invention (without a target only invented text could finish it:"
+    " no close of marks alone ends it)",
+    "no answer": ": no answer (the draft held nothing the grammar can read; without a target nothing is written)",
+    "budget reached": ": budget reached (the text was cut there, and without a target only"
+    " invented text could finish it)",
+}
 
 
 class TargetSteps:
@@ -51,6 +62,7 @@ class TargetSteps:
     stats: GuideStats
     floor: int
     events: list[Event]
+    budget_reached: str | None
     on_target_text: Callable[[str], None] | None
 
     def emit(self, event: Event) -> None:
@@ -170,13 +182,34 @@ class TargetSteps:
             offset = len(self.checker.text)
             self.checker.feed(closing)
             self.emit(Correction(offset, closing, "completion", "finish", detail=why))
+        if not self.checker.is_complete and not has_target:
+            self._close_checked(why)
         if not self.checker.is_complete:
-            unaided = "" if has_target else ": without a target only invented text could finish it"
+            reason = "target unfinished" if has_target else self._unaided_reason()
             raise GuideExhausted(
-                f"could not complete the text ({why}){unaided}; the partial result holds the valid prefix",
+                f"could not complete the text ({why}){_EXPLAINED[reason]}; the partial result holds the valid prefix",
                 self.result(complete=False),
-                "target unfinished" if has_target else "needs invention",
+                reason,
             )
+
+    def _close_checked(self, why: str) -> None:
+        """Before a refusal says that only invention could finish the text: a close of marks
+        and forced text alone, searched far wider than the finish's own (``_WIDE_CLOSE``),
+        written if one exists (the finish's search missed it), so that ``needs invention``
+        is checked, not assumed."""
+        if not self.checker.text.strip():
+            return
+        closing = shortest_close(self.checker, **_WIDE_CLOSE)
+        if closing:
+            offset = len(self.checker.text)
+            self.checker.feed(closing)
+            self.emit(Correction(offset, closing, "completion", "finish", detail=why))
+
+    def _unaided_reason(self) -> ExhaustedReason:
+        """Why, without a target, the text was not completed (``ExhaustedReason``)."""
+        if self.budget_reached is not None:
+            return "budget reached"
+        return "needs invention" if self.checker.text.strip() else "no answer"
 
     def _rewrite_at_end(self) -> None:
         """A known slip that the text ends in (``... LIMIT ALL``) is rewritten, as at a violation.

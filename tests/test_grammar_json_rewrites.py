@@ -371,11 +371,11 @@ def test_a_mark_is_not_replaced_with_a_value() -> None:
 def test_a_closing_mark_alone_is_no_json(answer: str) -> None:
     # A closer the answer begins with is not given an opener of its own: ']' gave '[]', an empty
     # value nobody wrote (the repair libraries find no JSON in it). Prose is not made a value.
-    # The refusal says why: only invented text could finish it.
+    # The refusal says why: nothing of the answer was kept.
     with pytest.raises(GuideExhausted) as raised:
         guide(lambda prompt: answer, JSON, "Answer in JSON.", target=False)
-    assert raised.value.reason == "needs invention"
-    assert "only invented text" in str(raised.value)
+    assert raised.value.reason == "no answer"
+    assert "nothing the grammar can read" in str(raised.value)
     assert not raised.value.result.text.strip() and not raised.value.result.complete
 
 

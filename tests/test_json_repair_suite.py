@@ -75,6 +75,19 @@ def test_guide_exhausted_is_recorded_as_such(tmp_path: Path) -> None:
     case = Case("c", "nothing here", NO_JSON, "dev")
     got = run_case(case, ours(False))
     assert got.exhausted and not got.valid and got.agrees  # no JSON, as json_repair reads it
+    assert got.reason == "no answer" and got.rightly_refused
+
+
+def test_a_refusal_is_right_only_where_the_expected_value_is_no_json_of_the_draft_text() -> None:
+    # Ours refuses; the expected value is the draft's own words as a string: not rightly refused.
+    words = outcome(Case("c", "hello world", "hello world", "dev"), None, 0.0, reason="no answer")
+    # A digit nobody wrote ('-' read as 0): rightly; a budget's refusal is never counted so.
+    digit = outcome(Case("c", "-", 0, "dev"), None, 0.0, reason="needs invention")
+    budget = outcome(Case("c", "-", 0, "dev"), None, 0.0, reason="budget reached")
+    assert (words.rightly_refused, digit.rightly_refused, budget.rightly_refused) == (False, True, False)
+    summary = summarise([words, digit, budget, outcome(Case("c", "[1", [1], "dev"), "[1]", 0.0)], [False] * 4)
+    assert summary["valid"] == 0.25 and summary["valid_or_rightly_refused"] == 0.5
+    assert json_repair_suite.by_reason([words, digit, budget])["no answer"] == {"cases": 1, "rightly": 0}
 
 
 def test_agreement_is_also_counted_where_the_peers_agree() -> None:
@@ -83,12 +96,12 @@ def test_agreement_is_also_counted_where_the_peers_agree() -> None:
     other = [outcome(cases[0], "[1]", 0.0), outcome(cases[1], '{"a": ""}', 0.0)]
     agreed = peers_agree(cases, {"json_repair": peer, "jsonrepair": other})
     assert agreed == [True, False]
-    mine = [outcome(cases[0], "[1]", 0.0), outcome(cases[1], "{}", 0.0, exhausted=False)]
+    mine = [outcome(cases[0], "[1]", 0.0), outcome(cases[1], "{}", 0.0)]
     summary = summarise(mine, agreed)
     assert summary["agrees"] == 0.5 and summary["agrees_where_peers_agree"] == 1.0
     # A refusal where json_repair finds no JSON is left out of validity where JSON is expected.
     none = Case("c", "]", NO_JSON, "dev")
-    summary = summarise([*mine, outcome(none, None, 0.0, exhausted=True)], [*agreed, False])
+    summary = summarise([*mine, outcome(none, None, 0.0, reason="no answer")], [*agreed, False])
     assert summary["valid"] == 2 / 3 and summary["valid_where_json_expected"] == 1.0
     assert summary["peers_agree_cases"] == 1
 
