@@ -25,6 +25,8 @@ needs its package's postlexer is left out). Columns, per grammar:
 
 - ``valid``: lark's own parser (the package's reading) parses the output;
 - ``exhausted``: ``GuideExhausted`` was raised (its reasons are listed under the table);
+- ``crash``: another exception (the target's token matcher's limits), recorded and counted, the
+  run going on;
 - ``word→op``: repairs that replace a draft word with an operator or mark, or one of the grammar's
   keywords with another (``grammar_guide._lexemes.word_becomes_other``; the grammar's keywords are
   its literal terminals that are words, read from lark);
@@ -33,8 +35,8 @@ needs its package's postlexer is left out). Columns, per grammar:
   output after it);
 - ``num ext``: text written by anyone but the draft straight after a digit that begins with a
   digit or ``.`` (``1`` finished as ``10``);
-- ``prose kept``: texts with the prose slip whose output has a word of the added prose lines
-  (one the original text has not): prose made into the text (issue 28 item 2);
+- ``prose kept``: texts with the prose slip whose output has words that align (``difflib`` over
+  lexemes) with words of the added prose lines: prose made into the text (issue 28 item 2);
 - ``faithful``: ``GuideResult.faithful``; ``edits``: ``stats.corrections``; ``s/text``: mean
   wall seconds.
 
@@ -45,6 +47,7 @@ Run: ``python -m benchmarks.other_grammar_repairs [--texts 10] [--grammars a,b] 
 from __future__ import annotations
 
 import argparse
+import difflib
 import random
 import re
 import sys
@@ -173,37 +176,71 @@ def judge_edits(events: list[Any], text: str, keywords: frozenset[str]) -> dict[
     return found
 
 
-def prose_kept(original: str, draft_text: str, output: str) -> list[str]:
-    """Words of the output that the draft wrote and the original text has not: the slip's prose
-    (``Hope this helps``) made into the text, or a misspelt word kept as a name."""
-    theirs = {w.lower() for w in _WORD.findall(original)}
-    drafted = {w.lower() for w in _WORD.findall(draft_text)} - theirs
-    return list(dict.fromkeys(w for w in _WORD.findall(output) if w.lower() in drafted))
+def prose_kept(draft_text: str, output: str) -> list[str]:
+    """Words of the output that align (``difflib`` over lexemes, case ignored) with the words of
+    the prose lines the slip put around the text (the draft's first and last lines): prose made
+    into the text, as the draft wrote it (``Hope this helps``)."""
+    from grammar_guide._lexemes import LEXEME, is_word
+
+    first_end = draft_text.find("\n") + 1
+    last_start = draft_text.rstrip("\n").rfind("\n")
+    drafted = [(m.group(), m.start()) for m in LEXEME.finditer(draft_text)]
+    written = [m.group() for m in LEXEME.finditer(output)]
+    matcher = difflib.SequenceMatcher(None, [w.lower() for w, _ in drafted], [w.lower() for w in written], False)
+    kept = []
+    for block in matcher.get_matching_blocks():
+        for word, start in drafted[block.a : block.a + block.size]:
+            if is_word(word) and (start < first_end or start > last_start):
+                kept.append(word)
+    return kept
 
 
 def guide_one(
     grammar: Any, oracle: Any, name: str, draft_text: str, target: Any, keywords: frozenset[str]
 ) -> dict[str, Any]:
     import grammar_guide as gg
-    from tests.test_differential import lark_failure
 
     replay = ReplayDraft(draft_text)
     draft = gg.FunctionDraft(lambda prompt, prefix: replay.continue_from(prefix), name="replay", continues_prefix=True)
     t0 = time.perf_counter()
-    error = reason = None
     try:
         result = gg.guide(
             draft, grammar, PROMPT.format(name=name), target, max_corrections=16, max_draft_calls=16, timeout=120
         )
     except gg.GuideExhausted as exc:
-        result, error, reason = exc.result, str(exc), exc.reason
-    seconds = time.perf_counter() - t0
+        return _scored(exc.result, oracle, keywords, time.perf_counter() - t0, exhausted=exc)
+    except Exception as exc:  # a crash (the target's token matcher): recorded, the run goes on
+        crash = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+        return {**_NOTHING, "crash": crash, "error": crash, "seconds": time.perf_counter() - t0}
+    return _scored(result, oracle, keywords, time.perf_counter() - t0)
+
+
+_NOTHING: dict[str, Any] = {
+    "text": "",
+    "valid": False,
+    "exhausted": False,
+    "exhausted_reason": None,
+    "crash": None,
+    "faithful": False,
+    "edits": 0,
+    "word_to_operator": [],
+    "splits_operator": [],
+    "number_extended": [],
+}
+
+
+def _scored(
+    result: Any, oracle: Any, keywords: frozenset[str], seconds: float, exhausted: Any = None
+) -> dict[str, Any]:
+    from tests.test_differential import lark_failure
+
     return {
+        **_NOTHING,
         "text": result.text,
-        "valid": error is None and lark_failure(oracle, result.text) is None,
-        "exhausted": error is not None,
-        "exhausted_reason": reason,
-        "error": error,
+        "valid": exhausted is None and lark_failure(oracle, result.text) is None,
+        "exhausted": exhausted is not None,
+        "exhausted_reason": getattr(exhausted, "reason", None),
+        "error": str(exhausted) if exhausted is not None else None,
         "faithful": result.faithful,
         "edits": result.stats.corrections,
         "seconds": seconds,
@@ -264,14 +301,14 @@ def run_grammar(name: str, limit: int, target: Any, target_texts: int) -> list[d
             row["target"] = guide_one(targeted, targeted.lark_parser, name, draft_text, target, keywords)
         for method in ("target=False", "target"):
             if method in row and slip == "prose around":
-                row[method]["prose_kept"] = prose_kept(text, draft_text, row[method]["text"])
+                row[method]["prose_kept"] = prose_kept(draft_text, row[method]["text"])
         print(f"[{NAME}] {name} #{i} {slip}: {_cells(row['target=False'])}", file=sys.stderr, flush=True)
         rows.append(row)
     return rows
 
 
 def _cells(r: dict[str, Any]) -> str:
-    flags = [k for k in ("valid", "exhausted", "faithful") if r[k]]
+    flags = [k for k in ("valid", "exhausted", "crash", "faithful") if r[k]]
     flags += [f"{k}={len(r[k])}" for k in ("word_to_operator", "splits_operator", "number_extended") if r[k]]
     return f"{' '.join(flags)} edits={r['edits']} {r['seconds']:.2f}s"
 
@@ -282,6 +319,7 @@ COLUMNS = [
     "texts",
     "valid",
     "exhausted",
+    "crash",
     "word→op",
     "split op",
     "num ext",
@@ -298,6 +336,7 @@ def summary_row(label: str, method: str, rs: list[dict[str, Any]]) -> list[Any]:
         len(rs),
         sum(r["valid"] for r in rs),
         sum(r["exhausted"] for r in rs),
+        sum(bool(r["crash"]) for r in rs),
         sum(len(r["word_to_operator"]) for r in rs),
         sum(len(r["splits_operator"]) for r in rs),
         sum(len(r["number_extended"]) for r in rs),
@@ -330,6 +369,8 @@ def findings(rows: list[dict[str, Any]]) -> list[str]:
             if r is None:
                 continue
             where = f"{row['grammar']} #{row['index']} ({row['slip']}, {method})"
+            if r["crash"]:
+                lines.append(f"{where}: crash {r['crash'][:100]} draft {row['draft'][:60]!r}")
             if r["exhausted"]:
                 lines.append(f"{where}: GuideExhausted [{r['exhausted_reason']}] draft {row['draft'][:60]!r}")
             for kind in ("word_to_operator", "splits_operator", "number_extended"):

@@ -28,7 +28,8 @@ def test_slips_are_the_same_on_every_run_and_prose_is_found():
     assert slipped("g", 3, "a & b", KEYWORDS) == slipped("g", 3, "a & b", KEYWORDS)
     slip, draft = slipped("g", 3, "a & b", KEYWORDS)
     assert slip == "prose around" and "a & b" in draft and draft != "a & b\n"
-    assert prose_kept("a & b", "Sure! This works:\na & b\n", "works & a & b") == ["works"]
+    assert prose_kept("Sure! This works:\na & b\nHope this helps\n", "works & a & b | Hope") == ["works", "Hope"]
+    assert prose_kept("Sure! This works:\nworks & b\nHope this helps\n", "works & b") == []
 
 
 def test_a_short_run_on_poetry_pep508_is_valid_by_lark(tmp_path):
