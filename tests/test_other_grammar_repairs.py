@@ -3,7 +3,7 @@ PEP 508 grammar (two of its own test texts) is valid by lark with nothing flagge
 
 from __future__ import annotations
 
-from benchmarks.other_grammar_repairs import judge_edits, main, prose_kept, slipped
+from benchmarks.other_grammar_repairs import judge_edits, lost, main, prose_kept, slipped
 from grammar_guide._events import Correction
 
 KEYWORDS = frozenset({"as", "is", "from"})
@@ -30,6 +30,7 @@ def test_slips_are_the_same_on_every_run_and_prose_is_found():
     assert slip == "prose around" and "a & b" in draft and draft != "a & b\n"
     assert prose_kept("Sure! This works:\na & b\nHope this helps\n", "works & a & b | Hope") == ["works", "Hope"]
     assert prose_kept("Sure! This works:\nworks & b\nHope this helps\n", "works & b") == []
+    assert lost("Sure:\nprocess hwere x == 1\nOK\n", "process", prose=True) == ["hwere", "x", "1"]
 
 
 def test_a_short_run_on_poetry_pep508_is_valid_by_lark(tmp_path):
