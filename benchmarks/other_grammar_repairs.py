@@ -149,7 +149,7 @@ def keywords_from_lark(parser: Any) -> frozenset[str]:
 def judge_edits(events: list[Any], text: str, keywords: frozenset[str]) -> dict[str, list[str]]:
     """What the result's repairs did to the draft's lexemes: a word made an operator or another
     keyword, a multi-character operator split, a number extended (excerpts of each)."""
-    from grammar_guide._events import Correction
+    from grammar_guide import Correction
     from grammar_guide._lexemes import LEXEME, is_word, splits_operator, word_becomes_other
 
     found: dict[str, list[str]] = {"word_to_operator": [], "splits_operator": [], "number_extended": []}

@@ -4,7 +4,7 @@ PEP 508 grammar (two of its own test texts) is valid by lark with nothing flagge
 from __future__ import annotations
 
 from benchmarks.other_grammar_repairs import judge_edits, lost, main, prose_kept, slipped
-from grammar_guide._events import Correction
+from grammar_guide import Correction
 
 KEYWORDS = frozenset({"as", "is", "from"})
 
