@@ -230,3 +230,12 @@ def test_a_target_whose_matcher_fails_is_a_target_that_could_not_write(draft, sm
     else:
         assert result.complete and not result.faithful
     assert target.asked
+
+
+def test_the_rest_of_the_draft_is_cut_and_counted_where_the_target_writes_nothing(small_sql):
+    # The text is complete at the violation, no edit fixes ``1].b`` and the target writes nothing
+    # there: the rest was left out unrecorded and the result called faithful.
+    result = gg.guide(lambda prompt: "SELECT name FROM users 1].b", small_sql, "q", _MatcherFails())
+    assert result.text.strip() == "SELECT name FROM users"
+    assert [e.text for e in result.events if isinstance(e, gg.Cut) and e.reason == "unrepaired"] == ["1].b"]
+    assert not result.faithful and result.changes.dropped == 1
