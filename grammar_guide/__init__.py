@@ -28,6 +28,7 @@ from ._errors import (
     ProviderResponseError,
     RateLimitError,
     ServerError,
+    TokenMatcherError,
 )
 from ._events import (
     Alternative,
@@ -102,6 +103,7 @@ __all__ = [
     "SyncDraft",
     "TargetModel",
     "Terminal",
+    "TokenMatcherError",
     "Violation",
     "aguide",
     "as_draft",

@@ -45,11 +45,17 @@ __all__ = [
     "ProviderResponseError",
     "RateLimitError",
     "ServerError",
+    "TokenMatcherError",
 ]
 
 
 class GrammarGuideError(Exception):
     """Base class of every error grammar-guide raises on purpose."""
+
+
+class TokenMatcherError(GrammarGuideError, RuntimeError):
+    """The target's token matcher (llguidance) failed on a text the grammar allows (``Too many
+    items (limit 500000; mask)``): the target could not write there, the guide goes on without it."""
 
 
 class GrammarError(GrammarGuideError):

@@ -428,7 +428,10 @@ class GuideLoop(TargetSteps):
             await self._finish("no edit fixes the violation and there is no target model")
             return Outcome.DONE
         if not await self._target_step("violation"):
-            await self._finish("the target wrote nothing at the violation")
+            # The rest of the draft is left out (the text may already be complete), and says so.
+            why = "the target wrote nothing at the violation"
+            self.emit(Cut(len(self.checker.text), rejected, self._left_out(rejected), rnd.index, detail=why))
+            await self._finish(why)
             return Outcome.DONE
         return Outcome.REPAIRED
 

@@ -309,10 +309,22 @@ def another_answer_cut(checker: Checker, evidence: str, floor: int) -> Cut | Non
         if is_word_char(text[at - 1 : at]) and is_word_char(rest[:1]):
             continue  # one word the draft wrote (JSON's '0123'), not a second answer glued to the first
         fresh = _answer_read(checker.grammar, rest)
-        if fresh and not _joinable(checker, at, rest, fresh):
+        if fresh and _begins_apart(checker, text[:at], rest) and not _joinable(checker, at, rest, fresh):
             end = _answer_end(checker, at, floor)
             return Cut(end, "another answer", end)
     return None
+
+
+def _begins_apart(checker: Checker, before: str, rest: str) -> bool:
+    """Whether ``rest`` stands apart from the text as a new answer: on a line of its own, or
+    beginning with a keyword of the grammar (``SELECT``); a name that runs on from a complete
+    text on its line (eql's ``process hwere x == 1``, ``hwere`` read as the next query's event
+    type) is the draft's answer going on, not a second one."""
+    lead = checker.grammar.ignored_text.match(rest)
+    skip = lead.end() if lead else 0
+    word = _WORD_HEAD.match(rest[skip:])
+    gap = before[len(before.rstrip()) :] + rest[:skip]
+    return "\n" in gap or (word is not None and word.group().lower() in grammar_keywords(checker))
 
 
 _JOINERS = ("\n", ";", ",")  # separators that may join a second part on to a complete text

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Literal
 from . import _repair as repair
 from ._checker import Checker
 from ._complete import closing_brackets, open_brackets, shortest_close, shortest_completion
-from ._errors import ExhaustedReason, GuideExhausted
+from ._errors import ExhaustedReason, GuideExhausted, TokenMatcherError
 from ._events import Correction, CorrectionReason, Cut, Event, GuideStats
 from ._grammar import Grammar
 from ._limits import GuideLimits
@@ -115,15 +115,21 @@ class TargetSteps:
             return None
         text = self.checker.text
         started = time.perf_counter()
-        continuation = await target.acontinue_text(
-            self.prompt,
-            text,
-            self.grammar,
-            max_new_tokens=max_new_tokens,
-            finish=finish,
-            min_terminals=min_terminals,
-            on_text=self.on_target_text,
-        )
+        try:
+            continuation = await target.acontinue_text(
+                self.prompt,
+                text,
+                self.grammar,
+                max_new_tokens=max_new_tokens,
+                finish=finish,
+                min_terminals=min_terminals,
+                on_text=self.on_target_text,
+            )
+        except TokenMatcherError:
+            # Its matcher failed here (``Too many items``): the target writes nothing, as where it
+            # could not; the guide goes on as it would without one (a close, a cut, a refusal).
+            self.stats.target_seconds += time.perf_counter() - started
+            return None
         stats = self.stats
         stats.target_seconds += time.perf_counter() - started
         stats.target_tokens += continuation.sampled_tokens + continuation.healed_tokens

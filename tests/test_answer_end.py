@@ -143,3 +143,35 @@ def test_a_part_a_separator_would_join_is_not_another_answer() -> None:
     # Whatever the repair, what it leaves out is recorded: never a silent, faithful drop.
     assert "timeout = 5" in result.text or (not result.faithful and result.changes.dropped)
     assert "retries = 1" in result.text and "retries = 10" not in result.text
+
+
+_PIPES = gg.Grammar.from_lark(
+    r"""
+start: query ("|" pipe)*
+query: NAME ("where" expr)?
+pipe: NAME NUMBER?
+expr: NAME "==" STRING
+NAME: /[a-z_]+/
+NUMBER: /[0-9]+/
+STRING: /"[^"]*"/
+%ignore /[ \n]+/
+""",
+    "start",
+    name="pipes",
+)
+
+
+def test_a_name_running_on_from_a_complete_text_is_not_another_answer() -> None:
+    # ``hwere`` (a slip of ``where``) reads as the name that begins a new query; cut as another
+    # answer, the draft's condition was lost with the result still called faithful.
+    result = guided(_PIPES, 'process hwere name == "a"')
+    assert not cut_texts(result, "another answer")
+    assert result.text == 'process where name == "a"'
+    assert not result.faithful
+
+
+def test_a_new_line_still_begins_another_answer() -> None:
+    result = guided(_PIPES, 'process where name == "a"\nfile where name == "b"')
+    assert result.text.strip() == 'process where name == "a"'
+    assert result.faithful
+    assert result.changes.other_answers == 1

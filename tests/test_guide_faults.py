@@ -200,3 +200,42 @@ def test_timeout_abandons_a_blocking_sync_draft(small_sql):
     finally:
         release.set()
     assert waited < 10  # not the 30 s of the call: the worker thread is abandoned, not joined
+
+
+class _MatcherFails:
+    """A target whose token matcher fails wherever it is asked to write (llguidance's ``Too many
+    items (limit 500000; mask)``, which a real grammar meets only on long texts)."""
+
+    def __init__(self):
+        self.asked = 0
+
+    async def acontinue_text(self, *args, **kwargs):
+        self.asked += 1
+        raise gg.TokenMatcherError("the token matcher failed: Too many items (limit 500000; mask)")
+
+    async def alog_likelihoods(self, prompt, texts):
+        return [0.0 for _ in texts]
+
+    def count_tokens(self, text):
+        return len(text.split())
+
+
+@pytest.mark.parametrize("draft", ["I do not know.", "SELECT"])  # the target is asked to write
+def test_a_target_whose_matcher_fails_is_a_target_that_could_not_write(draft, small_sql):
+    target = _MatcherFails()
+    try:
+        result = gg.guide(lambda prompt: draft, small_sql, "q", target, max_draft_calls=2)
+    except gg.GuideExhausted as exhausted:  # the loop's usual refusal, with its reason
+        assert exhausted.reason and not exhausted.result.complete
+    else:
+        assert result.complete and not result.faithful
+    assert target.asked
+
+
+def test_the_rest_of_the_draft_is_cut_and_counted_where_the_target_writes_nothing(small_sql):
+    # The text is complete at the violation, no edit fixes ``1].b`` and the target writes nothing
+    # there: the rest was left out unrecorded and the result called faithful.
+    result = gg.guide(lambda prompt: "SELECT name FROM users 1].b", small_sql, "q", _MatcherFails())
+    assert result.text.strip() == "SELECT name FROM users"
+    assert [e.text for e in result.events if isinstance(e, gg.Cut) and e.reason == "unrepaired"] == ["1].b"]
+    assert not result.faithful and result.changes.dropped == 1

@@ -22,6 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from .._errors import TokenMatcherError
 from .choosing import alternatives, choose, own_choice
 from .healing import healing_mask
 from .token_guards import DEAD_END_CANDIDATES, DeadEndProbe, TokenRuns, repeats
@@ -291,7 +292,7 @@ class Decoding:
         """Append the chosen token; the stop reason, if it ends the continuation."""
         piece = self.lm.token_bytes[token]
         if not self.matcher.consume_token(token):
-            raise RuntimeError(f"matcher refused an allowed token {token}: {self.matcher.get_error()}")
+            raise TokenMatcherError(f"matcher refused an allowed token {token}: {self.matcher.get_error()}")
         self.new.append(token)
         self.runs = self.runs.then(piece)
         if self.stream is not None:

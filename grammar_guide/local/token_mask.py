@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 from typing import TYPE_CHECKING
 
-from .._errors import GrammarError
+from .._errors import GrammarError, TokenMatcherError
 
 if TYPE_CHECKING:
     import llguidance as llg
@@ -59,7 +59,7 @@ def token_mask(lm: LoadedModel, matcher: llg.LLMatcher) -> torch.Tensor:
     bits = matcher.compute_bitmask()
     if matcher.is_error():
         # Its mask would allow only EOS: an incomplete text would look finished.
-        raise RuntimeError(f"the token matcher failed: {matcher.get_error().splitlines()[0]}")
+        raise TokenMatcherError(f"the token matcher failed: {matcher.get_error().splitlines()[0]}")
     return bitmask_to_bool(bits, lm.n_vocab, lm.device)
 
 
