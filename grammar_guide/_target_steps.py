@@ -19,6 +19,7 @@ from ._errors import ExhaustedReason, GuideExhausted, TokenMatcherError
 from ._events import Correction, CorrectionReason, Cut, Event, GuideStats
 from ._grammar import Grammar
 from ._limits import GuideLimits
+from ._loops import text_repeats
 from ._text import QUOTES, is_word_char
 from ._trace import GuideResult
 
@@ -177,9 +178,10 @@ class TargetSteps:
         has_target = await self._get_target() is not None
         if closing is None and has_target:
             start = len(self.checker.text)
+            looped = False
             if self.checker.text.strip() and self.grammar.captured_grammar is not None:
-                closing = await self._write_to_close(why)
-            if closing is None:
+                closing, looped = await self._write_to_close(why)
+            if closing is None and not looped:
                 # An empty text, or steps that did not reach a close: the target writes to the end.
                 await self._target_step("finish", finish=True, detail=why)
             if closing is None:
@@ -354,12 +356,14 @@ class TargetSteps:
                 return end
         return None
 
-    async def _write_to_close(self, why: str) -> str | None:
+    async def _write_to_close(self, why: str) -> tuple[str | None, bool]:
         """The target writes on a terminal at a time, within ``finish_tokens``, until a few marks
         close the text (``shortest_close``) at the earliest point of what it wrote; that close
         (the text taken back to that point), or ``None`` when its budget ran out first. A step
         that ends inside a terminal at its token limit (a model repeating itself in one name)
-        is taken back, and the target stops; one that adds only white space is followed by a
+        is taken back, and the target stops, as is one that ends the text in a loop
+        (``_loops``: a unit written a fourth time in a row; then ``True`` is returned with the
+        close, and the target writes no more); one that adds only white space is followed by a
         longer one."""
         start = len(self.checker.text)
         closing = shortest_close(self.checker)
@@ -367,6 +371,7 @@ class TargetSteps:
         first: Continuation | None = None
         tokens = 0
         terminals = 1
+        looped = False
         while closing is None and budget > 0 and terminals <= _MAX_STEP_TERMINALS:
             step_start = len(self.checker.text)
             step = await self._target_writes(
@@ -375,7 +380,8 @@ class TargetSteps:
             if step is None:
                 break
             budget -= max(step.tokens, 1)
-            if step.stop_reason == "max_new_tokens":
+            looped = step.stop_reason == "repeats" or self._loops(step)
+            if looped or step.stop_reason == "max_new_tokens":
                 self.checker.rollback_chars(step_start)
                 break
             first = first or step
@@ -384,7 +390,12 @@ class TargetSteps:
             closing = self._earliest_close(step_start)
         if first is not None and len(self.checker.text) > start:
             self._emit_target(start, first, self.checker.text[start:], "finish", why, tokens)
-        return closing
+        return closing, looped
+
+    def _loops(self, step: Continuation) -> bool:
+        """Whether the target's step ends the text in a loop (``_loops.text_repeats``): across
+        steps, each a terminal or two, as within one."""
+        return bool(step.text.strip()) and text_repeats(self.checker.text[-256:].encode("utf-8"))
 
     def _earliest_close(self, start: int) -> str | None:
         """Whether a few marks close the text where the target's step ended: at its end (not after

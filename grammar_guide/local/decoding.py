@@ -10,8 +10,8 @@ A ``Decoding`` starts from the matcher at the start of the grammar and the given
    the alternatives;
 3. guard: a token that repeats a unit, runs a number or name on, or leads into a dead end is
    chosen again (``token_guards``);
-4. stop checks: EOS, a complete text the model leaves, whole terminals written, nothing can
-   follow, the token budget;
+4. stop checks: EOS, a token that would end the text in a loop (``_loops``), a complete text
+   the model leaves, whole terminals written, nothing can follow, the token budget;
 5. text streaming: the new whole characters go to ``on_text``.
 """
 
@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from .._errors import TokenMatcherError
+from .._loops import text_repeats
 from .choosing import alternatives, choose, own_choice
 from .healing import healing_mask
 from .token_guards import DEAD_END_CANDIDATES, DeadEndProbe, TokenRuns, repeats
@@ -180,6 +181,9 @@ class Decoding:
                 if self._ends_text(token, accepting):
                     self.stop_reason = "eos"
                     break
+                if self._loops(token):
+                    self.stop_reason = "repeats"
+                    break
                 reason = self._write(token)
             if reason:
                 self.stop_reason = reason
@@ -287,6 +291,17 @@ class Decoding:
         if token in self.lm.eos_token_ids:
             return True
         return self.rule.finish and accepting and not self.lm.token_bytes[token].strip()
+
+    def _loops(self, token: int) -> bool:
+        """Whether writing ``token`` ends the text in a loop (``_loops.text_repeats``): the
+        given text's end counts too, where the target wrote before in steps."""
+        if self.pending:
+            return False
+        token_bytes = self.lm.token_bytes
+        data = b"".join(token_bytes[t] for t in [*self.new[-64:], token])
+        if len(self.new) <= 64:
+            data = self.given[-256:] + data
+        return text_repeats(data)
 
     def _write(self, token: int) -> str | None:
         """Append the chosen token; the stop reason, if it ends the continuation."""

@@ -13,9 +13,10 @@ the guard allows, still under the grammar's mask):
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
+
+from .._loops import TEXT_COPIES, TEXT_UNIT, text_repeats
 
 if TYPE_CHECKING:
     import torch
@@ -40,11 +41,6 @@ __all__ = [
 
 #: A unit of 1, 2 or 3 tokens (not white space) is written at most this many times in a row.
 MAX_REPEATS = {1: 6, 2: 4, 3: 4}
-#: A longer unit of text, white space aside, is written at most this many times in a row: a call
-#: nested in itself (`` (Date.dayOfWeek`` over and over, its spacing varied: issue 28).
-TEXT_UNIT = (6, 48)
-TEXT_COPIES = 3
-_SPACE = re.compile(rb"\s+")
 #: The longest run of digits, and of word characters, that the target writes before it must end it.
 MAX_DIGITS = 20
 MAX_WORD = 48
@@ -65,19 +61,6 @@ def repeats(new: list[int], token: int, token_bytes: list[bytes]) -> bool:
             and all(tail[i] == tail[i - period] for i in range(period, len(tail)))
             and b"".join(token_bytes[t] for t in tail[-period:]).strip()
         ):
-            return True
-    return text_repeats(b"".join(token_bytes[t] for t in [*new[-64:], token]))
-
-
-def text_repeats(data: bytes) -> bool:
-    """Whether ``data``, white space aside, ends in a unit of ``TEXT_UNIT`` bytes written once
-    more than ``TEXT_COPIES`` allows."""
-    text = _SPACE.sub(b"", data)
-    copies = TEXT_COPIES + 1
-    shortest, longest = TEXT_UNIT
-    for unit in range(shortest, min(longest, len(text) // copies) + 1):
-        tail = text[-unit * copies :]
-        if tail == tail[:unit] * copies:
             return True
     return False
 
