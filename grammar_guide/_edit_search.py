@@ -18,6 +18,7 @@ Comment: I'm``); the stray quote that would open it may be dropped instead.
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
@@ -473,7 +474,7 @@ _PHRASE_REACH = 12  # the most lexemes a repeated phrase may have
 def _repeated_run(before: str, rest: str) -> int:
     """How many characters of ``rest`` (from its start, with the white space after them) repeat
     the lexemes that end ``before``, case aside; 0 where fewer than two do."""
-    ahead = list(LEXEME.finditer(rest))[:_PHRASE_REACH]
+    ahead = list(itertools.islice(LEXEME.finditer(rest), _PHRASE_REACH))  # (the evidence may be long)
     if not ahead or ahead[0].start() != 0:
         return 0
     behind = [m.group().lower() for m in LEXEME.finditer(before)][-_PHRASE_REACH:]

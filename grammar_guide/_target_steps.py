@@ -187,9 +187,7 @@ class TargetSteps:
             if closing is None:
                 closing = self._completion_or_cut(start)
         if closing:
-            offset = len(self.checker.text)
-            self.checker.feed(closing)
-            self.emit(Correction(offset, closing, "completion", "finish", detail=why))
+            self._write_close(closing, why)
         if not self.checker.is_complete and not has_target:
             self._close_checked(why)
         if not self.checker.is_complete:
@@ -209,9 +207,13 @@ class TargetSteps:
             return
         closing = shortest_close(self.checker, **_WIDE_CLOSE)
         if closing:
-            offset = len(self.checker.text)
-            self.checker.feed(closing)
-            self.emit(Correction(offset, closing, "completion", "finish", detail=why))
+            self._write_close(closing, why)
+
+    def _write_close(self, closing: str, why: str) -> None:
+        """``closing`` written at the text's end, recorded as the finish's completion."""
+        offset = len(self.checker.text)
+        self.checker.feed(closing)
+        self.emit(Correction(offset, closing, "completion", "finish", detail=why))
 
     def _unaided_reason(self) -> ExhaustedReason:
         """Why, without a target, the text was not completed (``ExhaustedReason``)."""

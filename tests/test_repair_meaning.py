@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from grammar_guide import Cut, Grammar, guide
+from grammar_guide import Cut, Grammar, GuideResult, guide
 from grammar_guide._engine_limits import sqlite_limit
 from tests.support import sqlite_oracle
 
@@ -13,6 +13,11 @@ from tests.support import sqlite_oracle
 @pytest.fixture(scope="module")
 def sqlite() -> Grammar:
     return Grammar.builtin("sqlite")
+
+
+def _guided(sqlite: Grammar, draft: str) -> GuideResult:
+    """``draft`` guided as a black-box answer, no target."""
+    return guide(lambda prompt: draft, sqlite, "q", target=False)
 
 
 def _nested_in(depth: int) -> str:
@@ -40,7 +45,7 @@ def test_a_cut_off_answer_nested_past_sqlites_parser_stack_is_taken_back_until_s
     draft = "SELECT a FROM t WHERE a IN (" + "SELECT a FROM t WHERE b = 1 UNION SELECT a FROM t WHERE a IN (" * 12
     draft += "SELECT a FR"
     assert sqlite.is_complete(draft[: draft.rindex(" UNION")] + ")" * 12)  # the grammar alone takes that
-    result = guide(lambda prompt: draft, sqlite, "q", target=False)
+    result = _guided(sqlite, draft)
     assert sqlite_oracle.check_one_statement(result.text).valid, result.text
     limits = [e for e in result.events if isinstance(e, Cut) and e.reason == "limit"]
     assert len(limits) == 1 and "parser stack overflow" in limits[0].detail
@@ -51,7 +56,7 @@ def test_a_mark_between_two_words_is_the_one_the_draft_writes_after_the_first(sq
     # ``T2 Teacher_ID`` lacks a mark; ``T2, Teacher_ID`` (a second table) reads as far as
     # ``T2.Teacher_ID``, but the draft writes ``T2.`` before: the column is meant.
     draft = "SELECT T2.Name FROM a AS T1 JOIN teacher AS T2 ON T1.teacher_ID = T2 Teacher_ID WHERE T1.course = 'Math'"
-    result = guide(lambda prompt: draft, sqlite, "q", target=False)
+    result = _guided(sqlite, draft)
     assert " ".join(result.text.replace(".", " . ").split()).count("T2 . Teacher_ID") == 1, result.text
     assert "T2," not in result.text
 
@@ -60,7 +65,7 @@ def test_a_clause_written_again_with_a_new_word_is_read_once_with_the_word(sqlit
     # ``FROM Singer ORDER BY age`` written twice, the second time with ``DESC``: the repeat is
     # dropped (no lexeme of the draft's meaning lost), ``DESC`` kept.
     draft = "SELECT Name FROM Singer ORDER BY age FROM Singer ORDER BY age DESC"
-    result = guide(lambda prompt: draft, sqlite, "q", target=False)
+    result = _guided(sqlite, draft)
     assert result.text == "SELECT Name FROM Singer ORDER BY age DESC"
     assert any(getattr(e, "rule", None) == "repeat" for e in result.events)
     assert result.faithful
@@ -84,7 +89,7 @@ def test_a_clause_written_again_with_a_new_word_is_read_once_with_the_word(sqlit
 def test_a_chain_of_second_wheres_is_joined_by_taking_back_the_loops_own_rewrite(
     sqlite: Grammar, draft: str, meant: str
 ) -> None:
-    result = guide(lambda prompt: draft, sqlite, "q", target=False)
+    result = _guided(sqlite, draft)
     assert result.text == meant
     assert sqlite_oracle.check_one_statement(result.text).label is not sqlite_oracle.Label.INVALID
 
@@ -103,7 +108,7 @@ def test_an_answer_cut_off_after_a_qualifier_takes_it_back_with_its_operator(
     sqlite: Grammar, draft: str, meant: str
 ) -> None:
     # ``OR T2.`` cut off by the model's budget: ``OR T2`` would make the table alias a column.
-    result = guide(lambda prompt: draft, sqlite, "q", target=False)
+    result = _guided(sqlite, draft)
     assert result.text == meant
     cuts = [e for e in result.events if isinstance(e, Cut) and e.reason == "unfinished"]
     assert [c.text.split() for c in cuts] == [draft[len(meant.rstrip(")")) :].split()]
@@ -113,6 +118,6 @@ def test_a_qualifier_too_far_back_to_take_whole_is_taken_back_alone(sqlite: Gram
     # ``= (SELECT T2.``: no close within the finish's reach once the name is kept whole, so the
     # ``.`` alone is taken back, as before, and the text is closed (never left unclosed).
     draft = "SELECT a FROM t WHERE b = (SELECT c FROM u AS T2 WHERE T2.d = (SELECT T2."
-    result = guide(lambda prompt: draft, sqlite, "q", target=False)
+    result = _guided(sqlite, draft)
     assert result.text == "SELECT a FROM t WHERE b = (SELECT c FROM u AS T2 WHERE T2.d = (SELECT T2))"
     assert sqlite_oracle.check_one_statement(result.text).label is not sqlite_oracle.Label.INVALID
