@@ -35,7 +35,7 @@ __all__ = [
 PREAMBLE_LIMIT = 2000
 """Characters of prose read before the answer before giving up on finding one."""
 
-_FENCE = re.compile(r"\n[ \t]*```(?![ \t]*[A-Za-z])")
+_FENCE = re.compile(r"\n[ \t]*```(?P<tag>[ \t]*[A-Za-z])?")
 _FENCE_LINE = re.compile(r"(?m)(?:^|(?<=[ \t:!?.]))[ \t]*```[\w+-]*[ \t]*(?:\n|(?=[\[{]))")
 _BLANK_LINE = re.compile(r"\n[ \t]*\n")
 _SENTENCE = re.compile(r"[ \t\n]*[A-Z][a-z]+(?:[ \t]+[a-z][\w'’]*){2}")
@@ -172,14 +172,19 @@ class AnswerReader:
 def closing_fence(raw: str, answer_started: bool) -> int:
     """Where a code fence that closes an answer starts in ``raw``, or -1.
 
-    A fence with a language tag opens; a bare fence at a line start closes when an earlier fence
-    (anywhere in a line: "Sure! ```sql") opened and answer lines came between, or when no fence
-    opened and the answer had already started."""
+    A bare fence at a line start closes when an earlier fence (anywhere in a line: "Sure!
+    ```sql") opened and answer lines came between, or when no fence opened and the answer had
+    already started. A fence with a language tag opens, unless answer lines came before it (since
+    the last fence) on those terms: then it ends them (``SELECT a FROM t\n```sql\n\nThis query``,
+    a model that tags its closing fence or opens a second block)."""
     for match in _FENCE.finditer(raw):
         lines = raw[: match.start()].split("\n")
         fence_lines = [i for i, line in enumerate(lines) if "```" in line]
+        answered = any(line.strip() for line in lines[fence_lines[-1] + 1 if fence_lines else 0 :])
+        if match.group("tag") and not answered:
+            continue
         if fence_lines:
-            if any(line.strip() for line in lines[fence_lines[-1] + 1 :]):
+            if answered:
                 return match.start()
         elif answer_started:
             return match.start()

@@ -49,6 +49,10 @@ def test_a_closing_fence_ends_the_answer_but_an_opening_one_does_not() -> None:
     assert stopped and text == "```sql\nSELECT 1"
     assert closing_fence("```sql\nSELECT 1\n```", True) == len("```sql\nSELECT 1")
     assert closing_fence("\n```sql\n", True) == -1  # a language tag opens
+    # ... unless the answer's lines came before it: a tagged closing fence, or a second block.
+    assert closing_fence("SELECT 1\n```sql\n\nThis query", True) == len("SELECT 1")
+    assert closing_fence("```sql\nSELECT 1\n```sql\n", False) == len("```sql\nSELECT 1")
+    assert closing_fence("```sql\n```sql\nSELECT 1", False) == -1
     assert closing_fence("SELECT 1\n```", False) == -1  # no answer yet, no fence opened
 
 
