@@ -638,8 +638,15 @@ _STEPS = (
 )
 
 
+#: A word in title case, a space and an open bracket: a name's bracketed part may follow
+#: (``Enrollment (Ages 5-17)``); a call is written ``MAX (``, ``max (``.
+_TITLED_BEFORE_BRACKET = re.compile(r"\b[A-Z][a-z][A-Za-z]* \($")
+
+
 def _name_starts(text: str, floor: int) -> list[int]:
-    """Where the last two words of ``text`` start (a name with spaces may begin there)."""
+    """Where the last two words of ``text`` start (a name with spaces may begin there), a word in
+    title case before an open bracket counted as the one before the word after it
+    (``Enrollment (Ages``)."""
     starts = []
     end = len(text.rstrip(" "))
     for _ in range(2):
@@ -648,7 +655,9 @@ def _name_starts(text: str, floor: int) -> list[int]:
             break
         starts.append(start)
         end = run_start(text, start, lambda ch: ch == " ")
-        if end == start:
+        if end == start and _TITLED_BEFORE_BRACKET.search(text[:start]):
+            end = start - 2  # 'Enrollment (Ages': the word before a bracketed part of a name
+        elif end == start:
             break
     return starts
 
