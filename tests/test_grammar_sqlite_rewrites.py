@@ -70,6 +70,14 @@ def rewrite(text: str) -> str:
             "SELECT CAST(strftime('%f', '2012-05-06 10:11:12.5') AS REAL)",
             12.5,
         ),
+        # PostgreSQL's age in years: AGE's interval counts whole years (a birthday not yet reached
+        # this year is not one; 29 February is reached on 1 March), from b to a or to today.
+        (
+            "SELECT EXTRACT(YEAR FROM AGE('2026-11-26', '1990-12-31'))",
+            "SELECT (strftime('%Y', '2026-11-26') - strftime('%Y', '1990-12-31') - "
+            "(strftime('%m-%d %H:%M:%f', '2026-11-26') < strftime('%m-%d %H:%M:%f', '1990-12-31')))",
+            35,
+        ),
         # PostgreSQL interval arithmetic (where SQLite's parser rejects it: in a select list
         # "d + INTERVAL '1 day'" is valid, a column INTERVAL with a string alias).
         (
@@ -371,6 +379,25 @@ def test_each_rewrite_means_what_the_slip_meant(slip: str, meant: str, value: ob
 
 
 @pytest.mark.parametrize(
+    ("slip", "years"),
+    [
+        ("SELECT EXTRACT(YEAR FROM AGE(date('2026-12-31'), '1990-12-31'))", 36),
+        ("SELECT EXTRACT(YEAR FROM AGE('2025-02-28', '2000-02-29'))", 24),
+        ("SELECT EXTRACT(YEAR FROM AGE('2025-03-01', '2000-02-29'))", 25),
+        ("SELECT EXTRACT(YEAR FROM AGE('2026-12-31 10:00', '1990-12-31 11:00'))", 35),
+        ("SELECT EXTRACT(YEAR FROM AGE(CURRENT_DATE, date('now', 'start of year', '-3 years')))", 3),
+        ("SELECT EXTRACT(YEAR FROM AGE(date('now', '-3 years', '+1 day')))", 2),  # AGE(x): to today
+        ("SELECT EXTRACT(YEAR FROM AGE(NOW(), date('now', 'start of year', '-3 years')))", 3),
+    ],
+)
+def test_an_age_in_years_counts_whole_years(slip: str, years: int) -> None:
+    """PostgreSQL's EXTRACT(YEAR FROM AGE(...)), as PostgreSQL's interval counts them."""
+    assert not SQLITE.is_complete(slip)
+    with sqlite3.connect(":memory:") as db:
+        assert db.execute(rewrite(slip)).fetchone()[0] == years
+
+
+@pytest.mark.parametrize(
     "text",
     [
         "SELECT TOP 5 a FROM t LIMIT 3",  # which limit was meant?
@@ -378,7 +405,7 @@ def test_each_rewrite_means_what_the_slip_meant(slip: str, meant: str, value: ob
         "SELECT TOP 2 a FROM t UNION SELECT b FROM u",  # a limit at the end would limit the union
         "SELECT x::regclass",  # no SQLite meaning
         "SELECT 't'::boolean",  # CAST('t' AS boolean) is 0 in SQLite
-        "SELECT EXTRACT(YEAR FROM AGE(CURRENT_DATE, d))",  # the years of an interval
+        "SELECT EXTRACT(MONTH FROM AGE(CURRENT_DATE, d))",  # the months of an interval
         "SELECT EXTRACT(EPOCH FROM d)",
         "SELECT RIGHT(s, 0)",  # substr(s, -0) would be the whole string
         "SELECT SUBSTRING(s FROM -1 FOR 3)",  # a start below 1 counts differently in SQLite
