@@ -37,6 +37,17 @@ def rewrite(text: str) -> str:
             0.5,
         ),
         ("SELECT '42'::int + 1", "SELECT CAST('42' AS int) + 1", 43),
+        # A quoted name, and a bracket of more than three levels (a subquery's own subqueries).
+        (
+            "SELECT `a b`::FLOAT / 2 FROM (SELECT 3 AS `a b`)",
+            "SELECT CAST(`a b` AS FLOAT) / 2 FROM (SELECT 3 AS `a b`)",
+            1.5,
+        ),
+        (
+            "SELECT ((SELECT COUNT(*) FROM (SELECT 1 WHERE 1 IN (SELECT (1)))))::numeric / 2",
+            "SELECT CAST(((SELECT COUNT(*) FROM (SELECT 1 WHERE 1 IN (SELECT (1))))) AS REAL) / 2",
+            0.5,
+        ),
         ("SELECT 7::varchar(10)", "SELECT CAST(7 AS varchar(10))", "7"),
         # numeric: SQLite's NUMERIC would make 3 / 2 an integer division.
         ("SELECT 3::numeric / 2", "SELECT CAST(3 AS REAL) / 2", 1.5),
