@@ -963,10 +963,16 @@ _MAX_NAME_PARTS = 6
 _CODE_IDENTIFIER = re.compile(r"[\d_]")
 
 
+#: After a name's bracketed part, a word in title case that goes on with the name
+#: (``Percent (%) Eligible Free (K-12)``).
+_TITLED_WORD_NEXT = re.compile(r" [A-Z][a-z]")
+
+
 def names_with_spaces(draft: str, keywords: frozenset[str]) -> list[tuple[str, int]]:
     """Names of two or more parts written without their quotes at the start of ``draft``
     (``Free Meal Count (K-12)``, ``Max Number of Times``), shortest first, each with what quoting
-    it whole costs: a word, then words or one bracketed part, each after one space. A word written
+    it whole costs: a word, then words or bracketed parts, each after one space (a bracketed part
+    ends the name unless a word in title case follows it). A word written
     as code names are (a digit or an underscore in it: ``T2 Teacher_ID``), or called (``AVG
     COUNT(*)``), is no part of one. A keyword is
     no part of a name (``People_ID IN SELECT`` is not one), except a small word within a name in
@@ -994,8 +1000,8 @@ def names_with_spaces(draft: str, keywords: frozenset[str]) -> list[tuple[str, i
         if len(parts) > 1 and parts[-1].lower() not in keywords:
             lexemes = 0 if titled or parts[-1][0] == "(" else 1
             names.append((draft[:end], _cost(lexemes, 3)))
-        if part.group()[0] == "(":
-            break
+        if part.group()[0] == "(" and not _TITLED_WORD_NEXT.match(draft, end):
+            break  # a bracketed part ends a name, unless a word in title case goes on with it
     return names
 
 

@@ -218,6 +218,11 @@ def test_a_config_value_is_not_extended_to_finish() -> None:
         # The bracket read as a call's: the name is quoted from the word before it ('(Ages, 5-17)').
         ("SELECT SUM(Enrollment (Ages 5-17)) FROM frpm", 'SELECT SUM("Enrollment (Ages 5-17)") FROM frpm'),
         ("SELECT max (a b) FROM t", "SELECT max (a, b) FROM t"),  # a call's bracket: no name's part
+        # Words in title case go on with a name after its bracketed part ('"Percent (%)" "Eligible ...').
+        (
+            "SELECT MAX(Percent (%) Eligible Free (Ages 5-17)) FROM frpm",
+            'SELECT MAX("Percent (%) Eligible Free (Ages 5-17)") FROM frpm',
+        ),
         # A subquery after IN gets its brackets ('NOT People_ID ; SELECT' before).
         (
             "SELECT Name FROM people WHERE NOT People_ID IN SELECT People_ID FROM poker_PLAYER",
