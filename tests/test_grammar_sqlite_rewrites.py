@@ -373,6 +373,12 @@ def rewrite(text: str) -> str:
             "AND v < 3 GROUP BY k",
             1,
         ),
+        # A bracketed subquery written without its SELECT (an aggregate, then FROM).
+        (
+            "SELECT (COUNT(*) FROM (SELECT 1 UNION ALL SELECT 2)) - (SUM(x) FROM (SELECT 1 AS x)) AS d",
+            "SELECT (SELECT COUNT(*) FROM (SELECT 1 UNION ALL SELECT 2)) - (SELECT SUM(x) FROM (SELECT 1 AS x)) AS d",
+            1,
+        ),
         # An alias's dot left out between it and its column (an alias is a letter and digits).
         (
             "SELECT T2.b FROM (SELECT 1 AS a) AS T1 JOIN (SELECT 1 AS a, 5 AS b) AS T2 ON T1.a = T2 a",
@@ -418,6 +424,7 @@ def test_an_age_in_years_counts_whole_years(slip: str, years: int) -> None:
         "SELECT 't'::boolean",  # CAST('t' AS boolean) is 0 in SQLite
         "SELECT EXTRACT(MONTH FROM AGE(CURRENT_DATE, d))",  # the months of an interval
         "SELECT EXTRACT(EPOCH FROM d)",
+        "SELECT DIVIDE(COUNT(a) FROM t WHERE b), 2)",  # a call's bracket: which bracket holds the subquery?
         "SELECT RIGHT(s, 0)",  # substr(s, -0) would be the whole string
         "SELECT SUBSTRING(s FROM -1 FOR 3)",  # a start below 1 counts differently in SQLite
         "SELECT 'C:\\' || name FROM t",  # valid SQLite: a backslash is a character
