@@ -89,7 +89,9 @@ class AnswerReader:
 
     def _unescape(self, text: str, final: bool) -> str:
         """Undo chat formatting that is not the answer: a backtick pair around it
-        (`` `SELECT 1` ``) and Markdown's ``\\_`` and ``\\*`` outside quotes (``e.event\\_name``).
+        (`` `SELECT 1` ``) and Markdown's ``\\_`` and ``\\*`` outside quotes (``e.event\\_name``), and
+        inside them once one outside was undone (Markdown escaped the whole answer), in a string that is
+        no LIKE pattern (no ``%``: in ``'a\\_%'`` the escape may be MySQL's for a literal ``_``).
         A backslash at the end of a chunk waits for the next."""
         text = self._drop_ticks(text, final)
         if self._backslash:
@@ -103,6 +105,10 @@ class AnswerReader:
             elif self._quote:
                 if ch == self._quote:
                     self._quote = ""
+                elif ch == "\\" and self.unescaped and _escape_in_plain_string(text, i, self._quote):
+                    self.unescaped += 1  # the answer's Markdown escapes its strings too ('TR004\\_8')
+                    i += 1
+                    continue
                 elif ch == "\\":
                     out.append(text[i : i + 2])
                     i += 2
@@ -167,6 +173,13 @@ class AnswerReader:
         hold = min(max((partial_match(raw, m) for m in markers), default=0), len(pending))
         self.held = pending[len(pending) - hold :]
         return pending[: len(pending) - hold], False
+
+
+def _escape_in_plain_string(text: str, i: int, quote: str) -> bool:
+    """Whether the backslash at ``text[i]`` escapes ``_`` or ``*`` in a string (opened by ``quote``
+    in ``text``, closed after it) that has no ``%``: no LIKE pattern, where it may be the query's."""
+    start, end = text.rfind(quote, 0, i), text.find(quote, i + 2)
+    return text[i + 1 : i + 2] in ("_", "*") and start >= 0 and end >= 0 and "%" not in text[start:end]
 
 
 def closing_fence(raw: str, answer_started: bool) -> int:

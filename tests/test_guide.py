@@ -603,10 +603,11 @@ def test_a_prose_answer_is_not_made_into_a_json_literal(json_grammar):
 
 
 def test_the_least_edit_may_lie_before_the_violation():
-    draft = "SELECT (COUNT(*) FROM t WHERE a = 1) - (COUNT(*) FROM t WHERE a = 2)"
+    # (An aggregate's, '(COUNT(*) FROM t', is a rewrite of the grammar's: a call that is none here.)
+    draft = "SELECT (length(a) FROM t WHERE a = 1) - (length(a) FROM t WHERE a = 2)"
     result = run(lambda prompt: draft, "sqlite")
-    assert result.text == "SELECT (SELECT COUNT(*) FROM t WHERE a = 1) - (SELECT COUNT(*) FROM t WHERE a = 2)"
-    assert [c.detail for c in corrections(result)] == ["inserted 'SELECT'", "inserted 'SELECT'"]
+    assert result.text == "SELECT (select length(a) FROM t WHERE a = 1) - (select length(a) FROM t WHERE a = 2)"
+    assert [c.detail for c in corrections(result)] == ["inserted 'select'", "inserted 'select'"]
 
 
 def test_a_misspelt_keyword_read_as_an_alias_is_repaired_not_truncated():
@@ -638,6 +639,16 @@ def test_markdown_escapes_are_undone_before_checking_and_recorded():
     assert result.stats.corrections == 0
     (cut,) = [e for e in result.events if isinstance(e, Cut) and e.reason == "formatting"]
     assert cut.text == "\\\\\\" and "3 Markdown escapes" in cut.detail
+
+
+def test_markdown_escapes_in_a_string_that_is_no_like_pattern_are_undone_too():
+    """Once the answer's Markdown escapes were undone outside quotes, a string's are Markdown's too
+    ('TR004\\_8' is the id TR004_8); a LIKE pattern's (a '%' in it) may be the query's."""
+    draft = "SELECT a\\_b FROM t WHERE c = 'TR004\\_8' AND d = '\\*' AND e LIKE 'x\\_%'"
+    result = run(lambda prompt: draft, "sqlite")
+    assert result.text == "SELECT a_b FROM t WHERE c = 'TR004_8' AND d = '*' AND e LIKE 'x\\_%'"
+    (cut,) = [e for e in result.events if isinstance(e, Cut) and e.reason == "formatting"]
+    assert "3 Markdown escapes" in cut.detail
 
 
 def test_a_stray_backtick_pair_around_the_answer_is_dropped_and_recorded():
