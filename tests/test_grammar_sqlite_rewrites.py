@@ -37,6 +37,12 @@ def rewrite(text: str) -> str:
             0.5,
         ),
         ("SELECT '42'::int + 1", "SELECT CAST('42' AS int) + 1", 43),
+        # CAST's type written after its bracket: the only reading in which CAST has a type.
+        (
+            "SELECT CAST((3 * 100) / COUNT(*)) AS real FROM (SELECT 1 UNION ALL SELECT 2)",
+            "SELECT CAST((3 * 100) / COUNT(*) AS real) FROM (SELECT 1 UNION ALL SELECT 2)",
+            150.0,
+        ),
         # A quoted name, and a bracket of more than three levels (a subquery's own subqueries).
         (
             "SELECT `a b`::FLOAT / 2 FROM (SELECT 3 AS `a b`)",
@@ -424,6 +430,7 @@ def test_an_age_in_years_counts_whole_years(slip: str, years: int) -> None:
         "SELECT 't'::boolean",  # CAST('t' AS boolean) is 0 in SQLite
         "SELECT EXTRACT(MONTH FROM AGE(CURRENT_DATE, d))",  # the months of an interval
         "SELECT EXTRACT(EPOCH FROM d)",
+        "SELECT CAST(a) AS b FROM t",  # an alias, no type: which type was meant?
         "SELECT DIVIDE(COUNT(a) FROM t WHERE b), 2)",  # a call's bracket: which bracket holds the subquery?
         "SELECT RIGHT(s, 0)",  # substr(s, -0) would be the whole string
         "SELECT SUBSTRING(s FROM -1 FOR 3)",  # a start below 1 counts differently in SQLite
