@@ -317,6 +317,7 @@ def _quote_name(v: Violation) -> Iterator[Candidate]:
             continue  # words that begin the answer are no name: prose is not made a string
         joined = text[name_start:] + v.evidence
         for name, cost in names_with_spaces(joined, v.keywords):
+            cost = _after_qualifier(text[:name_start], cost)
             end = name_start + len(name)
             if end > len(text) and cost < _TIEBREAK:
                 kept = joined[len(name) :]
@@ -925,8 +926,16 @@ def _candidates(checker: Checker, start: int, draft: str, keywords: frozenset[st
             quoted = quote + word + quote
             out.append((draft[:gap] + quoted, gap + len(word), f"quoted {word!r}", _cost(1, cost), "edit"))
         for name, cost in names_with_spaces(stripped, keywords) if checker.text[:start].strip() else ():
+            cost = _after_qualifier(checker.text[:start] + draft[:gap], cost)
             out.append((draft[:gap] + f'"{name}"', gap + len(name), f"quoted {name!r}", cost, "edit"))
     return out
+
+
+def _after_qualifier(before: str, cost: int) -> int:
+    """What quoting a name with spaces costs right after a table's qualifier (``l.aCL IgM``): no
+    lexeme changed, as a name in title case (a column of that table; after ``l.`` no alias or
+    operator is the words' reading)."""
+    return min(cost, _cost(0, 3)) if before.endswith(".") else cost
 
 
 def _replacement_cost(word: str, literal: str, keywords: frozenset[str]) -> int | None:

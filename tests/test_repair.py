@@ -218,6 +218,8 @@ def test_a_config_value_is_not_extended_to_finish() -> None:
         # The bracket read as a call's: the name is quoted from the word before it ('(Ages, 5-17)').
         ("SELECT SUM(Enrollment (Ages 5-17)) FROM frpm", 'SELECT SUM("Enrollment (Ages 5-17)") FROM frpm'),
         ("SELECT max (a b) FROM t", "SELECT max (a, b) FROM t"),  # a call's bracket: no name's part
+        # After a table's qualifier the words are its column's name ('l.aCL .IgM', 'aCL, IgM' before).
+        ("SELECT a FROM l WHERE (l.aCL IgM <= 40 OR l.b = 1)", 'SELECT a FROM l WHERE (l."aCL IgM" <= 40 OR l.b = 1)'),
         # Words in title case go on with a name after its bracketed part ('"Percent (%)" "Eligible ...').
         (
             "SELECT MAX(Percent (%) Eligible Free (Ages 5-17)) FROM frpm",
