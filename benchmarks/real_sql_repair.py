@@ -116,21 +116,29 @@ def interleave(answers: list[Answer], limit: int | None, skip: int = 0) -> list[
 # -- what an answer says -------------------------------------------------------------------------
 
 _FENCE = re.compile(r"```[A-Za-z]*[ \t]*\n?(.*?)(?:```|$)", re.DOTALL)
-_STATEMENT = re.compile(r"\b(?:SELECT|WITH)\b", re.IGNORECASE)
+#: A statement's start: SELECT, or WITH that begins a CTE (``WITH t AS (``; "with the title" is prose).
+_STATEMENT = re.compile(r"\bSELECT\b|\bWITH\s+(?:RECURSIVE\s+)?\w+\s*(?:\([^()]*\)\s*)?AS\s*\(", re.IGNORECASE)
+_STATEMENT_LINE = re.compile(r"^\s*(?:SELECT|WITH)\b", re.IGNORECASE | re.MULTILINE)
 _CODE_LINE = re.compile(r"[()=]|\w_\w|^\w+\s+AS\b", re.IGNORECASE)  # "avg_salaries AS (": a CTE goes on
 _MARKUP_END = re.compile(r"\\end\{[A-Za-z]+\}|</(?:code|pre)>")  # '\end{code}' closes a block like a fence
-_PROSE_LINE = re.compile(r"\n\s*\n\s*(?=[A-Za-z])|\n(?=(?:This|The|Note|Here|Explanation|In this)\b)")
+_PROSE_LINE = re.compile(r"\n\s*\n\s*(?=[A-Za-z(*])|\n(?=(?:This|The|Note|Here|Explanation|In this)\b)")
+#: A sentence: a word in capitals that is no keyword (after a bracket or Markdown's ``**``), then
+#: words, two of the next five plain lower-case words that are no keywords ("This SQL query will").
+_SENTENCE_START = re.compile(r"[(*]*([A-Z][a-z]+)([*:,]*)((?:\s+[\w'`]+[,:.]?){3,5})")
 
 
 def answer_sql(answer: str) -> str:
-    """The SQL an answer means: a fenced block's content, else the text from the first SELECT/WITH
-    on, up to markup that ends a code block (``\\end{code}``, ``</code>``); prose after it (a blank
-    line then a word that is not a keyword, on a line with no bracket, ``=`` or snake_case name; or
-    a line starting with This/The/Note/Here/Explanation) is left out."""
+    """The SQL an answer means: a fenced block's content (the text before the fence where that
+    begins with SELECT/WITH and the block has none: a closing fence, prose in it), else the text
+    from the first SELECT/WITH on, up to markup that ends a code block (``\\end{code}``,
+    ``</code>``); prose after it (a blank line then a word that is not a keyword, on a line with
+    no bracket, ``=`` or snake_case name, or a line that begins as a sentence; or a line starting
+    with This/The/Note/Here/Explanation) is left out."""
     fenced = _FENCE.search(answer)
     text = fenced.group(1) if fenced else answer
-    if fenced and not text.strip() and answer[: fenced.start()].strip():
-        text = answer[: fenced.start()]  # a closing fence with none before it: the SQL is before it
+    before = answer[: fenced.start()] if fenced else ""
+    if fenced and (not text.strip() or (_STATEMENT.match(before.strip()) and not _STATEMENT_LINE.search(text))):
+        text = before  # a closing fence with no SQL after it (none, or prose): the SQL is before it
     markup = _MARKUP_END.search(text)
     if markup:
         text = text[: markup.start()]
@@ -140,10 +148,23 @@ def answer_sql(answer: str) -> str:
     for m in _PROSE_LINE.finditer(text):
         word = re.match(r"[A-Za-z_]+", text[m.end() :])
         line = text[m.end() :].split("\n", 1)[0]
-        if word and word.group().upper() not in sqlite_keywords() and not _CODE_LINE.search(line):
+        prose = word and word.group().upper() not in sqlite_keywords() and not _CODE_LINE.search(line)
+        if prose or _is_sentence(line):
             text = text[: m.start()]
             break
     return text.strip()
+
+
+def _is_sentence(line: str) -> bool:
+    """Whether a line begins as a sentence does (``_SENTENCE_START``), brackets in it or not."""
+    m = _SENTENCE_START.match(line)
+    if m is None:
+        return False
+    if m.group(1) in ("Note", "Explanation") and ":" in m.group(2):
+        return True  # "(Note: The ... values ...": a note, however many names it quotes
+    words = [w.strip(",:.") for w in m.group(3).split()]
+    plain = [w for w in words if w.isalpha() and w.islower() and w.upper() not in sqlite_keywords()]
+    return m.group(1).upper() not in sqlite_keywords() and len(plain) >= 2
 
 
 def code_ended(answer: str) -> bool:

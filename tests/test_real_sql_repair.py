@@ -74,6 +74,13 @@ def test_the_sql_an_answer_means() -> None:
     # Markup that ends a code block ends the SQL, as a closing fence does (a forum thread after it).
     assert answer_sql("SELECT a FROM t ) \\end{code} Comment: which table?") == "SELECT a FROM t )"
     assert answer_sql("<code>SELECT a FROM t</code> Here") == "SELECT a FROM t"
+    # A fenced block after the SQL that holds no SQL (prose, a tagged closing fence) is not it.
+    assert answer_sql("SELECT a FROM t\n```sql\n\nThis query lists a.\n```") == "SELECT a FROM t"
+    # Prose after a blank line that begins as a sentence, brackets in it or not.
+    assert answer_sql("SELECT a FROM t;\n\nThis SQL query will return a (the id).") == "SELECT a FROM t;"
+    assert answer_sql("SELECT a FROM t;\n\n(Note: The a_id values are placeholders.)") == "SELECT a FROM t;"
+    # 'with' in prose does not begin a statement; WITH before a CTE does.
+    assert answer_sql("Here it is, with the title 'x':\n\nSELECT a FROM t") == "SELECT a FROM t"
 
 
 def test_names_and_literals_kept_and_invented() -> None:
