@@ -215,6 +215,18 @@ def test_a_config_value_is_not_extended_to_finish() -> None:
             'SELECT (frpm."Free Meal Count (K-12)" / frpm."Enrollment (K-12)") * 100 FROM frpm',
         ),
         ("SELECT a FROM t ORDER BY Max Number of Times", 'SELECT a FROM t ORDER BY "Max Number of Times"'),
+        # A name the draft quoted before, written bare again: quoted whole, however many words
+        # ('ORDER BY "Max Number of Times"' and the rest cut, or 'full limit name', before).
+        (
+            'SELECT COUNT(*) AS "Count of a Course in All Transcripts" FROM t ORDER BY Count of a Course in All'
+            " Transcripts DESC LIMIT 1",
+            'SELECT COUNT(*) AS "Count of a Course in All Transcripts" FROM t ORDER BY "Count of a Course in All'
+            ' Transcripts" DESC LIMIT 1',
+        ),
+        (
+            'SELECT name AS "full name of the singer" FROM singer ORDER BY full name of the singer',
+            'SELECT name AS "full name of the singer" FROM singer ORDER BY "full name of the singer"',
+        ),
         # A subquery after IN gets its brackets ('NOT People_ID ; SELECT' before).
         (
             "SELECT Name FROM people WHERE NOT People_ID IN SELECT People_ID FROM poker_PLAYER",
