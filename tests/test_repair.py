@@ -473,6 +473,20 @@ def test_words_written_as_code_names_are_no_name_with_spaces(sqlite: Grammar) ->
     assert names_with_spaces("Free Meal Count (K-12) / 2", keywords)[-1][0] == "Free Meal Count (K-12)"
 
 
+def test_a_name_the_draft_quoted_before_is_one_name_however_many_words(sqlite: Grammar) -> None:
+    from grammar_guide._edit_search import names_with_spaces, quoted_names
+
+    keywords = repair.grammar_keywords(sqlite.checker())  # type: ignore[arg-type]
+    known = quoted_names('SELECT COUNT(*) AS "Count of a Course in All Transcripts" FROM t ORDER BY ')
+    assert known == {"count of a course in all transcripts"}
+    names = [name for name, _ in names_with_spaces("count of a Course in All Transcripts DESC", keywords, known)]
+    assert names[-1] == "count of a Course in All Transcripts"
+    # Only the whole name, up to the end of its last word.
+    assert "Count of a Course in All Transcripts" not in dict(
+        names_with_spaces("Count of a Course in All Transcriptsx DESC", keywords, known)
+    )
+
+
 def test_a_tail_that_repeats_the_complete_answer_is_cut_as_repeated(sqlite: Grammar) -> None:
     # A model looping after its answer: cut and named, and nothing of the answer is lost.
     answer = "SELECT name FROM visitor WHERE lvl > 4 ORDER BY age"
