@@ -350,11 +350,12 @@ def test_a_closing_bracket_too_many_dropped_keeps_the_text_faithful(sqlite: Gram
 
 
 def test_a_close_dropped_where_the_finish_closes_brackets_is_an_edit(sqlite: Grammar) -> None:
-    # The draft's ')' after 'FROM v' ended the subquery early; it goes and the finish closes all:
-    # the second condition is now inside the subquery, so the result is not the draft's text.
-    answer = "SELECT a FROM t WHERE b IN (SELECT c FROM u WHERE d IN (SELECT e FROM v) WHERE f = 1 AND g IN (SELECT h"
+    # The draft's ')' after 'SELECT e' ended the subquery early; it goes and the finish closes all:
+    # 'FROM v' and the condition are now inside the subquery, so the result is not the draft's text.
+    # (After 'FROM v)', a second WHERE is ANDed on by the rewrite, the draft's ')' kept.)
+    answer = "SELECT a FROM t WHERE b IN (SELECT c FROM u WHERE d IN (SELECT e) FROM v WHERE f = 1 AND g IN (SELECT h"
     result = guide(lambda prompt: answer, sqlite, "q", target=False)
-    assert result.text.endswith("FROM v WHERE f = 1 AND g IN (SELECT h)))")
+    assert result.text.endswith("(SELECT e FROM v WHERE f = 1 AND g IN (SELECT h)))")
     assert not result.faithful and result.changes.edits == 1 and result.changes.closed == 1
 
 
