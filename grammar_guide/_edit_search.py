@@ -316,7 +316,7 @@ def _quote_name(v: Violation) -> Iterator[Candidate]:
         if not text[:name_start].strip():
             continue  # words that begin the answer are no name: prose is not made a string
         joined = text[name_start:] + v.evidence
-        for name, cost in names_with_spaces(joined, v.keywords):
+        for name, cost in names_with_spaces(joined, v.keywords, quoted_names(text[:name_start])):
             cost = _after_qualifier(text[:name_start], cost)
             end = name_start + len(name)
             if end > len(text) and cost < _TIEBREAK:
@@ -790,6 +790,7 @@ def search_edits(checker: Checker, evidence: str, *, final: bool, floor: int = 0
     """
     text = checker.text
     lexemes = _last_lexemes(text, _SEARCH_LEXEMES)
+    known = quoted_names(text)
     # Each lexeme's start, and its end where white space follows (a missing comma goes there).
     positions = {m.start() for m in lexemes} | {m.end() for m in lexemes if text[m.end() : m.end() + 1].isspace()}
     ranked: list[tuple[tuple[int, int, int], Edit]] = []
@@ -798,7 +799,7 @@ def search_edits(checker: Checker, evidence: str, *, final: bool, floor: int = 0
         if splits_operator(text, start, start, evidence):
             continue  # nothing is written inside the draft's '**'
         draft = text[start:] + evidence
-        for insert, skip, description, cost, rule in _candidates(checker, start, draft, keywords):
+        for insert, skip, description, cost, rule in _candidates(checker, start, draft, keywords, known):
             rest = draft[skip:]
             if _opens_comment(text[:start], insert, rest) or not (
                 _quotes_balanced(insert, draft[:skip]) or _drops_stray_quote(insert, draft, skip)
@@ -886,12 +887,15 @@ def _last_lexemes(text: str, n: int) -> list[re.Match[str]]:
 _Option = tuple[str, int, str, int, EditRule]  # text inserted, draft characters replaced, description, cost, rule
 
 
-def _candidates(checker: Checker, start: int, draft: str, keywords: frozenset[str]) -> list[_Option]:
+def _candidates(
+    checker: Checker, start: int, draft: str, keywords: frozenset[str], known: frozenset[str] = frozenset()
+) -> list[_Option]:
     """Edits at the start of ``draft`` (after the first ``start`` characters of ``checker``'s
     text), as ``_Option``s. Keywords the grammar expects are inserted, or replace the next lexeme
     where that is a slip of it (a misspelt keyword, an operator another language writes); a name,
     or a name with spaces, may be quoted whole; the next lexeme dropped (for no lexeme where it
-    repeats the word before it). Each costs the lexemes it changes (``_cost``)."""
+    repeats the word before it). Each costs the lexemes it changes (``_cost``); ``known``: the
+    names with spaces the text wrote quoted (``quoted_names``)."""
     stripped = draft.lstrip()
     gap = len(draft) - len(stripped)
     lexeme = LEXEME.match(stripped)
@@ -925,7 +929,7 @@ def _candidates(checker: Checker, start: int, draft: str, keywords: frozenset[st
         for quote, cost in (('"', 3), ("'", 4)):
             quoted = quote + word + quote
             out.append((draft[:gap] + quoted, gap + len(word), f"quoted {word!r}", _cost(1, cost), "edit"))
-        for name, cost in names_with_spaces(stripped, keywords) if checker.text[:start].strip() else ():
+        for name, cost in names_with_spaces(stripped, keywords, known) if checker.text[:start].strip() else ():
             cost = _after_qualifier(checker.text[:start] + draft[:gap], cost)
             out.append((draft[:gap] + f'"{name}"', gap + len(name), f"quoted {name!r}", cost, "edit"))
     return out
@@ -977,7 +981,20 @@ _CODE_IDENTIFIER = re.compile(r"[\d_]")
 _TITLED_WORD_NEXT = re.compile(r" [A-Z][a-z]")
 
 
-def names_with_spaces(draft: str, keywords: frozenset[str]) -> list[tuple[str, int]]:
+#: A name with spaces the draft wrote quoted (``AS "Max Number of Times a Course Shows Up"``).
+_QUOTED_NAME = re.compile(r'"([A-Za-z_][^"\n]*? [^"\n]*)"')
+_QUOTED_REACH = 4096  # how far back the draft's quoted names are read
+
+
+def quoted_names(text: str) -> frozenset[str]:
+    """The names with spaces ``text`` wrote in double quotes (in its last ``_QUOTED_REACH``
+    characters), in lower case: written bare later, each is that name, however many words."""
+    return frozenset(m.group(1).lower() for m in _QUOTED_NAME.finditer(text[-_QUOTED_REACH:]))
+
+
+def names_with_spaces(
+    draft: str, keywords: frozenset[str], known: frozenset[str] = frozenset()
+) -> list[tuple[str, int]]:
     """Names of two or more parts written without their quotes at the start of ``draft``
     (``Free Meal Count (K-12)``, ``Max Number of Times``), shortest first, each with what quoting
     it whole costs: a word, then words or bracketed parts, each after one space (a bracketed part
@@ -986,7 +1003,9 @@ def names_with_spaces(draft: str, keywords: frozenset[str]) -> list[tuple[str, i
     COUNT(*)``), is no part of one. A keyword is
     no part of a name (``People_ID IN SELECT`` is not one), except a small word within a name in
     title case (``of``). Quoting changes none of the draft's lexemes where the name is in title
-    case or ends in a bracketed part; otherwise it costs one (``name age`` may want a comma)."""
+    case or ends in a bracketed part; otherwise it costs one (``name age`` may want a comma).
+    A name of ``known`` (the draft quoted it before) that ``draft`` begins with is one name,
+    whatever its words, and quoting it changes no lexeme: the draft's own quotes say so."""
     names: list[tuple[str, int]] = []
     parts: list[str] = []
     end = 0
@@ -1011,7 +1030,17 @@ def names_with_spaces(draft: str, keywords: frozenset[str]) -> list[tuple[str, i
             names.append((draft[:end], _cost(lexemes, 3)))
         if part.group()[0] == "(" and not _TITLED_WORD_NEXT.match(draft, end):
             break  # a bracketed part ends a name, unless a word in title case goes on with it
-    return names
+    return sorted(set(names) | set(_known_names(draft, known)), key=lambda item: len(item[0]))
+
+
+def _known_names(draft: str, known: frozenset[str]) -> list[tuple[str, int]]:
+    """The names of ``known`` that ``draft`` begins with, no more of a word after it."""
+    low = draft.lower()
+    return [
+        (draft[: len(name)], _cost(0, 3))
+        for name in known
+        if low.startswith(name) and not is_word_char(draft[len(name) : len(name) + 1])
+    ]
 
 
 def _reads_as_code(inside: str, keywords: frozenset[str]) -> bool:

@@ -575,3 +575,17 @@ def test_a_slip_that_ends_the_answer_is_rewritten_by_the_finish() -> None:
     assert result.text == "SELECT title FROM posts ORDER BY title LIMIT -1"
     (fix,) = [e for e in result.events if isinstance(e, Correction)]
     assert (fix.source, fix.reason, fix.text) == ("repair", "finish", "LIMIT -1")
+
+
+def test_a_second_where_is_joined_on_in_an_answer_cut_off_in_a_subquery() -> None:
+    # The answer ends inside a subquery it opened (cut off): its second WHERE is still ANDed on
+    # (it was cut whole, or the subquery before it lost its ')'), and the close ends the subquery.
+    answer = (
+        'SELECT name FROM pets WHERE age = 3 WHERE kind = "dog" AND owner IN (SELECT id FROM people WHERE sex = "F"'
+    )
+    result = guide(lambda prompt: answer, SQLITE, "Answer in SQLite.", target=False)
+    assert result.text == (
+        'SELECT name FROM pets WHERE age = 3 AND kind = "dog" AND owner IN (SELECT id FROM people WHERE sex = "F")'
+    )
+    details = [e.detail for e in result.events if isinstance(e, Correction) and e.rule == "rewrite"]
+    assert len(details) == 1 and details[0].endswith("(clause order: a second WHERE (AND))")

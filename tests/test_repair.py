@@ -225,6 +225,18 @@ def test_a_config_value_is_not_extended_to_finish() -> None:
             "SELECT MAX(Percent (%) Eligible Free (Ages 5-17)) FROM frpm",
             'SELECT MAX("Percent (%) Eligible Free (Ages 5-17)") FROM frpm',
         ),
+        # A name the draft quoted before, written bare again: quoted whole, however many words
+        # ('ORDER BY "Max Number of Times"' and the rest cut, or 'full limit name', before).
+        (
+            'SELECT COUNT(*) AS "Count of a Course in All Transcripts" FROM t ORDER BY Count of a Course in All'
+            " Transcripts DESC LIMIT 1",
+            'SELECT COUNT(*) AS "Count of a Course in All Transcripts" FROM t ORDER BY "Count of a Course in All'
+            ' Transcripts" DESC LIMIT 1',
+        ),
+        (
+            'SELECT name AS "full name of the singer" FROM singer ORDER BY full name of the singer',
+            'SELECT name AS "full name of the singer" FROM singer ORDER BY "full name of the singer"',
+        ),
         # A subquery after IN gets its brackets ('NOT People_ID ; SELECT' before).
         (
             "SELECT Name FROM people WHERE NOT People_ID IN SELECT People_ID FROM poker_PLAYER",
@@ -348,11 +360,12 @@ def test_a_closing_bracket_too_many_dropped_keeps_the_text_faithful(sqlite: Gram
 
 
 def test_a_close_dropped_where_the_finish_closes_brackets_is_an_edit(sqlite: Grammar) -> None:
-    # The draft's ')' after 'FROM v' ended the subquery early; it goes and the finish closes all:
-    # the second condition is now inside the subquery, so the result is not the draft's text.
-    answer = "SELECT a FROM t WHERE b IN (SELECT c FROM u WHERE d IN (SELECT e FROM v) WHERE f = 1 AND g IN (SELECT h"
+    # The draft's ')' after 'SELECT e' ended the subquery early; it goes and the finish closes all:
+    # 'FROM v' and the condition are now inside the subquery, so the result is not the draft's text.
+    # (After 'FROM v)', a second WHERE is ANDed on by the rewrite, the draft's ')' kept.)
+    answer = "SELECT a FROM t WHERE b IN (SELECT c FROM u WHERE d IN (SELECT e) FROM v WHERE f = 1 AND g IN (SELECT h"
     result = guide(lambda prompt: answer, sqlite, "q", target=False)
-    assert result.text.endswith("FROM v WHERE f = 1 AND g IN (SELECT h)))")
+    assert result.text.endswith("(SELECT e FROM v WHERE f = 1 AND g IN (SELECT h)))")
     assert not result.faithful and result.changes.edits == 1 and result.changes.closed == 1
 
 
@@ -469,6 +482,20 @@ def test_words_written_as_code_names_are_no_name_with_spaces(sqlite: Grammar) ->
     # A word right before its bracket is a call ('AVG COUNT(*)' meant AVG(COUNT(*))), no name's part.
     assert names_with_spaces("AVG COUNT(*)) FROM city", keywords) == []
     assert names_with_spaces("Free Meal Count (K-12) / 2", keywords)[-1][0] == "Free Meal Count (K-12)"
+
+
+def test_a_name_the_draft_quoted_before_is_one_name_however_many_words(sqlite: Grammar) -> None:
+    from grammar_guide._edit_search import names_with_spaces, quoted_names
+
+    keywords = repair.grammar_keywords(sqlite.checker())  # type: ignore[arg-type]
+    known = quoted_names('SELECT COUNT(*) AS "Count of a Course in All Transcripts" FROM t ORDER BY ')
+    assert known == {"count of a course in all transcripts"}
+    names = [name for name, _ in names_with_spaces("count of a Course in All Transcripts DESC", keywords, known)]
+    assert names[-1] == "count of a Course in All Transcripts"
+    # Only the whole name, up to the end of its last word.
+    assert "Count of a Course in All Transcripts" not in dict(
+        names_with_spaces("Count of a Course in All Transcriptsx DESC", keywords, known)
+    )
 
 
 def test_a_tail_that_repeats_the_complete_answer_is_cut_as_repeated(sqlite: Grammar) -> None:
