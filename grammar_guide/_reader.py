@@ -404,6 +404,8 @@ _FUNCTION_WORDS = frozenset(
         "okay",
         "ok",
         "sure",
+        "hope",  # 'Hope this helps!': the line a chat answer ends with
+        "helps",
     ]
 )
 

@@ -795,6 +795,7 @@ EVENTS = (
     'start: NAME "where" NAME "in" "(" NUMBER ("," NUMBER)* ")"\n'
     "%import common.CNAME -> NAME\n%import common.NUMBER\n%import common.WS\n%ignore WS\n"
 )
+PIPES = 'start: "events" ("|" NAME+)*\n%import common.CNAME -> NAME\n%import common.WS\n%ignore WS\n'
 LOOPS = (
     'start: ("for" ":")? NAME "=" NUMBER\n'
     "%import common.CNAME -> NAME\n%import common.NUMBER\n%import common.WS\n%ignore WS\n"
@@ -811,6 +812,7 @@ LOOPS = (
             "process where pid in (1,2)",
         ),
         (LOOPS, "Here is the text you asked for:\nx = 1\n", "x = 1"),
+        (PIPES, "events\nHope this helps!\n", "events"),  # not 'events\n| Hope this helps' (eql)
     ],
 )
 def test_a_line_of_prose_around_the_answer_is_cut_whole(grammar, answer, text):
