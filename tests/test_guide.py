@@ -814,6 +814,7 @@ LOOPS = (
         (LOOPS, "Here is the text you asked for:\nx = 1\n", "x = 1"),
         (PIPES, "events\nHope this helps!\n", "events"),  # not 'events\n| Hope this helps' (eql)
     ],
+    ids=["letters", "events", "loops", "pipes"],
 )
 def test_a_line_of_prose_around_the_answer_is_cut_whole(grammar, answer, text):
     # Before: '' (sympy, eql: the answer cut with the prose) and 'for:\nx = 1' (vyper's 'for:pragma').
