@@ -21,7 +21,9 @@ Each slipped text is replayed as a black-box draft (``_replay_draft.ReplayDraft`
 ``grammar_guide.guide`` with ``target=False`` (and with ``--target N``, the SmolLM2 target on the
 first N texts of each grammar: a target needs token masks, which an LALR reading has none of, so
 with a target an LALR grammar is read by lark's Earley parser, and judged by it; a grammar that
-needs its package's postlexer, or whose Earley reading the compiler refuses, is left out). Columns, per grammar:
+needs its package's postlexer, or whose Earley reading the compiler refuses with a ``GrammarError``,
+has no target run: it is said under the table and in the results' ``no_target_run``, with why).
+Columns, per grammar:
 
 - ``valid``: lark's own parser (the package's reading) parses the output;
 - ``exhausted``: ``GuideExhausted`` was raised (its reasons are listed under the table);
@@ -64,7 +66,7 @@ if str(ROOT) not in sys.path:
 from benchmarks._common import machine, machine_line, markdown_table, write_results  # noqa: E402
 from benchmarks._replay_draft import ReplayDraft  # noqa: E402
 
-__all__ = ["SLIPS", "judge_edits", "main", "slipped"]
+__all__ = ["SLIPS", "judge_edits", "main", "slipped", "target_reading"]
 
 NAME = "other_grammar_repairs"
 PROMPT = "Write a text in the {name} grammar's language."
@@ -304,20 +306,36 @@ def earley_reading(name: str) -> Any:
     return gg.Grammar.from_file(path, suite.start, regex=suite.regex)
 
 
-def run_grammar(name: str, limit: int, target: Any, target_texts: int) -> list[dict[str, Any]]:
+def target_reading(name: str, grammar: Any) -> tuple[Any, str | None]:
+    """The grammar a target run reads (as the package reads it, or lark's Earley reading of it),
+    or ``None`` and why there is none: the reading needs the package's postlexer, or the compiler
+    refuses it with a ``GrammarError`` (cel's lazy ``STRING_LIT``, whose match depends on the text
+    after it: nothing exact can read it a character at a time)."""
     import grammar_guide as gg
-    from tests.test_differential import PACKAGE_SUITES, load_suite
+    from tests.test_differential import PACKAGE_SUITES
+
+    if PACKAGE_SUITES[name].parser == "earley":
+        return grammar, None
+    try:
+        targeted = earley_reading(name)
+    except gg.GrammarError as exc:
+        return None, f"its Earley reading is refused: {exc}"
+    return targeted, None if targeted is not None else "its reading needs the package's postlexer"
+
+
+def run_grammar(name: str, limit: int, target: Any, target_texts: int, refused: dict[str, str]) -> list[dict[str, Any]]:
+    """The grammar's rows; where a target was asked for and there is no target run, why, in ``refused``."""
+    from tests.test_differential import load_suite
 
     grammar = load_suite(name)
     oracle = grammar.lark_parser
     keywords = keywords_from_lark(oracle)
     targeted = None
     if target is not None:
-        # With a target, the grammar as the package reads it, or lark's Earley reading of it.
-        try:
-            targeted = grammar if PACKAGE_SUITES[name].parser == "earley" else earley_reading(name)
-        except gg.GrammarError as exc:  # an Earley reading the compiler refuses (cel's lazy STRING_LIT)
-            print(f"[{NAME}] {name}: no target run, its Earley reading is refused: {exc}", file=sys.stderr)
+        targeted, why = target_reading(name, grammar)
+        if why is not None:
+            refused[name] = why
+            print(f"[{NAME}] {name}: no target run, {why}", file=sys.stderr)
     rows = []
     for i, text in enumerate(real_texts(name, oracle, limit)):
         slip, draft_text = slipped(name, i, text, keywords)
@@ -429,16 +447,26 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         target = gg.TargetModel.load()
     cpu0 = time.process_time()
     rows = []
+    refused: dict[str, str] = {}
     for name in args.grammars.split(","):
-        rows += run_grammar(name, args.texts, target, args.target)
+        rows += run_grammar(name, args.texts, target, args.target, refused)
     info = machine()
     table = summary(rows)
     print(machine_line(info))
     print(markdown_table([*COLUMNS, "s / text"], table))
     lines = findings(rows)
     print("\n".join(lines) if lines else "no exhaustion and no flagged edit")
+    for name, why in refused.items():
+        print(f"{name}: no target run, {why.splitlines()[0]}")
     print(f"CPU seconds: {time.process_time() - cpu0:.1f}")
-    payload = {"machine": info, "texts": args.texts, "summary": table, "findings": lines, "rows": rows}
+    payload = {
+        "machine": info,
+        "texts": args.texts,
+        "summary": table,
+        "findings": lines,
+        "no_target_run": refused,
+        "rows": rows,
+    }
     print(f"results: {write_results(args.name, payload, args.results_dir)}")
     return payload
 

@@ -180,16 +180,29 @@ def _forced(state: Checker) -> str:
     return forced[: state.feed(forced)] if forced else ""
 
 
+_UNESCAPED_QUOTE = {q: re.compile(rf"(?<!\\){re.escape(q)}") for q in QUOTES}
+
+
+def _closes_quote(text: str, suffix: str, quote: str) -> bool:
+    """Whether ``quote`` may close a string the text left open: the suffix wrote none, and the
+    text has an odd number of them (backslash escapes aside). A quote that opens a string is no
+    close: inside it every mark reads on (``!A |"`` of a logic with quoted atoms), and the search
+    spent its whole budget there."""
+    return quote not in suffix and len(_UNESCAPED_QUOTE[quote].findall(text)) % 2 == 1
+
+
 def _steps(state: Checker, suffix: str, marks_only: bool = False) -> list[str]:
     """The characters worth trying after ``suffix``, preferred ones first; with ``marks_only``
-    no letter, digit or ``_``, and no quote that ``suffix`` already holds (one that closes a
-    string may be written, not a pair)."""
+    no letter, digit or ``_``, and no quote but one that closes a string the text left open
+    (``_closes_quote``: not a pair)."""
     allowed_bytes = state.allowed_bytes()
     allowed = {chr(b) for b in allowed_bytes if 0x20 <= b < 0x7F}
     if suffix.endswith(" "):
         allowed.discard(" ")
     if marks_only:
-        allowed = {ch for ch in allowed if ch in _CLOSERS and not (ch in QUOTES and ch in suffix)}
+        allowed = {
+            ch for ch in allowed if ch in _CLOSERS and not (ch in QUOTES and not _closes_quote(state.text, suffix, ch))
+        }
     for chars in _CLASSES:
         members = allowed & set(chars)
         if len(members) > 6:

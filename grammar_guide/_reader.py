@@ -26,6 +26,7 @@ __all__ = [
     "looks_like_prose",
     "partial_match",
     "prose_after_answer",
+    "prose_line",
     "prose_run",
     "reads_as_code",
     "string_past_code_end",
@@ -421,6 +422,8 @@ _FUNCTION_WORDS = frozenset(
         "okay",
         "ok",
         "sure",
+        "hope",  # 'Hope this helps!': the line a chat answer ends with
+        "helps",
     ]
 )
 
@@ -463,6 +466,23 @@ def prose_run(text: str, at: int, rejected: str, keywords: frozenset[str]) -> tu
         start = len(joined[:start]) - len(joined[:start].lstrip())  # its first word: 'select the customer
     prose = [w for w in words if w in _FUNCTION_WORDS and w not in keywords]
     return (start, end) if len(words) >= 3 and len(prose) >= 2 else None
+
+
+def prose_line(text: str, keywords: frozenset[str] = frozenset()) -> int:
+    """The length of the line of prose ``text`` begins with, its line end included (``Sure! Here
+    is the query:\n``), or 0: three or more plain words and sentence punctuation, two of them
+    English function words that are not among the grammar's ``keywords``, the last ending in
+    ``:``, ``.`` or ``!``, and a line end after it. Such a line introduces or closes the answer;
+    it is never its first line, even where the grammar reads its first characters (sympy's LaTeX
+    reads ``Sure! T``)."""
+    line, newline, _ = text.partition("\n")
+    words = line.split()
+    if not newline or len(words) < 3 or words[-1][-1:] not in (":", ".", "!"):
+        return 0
+    if not all(_PROSE_WORD.fullmatch(word) for word in words):
+        return 0
+    function = [w for w in words if w.strip("().,!?:;").lower() in _FUNCTION_WORDS - keywords]
+    return len(line) + 1 if len(function) >= 2 else 0
 
 
 def opening_tag(text: str) -> bool:

@@ -37,7 +37,15 @@ from ._edit_search import (
 )
 from ._events import CutReason
 from ._lexemes import LEXEME, is_word
-from ._reader import looks_like_aside, opening_tag, prose_after_answer, prose_run, reads_as_code, trailing_word
+from ._reader import (
+    looks_like_aside,
+    opening_tag,
+    prose_after_answer,
+    prose_line,
+    prose_run,
+    reads_as_code,
+    trailing_word,
+)
 from ._text import is_word_char
 
 __all__ = [
@@ -239,28 +247,49 @@ def _leave_prose(checker: Checker, at: int, moved: str, *, final: bool, floor: i
     is never made into code: where the draft's answer resumes after it (``3 + 4`` reads on), an
     edit that leaves the prose out; otherwise a cut before it. ``None`` if it is not prose."""
     text = checker.text
-    run = prose_run(text, at, moved, grammar_keywords(checker))
+    keywords = grammar_keywords(checker)
+    joined = text[:at] + moved
+    # A whole line of prose (``Sure! This should work:``): the answer resumes on the next line, if at all.
+    line = _prose_line_span(joined + "\n" * final, at, floor, keywords)  # the draft's last line ends with it
+    run = line or prose_run(text, at, moved, keywords)
     if run is None:
         return None
     start, end = run
     if start < floor:
         start = at
-    joined = text[:at] + moved
     cut = max(len(joined[:start].rstrip()), floor)
     if cut <= len(text) and text[:cut].strip() and _complete_at(checker, cut):
         # After a complete answer, prose (``\end{code}  Comment: …``) is never read on into:
         # what follows it is more of the explanation, not the answer (issue 28 items 1, 2).
         return Cut(cut, "prose", min(at, cut))
-    resume = _resume_after_prose(checker, cut, joined, range(start, end + 1), final)
+    span = range(end, end + 1) if line is not None else range(start, end + 1)
+    resume = _resume_after_prose(checker, cut, joined, span, final, after_line=line is not None)
     if resume is not None:
         return resume
     return Cut(cut, "prose", min(at, cut))
 
 
-def _resume_after_prose(checker: Checker, cut: int, joined: str, span: range, final: bool) -> Edit | None:
+def _prose_line_span(joined: str, at: int, floor: int, keywords: frozenset[str]) -> tuple[int, int] | None:
+    """Where the line that the violation ``at`` is in begins and where its line end is, when it
+    is a line of prose (``_reader.prose_line``) that does not begin before ``floor``; ``None``
+    otherwise."""
+    line_start = joined.rfind("\n", 0, at) + 1
+    lead = len(joined[line_start:]) - len(joined[line_start:].lstrip(" \t"))
+    length = prose_line(joined[line_start + lead :], keywords)
+    if not length or line_start < floor:
+        return None
+    return line_start, line_start + lead + length - 1
+
+
+def _resume_after_prose(
+    checker: Checker, cut: int, joined: str, span: range, final: bool, *, after_line: bool = False
+) -> Edit | None:
     """The edit that leaves out the prose from ``cut`` up to the first word start in ``span``
     (or its end) after which the draft's text reads on conclusively, and not as more prose
-    (``AND The answer is here`` does not resume at ``answer is here``), or ``None``."""
+    (``AND The answer is here`` does not resume at ``answer is here``), or ``None``. With
+    ``after_line``, the prose is a whole line and ``span`` its line end: the next line is the
+    answer's however its words read (eql's ``process where pid in (1, 2)``), if the grammar
+    reads it conclusively."""
     keywords = grammar_keywords(checker)
     gap = " " if cut and joined[cut - 1 : cut].strip() else ""
     for resume in span:
@@ -270,7 +299,7 @@ def _resume_after_prose(checker: Checker, cut: int, joined: str, span: range, fi
         rest = joined[resume:].lstrip()
         if not (word_start or run_end or tag_end) or not rest:
             continue
-        code = reads_as_code(rest, keywords)
+        code = after_line or reads_as_code(rest, keywords)
         if not code and is_word_char(rest[0]):
             continue
         tried = try_edit(checker, cut, gap, rest)

@@ -45,3 +45,18 @@ def test_no_close_where_the_text_needs_a_value(grammar: str, text: str) -> None:
     g = Grammar.builtin(grammar)
     assert shortest_close(checker_for(g, text)) is None
     assert shortest_completion(checker_for(g, text))  # the grammar's completion still exists
+
+
+def test_a_close_opens_no_string() -> None:
+    """A quote that opens a string is no close: inside the string every mark reads on, and the
+    search spent its whole budget there (flloat's ``!A |``, 8 s of CPU on its LALR reading)."""
+    g = Grammar.from_lark(
+        'start: atom ("|" atom)*\natom: NAME | ESCAPED_STRING\n'
+        "%import common.CNAME -> NAME\n%import common.ESCAPED_STRING\n%import common.WS\n%ignore WS\n"
+    )
+    checker = checker_for(g, "A |")
+    feed, fed = checker.feed, []
+    checker.feed = lambda text: fed.append(text) or feed(text)  # type: ignore[method-assign]
+    assert shortest_close(checker, max_length=64, max_nodes=4_000) is None
+    assert len(fed) < 100
+    assert shortest_close(checker_for(g, 'A | "b')) == '"'  # the text's own string is closed

@@ -798,6 +798,42 @@ def test_an_answer_does_not_resume_inside_the_prose():
     assert not result.faithful
 
 
+#: Grammars that read the first characters of a line of prose: letters multiplied (sympy's
+#: LaTeX reads ``Sure! T``), a name then keywords (eql reads ``The``), a keyword that a sentence
+#: ends with (vyper's ``for:``).
+LETTERS = 'start: expr (">" expr)?\nexpr: (LETTER "!"?)+\nLETTER: /[A-Za-z]/\n%import common.WS\n%ignore WS\n'
+EVENTS = (
+    'start: NAME "where" NAME "in" "(" NUMBER ("," NUMBER)* ")"\n'
+    "%import common.CNAME -> NAME\n%import common.NUMBER\n%import common.WS\n%ignore WS\n"
+)
+PIPES = 'start: "events" ("|" NAME+)*\n%import common.CNAME -> NAME\n%import common.WS\n%ignore WS\n'
+LOOPS = (
+    'start: ("for" ":")? NAME "=" NUMBER\n'
+    "%import common.CNAME -> NAME\n%import common.NUMBER\n%import common.WS\n%ignore WS\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("grammar", "answer", "text"),
+    [
+        (LETTERS, "Sure! This should work:\nx > y\nThis parses under the grammar.\n", "x > y"),
+        (
+            EVENTS,
+            "The answer is below.\nprocess where pid in (1,2)\nThis parses under the grammar.\n",
+            "process where pid in (1,2)",
+        ),
+        (LOOPS, "Here is the text you asked for:\nx = 1\n", "x = 1"),
+        (PIPES, "events\nHope this helps!\n", "events"),  # not 'events\n| Hope this helps' (eql)
+    ],
+    ids=["letters", "events", "loops", "pipes"],
+)
+def test_a_line_of_prose_around_the_answer_is_cut_whole(grammar, answer, text):
+    # Before: '' (sympy, eql: the answer cut with the prose) and 'for:\nx = 1' (vyper's 'for:pragma').
+    result = run(lambda prompt: answer, Grammar.from_lark(grammar))
+    assert result.text == text and result.faithful
+    assert not [c for c in corrections(result) if c.source == "repair" and c.text.strip()]
+
+
 def test_a_grammar_that_accepts_nothing_does_not_take_prose_as_a_faithful_empty_answer():
     items = Grammar.from_lark('start: item*\nitem: "x"\n')
     result = run(lambda prompt: "I think the answer is that there are no items here.", items)

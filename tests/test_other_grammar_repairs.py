@@ -40,3 +40,15 @@ def test_a_short_run_on_poetry_pep508_is_valid_by_lark(tmp_path):
     assert [r["slip"] for r in payload["rows"]] == ["cut", "token dropped"]
     assert not any(r["word_to_operator"] or r["splits_operator"] or r["number_extended"] for r in rows)
     assert (tmp_path / "other_grammar_repairs.json").is_file()
+
+
+def test_a_grammar_with_no_target_run_says_why():
+    # cel's lazy STRING_LIT: its match depends on the text after it (a backslash read as an escape
+    # or as itself, as a later quote allows), so no character-level reading is exact: refused with
+    # a GrammarError that names the terminal, and said, not skipped silently.
+    from benchmarks.other_grammar_repairs import target_reading
+    from tests.test_differential import load_suite
+
+    grammar, why = target_reading("cel", load_suite("cel"))
+    assert grammar is None and why is not None
+    assert why.startswith("its Earley reading is refused: terminal STRING_LIT uses a lazy quantifier")
