@@ -66,6 +66,11 @@ SLIPS = [
     # JSON escaped as a string's text, cut at the end: the string closed (its text had a backslash).
     ('{\\"a\\": \\"hello\\', {"a": "hello"}),
     ('[\\"x\\", \\"y\\', ["x", "y"]),
+    # A bare value quoted keeps its backslashes as themselves (\\n was a line break, \\/ a slash,
+    # and \\d made the member be dropped).
+    ('{"path": C:\\new\\file}', {"path": "C:\\new\\file"}),
+    ('{"re": /^\\d+\\/x$/}', {"re": "/^\\d+\\/x$/"}),
+    ("[a\\tb]", ["a\\tb"]),
     # Values written one after another: an array of them, an empty one dropped (the libraries' reading).
     ('{"a": 1}\n{"b": 2}\n{"c": 3}', [{"a": 1}, {"b": 2}, {"c": 3}]),
     ('[1, 2] {"n": None}', [[1, 2], {"n": None}]),
