@@ -71,6 +71,10 @@ SLIPS = [
     ('{"path": C:\\new\\file}', {"path": "C:\\new\\file"}),
     ('{"re": /^\\d+\\/x$/}', {"re": "/^\\d+\\/x$/"}),
     ("[a\\tb]", ["a\\tb"]),
+    # JSON escaped as a string's text, twice inside a string (\\\" or \\" for a quote): its text
+    # unescaped once (the quotes kept a backslash each, 'say \"hi\"').
+    ('{\\"a\\": \\"say \\\\\\"hi\\\\\\"\\"}', {"a": 'say "hi"'}),
+    ('[\\"x \\\\"y\\\\" z\\"]', ['x "y" z']),
     # Values written one after another: an array of them, an empty one dropped (the libraries' reading).
     ('{"a": 1}\n{"b": 2}\n{"c": 3}', [{"a": 1}, {"b": 2}, {"c": 3}]),
     ('[1, 2] {"n": None}', [[1, 2], {"n": None}]),
