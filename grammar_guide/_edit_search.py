@@ -595,11 +595,11 @@ def _rewritten(before: str, match: re.Match[str], rewrite: Rewrite) -> Iterator[
     inside it (``WHERE a IN (SELECT b WHERE c WHERE d) WHERE e``: the outer second WHERE's match holds the
     inner one), that text with the slip rewritten too (the same rewrite once over its own text:
     the draft's slip, none the replacement made). ``before``: the draft's text kept before it."""
-    written = match.expand(rewrite.replacement)
+    written = rewrite.expand(match)
     yield before + written
     drafted = match.group()
     if any(inner.start() > 0 and inner.end() < len(drafted) for inner in _matches(rewrite.regex, drafted)):
-        inner = rewrite.regex.sub(rewrite.replacement, written)
+        inner = rewrite.regex.sub(rewrite.expand, written)
         if inner != written:
             yield before + inner
 
@@ -757,7 +757,7 @@ def rewrite_at_end(checker: Checker, floor: int) -> Edit | None:
             if match.end() != len(window):
                 continue
             start = window_start + match.start()
-            insert = match.expand(rewrite.replacement)
+            insert = rewrite.expand(match)
             with checker.trial() as trial:
                 trial.rollback_chars(start)
                 if trial.feed(insert) != len(insert):

@@ -16,6 +16,9 @@ from ._errors import GrammarError
 
 __all__ = ["Rewrite", "load_rewrites"]
 
+#: A replacement template's pieces: a group reference (``\\1``, ``\\g<1>``), an escape, or literal text.
+_TEMPLATE_TOKEN = re.compile(r"\\(?:(\d{1,2})|g<(\d+)>)|\\.|[^\\]+")
+
 
 @dataclass(frozen=True)
 class Rewrite:
@@ -43,9 +46,13 @@ class Rewrite:
     #: be taken (the match itself is evidence); 0 for a match that is certain on its own and is
     #: often followed by another slip (a Python tuple's ``)`` before the next ``)``).
     min_read: int = 1
+    #: Substitutions (``pattern``, ``replacement``) made in each group's text before it is written
+    #: into ``replacement``: a bare word quoted keeps its backslashes as themselves (the pattern
+    #: ``\\\\`` with ``\\\\\\\\``: ``C:\\new`` is ``"C:\\\\new"``, not a line break).
+    inner: tuple[tuple[str, str], ...] = ()
 
     def __post_init__(self) -> None:
-        for source in (self.pattern, self.head):
+        for source in (self.pattern, self.head, *(pattern for pattern, _ in self.inner)):
             try:
                 re.compile(source)
             except re.error as exc:
@@ -60,6 +67,21 @@ class Rewrite:
         """Whether the pattern is anchored at the start of the answer (``\\A``)."""
         return self.pattern.startswith("\\A")
 
+    def expand(self, match: re.Match[str]) -> str:
+        """The text that replaces ``match``: ``replacement`` with each group's text, after ``inner``."""
+        if not self.inner:
+            return match.expand(self.replacement)
+        return "".join(self._piece(match, token) for token in _TEMPLATE_TOKEN.finditer(self.replacement))
+
+    def _piece(self, match: re.Match[str], token: re.Match[str]) -> str:
+        number = token.group(1) or token.group(2)
+        if number is None:
+            return match.expand(token.group())  # literal text, its escapes read as re.sub reads them
+        text = match.group(int(number)) or ""
+        for pattern, replacement in self.inner:
+            text = re.sub(pattern, replacement, text)
+        return text
+
     @functools.cached_property
     def head_regex(self) -> re.Pattern[str] | None:
         return re.compile(self.head) if self.head else None
@@ -67,11 +89,19 @@ class Rewrite:
 
 def load_rewrites(path: Path) -> tuple[Rewrite, ...]:
     """The rewrites in a ``<grammar>.rewrites.json`` file: a list of objects with ``pattern``,
-    ``replacement``, ``reason`` and (optional) ``head`` and ``min_read``."""
+    ``replacement``, ``reason`` and (optional) ``head``, ``min_read`` and ``inner`` (a list of
+    ``[pattern, replacement]`` pairs)."""
     try:
         entries = json.loads(path.read_text(encoding="utf-8"))
         return tuple(
-            Rewrite(e["pattern"], e["replacement"], e.get("reason", ""), e.get("head", ""), e.get("min_read", 1))
+            Rewrite(
+                e["pattern"],
+                e["replacement"],
+                e.get("reason", ""),
+                e.get("head", ""),
+                e.get("min_read", 1),
+                tuple((pattern, replacement) for pattern, replacement in e.get("inner", ())),
+            )
             for e in entries
         )
     except json.JSONDecodeError as exc:

@@ -448,6 +448,18 @@ def test_rewrites_come_from_the_argument_or_a_sibling_file(tmp_path: Path):
     assert [r.reason for r in Grammar.builtin("sqlite").rewrites if r.head] == ["T-SQL's SELECT TOP n"]
 
 
+def test_a_rewrites_inner_substitutions_change_its_groups_text_only(tmp_path: Path):
+    # Each group's text is substituted before it is written; the template's own escapes are as re.sub's.
+    quote = Rewrite(r"(\w+)=(\S+)", r'"\1":\t"\g<2>"\\', inner=((r"\\", r"\\\\"),))
+    assert quote.expand(quote.regex.search("a=C:\\new")) == '"a":\t"C:\\\\new"\\'
+    assert Rewrite(quote.pattern, quote.replacement).expand(quote.regex.search("a=C:\\new")) == '"a":\t"C:\\new"\\'
+    (tmp_path / "g.lark").write_text('start: "a"\n')
+    (tmp_path / "g.rewrites.json").write_text('[{"pattern": "a", "replacement": "b", "inner": [["x", "y"]]}]')
+    assert Grammar.from_file(tmp_path / "g.lark").rewrites[0].inner == (("x", "y"),)
+    with pytest.raises(GrammarError, match="rewrite pattern"):
+        Rewrite("a", "b", inner=(("(unclosed", "x"),))
+
+
 def test_bad_rewrites_are_grammar_errors(tmp_path: Path):
     with pytest.raises(GrammarError, match="rewrite pattern"):
         Rewrite("(unclosed", "x")

@@ -56,6 +56,25 @@ SLIPS = [
     ('{"note": first, second, third.", "n": 1}', {"note": "first, second, third.", "n": 1}),
     ('{"items": [{"id": 1], "n": 2}', {"items": [{"id": 1}], "n": 2}),
     ('{"items": [1, 2}', {"items": [1, 2]}),
+    # An array's string left open before the answer's closing brackets, a comma and a number or
+    # literal at its end: closed before the comma (was one string, "https://a.org/x,2").
+    ('["https://a.org/x,2]', ["https://a.org/x", 2]),
+    ('{"a": ["x", "b c,true]}', {"a": ["x", "b c", True]}),
+    # A string's closing quote lost before a comma, comments before the next string: the comments
+    # dropped (was one string with the comment in it).
+    ('["ab,/* note */"cd"]', ["ab", "cd"]),
+    # JSON escaped as a string's text, cut at the end: the string closed (its text had a backslash).
+    ('{\\"a\\": \\"hello\\', {"a": "hello"}),
+    ('[\\"x\\", \\"y\\', ["x", "y"]),
+    # A bare value quoted keeps its backslashes as themselves (\\n was a line break, \\/ a slash,
+    # and \\d made the member be dropped).
+    ('{"path": C:\\new\\file}', {"path": "C:\\new\\file"}),
+    ('{"re": /^\\d+\\/x$/}', {"re": "/^\\d+\\/x$/"}),
+    ("[a\\tb]", ["a\\tb"]),
+    # JSON escaped as a string's text, twice inside a string (\\\" or \\" for a quote): its text
+    # unescaped once (the quotes kept a backslash each, 'say \"hi\"').
+    ('{\\"a\\": \\"say \\\\\\"hi\\\\\\"\\"}', {"a": 'say "hi"'}),
+    ('[\\"x \\\\"y\\\\" z\\"]', ['x "y" z']),
     # Values written one after another: an array of them, an empty one dropped (the libraries' reading).
     ('{"a": 1}\n{"b": 2}\n{"c": 3}', [{"a": 1}, {"b": 2}, {"c": 3}]),
     ('[1, 2] {"n": None}', [[1, 2], {"n": None}]),
