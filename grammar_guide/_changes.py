@@ -18,10 +18,14 @@ The events are the record of where each part of the text came from (``DraftSpan`
   place of: a dangling JSON key), or prose where it was all the draft wrote (the text is then
   none of the draft's);
 - ``other_answers``: another answer the draft began after a complete one (a second SQL
-  statement), left out: not part of the answer, but named.
+  statement), left out: not part of the answer, but named;
+- ``incomplete``: the result is not complete (``GuideResult.complete``: a budget ended the run,
+  or the partial result of ``GuideExhausted``, a valid prefix only): the text is not the draft's
+  whole answer.
 
-The text is ``faithful`` to the draft when it has no edit, nothing invented and nothing dropped,
-and some of it is the draft's (a draft that wrote only prose has no answer to be faithful to).
+The text is ``faithful`` to the draft when it is complete and has no edit, nothing invented and
+nothing dropped, and some of it is the draft's (a draft that wrote only prose has no answer to be
+faithful to).
 """
 
 from __future__ import annotations
@@ -52,16 +56,22 @@ class Changes:
     #: Characters of the text the draft wrote, kept as written or rewritten from its dialect
     #: (T-SQL's ``SELECT TOP 3 ...`` rewritten whole is the draft's answer).
     drafted_chars: int = 0
+    incomplete: bool = False
 
     @property
     def faithful(self) -> bool:
-        """Nothing edited, invented or dropped, and the text has some of the draft's own."""
-        return not (self.edits or self.invented or self.dropped) and self.drafted_chars > 0
+        """Complete, nothing edited, invented or dropped, and the text has some of the draft's own."""
+        return not (self.changed or self.incomplete) and self.drafted_chars > 0
+
+    @property
+    def changed(self) -> bool:
+        """Whether anything of the draft's answer was edited, invented or dropped."""
+        return bool(self.edits or self.invented or self.dropped)
 
     def summary(self) -> str:
         """``faithful``, or what was changed: ``2 edits, 1 invented``; rewrites and closing
         marks are named too, after ``faithful`` when they are all there is; other answers cut
-        always are."""
+        always are; an incomplete result says ``incomplete`` last."""
         changed = _counted(
             (self.edits, "edit"),
             (self.invented, "invented"),
@@ -71,8 +81,10 @@ class Changes:
         kept = _counted((self.rewrites, "rewrite"), (self.closed, "closed"), (self.other_answers, "other answer cut"))
         if self.faithful:
             return "faithful" + (f" ({kept})" if kept else "")
-        if not (self.edits or self.invented or self.dropped):
+        if not self.drafted_chars and not self.changed:
             return "no text of the draft's answer"
+        if self.incomplete:
+            return ", ".join(filter(None, (changed if self.changed else kept, "incomplete")))
         return changed
 
 
@@ -105,8 +117,8 @@ def _is_close(text: str) -> bool:
     return bool(text.strip()) and all(c in CLOSING_MARKS or c.isspace() for c in text)
 
 
-def changes_of(events: Iterable[Event]) -> Changes:
-    """Count what ``events`` did to the draft's answer."""
+def changes_of(events: Iterable[Event], complete: bool = True) -> Changes:
+    """Count what ``events`` did to the draft's answer (``complete``: the result's)."""
     events = list(events)
     counts = dict.fromkeys(("edits", "rewrites", "invented", "dropped", "closed", "other_answers", "drafted_chars"), 0)
     # A closing bracket too many, dropped, changes no word, literal or operator; where a bracket
@@ -134,7 +146,7 @@ def changes_of(events: Iterable[Event]) -> Changes:
         # Prose was all the draft wrote, or words that none of the text kept (the target wrote
         # the whole answer in their place): it gave no answer.
         counts["dropped"] += prose or (rejected and not counts["dropped"])
-    return Changes(**counts)
+    return Changes(**counts, incomplete=not complete)
 
 
 def _correction_kind(event: Correction) -> str | None:

@@ -84,3 +84,19 @@ def test_words_the_target_wrote_a_whole_answer_in_place_of_are_dropped() -> None
     drafted = [DraftSpan(0, '{"a": ', 0), GrammarViolation(6, "frob", (), 1, 7, 1)]
     kept = changes_of([*drafted, Correction(6, "1}", "target")])
     assert kept.dropped == 0  # the draft's text is there: what was rejected is the target's to say
+
+
+def test_a_partial_result_is_never_faithful() -> None:
+    """``GuideExhausted``'s partial result (a valid prefix only) is not the draft's answer, even
+    where nothing of it was changed: before, ``select`` alone (no close of marks ends it) said
+    faithful. A budget that ended the run is not faithful either."""
+    with pytest.raises(gg.GuideExhausted) as raised:
+        run("sqlite", "select")
+    partial = raised.value.result
+    assert partial.text == "select" and partial.complete is False
+    assert partial.faithful is False and partial.changes.summary() == "incomplete"
+    pieces = iter(['{"a": [1', ", 2", ", 3", "]}"])
+    budget = gg.guide(lambda prompt, prefix: next(pieces), "json", "q", target=False, max_draft_calls=2)
+    assert budget.complete is False and budget.faithful is False
+    assert budget.changes.summary() == "1 closed, incomplete"
+    assert changes_of([DraftSpan(0, "select", 0)], complete=False).faithful is False
