@@ -9,9 +9,13 @@ The events are the record of where each part of the text came from (``DraftSpan`
   before, after or within the answer left out (never made into code), a restated answer, a word
   written twice in a row written once (``DISTINCT DISTINCT``);
 - ``rewrites``: the grammar's known slips of another dialect, rewritten to what they mean;
+- ``quoted``: the draft's words quoted whole as one name (``Ben Jones`` as ``"Ben Jones"``: the
+  words kept, only the quotes around them written), formatting;
 - ``closed``: closing marks only (brackets, quotes, ``;``) that end an unfinished text, or a
   closing bracket the draft wrote too many, dropped;
 - ``edits``: the least edit of the draft's text (a lexeme dropped, inserted or replaced);
+- ``respelt``: an edit that replaced one word of the draft with another within a typo of it
+  (``DICTINCT`` as ``DISTINCT``): named apart from other edits, but a replaced word all the same;
 - ``invented``: text that the target wrote, or a completion beyond closing marks;
 - ``dropped``: the draft's answer left out (a dead end, text no edit could repair, text a budget
   left unread, the unfinished last words taken back, words a repair took away and put nothing in
@@ -23,16 +27,18 @@ The events are the record of where each part of the text came from (``DraftSpan`
   or the partial result of ``GuideExhausted``, a valid prefix only): the text is not the draft's
   whole answer.
 
-The text is ``faithful`` to the draft when it is complete and has no edit, nothing invented and
-nothing dropped, and some of it is the draft's (a draft that wrote only prose has no answer to be
+The text is ``faithful`` to the draft when it is complete and has no edit (respelt or not), nothing
+invented and nothing dropped, and some of it is the draft's (a draft that wrote only prose has no answer to be
 faithful to).
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from ._edit_search import levenshtein
 from ._events import Correction, Cut, DraftSpan, Event, GrammarViolation
 
 __all__ = ["Changes", "changes_of"]
@@ -48,7 +54,9 @@ class Changes:
     """Counts of what was changed of the draft's answer (see the module's docstring)."""
 
     edits: int = 0
+    respelt: int = 0
     rewrites: int = 0
+    quoted: int = 0
     invented: int = 0
     dropped: int = 0
     closed: int = 0
@@ -65,8 +73,8 @@ class Changes:
 
     @property
     def changed(self) -> bool:
-        """Whether anything of the draft's answer was edited, invented or dropped."""
-        return bool(self.edits or self.invented or self.dropped)
+        """Whether anything of the draft's answer was edited (respelt too), invented or dropped."""
+        return bool(self.edits or self.respelt or self.invented or self.dropped)
 
     def summary(self) -> str:
         """``faithful``, or what was changed: ``2 edits, 1 invented``; rewrites and closing
@@ -74,11 +82,17 @@ class Changes:
         always are; an incomplete result says ``incomplete`` last."""
         changed = _counted(
             (self.edits, "edit"),
+            (self.respelt, "respelt"),
             (self.invented, "invented"),
             (self.dropped, "dropped"),
             (self.other_answers, "other answer cut"),
         )
-        kept = _counted((self.rewrites, "rewrite"), (self.closed, "closed"), (self.other_answers, "other answer cut"))
+        kept = _counted(
+            (self.rewrites, "rewrite"),
+            (self.quoted, "quoted"),
+            (self.closed, "closed"),
+            (self.other_answers, "other answer cut"),
+        )
         if self.faithful:
             return "faithful" + (f" ({kept})" if kept else "")
         if not self.drafted_chars and not self.changed:
@@ -96,7 +110,7 @@ def _counted(*counts: tuple[int, str]) -> str:
     words = []
     for n, word in counts:
         if n:
-            if n > 1 and word not in ("invented", "dropped", "closed"):
+            if n > 1 and word not in ("invented", "dropped", "closed", "respelt", "quoted"):
                 word = word.replace("answer", "answers") if "answer" in word else word + "s"
             words.append(f"{n} {word}")
     return ", ".join(words)
@@ -120,7 +134,7 @@ def _is_close(text: str) -> bool:
 def changes_of(events: Iterable[Event], complete: bool = True) -> Changes:
     """Count what ``events`` did to the draft's answer (``complete``: the result's)."""
     events = list(events)
-    counts = dict.fromkeys(("edits", "rewrites", "invented", "dropped", "closed", "other_answers", "drafted_chars"), 0)
+    counts = dict.fromkeys(_COUNTS, 0)
     # A closing bracket too many, dropped, changes no word, literal or operator; where a bracket
     # is also closed for the draft, the draft's own close was moved (its grouping changed): an edit.
     closes_added = any(isinstance(e, Correction) and _correction_kind(e) == "closed" for e in events)
@@ -140,7 +154,7 @@ def changes_of(events: Iterable[Event], complete: bool = True) -> Changes:
             kind = _correction_kind(event)
             if kind is not None:
                 counts[kind] += 1
-            if kind == "rewrites":  # the draft's own text, in the grammar's spelling
+            if kind in ("rewrites", "quoted"):  # the draft's own text, in the grammar's spelling
                 counts["drafted_chars"] += len(event.text)
     if not counts["drafted_chars"]:
         # Prose was all the draft wrote, or words that none of the text kept (the target wrote
@@ -160,5 +174,25 @@ def _correction_kind(event: Correction) -> str | None:
             return None  # a sentence left out (not the draft's answer), a word written twice once
         if not event.text.strip() and any(c.isalnum() for c in event.removed):
             return "dropped"  # words of the draft taken away, by any rule (a dangling key)
-        return "rewrites" if event.rule == "rewrite" else "edits"
+        return "rewrites" if event.rule == "rewrite" else _edit_kind(event)
     return "invented"
+
+
+def _edit_kind(edit: Correction) -> str:
+    """``quoted`` where the edit wrote the words it took away, and nothing else, in double quotes
+    (one name); ``respelt`` where it replaced one word with another within a typo of it (a third
+    of the word, one swap of two letters counted once, the first letter kept: ``ILIKE`` as
+    ``LIKE`` is another word); else ``edits``. Checked, not trusted."""
+    words, text = edit.removed.strip(), edit.text.strip()
+    if words and '"' not in words and text == f'"{words}"':
+        return "quoted"
+    if _WORD.fullmatch(words) and _WORD.fullmatch(text) and words[0].upper() == text[0].upper():
+        distance = levenshtein(words.upper(), text.upper(), transpositions=True)
+        if 0 < distance <= max(1, len(words) // 3):
+            return "respelt"
+    return "edits"
+
+
+_WORD = re.compile(r"[A-Za-z_]+")
+#: Every count of ``Changes`` that ``changes_of`` adds to.
+_COUNTS = ("edits", "respelt", "rewrites", "quoted", "invented", "dropped", "closed", "other_answers", "drafted_chars")

@@ -27,7 +27,7 @@ def run(grammar: str, answer: str) -> gg.GuideResult:
         # ... even when the rewrite is all of the answer (T-SQL's TOP, read by NL2SQL360's benchmark).
         ("sqlite", "SELECT DISTINCT TOP 3 name FROM t", "SELECT DISTINCT name FROM t LIMIT 3", "faithful (1 rewrite)"),
         # Edits of the draft's words: the text is valid, but not what the draft wrote.
-        ("sqlite", "SELECT name FROM users WHERE name ILIKE 'a%' LIMT 5", None, "2 edits"),
+        ("sqlite", "SELECT name FROM users WHERE name ILIKE 'a%' LIMT 5", None, "1 edit, 1 respelt"),
         ("sqlite", "SELECT * FROM p WHERE age 30", None, "1 edit"),
     ],
 )
@@ -100,3 +100,31 @@ def test_a_partial_result_is_never_faithful() -> None:
     assert budget.complete is False and budget.faithful is False
     assert budget.changes.summary() == "1 closed, incomplete"
     assert changes_of([DraftSpan(0, "select", 0)], complete=False).faithful is False
+
+
+@pytest.mark.parametrize(
+    ("answer", "text", "summary"),
+    [
+        # The draft's words quoted whole as one name: kept, only quotes written (formatting).
+        ("SELECT a FROM t JOIN Ben Jones AS b", 'SELECT a FROM t JOIN "Ben Jones" AS b', "faithful (1 quoted)"),
+        # A misspelt word respelt: named apart from other edits, but a word replaced all the same.
+        ("SELECT COUNT(DICTINCT a) FROM t", "SELECT COUNT(DISTINCT a) FROM t", "1 respelt"),
+    ],
+)
+def test_quoted_words_are_kept_and_a_respelt_word_is_named(answer: str, text: str, summary: str) -> None:
+    result = run("sqlite", answer)
+    assert result.text == text and result.changes.summary() == summary
+    assert result.faithful is summary.startswith("faithful")
+    if result.faithful:
+        assert result.changes.drafted_chars == len(text)  # the quoted name is the draft's own text
+
+
+def test_only_the_words_taken_away_quoted_and_a_typo_are_kept_or_respelt() -> None:
+    def kind(removed: str, text: str) -> Changes:
+        return changes_of([DraftSpan(0, "SELECT ", 0), Correction(7, text, "repair", removed=removed, rule="edit")])
+
+    assert kind("Ben Jones", '"Ben Jones"').quoted == 1
+    assert kind("Ben Jones", '"Ben Smith"').edits == 1  # other words in the quotes: an edit
+    assert kind("FORM", "FROM").respelt == 1
+    assert kind("ILIKE", "LIKE").edits == 1  # the first letter changed: another word
+    assert kind("answer", "AS").edits == 1  # far from a typo
