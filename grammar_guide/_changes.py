@@ -13,7 +13,9 @@ The events are the record of where each part of the text came from (``DraftSpan`
   words kept, only the quotes around them written), formatting;
 - ``closed``: closing marks only (brackets, quotes, ``;``) that end an unfinished text, or a
   closing bracket the draft wrote too many, dropped;
-- ``edits``: the least edit of the draft's text (a lexeme dropped, inserted or replaced);
+- ``edits``: the least edit of the draft's text (a lexeme dropped, inserted or replaced), and
+  prose left out in the middle of a sentence whose other words the text kept (``SELECT
+  Unfortunately, without`` of ``SELECT Unfortunately, without knowing ...``: prose made code);
 - ``respelt``: an edit that replaced one word of the draft with another within a typo of it
   (``DICTINCT`` as ``DISTINCT``): named apart from other edits, but a replaced word all the same;
 - ``invented``: text that the target wrote, or a completion beyond closing marks;
@@ -141,6 +143,7 @@ def changes_of(events: Iterable[Event], complete: bool = True) -> Changes:
     prose = 0
     # Words the draft wrote where the grammar allows none (``hello world`` for JSON).
     rejected = any(isinstance(e, GrammarViolation) and any(c.isalnum() for c in e.rejected) for e in events)
+    counts["edits"] += _sentences_kept_in_part(events)
     for event in events:
         if isinstance(event, DraftSpan):
             counts["drafted_chars"] += len(event.text)
@@ -161,6 +164,47 @@ def changes_of(events: Iterable[Event], complete: bool = True) -> Changes:
         # the whole answer in their place): it gave no answer.
         counts["dropped"] += prose or (rejected and not counts["dropped"])
     return Changes(**counts, incomplete=not complete)
+
+
+def _sentences_kept_in_part(events: list[Event]) -> int:
+    """Prose left out mid-sentence, the rest of the sentence kept as the draft's text: the left-out
+    text goes on from a kept word (begins with a small letter on the same line, after a kept
+    letter), or kept words alone go on from it (it ends with a letter, and the kept line after it
+    on the same line is words, no operator: ``Here is the`` then ``SQLite query``)."""
+    count = 0
+    for i, event in enumerate(events):
+        left_out = _prose_left_out(event)
+        if left_out is None:
+            continue
+        before = events[i - 1] if i else None
+        after = next((e for e in events[i + 1 :] if not isinstance(e, GrammarViolation)), None)
+        goes_on = (
+            isinstance(before, DraftSpan) and _joined(before.text, left_out) and left_out.lstrip(" \t")[:1].islower()
+        )
+        kept_after = isinstance(after, DraftSpan) and _joined(left_out, after.text) and _words_only(after.text)
+        count += goes_on or kept_after
+    return count
+
+
+def _prose_left_out(event: Event) -> str | None:
+    """The prose ``event`` left out of the answer, if it is a prose cut or repair."""
+    if isinstance(event, Cut) and event.reason == "prose":
+        return event.text
+    if isinstance(event, Correction) and event.source == "repair" and event.rule == "prose":
+        return event.removed
+    return None
+
+
+def _words_only(text: str) -> bool:
+    """Whether the first line of ``text`` is words alone (``SQLite query``, not ``x + 1``)."""
+    line = text.strip().split("\n", 1)[0]
+    return bool(line) and all(c.isalpha() or c == " " for c in line)
+
+
+def _joined(first: str, then: str) -> bool:
+    """Whether ``first`` ends with a letter that ``then`` goes on from on the same line, with a letter."""
+    gap = then[: len(then) - len(then.lstrip())]
+    return bool(first.rstrip(" \t")[-1:].isalpha() and "\n" not in gap and then.strip()[:1].isalpha())
 
 
 def _correction_kind(event: Correction) -> str | None:

@@ -128,3 +128,25 @@ def test_only_the_words_taken_away_quoted_and_a_typo_are_kept_or_respelt() -> No
     assert kind("FORM", "FROM").respelt == 1
     assert kind("ILIKE", "LIKE").edits == 1  # the first letter changed: another word
     assert kind("answer", "AS").edits == 1  # far from a typo
+
+
+@pytest.mark.parametrize(
+    ("answer", "text"),
+    [
+        # The prose cut after its first words, which the text kept as names.
+        ("SELECT Unfortunately, without knowing your tables, it's impossible. Sorry.", "SELECT Unfortunately, without"),
+        # The prose left out up to its last words, which the text kept.
+        ("SELECT The question is complex. Here is the SQLite query:", "SELECT SQLite query"),
+    ],
+)
+def test_a_sentence_kept_in_part_is_no_faithful_answer(answer: str, text: str) -> None:
+    """Before, both said faithful: the prose left out was counted as no part of the answer, and
+    the sentence's other words, kept as code, as the draft's answer."""
+    result = run("sqlite", answer)
+    assert result.text == text
+    assert result.faithful is False and result.changes.edits == 1
+
+
+def test_prose_after_a_whole_answer_leaves_it_faithful() -> None:
+    result = run("sqlite", "SELECT a FROM t;\n\nThis selects a from t, the table.")
+    assert result.text == "SELECT a FROM t;" and result.faithful
