@@ -150,3 +150,20 @@ def test_a_sentence_kept_in_part_is_no_faithful_answer(answer: str, text: str) -
 def test_prose_after_a_whole_answer_leaves_it_faithful() -> None:
     result = run("sqlite", "SELECT a FROM t;\n\nThis selects a from t, the table.")
     assert result.text == "SELECT a FROM t;" and result.faithful
+
+
+def test_the_cli_summary_says_what_was_kept_respelt_or_left_unfinished() -> None:
+    import io
+
+    from grammar_guide.cli import Progress
+
+    def summary_line(result: gg.GuideResult) -> str:
+        out = io.StringIO()
+        Progress(out, color=False).finished(result)
+        return out.getvalue().strip().split(" · sqlite")[0]
+
+    assert summary_line(run("sqlite", "SELECT a FROM t JOIN Ben Jones AS b")) == "✓ valid · faithful (1 quoted)"
+    assert summary_line(run("sqlite", "SELECT COUNT(DICTINCT a) FROM t")) == "✓ valid · 1 respelt"
+    with pytest.raises(gg.GuideExhausted) as raised:
+        run("sqlite", "select")
+    assert summary_line(raised.value.result) == "✗ incomplete · nothing changed so far"  # was '· faithful'
