@@ -129,8 +129,9 @@ def answer_sql(answer: str) -> str:
     a line starting with This/The/Note/Here/Explanation) is left out."""
     fenced = _FENCE.search(answer)
     text = fenced.group(1) if fenced else answer
-    if fenced and not text.strip() and answer[: fenced.start()].strip():
-        text = answer[: fenced.start()]  # a closing fence with none before it: the SQL is before it
+    before = answer[: fenced.start()] if fenced else ""
+    if fenced and before.strip() and (not text.strip() or _opens_with_statement(before, text)):
+        text = before  # a closing fence with none before it: the SQL is before it (prose after)
     markup = _MARKUP_END.search(text)
     if markup:
         text = text[: markup.start()]
@@ -140,10 +141,18 @@ def answer_sql(answer: str) -> str:
     for m in _PROSE_LINE.finditer(text):
         word = re.match(r"[A-Za-z_]+", text[m.end() :])
         line = text[m.end() :].split("\n", 1)[0]
-        if word and word.group().upper() not in sqlite_keywords() and not _CODE_LINE.search(line):
+        ended = text[: m.start()].rstrip().endswith(";")  # after a whole statement, a sentence is prose
+        if word and word.group().upper() not in sqlite_keywords() and (ended or not _CODE_LINE.search(line)):
             text = text[: m.start()]
             break
     return text.strip()
+
+
+def _opens_with_statement(before: str, fenced: str) -> bool:
+    """Whether the answer opens with its SQL before the first fence, and the "fenced" text after
+    that fence has none (``SELECT a FROM t\n```\n\nThis query ...\n```)``: prose between a
+    closing fence and another)."""
+    return bool(re.match(r"\s*(?:SELECT|WITH)\b", before, re.IGNORECASE)) and not _STATEMENT.search(fenced)
 
 
 def code_ended(answer: str) -> bool:
