@@ -119,7 +119,7 @@ _FENCE = re.compile(r"```[A-Za-z]*[ \t]*\n?(.*?)(?:```|$)", re.DOTALL)
 _STATEMENT = re.compile(r"\b(?:SELECT|WITH)\b", re.IGNORECASE)
 _CODE_LINE = re.compile(r"[()=]|\w_\w|^\w+\s+AS\b", re.IGNORECASE)  # "avg_salaries AS (": a CTE goes on
 _MARKUP_END = re.compile(r"\\end\{[A-Za-z]+\}|</(?:code|pre)>")  # '\end{code}' closes a block like a fence
-_PROSE_LINE = re.compile(r"\n\s*\n\s*(?=[A-Za-z])|\n(?=(?:This|The|Note|Here|Explanation|In this)\b)")
+_PROSE_LINE = re.compile(r"\n\s*\n\s*(?=\(?[A-Za-z])|\n(?=(?:This|The|Note|Here|Explanation|In this)\b)")
 
 
 def answer_sql(answer: str) -> str:
@@ -139,10 +139,10 @@ def answer_sql(answer: str) -> str:
     if start and re.search(r"[A-Za-z]", text[: start.start()]):
         text = text[start.start() :]
     for m in _PROSE_LINE.finditer(text):
-        word = re.match(r"[A-Za-z_]+", text[m.end() :])
+        word = re.match(r"\(?([A-Za-z_]+)", text[m.end() :])
         line = text[m.end() :].split("\n", 1)[0]
         ended = text[: m.start()].rstrip().endswith(";")  # after a whole statement, a sentence is prose
-        if word and word.group().upper() not in sqlite_keywords() and (ended or not _CODE_LINE.search(line)):
+        if word and word.group(1).upper() not in sqlite_keywords() and (ended or not _CODE_LINE.search(line)):
             text = text[: m.start()]
             break
     return text.strip()
@@ -152,7 +152,8 @@ def _opens_with_statement(before: str, fenced: str) -> bool:
     """Whether the answer opens with its SQL before the first fence, and the "fenced" text after
     that fence has none (``SELECT a FROM t\n```\n\nThis query ...\n```)``: prose between a
     closing fence and another)."""
-    return bool(re.match(r"\s*(?:SELECT|WITH)\b", before, re.IGNORECASE)) and not _STATEMENT.search(fenced)
+    opens = re.compile(r"\s*(?:SELECT|WITH)\b", re.IGNORECASE)
+    return bool(opens.match(before)) and not opens.match(fenced)
 
 
 def code_ended(answer: str) -> bool:
