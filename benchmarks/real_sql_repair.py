@@ -137,7 +137,11 @@ def answer_sql(answer: str) -> str:
     fenced = _FENCE.search(answer)
     text = fenced.group(1) if fenced else answer
     before = answer[: fenced.start()] if fenced else ""
-    if fenced and (not text.strip() or (_STATEMENT.match(before.strip()) and not _STATEMENT_LINE.search(text))):
+    if (
+        fenced
+        and before.strip()
+        and (not text.strip() or (_STATEMENT.match(before.strip()) and not _STATEMENT_LINE.search(text)))
+    ):
         text = before  # a closing fence with no SQL after it (none, or prose): the SQL is before it
     markup = _MARKUP_END.search(text)
     if markup:
@@ -146,9 +150,10 @@ def answer_sql(answer: str) -> str:
     if start and re.search(r"[A-Za-z]", text[: start.start()]):
         text = text[start.start() :]
     for m in _PROSE_LINE.finditer(text):
-        word = re.match(r"[A-Za-z_]+", text[m.end() :])
+        word = re.match(r"[(*]*([A-Za-z_]+)", text[m.end() :])
         line = text[m.end() :].split("\n", 1)[0]
-        prose = word and word.group().upper() not in sqlite_keywords() and not _CODE_LINE.search(line)
+        ended = text[: m.start()].rstrip().endswith(";")  # after a whole statement, a sentence is prose
+        prose = word and word.group(1).upper() not in sqlite_keywords() and (ended or not _CODE_LINE.search(line))
         if prose or _is_sentence(line):
             text = text[: m.start()]
             break

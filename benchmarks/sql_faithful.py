@@ -7,8 +7,7 @@ dialect rewrite that took it away (``Correction(rule="rewrite").removed``) or fo
 (``Cut(reason="formatting")``: Markdown escapes, a backtick pair around the answer; the draft is then
 read with them undone), or the draft's words quoted whole as one name with spaces (a repair
 whose text is exactly its removed words in double quotes: names are compared without quotes, and
-issue 28 asks for it), or a misspelt keyword spelt right (a repair that replaced one word that is
-no keyword with the SQL keyword within a typo of it: ``DICTINCT``), or another answer after a
+issue 28 asks for it; the result counts it ``quoted``, kept), or another answer after a
 complete statement, cut and named
 (``Cut(reason="another answer")``: the task asks for one statement, issue 28 item 1), or text
 after a complete answer cut as repeating it (``Cut(reason="repeated")``) that is made of runs of
@@ -139,6 +138,18 @@ def sql_tokens(sql: str, code_ended: bool = False) -> list[Token]:
     return tokens
 
 
+def _unescaped(tokens: list[Token], formatting: bool) -> list[Token]:
+    """``tokens`` with their strings' Markdown escapes undone where the result recorded undoing
+    formatting: a string is the draft's whether the result undid its escapes or kept them as
+    written (``'TR004\\_8'`` in a Markdown-escaped answer)."""
+    if not formatting:
+        return tokens
+    return [
+        Token(t.kind, ("s", t.key[1].replace("\\_", "_").replace("\\*", "*")), t.raw) if t.kind == "string" else t
+        for t in tokens
+    ]
+
+
 def _undo_formatting(sql: str) -> str:
     """The draft as read once its chat formatting is undone: Markdown escapes, a backtick pair."""
     sql = sql.replace("\\_", "_").replace("\\*", "*")
@@ -209,28 +220,10 @@ def excuses_of(events: Iterable[Any]) -> Excuses:
 
 
 def _kept_as_written(correction: Any) -> bool:
-    """Whether a repair's text is the draft's as it meant it: a rewrite, words quoted whole, or a
-    misspelt keyword spelt right."""
-    return correction.rule == "rewrite" or _quotes_whole(correction) or _respells_keyword(correction)
-
-
-def _respells_keyword(correction: Any) -> bool:
-    """Whether a repair replaced one word that is no SQL keyword with the SQL keyword it misspells
-    (``DICTINCT`` as ``DISTINCT``, ``INTERSE`` as ``INTERSECT``): within the edit distance the
-    repairs allow a typo (a third of the word, one swap of two letters counted once). Checked,
-    not trusted: a keyword replaced by another, or a word far from it, is a loss."""
-    from grammar_guide._repair import levenshtein
-
-    word, keyword = correction.removed.strip(), correction.text.strip()
-    if not (_WORD.fullmatch(word) and _WORD.fullmatch(keyword)):
-        return False
-    if word.upper() in sqlite_keywords() or keyword.upper() not in sqlite_keywords():
-        return False
-    distance = levenshtein(word.upper(), keyword.upper(), transpositions=True)
-    return 0 < distance <= max(1, len(word) // 3)
-
-
-_WORD = re.compile(r"[A-Za-z_]+")
+    """Whether a repair's text is the draft's as it wrote it: a rewrite, or words quoted whole. A
+    misspelt word respelt (``DICTINCT`` as ``DISTINCT``) is a word replaced: a loss, as the result
+    counts it (``respelt``, not faithful)."""
+    return correction.rule == "rewrite" or _quotes_whole(correction)
 
 
 def _quotes_whole(correction: Any) -> bool:
@@ -255,9 +248,9 @@ class Faithfulness:
         return not self.lost and not self.added
 
 
-def _excused(tokens: list[Token], texts: tuple[str, ...]) -> list[Token]:
+def _excused(tokens: list[Token], texts: tuple[str, ...], formatting: bool = False) -> list[Token]:
     """``tokens`` less those the recorded ``texts`` hold (each recorded token excuses one)."""
-    budget = Counter(t.key for text in texts for t in sql_tokens(text))
+    budget = Counter(t.key for text in texts for t in _unescaped(sql_tokens(text), formatting))
     out = []
     for t in tokens:
         if budget[t.key] > 0:
@@ -344,8 +337,10 @@ def faithfulness(
 ) -> Faithfulness:
     """Align the draft's SQL tokens with the output's (see the module's docstring; ``code_ended``:
     see ``sql_tokens``)."""
-    draft = sql_tokens(_undo_formatting(draft_sql) if excuses.formatting else draft_sql, code_ended)
-    out = sql_tokens(output)
+    draft = _unescaped(
+        sql_tokens(_undo_formatting(draft_sql) if excuses.formatting else draft_sql, code_ended), excuses.formatting
+    )
+    out = _unescaped(sql_tokens(output), excuses.formatting)
     matcher = difflib.SequenceMatcher(None, [t.key for t in draft], [t.key for t in out], autojunk=False)
     lost_at: set[int] = set()
     added: list[Token] = []
@@ -356,8 +351,8 @@ def faithfulness(
             added += out[j1:j2]
     lost = [draft[k] for k in sorted(lost_at - _stutters(draft, lost_at))]
     repeats = _repetitions(excuses.repeated, out)
-    lost = _excused(_stray_closes_excused(lost, draft), excuses.removed + repeats)
-    added = _excused([t for t in added if t.raw not in _CLOSING], excuses.written)
+    lost = _excused(_stray_closes_excused(lost, draft), excuses.removed + repeats, excuses.formatting)
+    added = _excused([t for t in added if t.raw not in _CLOSING], excuses.written, excuses.formatting)
     draft_literals = {t.key for t in draft if t.literal} | {t.key for s in excuses.written for t in sql_tokens(s)}
     invented = [t.raw for t in out if t.literal and t.key not in draft_literals]
     return Faithfulness([t.raw for t in lost], [t.raw for t in added], invented)

@@ -9,26 +9,38 @@ The events are the record of where each part of the text came from (``DraftSpan`
   before, after or within the answer left out (never made into code), a restated answer, a word
   written twice in a row written once (``DISTINCT DISTINCT``);
 - ``rewrites``: the grammar's known slips of another dialect, rewritten to what they mean;
+- ``quoted``: the draft's words quoted whole as one name (``Ben Jones`` as ``"Ben Jones"``: the
+  words kept, only the quotes around them written), formatting;
 - ``closed``: closing marks only (brackets, quotes, ``;``) that end an unfinished text, or a
   closing bracket the draft wrote too many, dropped;
-- ``edits``: the least edit of the draft's text (a lexeme dropped, inserted or replaced);
+- ``edits``: the least edit of the draft's text (a lexeme dropped, inserted or replaced), and
+  prose left out in the middle of a sentence whose other words the text kept (``SELECT
+  Unfortunately, without`` of ``SELECT Unfortunately, without knowing ...``: prose made code);
+- ``respelt``: an edit that replaced one word of the draft with another within a typo of it
+  (``DICTINCT`` as ``DISTINCT``): named apart from other edits, but a replaced word all the same;
 - ``invented``: text that the target wrote, or a completion beyond closing marks;
 - ``dropped``: the draft's answer left out (a dead end, text no edit could repair, text a budget
   left unread, the unfinished last words taken back, words a repair took away and put nothing in
   place of: a dangling JSON key), or prose where it was all the draft wrote (the text is then
   none of the draft's);
 - ``other_answers``: another answer the draft began after a complete one (a second SQL
-  statement), left out: not part of the answer, but named.
+  statement), left out: not part of the answer, but named;
+- ``incomplete``: the result is not complete (``GuideResult.complete``: a budget ended the run,
+  or the partial result of ``GuideExhausted``, a valid prefix only): the text is not the draft's
+  whole answer.
 
-The text is ``faithful`` to the draft when it has no edit, nothing invented and nothing dropped,
-and some of it is the draft's (a draft that wrote only prose has no answer to be faithful to).
+The text is ``faithful`` to the draft when it is complete and has no edit (respelt or not), nothing
+invented and nothing dropped, and some of it is the draft's (a draft that wrote only prose has no answer to be
+faithful to).
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from ._edit_search import levenshtein
 from ._events import Correction, Cut, DraftSpan, Event, GrammarViolation
 
 __all__ = ["Changes", "changes_of"]
@@ -44,7 +56,9 @@ class Changes:
     """Counts of what was changed of the draft's answer (see the module's docstring)."""
 
     edits: int = 0
+    respelt: int = 0
     rewrites: int = 0
+    quoted: int = 0
     invented: int = 0
     dropped: int = 0
     closed: int = 0
@@ -52,27 +66,41 @@ class Changes:
     #: Characters of the text the draft wrote, kept as written or rewritten from its dialect
     #: (T-SQL's ``SELECT TOP 3 ...`` rewritten whole is the draft's answer).
     drafted_chars: int = 0
+    incomplete: bool = False
 
     @property
     def faithful(self) -> bool:
-        """Nothing edited, invented or dropped, and the text has some of the draft's own."""
-        return not (self.edits or self.invented or self.dropped) and self.drafted_chars > 0
+        """Complete, nothing edited, invented or dropped, and the text has some of the draft's own."""
+        return not (self.changed or self.incomplete) and self.drafted_chars > 0
+
+    @property
+    def changed(self) -> bool:
+        """Whether anything of the draft's answer was edited (respelt too), invented or dropped."""
+        return bool(self.edits or self.respelt or self.invented or self.dropped)
 
     def summary(self) -> str:
         """``faithful``, or what was changed: ``2 edits, 1 invented``; rewrites and closing
         marks are named too, after ``faithful`` when they are all there is; other answers cut
-        always are."""
+        always are; an incomplete result says ``incomplete`` last."""
         changed = _counted(
             (self.edits, "edit"),
+            (self.respelt, "respelt"),
             (self.invented, "invented"),
             (self.dropped, "dropped"),
             (self.other_answers, "other answer cut"),
         )
-        kept = _counted((self.rewrites, "rewrite"), (self.closed, "closed"), (self.other_answers, "other answer cut"))
+        kept = _counted(
+            (self.rewrites, "rewrite"),
+            (self.quoted, "quoted"),
+            (self.closed, "closed"),
+            (self.other_answers, "other answer cut"),
+        )
         if self.faithful:
             return "faithful" + (f" ({kept})" if kept else "")
-        if not (self.edits or self.invented or self.dropped):
+        if not self.drafted_chars and not self.changed:
             return "no text of the draft's answer"
+        if self.incomplete:
+            return ", ".join(filter(None, (changed if self.changed else kept, "incomplete")))
         return changed
 
 
@@ -84,7 +112,7 @@ def _counted(*counts: tuple[int, str]) -> str:
     words = []
     for n, word in counts:
         if n:
-            if n > 1 and word not in ("invented", "dropped", "closed"):
+            if n > 1 and word not in ("invented", "dropped", "closed", "respelt", "quoted"):
                 word = word.replace("answer", "answers") if "answer" in word else word + "s"
             words.append(f"{n} {word}")
     return ", ".join(words)
@@ -105,16 +133,17 @@ def _is_close(text: str) -> bool:
     return bool(text.strip()) and all(c in CLOSING_MARKS or c.isspace() for c in text)
 
 
-def changes_of(events: Iterable[Event]) -> Changes:
-    """Count what ``events`` did to the draft's answer."""
+def changes_of(events: Iterable[Event], complete: bool = True) -> Changes:
+    """Count what ``events`` did to the draft's answer (``complete``: the result's)."""
     events = list(events)
-    counts = dict.fromkeys(("edits", "rewrites", "invented", "dropped", "closed", "other_answers", "drafted_chars"), 0)
+    counts = dict.fromkeys(_COUNTS, 0)
     # A closing bracket too many, dropped, changes no word, literal or operator; where a bracket
     # is also closed for the draft, the draft's own close was moved (its grouping changed): an edit.
     closes_added = any(isinstance(e, Correction) and _correction_kind(e) == "closed" for e in events)
     prose = 0
     # Words the draft wrote where the grammar allows none (``hello world`` for JSON).
     rejected = any(isinstance(e, GrammarViolation) and any(c.isalnum() for c in e.rejected) for e in events)
+    counts["edits"] += _sentences_kept_in_part(events)
     for event in events:
         if isinstance(event, DraftSpan):
             counts["drafted_chars"] += len(event.text)
@@ -128,13 +157,54 @@ def changes_of(events: Iterable[Event]) -> Changes:
             kind = _correction_kind(event)
             if kind is not None:
                 counts[kind] += 1
-            if kind == "rewrites":  # the draft's own text, in the grammar's spelling
+            if kind in ("rewrites", "quoted"):  # the draft's own text, in the grammar's spelling
                 counts["drafted_chars"] += len(event.text)
     if not counts["drafted_chars"]:
         # Prose was all the draft wrote, or words that none of the text kept (the target wrote
         # the whole answer in their place): it gave no answer.
         counts["dropped"] += prose or (rejected and not counts["dropped"])
-    return Changes(**counts)
+    return Changes(**counts, incomplete=not complete)
+
+
+def _sentences_kept_in_part(events: list[Event]) -> int:
+    """Prose left out mid-sentence, the rest of the sentence kept as the draft's text: the left-out
+    text goes on from a kept word (begins with a small letter on the same line, after a kept
+    letter), or kept words alone go on from it (it ends with a letter, and the kept line after it
+    on the same line is words, no operator: ``Here is the`` then ``SQLite query``)."""
+    count = 0
+    for i, event in enumerate(events):
+        left_out = _prose_left_out(event)
+        if left_out is None:
+            continue
+        before = events[i - 1] if i else None
+        after = next((e for e in events[i + 1 :] if not isinstance(e, GrammarViolation)), None)
+        goes_on = (
+            isinstance(before, DraftSpan) and _joined(before.text, left_out) and left_out.lstrip(" \t")[:1].islower()
+        )
+        kept_after = isinstance(after, DraftSpan) and _joined(left_out, after.text) and _words_only(after.text)
+        count += goes_on or kept_after
+    return count
+
+
+def _prose_left_out(event: Event) -> str | None:
+    """The prose ``event`` left out of the answer, if it is a prose cut or repair."""
+    if isinstance(event, Cut) and event.reason == "prose":
+        return event.text
+    if isinstance(event, Correction) and event.source == "repair" and event.rule == "prose":
+        return event.removed
+    return None
+
+
+def _words_only(text: str) -> bool:
+    """Whether the first line of ``text`` is words alone (``SQLite query``, not ``x + 1``)."""
+    line = text.strip().split("\n", 1)[0]
+    return bool(line) and all(c.isalpha() or c == " " for c in line)
+
+
+def _joined(first: str, then: str) -> bool:
+    """Whether ``first`` ends with a letter that ``then`` goes on from on the same line, with a letter."""
+    gap = then[: len(then) - len(then.lstrip())]
+    return bool(first.rstrip(" \t")[-1:].isalpha() and "\n" not in gap and then.strip()[:1].isalpha())
 
 
 def _correction_kind(event: Correction) -> str | None:
@@ -148,5 +218,25 @@ def _correction_kind(event: Correction) -> str | None:
             return None  # a sentence left out (not the draft's answer), a word written twice once
         if not event.text.strip() and any(c.isalnum() for c in event.removed):
             return "dropped"  # words of the draft taken away, by any rule (a dangling key)
-        return "rewrites" if event.rule == "rewrite" else "edits"
+        return "rewrites" if event.rule == "rewrite" else _edit_kind(event)
     return "invented"
+
+
+def _edit_kind(edit: Correction) -> str:
+    """``quoted`` where the edit wrote the words it took away, and nothing else, in double quotes
+    (one name); ``respelt`` where it replaced one word with another within a typo of it (a third
+    of the word, one swap of two letters counted once, the first letter kept: ``ILIKE`` as
+    ``LIKE`` is another word); else ``edits``. Checked, not trusted."""
+    words, text = edit.removed.strip(), edit.text.strip()
+    if words and '"' not in words and text == f'"{words}"':
+        return "quoted"
+    if _WORD.fullmatch(words) and _WORD.fullmatch(text) and words[0].upper() == text[0].upper():
+        distance = levenshtein(words.upper(), text.upper(), transpositions=True)
+        if 0 < distance <= max(1, len(words) // 3):
+            return "respelt"
+    return "edits"
+
+
+_WORD = re.compile(r"[A-Za-z_]+")
+#: Every count of ``Changes`` that ``changes_of`` adds to.
+_COUNTS = ("edits", "respelt", "rewrites", "quoted", "invented", "dropped", "closed", "other_answers", "drafted_chars")

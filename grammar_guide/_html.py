@@ -308,7 +308,7 @@ def _summary_html(result: GuideResult) -> str:
         badge = '<span class="gg-badge gg-ok" data-valid="true">✓ valid &amp; complete</span>'
     else:
         badge = '<span class="gg-badge gg-bad" data-valid="false">✗ incomplete: the budget ran out</span>'
-    changes = changes_of(result.events)
+    changes = changes_of(result.events, result.complete)
     kind = "gg-ok" if changes.faithful else "gg-bad"
     badge += (
         f'<span class="gg-badge {kind}" data-faithful="{str(changes.faithful).lower()}">{_e(changes.summary())}</span>'

@@ -41,8 +41,8 @@ class GuideResult:
     @property
     def changes(self) -> Changes:
         """What was changed of the draft's answer: edits, rewrites, invented text, dropped text,
-        closing marks (read from ``events``)."""
-        return changes_of(self.events)
+        closing marks (read from ``events``), and whether the result is incomplete."""
+        return changes_of(self.events, self.complete)
 
     @property
     def origins(self) -> tuple[Origin, ...]:
@@ -62,9 +62,10 @@ class GuideResult:
 
     @property
     def faithful(self) -> bool:
-        """Whether the text is what the draft wrote: nothing of its answer edited or dropped and
-        nothing invented, beyond text the grammar forces, closing marks, recorded formatting and
-        the grammar's rewrites of known slips (see ``Changes``)."""
+        """Whether the text is what the draft wrote: complete (never a partial result), nothing
+        of its answer edited or dropped and nothing invented, beyond text the grammar forces,
+        closing marks, recorded formatting and the grammar's rewrites of known slips (see
+        ``Changes``)."""
         return self.changes.faithful
 
     def to_dict(self) -> dict[str, Any]:

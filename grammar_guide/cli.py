@@ -546,7 +546,7 @@ class Progress:
             return f"{n} {word}{'' if n == 1 else 's'}"
 
         changes = result.changes
-        said = changes.summary()
+        said = changes.summary().removesuffix("incomplete").removesuffix(", ") or "nothing changed so far"
         said = self.style.green(said) if changes.faithful else self.style.red(said)
         self._line(
             f"{state} · {said} · {result.grammar_name} · {plural(st.draft_calls, 'draft call')} · "

@@ -27,7 +27,7 @@ def run(grammar: str, answer: str) -> gg.GuideResult:
         # ... even when the rewrite is all of the answer (T-SQL's TOP, read by NL2SQL360's benchmark).
         ("sqlite", "SELECT DISTINCT TOP 3 name FROM t", "SELECT DISTINCT name FROM t LIMIT 3", "faithful (1 rewrite)"),
         # Edits of the draft's words: the text is valid, but not what the draft wrote.
-        ("sqlite", "SELECT name FROM users WHERE name ILIKE 'a%' LIMT 5", None, "2 edits"),
+        ("sqlite", "SELECT name FROM users WHERE name ILIKE 'a%' LIMT 5", None, "1 edit, 1 respelt"),
         ("sqlite", "SELECT * FROM p WHERE age 30", None, "1 edit"),
     ],
 )
@@ -84,3 +84,86 @@ def test_words_the_target_wrote_a_whole_answer_in_place_of_are_dropped() -> None
     drafted = [DraftSpan(0, '{"a": ', 0), GrammarViolation(6, "frob", (), 1, 7, 1)]
     kept = changes_of([*drafted, Correction(6, "1}", "target")])
     assert kept.dropped == 0  # the draft's text is there: what was rejected is the target's to say
+
+
+def test_a_partial_result_is_never_faithful() -> None:
+    """``GuideExhausted``'s partial result (a valid prefix only) is not the draft's answer, even
+    where nothing of it was changed: before, ``select`` alone (no close of marks ends it) said
+    faithful. A budget that ended the run is not faithful either."""
+    with pytest.raises(gg.GuideExhausted) as raised:
+        run("sqlite", "select")
+    partial = raised.value.result
+    assert partial.text == "select" and partial.complete is False
+    assert partial.faithful is False and partial.changes.summary() == "incomplete"
+    pieces = iter(['{"a": [1', ", 2", ", 3", "]}"])
+    budget = gg.guide(lambda prompt, prefix: next(pieces), "json", "q", target=False, max_draft_calls=2)
+    assert budget.complete is False and budget.faithful is False
+    assert budget.changes.summary() == "1 closed, incomplete"
+    assert changes_of([DraftSpan(0, "select", 0)], complete=False).faithful is False
+
+
+@pytest.mark.parametrize(
+    ("answer", "text", "summary"),
+    [
+        # The draft's words quoted whole as one name: kept, only quotes written (formatting).
+        ("SELECT a FROM t JOIN Ben Jones AS b", 'SELECT a FROM t JOIN "Ben Jones" AS b', "faithful (1 quoted)"),
+        # A misspelt word respelt: named apart from other edits, but a word replaced all the same.
+        ("SELECT COUNT(DICTINCT a) FROM t", "SELECT COUNT(DISTINCT a) FROM t", "1 respelt"),
+    ],
+)
+def test_quoted_words_are_kept_and_a_respelt_word_is_named(answer: str, text: str, summary: str) -> None:
+    result = run("sqlite", answer)
+    assert result.text == text and result.changes.summary() == summary
+    assert result.faithful is summary.startswith("faithful")
+    if result.faithful:
+        assert result.changes.drafted_chars == len(text)  # the quoted name is the draft's own text
+
+
+def test_only_the_words_taken_away_quoted_and_a_typo_are_kept_or_respelt() -> None:
+    def kind(removed: str, text: str) -> Changes:
+        return changes_of([DraftSpan(0, "SELECT ", 0), Correction(7, text, "repair", removed=removed, rule="edit")])
+
+    assert kind("Ben Jones", '"Ben Jones"').quoted == 1
+    assert kind("Ben Jones", '"Ben Smith"').edits == 1  # other words in the quotes: an edit
+    assert kind("FORM", "FROM").respelt == 1
+    assert kind("ILIKE", "LIKE").edits == 1  # the first letter changed: another word
+    assert kind("answer", "AS").edits == 1  # far from a typo
+
+
+@pytest.mark.parametrize(
+    ("answer", "text"),
+    [
+        # The prose cut after its first words, which the text kept as names.
+        ("SELECT Unfortunately, without knowing your tables, it's impossible. Sorry.", "SELECT Unfortunately, without"),
+        # The prose left out up to its last words, which the text kept.
+        ("SELECT The question is complex. Here is the SQLite query:", "SELECT SQLite query"),
+    ],
+)
+def test_a_sentence_kept_in_part_is_no_faithful_answer(answer: str, text: str) -> None:
+    """Before, both said faithful: the prose left out was counted as no part of the answer, and
+    the sentence's other words, kept as code, as the draft's answer."""
+    result = run("sqlite", answer)
+    assert result.text == text
+    assert result.faithful is False and result.changes.edits == 1
+
+
+def test_prose_after_a_whole_answer_leaves_it_faithful() -> None:
+    result = run("sqlite", "SELECT a FROM t;\n\nThis selects a from t, the table.")
+    assert result.text == "SELECT a FROM t;" and result.faithful
+
+
+def test_the_cli_summary_says_what_was_kept_respelt_or_left_unfinished() -> None:
+    import io
+
+    from grammar_guide.cli import Progress
+
+    def summary_line(result: gg.GuideResult) -> str:
+        out = io.StringIO()
+        Progress(out, color=False).finished(result)
+        return out.getvalue().strip().split(" · sqlite")[0]
+
+    assert summary_line(run("sqlite", "SELECT a FROM t JOIN Ben Jones AS b")) == "✓ valid · faithful (1 quoted)"
+    assert summary_line(run("sqlite", "SELECT COUNT(DICTINCT a) FROM t")) == "✓ valid · 1 respelt"
+    with pytest.raises(gg.GuideExhausted) as raised:
+        run("sqlite", "select")
+    assert summary_line(raised.value.result) == "✗ incomplete · nothing changed so far"  # was '· faithful'

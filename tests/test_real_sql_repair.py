@@ -69,6 +69,12 @@ def test_the_sql_an_answer_means() -> None:
     assert answer_sql("SELECT a\nFROM t;\n\nThis SQL query counts rows.") == "SELECT a\nFROM t;"
     assert answer_sql("SELECT a\n\nFROM t") == "SELECT a\n\nFROM t"  # a keyword after the blank line
     assert answer_sql("SELECT a\nFROM t\n```") == "SELECT a\nFROM t"  # a closing fence alone
+    # Prose between a closing fence and another, and a sentence after a whole statement (with a
+    # bracket or '=' in it): not the answer (the result cut them; before, read as the answer's SQL).
+    assert answer_sql("SELECT a FROM t;\n```\n\nThis query returns a.\n```") == "SELECT a FROM t;"
+    assert answer_sql("SELECT a FROM t;\n\nThis returns a (where b = 1).") == "SELECT a FROM t;"
+    assert answer_sql("SELECT a FROM t;\n```\nThis query with t returns a.\n```") == "SELECT a FROM t;"
+    assert answer_sql("SELECT a FROM t;\n\n(Note: a is assumed to exist.)") == "SELECT a FROM t;"
     cte = "WITH a AS (SELECT 1),\n\nmax_salaries AS (SELECT 2)\nSELECT * FROM a"
     assert answer_sql(cte) == cte  # a CTE after a blank line is not prose
     # Markup that ends a code block ends the SQL, as a closing fence does (a forum thread after it).
