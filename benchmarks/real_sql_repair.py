@@ -123,14 +123,19 @@ _PROSE_LINE = re.compile(r"\n\s*\n\s*(?=[A-Za-z])|\n(?=(?:This|The|Note|Here|Exp
 
 
 def answer_sql(answer: str) -> str:
-    """The SQL an answer means: a fenced block's content, else the text from the first SELECT/WITH
+    """The SQL an answer means: a fenced block's content (unless it begins with a word that is no
+    keyword and the text before the fence has a SELECT/WITH: that fence closes the SQL, and the
+    pair after it holds prose), else the text from the first SELECT/WITH
     on, up to markup that ends a code block (``\\end{code}``, ``</code>``); prose after it (a blank
     line then a word that is not a keyword, on a line with no bracket, ``=`` or snake_case name; or
     a line starting with This/The/Note/Here/Explanation) is left out."""
     fenced = _FENCE.search(answer)
     text = fenced.group(1) if fenced else answer
-    if fenced and not text.strip() and answer[: fenced.start()].strip():
-        text = answer[: fenced.start()]  # a closing fence with none before it: the SQL is before it
+    before = answer[: fenced.start()] if fenced else ""
+    if fenced and before.strip() and (not text.strip() or (_STATEMENT.search(before) and _is_prose(text))):
+        # A closing fence with none before it (``SELECT ... ;\n```\n\nThis query ...```): the SQL
+        # is before it, and what the fence pair holds is prose.
+        text = before
     markup = _MARKUP_END.search(text)
     if markup:
         text = text[: markup.start()]
@@ -144,6 +149,12 @@ def answer_sql(answer: str) -> str:
             text = text[: m.start()]
             break
     return text.strip()
+
+
+def _is_prose(text: str) -> bool:
+    """Whether ``text`` begins with a word that is no SQL keyword (``This query ...``)."""
+    word = re.match(r"\s*([A-Za-z]+)\b", text)
+    return word is not None and word.group(1).upper() not in sqlite_keywords()
 
 
 def code_ended(answer: str) -> bool:
