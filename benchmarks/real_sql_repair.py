@@ -128,20 +128,17 @@ _SENTENCE_START = re.compile(r"[(*]*([A-Z][a-z]+)([*:,]*)((?:\s+[\w'`]+[,:.]?){3
 
 
 def answer_sql(answer: str) -> str:
-    """The SQL an answer means: a fenced block's content (the text before the fence where that
-    begins with SELECT/WITH and the block has none: a closing fence, prose in it), else the text
-    from the first SELECT/WITH on, up to markup that ends a code block (``\\end{code}``,
-    ``</code>``); prose after it (a blank line then a word that is not a keyword, on a line with
-    no bracket, ``=`` or snake_case name, or a line that begins as a sentence; or a line starting
-    with This/The/Note/Here/Explanation) is left out."""
+    """The SQL an answer means: a fenced block's content (the text before the fence where that has
+    a SELECT/WITH and the block holds prose: it begins with a word that is no keyword, or, where the
+    text before begins with SELECT/WITH, has no line that does), else the text from the first
+    SELECT/WITH on, up to markup that ends a code block (``\\end{code}``, ``</code>``); prose after
+    it (a blank line then a word that is not a keyword, on a line with no bracket, ``=`` or
+    snake_case name, or a line that begins as a sentence; or a line starting with
+    This/The/Note/Here/Explanation) is left out."""
     fenced = _FENCE.search(answer)
     text = fenced.group(1) if fenced else answer
     before = answer[: fenced.start()] if fenced else ""
-    if (
-        fenced
-        and before.strip()
-        and (not text.strip() or (_STATEMENT.match(before.strip()) and not _STATEMENT_LINE.search(text)))
-    ):
+    if fenced and before.strip() and (not text.strip() or _fence_holds_prose(before, text)):
         text = before  # a closing fence with no SQL after it (none, or prose): the SQL is before it
     markup = _MARKUP_END.search(text)
     if markup:
@@ -170,6 +167,20 @@ def _is_sentence(line: str) -> bool:
     words = [w.strip(",:.") for w in m.group(3).split()]
     plain = [w for w in words if w.isalpha() and w.islower() and w.upper() not in sqlite_keywords()]
     return m.group(1).upper() not in sqlite_keywords() and len(plain) >= 2
+
+
+def _is_prose(text: str) -> bool:
+    """Whether ``text`` begins with a word that is no SQL keyword (``This query ...``)."""
+    word = re.match(r"\s*([A-Za-z]+)\b", text)
+    return word is not None and word.group(1).upper() not in sqlite_keywords()
+
+
+def _fence_holds_prose(before: str, fenced: str) -> bool:
+    """Whether the fenced text after SQL (``before``) is prose: it begins with a word that is no
+    keyword, or the answer begins with its statement and the block has no line that does."""
+    if _STATEMENT.search(before) and _is_prose(fenced):
+        return True
+    return bool(_STATEMENT.match(before.strip())) and not _STATEMENT_LINE.search(fenced)
 
 
 def code_ended(answer: str) -> bool:

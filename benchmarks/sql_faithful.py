@@ -150,9 +150,15 @@ def _unescaped(tokens: list[Token], formatting: bool) -> list[Token]:
     ]
 
 
+#: A string literal (kept whole: ``'TR004\\_8'`` is the draft's value, escape and all, as the
+#: result keeps it) or a Markdown escape outside one (``atom\\_id``, ``COUNT(\\*)``).
+_ESCAPES_OUTSIDE_STRINGS = re.compile(r"'(?:[^'\\]|''|\\.)*'|\\[_*]")
+
+
 def _undo_formatting(sql: str) -> str:
-    """The draft as read once its chat formatting is undone: Markdown escapes, a backtick pair."""
-    sql = sql.replace("\\_", "_").replace("\\*", "*")
+    """The draft as read once its chat formatting is undone: Markdown escapes outside string
+    literals (the result undoes those only), a backtick pair."""
+    sql = _ESCAPES_OUTSIDE_STRINGS.sub(lambda m: m.group()[1:] if m.group()[0] == "\\" else m.group(), sql)
     stripped = sql.strip()
     if len(stripped) > 2 and stripped[0] == stripped[-1] == "`" and "`" not in stripped[1:-1]:
         return stripped[1:-1]

@@ -11,7 +11,7 @@ import sqlite3
 from pathlib import Path
 
 import grammar_guide as gg
-from benchmarks.real_sql_repair import main
+from benchmarks.real_sql_repair import answer_sql, main
 from benchmarks.sql_execution import Rows, gold_is_ordered, run_query, same_rows
 from benchmarks.sql_faithful import Excuses, excuses_of, faithfulness, sql_tokens
 from benchmarks.sql_sources import load_nl2sql360, load_spider_gold
@@ -322,3 +322,26 @@ def test_a_clause_written_twice_in_a_row_is_lost_only_where_both_copies_are() ->
     assert faithfulness(draft, "SELECT a FROM t ORDER BY x DESC").faithful
     assert faithfulness(draft, "SELECT a FROM t ORDER BY x").lost == ["DESC"]
     assert faithfulness(draft, "SELECT a").lost == ["FROM", "t", "ORDER", "BY", "x"] * 2 + ["DESC"]
+
+
+def test_markdown_escapes_inside_a_string_are_the_drafts_value_not_formatting() -> None:
+    # The result undoes 'atom\_id' and 'COUNT(\*)', and the string's 'TR004\_8' with them: the
+    # draft's value, not an invented one; kept as written, it is the draft's value too.
+    draft = "SELECT COUNT(\\*) FROM connected WHERE atom\\_id = 'TR004\\_8'"
+    result = _guide(draft)
+    assert result.text == "SELECT COUNT(*) FROM connected WHERE atom_id = 'TR004_8'"
+    excuses = excuses_of(result.events)
+    judged = faithfulness(draft, result.text, excuses)
+    assert judged.faithful and judged.invented_literals == []
+    kept = faithfulness(draft, "SELECT COUNT(*) FROM connected WHERE atom_id = 'TR004\\_8'", excuses)
+    assert kept.faithful and kept.invented_literals == []
+
+
+def test_a_closing_fence_then_prose_in_a_fence_pair_leaves_the_sql_before_it() -> None:
+    # Mixtral's answers on BIRD: the SQL, a closing fence, prose, and another fence. The SQL is
+    # what comes before the first fence, not the prose between the fences.
+    answer = " SELECT a FROM t WHERE b = 'x' AND c = 2009;\n```\n\nThis query returns a with b 'x'.\n```"
+    assert answer_sql(answer) == "SELECT a FROM t WHERE b = 'x' AND c = 2009;"
+    assert answer_sql("```sql\nSELECT a FROM t\n```\nThis returns a.") == "SELECT a FROM t"
+    judged = faithfulness(answer_sql(answer), "SELECT a FROM t WHERE b = 'x' AND c = 2009;")
+    assert judged.faithful and judged.invented_literals == []
