@@ -176,6 +176,13 @@ class AnswerReader:
         return pending[: len(pending) - hold], False
 
 
+def _answer_line(line: str) -> bool:
+    """Whether ``line`` may be a line of the answer: not blank, not a line introducing what follows
+    (ending in ``:``), not a line of prose (``prose_line``)."""
+    line = line.strip()
+    return bool(line) and not line.endswith(":") and not prose_line(line + "\n")
+
+
 def _escape_in_plain_string(text: str, i: int, quote: str) -> bool:
     """Whether the backslash at ``text[i]`` escapes ``_`` or ``*`` in a string (opened by ``quote``
     in ``text``, closed after it) that has no ``%``: no LIKE pattern, where it may be the query's."""
@@ -190,13 +197,15 @@ def closing_fence(raw: str, answer_started: bool) -> int:
     ```sql") opened and answer lines came between, or when no fence opened and the answer had
     already started. A fence with a language tag opens, unless answer lines came before it (since
     the last fence) on those terms: then it ends them (``SELECT a FROM t\n```sql\n\nThis query``,
-    a model that tags its closing fence or opens a second block)."""
+    a model that tags its closing fence or opens a second block); lines of prose alone before it
+    (``Sure! Here is the query:``, read as the answer's start while streamed) are no answer lines."""
     for match in _FENCE.finditer(raw):
         lines = raw[: match.start()].split("\n")
         fence_lines = [i for i, line in enumerate(lines) if "```" in line]
-        answered = any(line.strip() for line in lines[fence_lines[-1] + 1 if fence_lines else 0 :])
-        if match.group("tag") and not answered:
-            continue
+        since = lines[fence_lines[-1] + 1 if fence_lines else 0 :]
+        answered = any(line.strip() for line in since)
+        if match.group("tag") and not any(_answer_line(line) for line in since):
+            continue  # a tagged fence after prose alone ("Here is the query:") opens the answer
         if fence_lines:
             if answered:
                 return match.start()

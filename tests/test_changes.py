@@ -134,9 +134,9 @@ def test_only_the_words_taken_away_quoted_and_a_typo_are_kept_or_respelt() -> No
     ("answer", "text"),
     [
         # The prose cut after its first words, which the text kept as names.
-        ("SELECT Unfortunately, without knowing your tables, it's impossible. Sorry.", "SELECT Unfortunately, without"),
+        ("SELECT Unfortunately, without knowing your tables, it's impossible", "SELECT Unfortunately, without"),
         # The prose left out up to its last words, which the text kept.
-        ("SELECT The question is complex. Here is the SQLite query:", "SELECT SQLite query"),
+        ("SELECT The question is complex. Here is the SQLite query", "SELECT SQLite query"),
     ],
 )
 def test_a_sentence_kept_in_part_is_no_faithful_answer(answer: str, text: str) -> None:
@@ -145,6 +145,20 @@ def test_a_sentence_kept_in_part_is_no_faithful_answer(answer: str, text: str) -
     result = run("sqlite", answer)
     assert result.text == text
     assert result.faithful is False and result.changes.edits == 1
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "SELECT Unfortunately, without knowing your tables, it's impossible. Sorry.",
+        "SELECT The question is complex. Here is the SQLite query:",
+    ],
+)
+def test_a_whole_line_of_prose_after_a_keyword_is_no_answer(answer: str) -> None:
+    """The same prose ended as a sentence is a line of prose, cut whole: no answer, not code."""
+    with pytest.raises(gg.GuideExhausted) as refused:
+        run("sqlite", answer)
+    assert refused.value.reason == "no answer"
 
 
 def test_prose_after_a_whole_answer_leaves_it_faithful() -> None:

@@ -53,6 +53,9 @@ def test_a_closing_fence_ends_the_answer_but_an_opening_one_does_not() -> None:
     assert closing_fence("SELECT 1\n```sql\n\nThis query", True) == len("SELECT 1")
     assert closing_fence("```sql\nSELECT 1\n```sql\n", False) == len("```sql\nSELECT 1")
     assert closing_fence("```sql\n```sql\nSELECT 1", False) == -1
+    # Prose alone before a tagged fence is no answer line, even when read as the answer's start.
+    assert closing_fence("Sure! Here is the query:\n\n```sql\n", True) == -1
+    assert closing_fence("Here it is:\n```sql\n", True) == -1
     assert closing_fence("SELECT 1\n```", False) == -1  # no answer yet, no fence opened
 
 
