@@ -32,11 +32,21 @@ def out_rows(tmp_path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in (tmp_path / "out.jsonl").read_text(encoding="utf-8").splitlines()]
 
 
+def _default_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def start_and_stop(tmp_path: Path, sig: signal.Signals, after_rows: int = 8) -> tuple[int, str]:
     """Start the job and send ``sig`` once ``after_rows`` lines are written: its exit status
-    and standard error."""
+    and standard error. The job gets SIGINT's default handling, as at a terminal: a test run
+    started in the background of a shell script ignores SIGINT, and its children inherit that."""
     process = subprocess.Popen(
-        [*COMMAND, *batch_args(tmp_path)], env=env(), cwd=TESTS.parent, stderr=subprocess.PIPE, stdout=subprocess.PIPE
+        [*COMMAND, *batch_args(tmp_path)],
+        env=env(),
+        cwd=TESTS.parent,
+        stderr=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        preexec_fn=_default_sigint,
     )
     out = tmp_path / "out.jsonl"
     deadline = time.monotonic() + 60
