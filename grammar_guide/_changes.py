@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 from ._edit_search import levenshtein
 from ._events import Correction, Cut, DraftSpan, Event, GrammarViolation
@@ -238,5 +238,5 @@ def _edit_kind(edit: Correction) -> str:
 
 
 _WORD = re.compile(r"[A-Za-z_]+")
-#: Every count of ``Changes`` that ``changes_of`` adds to.
-_COUNTS = ("edits", "respelt", "rewrites", "quoted", "invented", "dropped", "closed", "other_answers", "drafted_chars")
+#: Every count of ``Changes`` that ``changes_of`` adds to (its fields but ``incomplete``).
+_COUNTS = tuple(f.name for f in fields(Changes) if f.name != "incomplete")
