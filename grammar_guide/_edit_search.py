@@ -57,7 +57,7 @@ _WORD_HEAD = re.compile(r"^\w+")
 _MAX_DELETE = 3
 _MAX_INSERT_LEN = 2
 _SWAPPABLE = set("'\"`,;:.()[]{}")
-_REWRITE_REACH = 200  # how far back before the violation a rewrite's match may begin
+_REWRITE_REACH = 1000  # how far back before the violation a rewrite's match may begin
 TIGHT = set(",;:)]}")  # marks written right after the text before them
 
 

@@ -43,6 +43,13 @@ def rewrite(text: str) -> str:
             "SELECT CAST((3 * 100) / COUNT(*) AS real) FROM (SELECT 1 UNION ALL SELECT 2)",
             150.0,
         ),
+        # CAST's type written after a comma (CONVERT's order): CAST has no other reading of it.
+        (
+            "SELECT CAST((SELECT SUM(x) FROM (SELECT 3 AS x)) - (SELECT 1), REAL) / 4",
+            "SELECT CAST((SELECT SUM(x) FROM (SELECT 3 AS x)) - (SELECT 1) AS REAL) / 4",
+            0.5,
+        ),
+        ("SELECT CAST('42', INTEGER) + 1", "SELECT CAST('42' AS INTEGER) + 1", 43),
         # A quoted name, and a bracket of more than three levels (a subquery's own subqueries).
         (
             "SELECT `a b`::FLOAT / 2 FROM (SELECT 3 AS `a b`)",
@@ -527,6 +534,23 @@ def test_no_rewrite_where_the_meaning_would_change(text: str) -> None:
             "SELECT title FROM posts ORDER BY title LIMIT ALL OFFSET 5",
             "SELECT title FROM posts ORDER BY title LIMIT -1 OFFSET 5",
             "PostgreSQL's LIMIT ALL (no limit)",
+        ),
+        (
+            "SELECT CAST(SUM(l.amount) * 100 / (SELECT SUM(amount) FROM loan), REAL) AS share FROM loan l",
+            "SELECT CAST(SUM(l.amount) * 100 / (SELECT SUM(amount) FROM loan) AS REAL) AS share FROM loan l",
+            "CAST's type written after a comma: CAST(x, REAL) is CAST(x AS REAL)",
+        ),
+        (
+            # The match begins more than 200 characters before the violation (a long subquery).
+            "SELECT (\n    SELECT COUNT(*)\n    FROM superhero\n    JOIN colour ON superhero.eye_colour_id = colour.id\n"
+            "    JOIN gender ON superhero.gender_id = gender.id\n"
+            "    WHERE colour.colour = 'Blue' AND gender.gender = 'Female' AND superhero.height_cm > 170\n"
+            ")::numeric / (SELECT COUNT(*) FROM superhero) AS share",
+            "SELECT CAST((\n    SELECT COUNT(*)\n    FROM superhero\n    JOIN colour ON superhero.eye_colour_id = colour.id\n"
+            "    JOIN gender ON superhero.gender_id = gender.id\n"
+            "    WHERE colour.colour = 'Blue' AND gender.gender = 'Female' AND superhero.height_cm > 170\n"
+            ") AS REAL) / (SELECT COUNT(*) FROM superhero) AS share",
+            "PostgreSQL cast to numeric (SQLite's NUMERIC keeps 3.0 an integer)",
         ),
         (
             "SELECT T2.Name FROM arrange AS T1 JOIN teacher AS T2 ON T1.teacher_ID = T2 Teacher_ID WHERE T1.x = 1",
