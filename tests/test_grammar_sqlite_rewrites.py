@@ -542,11 +542,13 @@ def test_no_rewrite_where_the_meaning_would_change(text: str) -> None:
         ),
         (
             # The match begins more than 200 characters before the violation (a long subquery).
-            "SELECT (\n    SELECT COUNT(*)\n    FROM superhero\n    JOIN colour ON superhero.eye_colour_id = colour.id\n"
+            "SELECT (\n    SELECT COUNT(*)\n    FROM superhero\n"
+            "    JOIN colour ON superhero.eye_colour_id = colour.id\n"
             "    JOIN gender ON superhero.gender_id = gender.id\n"
             "    WHERE colour.colour = 'Blue' AND gender.gender = 'Female' AND superhero.height_cm > 170\n"
             ")::numeric / (SELECT COUNT(*) FROM superhero) AS share",
-            "SELECT CAST((\n    SELECT COUNT(*)\n    FROM superhero\n    JOIN colour ON superhero.eye_colour_id = colour.id\n"
+            "SELECT CAST((\n    SELECT COUNT(*)\n    FROM superhero\n"
+            "    JOIN colour ON superhero.eye_colour_id = colour.id\n"
             "    JOIN gender ON superhero.gender_id = gender.id\n"
             "    WHERE colour.colour = 'Blue' AND gender.gender = 'Female' AND superhero.height_cm > 170\n"
             ") AS REAL) / (SELECT COUNT(*) FROM superhero) AS share",
