@@ -135,7 +135,7 @@ def decide(
                 return prose
             placed = [replace(_before_space(trial, e, floor), at=at) for e in (edit, *edit.ties)]
             return replace(placed[0], ties=tuple(placed[1:]))
-        if trial.is_complete and looks_like_aside(text[:at], moved, final):
+        if trial.is_complete and looks_like_aside(text[:at], moved, final, grammar_keywords(checker)):
             # A complete text followed by something that cannot extend it: a closing fence, an
             # explanation. Cut it, with the white space before it, and stop.
             return Cut(at - len(_trailing_space(trial, floor)), "after complete text", at)
