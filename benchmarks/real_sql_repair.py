@@ -122,6 +122,8 @@ _STATEMENT_LINE = re.compile(r"^\s*(?:SELECT|WITH)\b", re.IGNORECASE | re.MULTIL
 _CODE_LINE = re.compile(r"[()=]|\w_\w|^\w+\s+AS\b", re.IGNORECASE)  # "avg_salaries AS (": a CTE goes on
 _MARKUP_END = re.compile(r"\\end\{[A-Za-z]+\}|</(?:code|pre)>")  # '\end{code}' closes a block like a fence
 _PROSE_LINE = re.compile(r"\n\s*\n\s*(?=[A-Za-z(*])|\n(?=(?:This|The|Note|Here|Explanation|In this)\b)")
+#: A word alone on its line before a query (``MINUS``, ``UNION ALL``): it joins two queries.
+_JOINING_WORD = re.compile(r"[A-Za-z]+(?:[ \t]+ALL)?[ \t]*\n\s*\(?\s*(?:SELECT|WITH)\b", re.IGNORECASE)
 #: A sentence: a word in capitals that is no keyword (after a bracket or Markdown's ``**``), then
 #: words, two of the next five plain lower-case words that are no keywords ("This SQL query will").
 _SENTENCE_START = re.compile(r"[(*]*([A-Z][a-z]+)([*:,]*)((?:\s+[\w'`]+[,:.]?){3,5})")
@@ -134,7 +136,8 @@ def answer_sql(answer: str) -> str:
     SELECT/WITH on, up to markup that ends a code block (``\\end{code}``, ``</code>``); prose after
     it (a blank line then a word that is not a keyword, on a line with no bracket, ``=`` or
     snake_case name, or a line that begins as a sentence; or a line starting with
-    This/The/Note/Here/Explanation) is left out."""
+    This/The/Note/Here/Explanation) is left out; a word alone on its line before a query
+    (``MINUS``) joins two queries and is no prose."""
     fenced = _FENCE.search(answer)
     text = fenced.group(1) if fenced else answer
     before = answer[: fenced.start()] if fenced else ""
@@ -150,6 +153,8 @@ def answer_sql(answer: str) -> str:
         word = re.match(r"[(*]*([A-Za-z_]+)", text[m.end() :])
         line = text[m.end() :].split("\n", 1)[0]
         ended = text[: m.start()].rstrip().endswith(";")  # after a whole statement, a sentence is prose
+        if _JOINING_WORD.match(text, m.end()):
+            continue  # 'MINUS' alone between two queries (Oracle's EXCEPT): it joins them, no prose
         prose = word and word.group(1).upper() not in sqlite_keywords() and (ended or not _CODE_LINE.search(line))
         if prose or _is_sentence(line):
             text = text[: m.start()]

@@ -345,3 +345,13 @@ def test_a_closing_fence_then_prose_in_a_fence_pair_leaves_the_sql_before_it() -
     assert answer_sql("```sql\nSELECT a FROM t\n```\nThis returns a.") == "SELECT a FROM t"
     judged = faithfulness(answer_sql(answer), "SELECT a FROM t WHERE b = 'x' AND c = 2009;")
     assert judged.faithful and judged.invented_literals == []
+
+
+def test_a_word_alone_between_two_queries_joins_them_and_is_no_prose() -> None:
+    """Llama-3's ``MINUS`` (Oracle's EXCEPT) on its own line between two queries: read as prose
+    before, so an output that dropped it and the second query was scored faithful (BIRD mini-dev;
+    the result said "1 dropped")."""
+    answer = "SELECT a FROM t\n\nMINUS\n\nSELECT a FROM u;"
+    assert answer_sql(answer) == answer
+    assert not faithfulness(answer_sql(answer), "SELECT a FROM t").faithful
+    assert answer_sql("SELECT a FROM t;\n\nExplanation:\n\n1. We select a.") == "SELECT a FROM t;"
