@@ -130,7 +130,8 @@ _SENTENCE_START = re.compile(r"[(*]*([A-Z][a-z]+)([*:,]*)((?:\s+[\w'`]+[,:.]?){3
 
 
 def answer_sql(answer: str) -> str:
-    """The SQL an answer means: a fenced block's content (the text before the fence where that has
+    """The SQL an answer means: a fenced block's content (after the text before the fence where the
+    answer begins with a query, ``_two_queries``; the text before alone where that has
     a SELECT/WITH and the block holds prose: it begins with a word that is no keyword, or, where the
     text before begins with SELECT/WITH, has no line that does), else the text from the first
     SELECT/WITH on, up to markup that ends a code block (``\\end{code}``, ``</code>``); prose after
@@ -143,6 +144,8 @@ def answer_sql(answer: str) -> str:
     before = answer[: fenced.start()] if fenced else ""
     if fenced and before.strip() and (not text.strip() or _fence_holds_prose(before, text)):
         text = before  # a closing fence with no SQL after it (none, or prose): the SQL is before it
+    elif fenced and _two_queries(before, text):
+        text = before.rstrip() + "\n" + text  # a query, then another in a fenced block: both the answer's
     markup = _MARKUP_END.search(text)
     if markup:
         text = text[: markup.start()]
@@ -186,6 +189,14 @@ def _fence_holds_prose(before: str, fenced: str) -> bool:
     if _STATEMENT.search(before) and _is_prose(fenced):
         return True
     return bool(_STATEMENT.match(before.strip())) and not _STATEMENT_LINE.search(fenced)
+
+
+def _two_queries(before: str, fenced: str) -> bool:
+    """Whether the answer begins with a query (no line introducing what follows: it does not end
+    with ``:`` or ``.``) and a fenced block after it holds another (``SELECT a FROM t\n```sql\n
+    SELECT b FROM u\n````): the model wrote two, and the block is not all of its answer."""
+    head = before.strip()
+    return bool(_STATEMENT.match(head)) and not head.endswith((":", ".")) and bool(_STATEMENT_LINE.search(fenced))
 
 
 def code_ended(answer: str) -> bool:

@@ -53,6 +53,7 @@ __all__ = [
     "Decision",
     "Edit",
     "NeedTarget",
+    "begins_answer",
     "dead_end",
     "decide",
     "grammar_keywords",
@@ -389,6 +390,11 @@ def _complete_at(checker: Checker, end: int) -> bool:
     with checker.trial() as trial:
         trial.rollback_chars(end)
         return trial.is_complete
+
+
+def begins_answer(grammar: CheckedGrammar, text: str) -> bool:
+    """Whether ``text`` begins a new text of the grammar with a whole word (``SELECT b FROM u``)."""
+    return _answer_read(grammar, text.lstrip()) > 0
 
 
 def _answer_read(grammar: CheckedGrammar, rest: str) -> int:
