@@ -219,33 +219,11 @@ def excuses_of(events: Iterable[Any]) -> Excuses:
             # A second statement (in a fenced block of its own or not): the task asks for one (issue 28 item 1).
             removed.append(_FENCE_MARK.sub(" ", event.text))
         elif kind == "correction" and event.source == "repair" and _kept_as_written(event):
-            taken, put = _changed_tokens(event.removed, event.text)
-            removed.append(taken)
-            written.append(put)
+            removed.append(event.removed)
+            written.append(event.text)
         elif kind == "correction" and event.source == "forced":
             written.append(event.text)
     return Excuses(formatting, tuple(removed), tuple(written), tuple(cut_off), tuple(repeated))
-
-
-def _changed_tokens(removed: str, text: str) -> tuple[str, str]:
-    """The tokens a repair took away that it did not write back, and those it wrote that it did
-    not take away (``IN (SELECT x FROM p) WHERE b`` as ``IN (SELECT x FROM p) AND b``: ``WHERE``
-    and ``AND``). What it wrote back is kept, no excuse for losing the same token elsewhere (the
-    ``SELECT`` of an answer's unfinished end, taken back)."""
-    taken, put = sql_tokens(removed), sql_tokens(text)
-    back = Counter(t.key for t in taken) & Counter(t.key for t in put)
-    return _less(taken, back), _less(put, back)
-
-
-def _less(tokens: list[Token], keys: Counter[tuple[str, str]]) -> str:
-    left = Counter(keys)
-    out = []
-    for t in tokens:
-        if left[t.key] > 0:
-            left[t.key] -= 1
-        else:
-            out.append(t.raw)
-    return " ".join(out)
 
 
 #: A code fence with its language tag: formatting around a second answer, no SQL token.
