@@ -94,6 +94,15 @@ def rewrite(text: str) -> str:
             "SELECT CAST(strftime('%f', '2012-05-06 10:11:12.5') AS REAL)",
             12.5,
         ),
+        # EXTRACT(EPOCH FROM a - b): the seconds between two timestamps (or two times of day), with
+        # their fractions (julianday's would be off by its float error).
+        (
+            "SELECT EXTRACT(EPOCH FROM (b - a)) FROM (SELECT '2012-01-01 10:00:00' AS a, '2012-01-01 10:00:30.25' AS b)",
+            "SELECT ((strftime('%s', b) + strftime('%f', b) - strftime('%S', b))"
+            " - (strftime('%s', a) + strftime('%f', a) - strftime('%S', a)))"
+            " FROM (SELECT '2012-01-01 10:00:00' AS a, '2012-01-01 10:00:30.25' AS b)",
+            30.25,
+        ),
         # PostgreSQL's age in years: AGE's interval counts whole years (a birthday not yet reached
         # this year is not one; 29 February is reached on 1 March), from b to a or to today.
         (
@@ -436,6 +445,8 @@ def test_an_age_in_years_counts_whole_years(slip: str, years: int) -> None:
         "SELECT x::regclass",  # no SQLite meaning
         "SELECT 't'::boolean",  # CAST('t' AS boolean) is 0 in SQLite
         "SELECT EXTRACT(MONTH FROM AGE(CURRENT_DATE, d))",  # the months of an interval
+        # d may be a timestamp (seconds since 1970), a time of day (since midnight) or a duration
+        # written as text (BIRD's lap times): no one SQLite reading.
         "SELECT EXTRACT(EPOCH FROM d)",
         "SELECT CAST(a) AS b FROM t",  # an alias, no type: which type was meant?
         "SELECT DIVIDE(COUNT(a) FROM t WHERE b), 2)",  # a call's bracket: which bracket holds the subquery?
@@ -534,6 +545,12 @@ def test_no_rewrite_where_the_meaning_would_change(text: str) -> None:
             "SELECT title FROM posts ORDER BY title LIMIT ALL OFFSET 5",
             "SELECT title FROM posts ORDER BY title LIMIT -1 OFFSET 5",
             "PostgreSQL's LIMIT ALL (no limit)",
+        ),
+        (
+            "SELECT AVG(EXTRACT(EPOCH FROM (r.ended - r.started))) AS s FROM runs r",
+            "SELECT AVG(((strftime('%s', r.ended) + strftime('%f', r.ended) - strftime('%S', r.ended))"
+            " - (strftime('%s', r.started) + strftime('%f', r.started) - strftime('%S', r.started)))) AS s FROM runs r",
+            "EXTRACT(EPOCH FROM a - b): the seconds between two timestamps",
         ),
         (
             "SELECT CAST(SUM(l.amount) * 100 / (SELECT SUM(amount) FROM loan), REAL) AS share FROM loan l",
