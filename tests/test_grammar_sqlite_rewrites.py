@@ -97,7 +97,8 @@ def rewrite(text: str) -> str:
         # EXTRACT(EPOCH FROM a - b): the seconds between two timestamps (or two times of day), with
         # their fractions (julianday's would be off by its float error).
         (
-            "SELECT EXTRACT(EPOCH FROM (b - a)) FROM (SELECT '2012-01-01 10:00:00' AS a, '2012-01-01 10:00:30.25' AS b)",
+            "SELECT EXTRACT(EPOCH FROM (b - a))"
+            " FROM (SELECT '2012-01-01 10:00:00' AS a, '2012-01-01 10:00:30.25' AS b)",
             "SELECT ((strftime('%s', b) + strftime('%f', b) - strftime('%S', b))"
             " - (strftime('%s', a) + strftime('%f', a) - strftime('%S', a)))"
             " FROM (SELECT '2012-01-01 10:00:00' AS a, '2012-01-01 10:00:30.25' AS b)",
