@@ -923,6 +923,7 @@ def _candidates(
         else:
             out.append(("", skip, f"dropped {word!r}", _cost(1, 2 * len(word) + 1), "edit"))
     out += _stray_quote_drops(draft)
+    out += _hyphenated_alias(before, draft)
     if is_word(word) and (word.lower() not in keywords or not word.isupper()):
         # A name in double quotes; in single quotes (a string SQLite also takes for a name) after.
         # A keyword written as the draft writes names (``FROM order``) may be one; one written as
@@ -935,6 +936,24 @@ def _candidates(
             cost = _after_qualifier(checker.text[:start] + draft[:gap], cost)
             out.append((draft[:gap] + f'"{name}"', gap + len(name), f"quoted {name!r}", cost, "edit"))
     return out
+
+
+#: An alias written with a hyphen (``AS FRPM_Count_K-12``): after ``AS`` no operator goes on
+#: with the alias, so the words and the hyphens between them are one name.
+_AFTER_AS = re.compile(r"\bAS\s+$", re.IGNORECASE)
+_HYPHENATED = re.compile(r"[A-Za-z_]\w*(?:-\w+)+(?![\w-])")
+
+
+def _hyphenated_alias(before: str, draft: str) -> list[_Option]:
+    """An alias after ``AS`` with hyphens in it, quoted whole (no lexeme changed; inventing a
+    comma before ``-12`` would make it a column nobody wrote)."""
+    stripped = draft.lstrip()
+    gap = len(draft) - len(stripped)
+    alias = _HYPHENATED.match(stripped)
+    if alias is None or not _AFTER_AS.search(before + draft[:gap]):
+        return []
+    name = alias.group()
+    return [(draft[:gap] + f'"{name}"', gap + len(name), f"quoted {name!r}", _cost(0, 3), "edit")]
 
 
 def _after_qualifier(before: str, cost: int) -> int:

@@ -253,6 +253,8 @@ def test_a_config_value_is_not_extended_to_finish() -> None:
             "SELECT COUNT(*) as Virtual Schools FROM frpm ORDER BY Virtual Schools DESC",
             'SELECT COUNT(*) as "Virtual Schools" FROM frpm ORDER BY "Virtual Schools" DESC',
         ),
+        # An alias after AS with a hyphen is one name ('AS FRPM_Count_K,-12' before).
+        ("SELECT SUM(a) AS FRPM_Count_K-12 FROM frpm", 'SELECT SUM(a) AS "FRPM_Count_K-12" FROM frpm'),
         # A subquery after IN gets its brackets ('NOT People_ID ; SELECT' before).
         (
             "SELECT Name FROM people WHERE NOT People_ID IN SELECT People_ID FROM poker_PLAYER",
