@@ -1059,7 +1059,7 @@ def names_with_spaces(
     parts: list[str] = []
     end = 0
     while len(parts) < _MAX_NAME_PARTS:
-        attached = shape.qualified and bool(parts) and parts[-1][0] != "(" and draft[end : end + 1] == "("
+        attached = shape.qualified and len(parts) == 1 and parts[0][0] != "(" and draft[end : end + 1] == "("
         part = _NAME_PART.match(draft, end + (1 if parts and not attached else 0))
         if part is None or (parts and not attached and draft[end] != " ") or (not parts and part.group()[0] == "("):
             break
@@ -1067,8 +1067,8 @@ def names_with_spaces(
             break
         if part.group()[0] != "(" and _CODE_IDENTIFIER.search(part.group()):
             break  # 'T2 Teacher_ID': an alias and a column, no words of one name with spaces
-        if part.group()[0] != "(" and draft[part.end() : part.end() + 1] == "(" and not shape.qualified:
-            break  # 'AVG COUNT(*)': a word right before its bracket is a call, no part of a name
+        if part.group()[0] != "(" and draft[part.end() : part.end() + 1] == "(" and (parts or not shape.qualified):
+            break  # 'AVG COUNT(*)', 't.age AVG(t.age)': a word right before its bracket is a call
         parts.append(part.group())
         end = part.end()
         words = [p for p in parts if p[0] != "("]

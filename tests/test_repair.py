@@ -511,6 +511,8 @@ def test_words_written_as_code_names_are_no_name_with_spaces(sqlite: Grammar) ->
         "SELECT t.a FROM t ORDER BY t.x NULLS FIRST",
         "SELECT a FROM t ORDER BY x NULLS First",
         "SELECT COUNT(x) FROM t WHERE t.a = MAX(b)",
+        # Only the word right after the qualifier takes a bracket: a later one is a call.
+        "SELECT a FROM t WHERE t.age > t.age AVG(t.age)",
     ],
 )
 def test_names_and_keywords_that_parse_are_not_quoted(sqlite: Grammar, answer: str) -> None:
