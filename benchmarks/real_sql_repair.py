@@ -122,24 +122,30 @@ _STATEMENT_LINE = re.compile(r"^\s*(?:SELECT|WITH)\b", re.IGNORECASE | re.MULTIL
 _CODE_LINE = re.compile(r"[()=]|\w_\w|^\w+\s+AS\b", re.IGNORECASE)  # "avg_salaries AS (": a CTE goes on
 _MARKUP_END = re.compile(r"\\end\{[A-Za-z]+\}|</(?:code|pre)>")  # '\end{code}' closes a block like a fence
 _PROSE_LINE = re.compile(r"\n\s*\n\s*(?=[A-Za-z(*])|\n(?=(?:This|The|Note|Here|Explanation|In this)\b)")
+#: A word alone on its line before a query (``MINUS``, ``UNION ALL``): it joins two queries.
+_JOINING_WORD = re.compile(r"[A-Za-z]+(?:[ \t]+ALL)?[ \t]*\n\s*\(?\s*(?:SELECT|WITH)\b", re.IGNORECASE)
 #: A sentence: a word in capitals that is no keyword (after a bracket or Markdown's ``**``), then
 #: words, two of the next five plain lower-case words that are no keywords ("This SQL query will").
 _SENTENCE_START = re.compile(r"[(*]*([A-Z][a-z]+)([*:,]*)((?:\s+[\w'`]+[,:.]?){3,5})")
 
 
 def answer_sql(answer: str) -> str:
-    """The SQL an answer means: a fenced block's content (the text before the fence where that has
+    """The SQL an answer means: a fenced block's content (after the text before the fence where the
+    answer begins with a query, ``_two_queries``; the text before alone where that has
     a SELECT/WITH and the block holds prose: it begins with a word that is no keyword, or, where the
     text before begins with SELECT/WITH, has no line that does), else the text from the first
     SELECT/WITH on, up to markup that ends a code block (``\\end{code}``, ``</code>``); prose after
     it (a blank line then a word that is not a keyword, on a line with no bracket, ``=`` or
     snake_case name, or a line that begins as a sentence; or a line starting with
-    This/The/Note/Here/Explanation) is left out."""
+    This/The/Note/Here/Explanation) is left out; a word alone on its line before a query
+    (``MINUS``) joins two queries and is no prose."""
     fenced = _FENCE.search(answer)
     text = fenced.group(1) if fenced else answer
     before = answer[: fenced.start()] if fenced else ""
     if fenced and before.strip() and (not text.strip() or _fence_holds_prose(before, text)):
         text = before  # a closing fence with no SQL after it (none, or prose): the SQL is before it
+    elif fenced and _two_queries(before, text):
+        text = before.rstrip() + "\n" + text  # a query, then another in a fenced block: both the answer's
     markup = _MARKUP_END.search(text)
     if markup:
         text = text[: markup.start()]
@@ -150,6 +156,8 @@ def answer_sql(answer: str) -> str:
         word = re.match(r"[(*]*([A-Za-z_]+)", text[m.end() :])
         line = text[m.end() :].split("\n", 1)[0]
         ended = text[: m.start()].rstrip().endswith(";")  # after a whole statement, a sentence is prose
+        if _JOINING_WORD.match(text, m.end()):
+            continue  # 'MINUS' alone between two queries (Oracle's EXCEPT): it joins them, no prose
         prose = word and word.group(1).upper() not in sqlite_keywords() and (ended or not _CODE_LINE.search(line))
         if prose or _is_sentence(line):
             text = text[: m.start()]
@@ -181,6 +189,14 @@ def _fence_holds_prose(before: str, fenced: str) -> bool:
     if _STATEMENT.search(before) and _is_prose(fenced):
         return True
     return bool(_STATEMENT.match(before.strip())) and not _STATEMENT_LINE.search(fenced)
+
+
+def _two_queries(before: str, fenced: str) -> bool:
+    """Whether the answer begins with a query (no line introducing what follows: it does not end
+    with ``:`` or ``.``) and a fenced block after it holds another (``SELECT a FROM t\n```sql\n
+    SELECT b FROM u\n````): the model wrote two, and the block is not all of its answer."""
+    head = before.strip()
+    return bool(_STATEMENT.match(head)) and not head.endswith((":", ".")) and bool(_STATEMENT_LINE.search(fenced))
 
 
 def code_ended(answer: str) -> bool:

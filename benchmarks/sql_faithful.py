@@ -216,13 +216,18 @@ def excuses_of(events: Iterable[Any]) -> Excuses:
         elif kind == "cut" and event.reason == "repeated":
             repeated.append(event.text)
         elif kind == "cut" and event.reason == "another answer":
-            removed.append(event.text)  # a second statement: the task asks for one (issue 28 item 1)
+            # A second statement (in a fenced block of its own or not): the task asks for one (issue 28 item 1).
+            removed.append(_FENCE_MARK.sub(" ", event.text))
         elif kind == "correction" and event.source == "repair" and _kept_as_written(event):
             removed.append(event.removed)
             written.append(event.text)
         elif kind == "correction" and event.source == "forced":
             written.append(event.text)
     return Excuses(formatting, tuple(removed), tuple(written), tuple(cut_off), tuple(repeated))
+
+
+#: A code fence with its language tag: formatting around a second answer, no SQL token.
+_FENCE_MARK = re.compile(r"```[\w+-]*")
 
 
 def _kept_as_written(correction: Any) -> bool:

@@ -12,7 +12,7 @@ The events are the record of where each part of the text came from (``DraftSpan`
 - ``quoted``: the draft's words quoted whole as one name (``Ben Jones`` as ``"Ben Jones"``: the
   words kept, only the quotes around them written), formatting;
 - ``closed``: closing marks only (brackets, quotes, ``;``) that end an unfinished text, or a
-  closing bracket the draft wrote too many, dropped;
+  closing bracket or a ``;`` the draft wrote too many, dropped;
 - ``edits``: the least edit of the draft's text (a lexeme dropped, inserted or replaced), and
   prose left out in the middle of a sentence whose other words the text kept (``SELECT
   Unfortunately, without`` of ``SELECT Unfortunately, without knowing ...``: prose made code);
@@ -119,14 +119,15 @@ def _counted(*counts: tuple[int, str]) -> str:
 
 
 def _drops_bracket_close(event: Event) -> bool:
-    """Whether ``event`` leaves out only closing brackets of the draft (``)`` it wrote too many)."""
+    """Whether ``event`` leaves out only closing marks of the draft: ``)`` it wrote too many, or a
+    ``;`` that ends nothing (``LIMIT 3;\n;``, ``AS pct;\nFROM t``: no word, literal or operator)."""
     if isinstance(event, Correction) and event.source == "repair" and not event.text.strip():
         dropped = event.removed
     elif isinstance(event, Cut) and event.reason == "after complete text":
         dropped = event.text
     else:
         return False
-    return bool(dropped.strip()) and all(c in ")]}" or c.isspace() for c in dropped)
+    return bool(dropped.strip()) and all(c in ")]};" or c.isspace() for c in dropped)
 
 
 def _is_close(text: str) -> bool:

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from ._align import Aligner
 from ._checker import Checker
 from ._draft import Draft, DraftCall, DraftRequest
+from ._edit_search import grammar_keywords
 from ._errors import ProviderError
 from ._events import Cut, DraftSpan, Event, GrammarRefused, GuideStats
 from ._grammar import Grammar
@@ -263,12 +264,17 @@ class Drafting:
                 break
         await self._after_stream(rnd, stream, preamble)
 
+    def _complete_before_aside(self, evidence: str) -> bool:
+        """Whether the text is complete and ``evidence`` is an aside after it (an explanation)."""
+        checker = self.checker
+        return checker.is_complete and looks_like_aside(checker.text, evidence, False, grammar_keywords(checker))
+
     async def _after_stream(self, rnd: Round, stream: AsyncIterator[str], preamble: str | None) -> None:
         if (
             rnd.evidence is not None
             and not rnd.ended
             and preamble is None
-            and not (self.checker.is_complete and looks_like_aside(self.checker.text, rnd.evidence, False))
+            and not self._complete_before_aside(rnd.evidence)
         ):
             await self._read_evidence(rnd, stream)
         if preamble is not None and rnd.ended and rnd.call.finish_reason == "length" and not self.prose_retry:

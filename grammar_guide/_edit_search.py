@@ -57,7 +57,6 @@ _WORD_HEAD = re.compile(r"^\w+")
 _MAX_DELETE = 3
 _MAX_INSERT_LEN = 2
 _SWAPPABLE = set("'\"`,;:.()[]{}")
-_REWRITE_REACH = 1000  # how far back before the violation a rewrite's match may begin
 TIGHT = set(",;:)]}")  # marks written right after the text before them
 
 
@@ -616,13 +615,13 @@ def _matches(regex: re.Pattern[str], window: str) -> Iterator[re.Match[str]]:
 
 
 def _window_start(rewrite: Rewrite, text: str, floor: int, complete: bool) -> int | None:
-    """Where a rewrite's match may begin: within ``_REWRITE_REACH`` characters before the
+    """Where a rewrite's match may begin: within its ``reach`` of characters before the
     violation, or, for a pattern anchored at ``\\A``, at the start of an answer that is
     complete where more follows (``None`` when it is not, or text before the draft's is someone
     else's)."""
     if rewrite.at_start:
         return 0 if floor == 0 and complete else None
-    return max(floor, len(text) - _REWRITE_REACH)
+    return max(floor, len(text) - rewrite.reach)
 
 
 _STEPS = (
@@ -751,9 +750,9 @@ def rewrite_at_end(checker: Checker, floor: int) -> Edit | None:
     text = checker.text
     close = shortest_close(checker)
     closable = close is not None
-    window_start = max(floor, len(text) - _REWRITE_REACH)
-    window = text[window_start:]
     for rewrite in checker.grammar.rewrites:
+        window_start = max(floor, len(text) - rewrite.reach)
+        window = text[window_start:]
         for match in _matches(rewrite.regex, window):
             if match.end() != len(window):
                 continue

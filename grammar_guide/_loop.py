@@ -39,6 +39,8 @@ __all__ = ["GuideLoop", "Outcome", "off_loop"]
 _WHITESPACE = frozenset(b" \t\n\r\x0b\x0c")
 #: A word or number of the answer: text without one (``]``, ``,}``) holds nothing to keep.
 _ANSWER_WORD = re.compile(r"\w")
+#: A fenced block's body: from a fence (tagged or not) and its line end to the next fence or the end.
+_FENCED_BODY = re.compile(r"```[\w+-]*[ \t]*\n(.*?)(?:```|\Z)", re.DOTALL)
 
 _P = ParamSpec("_P")
 _R = TypeVar("_R")
@@ -244,7 +246,8 @@ class GuideLoop(TargetSteps):
         if more is not None:
             return await self._repair(rnd, more), None
         if rnd.reader.stopped_text:
-            self.emit(Cut(len(self.checker.text), rnd.reader.stopped_text, reason="stop", call=rnd.index))
+            after = rnd.reader.stopped_text
+            self.emit(Cut(len(self.checker.text), after, reason=self._stop_reason(after), call=rnd.index))
         if rnd.broken is not None:
             # A broken stream is never the end of the answer, whatever the text: call again.
             return Outcome.CONTINUE, rnd.broken
@@ -287,6 +290,14 @@ class GuideLoop(TargetSteps):
         self.checker.feed("\n")
         rnd.start, rnd.kept = offset, "\n"
         return "\n".join(stopped[start:end] for start, end in blocks)
+
+    def _stop_reason(self, stopped: str) -> CutReason:
+        """Why the text from the stop on (``stopped``) is cut: ``another answer`` where the text is
+        complete and a fenced block there begins another answer of the grammar's (``SELECT a FROM
+        t\n```sql\nSELECT b FROM u\n```\n``: a second statement, named as issue 28 item 1 asks,
+        not a stop that leaves out nothing of the answer); else ``stop``."""
+        bodies = _FENCED_BODY.findall(stopped) if self.checker.is_complete else []
+        return "another answer" if any(repair.begins_answer(self.grammar, b) for b in bodies) else "stop"
 
     def _begins_value(self, body: str) -> bool:
         """Whether a fenced block begins with the grammar's text, not a word (``see above``)."""

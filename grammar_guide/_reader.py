@@ -291,9 +291,9 @@ def looks_like_prose(kept: str, rejected: str) -> bool:
     return bool(re.match(r"[A-Za-z ,.!'’:-]", rejected)) or (not kept.strip() and rejected.startswith("```"))
 
 
-def looks_like_aside(text: str, rejected: str, answer_ended: bool) -> bool:
+def looks_like_aside(text: str, rejected: str, answer_ended: bool, keywords: frozenset[str] = frozenset()) -> bool:
     """Whether text after a complete answer is an aside (on a new line: an explanation, a fence)
-    rather than more of the answer with a mistake in it."""
+    rather than more of the answer with a mistake in it (``keywords``: the grammar's, lower case)."""
     gap = text[len(text.rstrip()) :] + rejected[: len(rejected) - len(rejected.lstrip())]
     head = rejected.lstrip()
     # (A mark or two after a finished answer is an aside; a word or a number is the answer's.)
@@ -301,17 +301,42 @@ def looks_like_aside(text: str, rejected: str, answer_ended: bool) -> bool:
     if not head or head.startswith("```") or _MARKUP.match(head) or stray:
         return True
     # A new line alone is no evidence: code goes on over lines. Cut only before a sentence.
-    return "\n" in gap and looks_like_sentence(head)
+    return "\n" in gap and looks_like_sentence(head, keywords)
 
 
-def looks_like_sentence(text: str) -> bool:
-    """Whether ``text`` starts with a sentence of natural language ("This query returns"), with
-    none of the tokens code has on its first line (``=``, brackets, quotes, ``a.b``, ``;``), or
-    with a line of sentence punctuation or a Markdown rule alone (``!!``, ``---``)."""
+def looks_like_sentence(text: str, keywords: frozenset[str] = frozenset()) -> bool:
+    """Whether ``text`` starts with a sentence of natural language, with none of the tokens code
+    has on its first line (``=``, brackets, quotes, ``a.b``, ``;``): ``This query returns``, or a
+    line of three or more words that begins with a capitalised word and has two English function
+    words, neither among the grammar's ``keywords`` (``I cannot determine if ... the``, ``Just replace 'x' with the
+    actual name``); or with a heading (``Explanation:``, ``Note: The "Country" table ...``, however
+    many names it quotes), a line of sentence punctuation or a Markdown rule alone (``!!``, ``---``)."""
     line = text.split("\n", 1)[0]
     if re.fullmatch(r"[!?.*_~-]+\s*", line):
         return True
-    return bool(_SENTENCE.match(line)) and not _CODE_TOKEN.search(line)
+    heading = _HEADING.match(line)
+    if heading and heading.group(1).lower() not in keywords:
+        return True
+    if _CODE_TOKEN.search(line):
+        return False
+    return bool(_SENTENCE.match(line)) or _sentence_words(line, keywords)
+
+
+#: A heading that opens an explanation or a note: a capitalised word, a colon, then a space or the line's end.
+_HEADING = re.compile(r"[ \t]*([A-Z][a-z]+):(?:[ \t]|$)")
+#: A capitalised word a sentence begins with (``I``, ``Just``), its punctuation after it.
+_CAPITALISED = re.compile(r"[A-Z][a-z]*[,:]?")
+
+
+def _sentence_words(line: str, keywords: frozenset[str]) -> bool:
+    """Whether ``line`` has three or more words, begins with a capitalised word that is no keyword,
+    and has two or more English function words that are not among the grammar's ``keywords`` (as
+    ``prose_line`` counts them, on a line that need not end as a sentence)."""
+    words = line.split()
+    if len(words) < 3 or not _CAPITALISED.fullmatch(words[0]) or words[0].strip(",:").lower() in keywords:
+        return False
+    function = _FUNCTION_WORDS - keywords
+    return sum(w.strip("().,!?:;'\"`").lower() in function for w in words) >= 2
 
 
 def prose_after_answer(text: str, rejected: str, floor: int, complete_at: Callable[[int], bool]) -> int | None:

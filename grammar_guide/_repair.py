@@ -53,6 +53,7 @@ __all__ = [
     "Decision",
     "Edit",
     "NeedTarget",
+    "begins_answer",
     "dead_end",
     "decide",
     "grammar_keywords",
@@ -135,7 +136,7 @@ def decide(
                 return prose
             placed = [replace(_before_space(trial, e, floor), at=at) for e in (edit, *edit.ties)]
             return replace(placed[0], ties=tuple(placed[1:]))
-        if trial.is_complete and looks_like_aside(text[:at], moved, final):
+        if trial.is_complete and looks_like_aside(text[:at], moved, final, grammar_keywords(checker)):
             # A complete text followed by something that cannot extend it: a closing fence, an
             # explanation. Cut it, with the white space before it, and stop.
             return Cut(at - len(_trailing_space(trial, floor)), "after complete text", at)
@@ -389,6 +390,11 @@ def _complete_at(checker: Checker, end: int) -> bool:
     with checker.trial() as trial:
         trial.rollback_chars(end)
         return trial.is_complete
+
+
+def begins_answer(grammar: CheckedGrammar, text: str) -> bool:
+    """Whether ``text`` begins a new text of the grammar with a whole word (``SELECT b FROM u``)."""
+    return _answer_read(grammar, text.lstrip()) > 0
 
 
 def _answer_read(grammar: CheckedGrammar, rest: str) -> int:

@@ -50,6 +50,10 @@ class Rewrite:
     #: into ``replacement``: a bare word quoted keeps its backslashes as themselves (the pattern
     #: ``\\\\`` with ``\\\\\\\\``: ``C:\\new`` is ``"C:\\\\new"``, not a line break).
     inner: tuple[tuple[str, str], ...] = ()
+    #: How many characters before the violation the match may begin: more for a slip whose match
+    #: holds a whole bracket group (``(SELECT … )::numeric``, ``CAST(…, REAL)``), less for one
+    #: that may chain over the draft's own repeats (``WHERE a WHERE a WHERE a …``).
+    reach: int = 200
 
     def __post_init__(self) -> None:
         for source in (self.pattern, self.head, *(pattern for pattern, _ in self.inner)):
@@ -89,8 +93,8 @@ class Rewrite:
 
 def load_rewrites(path: Path) -> tuple[Rewrite, ...]:
     """The rewrites in a ``<grammar>.rewrites.json`` file: a list of objects with ``pattern``,
-    ``replacement``, ``reason`` and (optional) ``head``, ``min_read`` and ``inner`` (a list of
-    ``[pattern, replacement]`` pairs)."""
+    ``replacement``, ``reason`` and (optional) ``head``, ``min_read``, ``inner`` (a list of
+    ``[pattern, replacement]`` pairs) and ``reach``."""
     try:
         entries = json.loads(path.read_text(encoding="utf-8"))
         return tuple(
@@ -101,6 +105,7 @@ def load_rewrites(path: Path) -> tuple[Rewrite, ...]:
                 e.get("head", ""),
                 e.get("min_read", 1),
                 tuple((pattern, replacement) for pattern, replacement in e.get("inner", ())),
+                e.get("reach", 200),
             )
             for e in entries
         )

@@ -45,6 +45,12 @@ def one_statement(sql: str) -> bool:
         # REPLACE read first as an alias of t, and INTO as the start of INTERSECT.
         ("SELECT a FROM t\nREPLACE INTO t VALUES (1)", "SELECT a FROM t", "\nREPLACE INTO t VALUES (1)"),
         ("SELECT a FROM t ORDER BY a DESC LIMIT 5 SELECT", "SELECT a FROM t ORDER BY a DESC LIMIT 5", " SELECT"),
+        # Mixtral's second query in a fenced block after the first (before, a stop: nothing named).
+        (
+            "SELECT a FROM t\n```sql\n\nSELECT b FROM u\n```\n```",
+            "SELECT a FROM t",
+            "\n```sql\n\nSELECT b FROM u\n```\n```",
+        ),
     ],
 )
 def test_a_second_statement_is_cut_and_named(draft: str, answer: str, cut: str) -> None:
@@ -55,6 +61,11 @@ def test_a_second_statement_is_cut_and_named(draft: str, answer: str, cut: str) 
     assert result.faithful and result.complete
     assert result.changes.other_answers == 1
     assert result.changes.summary().endswith("(1 other answer cut)")
+
+
+def test_prose_in_a_block_after_a_closing_fence_is_no_second_answer() -> None:
+    result = guided("sqlite", "SELECT a FROM t\n```\n\nThis query returns a.\n```")
+    assert result.text == "SELECT a FROM t" and cut_texts(result, "stop") and result.changes.summary() == "faithful"
 
 
 def test_the_script_grammar_keeps_every_statement() -> None:

@@ -22,6 +22,14 @@ def run(grammar: str, answer: str) -> gg.GuideResult:
         ("json", '{"a": [1, 2, 3', '{"a": [1, 2, 3]}', "faithful (1 closed)"),
         # Prose and a fence around the answer are not the answer.
         ("sqlite", "Sure!\n```sql\nSELECT a FROM t\n```\nThis selects a.", "SELECT a FROM t", "faithful"),
+        # An explanation after a complete statement, in words ``This query ...`` would miss: not
+        # the answer, cut (before, left out as unrepaired: "1 dropped", not faithful).
+        ("sqlite", "SELECT a FROM t;\n\nExplanation:\n\n1. We select a.", "SELECT a FROM t;", "faithful"),
+        ("sqlite", "SELECT a FROM t;\n\nI cannot tell if it is the right table.", "SELECT a FROM t;", "faithful"),
+        # A ';' the draft wrote too many, dropped, as a ')' too many is: no word, literal or
+        # operator changed (the scorer's reading too; before, "1 edit": 2 BIRD mini-dev answers).
+        ("sqlite", "SELECT a AS p;\nFROM t;", "SELECT a AS p\nFROM t;", "faithful (1 closed)"),
+        ("sqlite", "SELECT a FROM t LIMIT 3;\n;", "SELECT a FROM t LIMIT 3\n;", "faithful (1 closed)"),
         # A known slip of another dialect, rewritten to what it means.
         ("sqlite", "SELECT a::int FROM t", "SELECT CAST(a AS int) FROM t", "faithful (1 rewrite)"),
         # ... even when the rewrite is all of the answer (T-SQL's TOP, read by NL2SQL360's benchmark).

@@ -332,6 +332,22 @@ def test_require_faithful_fails_a_valid_text_that_is_not_what_the_draft_wrote(sq
     assert kept.returncode == 0, kept.stderr
 
 
+def test_a_note_cut_after_a_complete_statement_is_faithful_and_said_so(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The note after the answer is cut and shown as cut, and the text is what the draft wrote:
+    before, the note was left out as unrepaired, ``1 dropped``, and ``--require-faithful`` failed.
+    In-process: the builtin grammar is compiled once per test session and shared."""
+    from grammar_guide.cli import main
+
+    monkeypatch.syspath_prepend(str(TESTS / "support"))
+    args = ["q", "-g", "sqlite", "-d", "python:cli_drafts:explained_sql", "--no-target", "--require-faithful"]
+    assert main([*args, "--progress", "always"]) == 0
+    out, err = capsys.readouterr()
+    assert out == "SELECT name FROM users;\n"
+    assert "(after complete text)" in err and "✓ valid · faithful ·" in err
+
+
 def run_with_tty_stderr(args: list[str], timeout: float = 60) -> tuple[int, str, str]:
     """Run the command with stderr on a pseudo-terminal (stdout on a pipe)."""
     master, slave = pty.openpty()

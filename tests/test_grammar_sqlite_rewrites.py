@@ -615,3 +615,15 @@ def test_a_second_where_is_joined_on_in_an_answer_cut_off_in_a_subquery() -> Non
     )
     details = [e.detail for e in result.events if isinstance(e, Correction) and e.rule == "rewrite"]
     assert len(details) == 1 and details[0].endswith("(clause order: a second WHERE (AND))")
+
+
+def test_a_rewrite_reaches_back_only_as_far_as_its_data_says() -> None:
+    """A draft that loops on a slip (``WHERE a = b WHERE a = b …``): the second-WHERE rewrite
+    reaches back 200 characters, so it does not chain over the whole loop until the correction
+    budget runs out (it did at 1000: GuideExhausted); the loop is cut as a loop."""
+    answer = "SELECT T2.Name FROM arrange AS T1 JOIN teacher AS T2 ON T1.t = T2.t" + " WHERE T1.c = course" * 30
+    result = guide(lambda prompt: answer, SQLITE, "Answer in SQLite.", target=False)
+    assert result.text.startswith(
+        "SELECT T2.Name FROM arrange AS T1 JOIN teacher AS T2 ON T1.t = T2.t WHERE T1.c = course"
+    )
+    assert {r.reach for r in SQLITE.rewrites} == {200, 1000}

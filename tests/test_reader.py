@@ -127,6 +127,25 @@ def test_prose_and_asides_are_told_from_broken_answers() -> None:
     assert looks_like_aside("SELECT a FROM t", "\n---", False)
 
 
+def test_a_heading_or_a_sentence_in_other_words_after_a_complete_answer_is_an_aside() -> None:
+    """Explanations after a complete statement that ``This query ...`` alone missed (BIRD mini-dev
+    answers, issue 28 item 5): a heading, however many names its note quotes; a line that begins
+    with a capitalised word and has two English function words that are not the grammar's keywords
+    (``on``, ``as``, ``if`` are SQL's). Before, they were left out as unrepaired answer text."""
+    sql = frozenset({"select", "from", "where", "on", "as", "if", "is", "not", "of", "with", "and", "limit"})
+    for aside in (
+        "Explanation:\n\n1. We start by selecting the percentage.",
+        'Note: The "Country" table is assumed to exist.',
+        "Just replace 'branch_name' with the actual name of the branch.",
+        "I cannot determine if molecule TR010 is carcinogenic based on the provided schema.",
+    ):
+        assert looks_like_aside("SELECT a FROM t;", "\n\n" + aside, False, sql), aside
+    # Code goes on: a keyword heads it, it has code's marks, or too few function words.
+    assert not looks_like_aside("SELECT a FROM t", "\nLimit the rows (b = 1)", False, sql)
+    assert not looks_like_aside("SELECT a FROM t", "\nMINUS\n\nSELECT b FROM u", False, sql)
+    assert not looks_like_aside("SELECT a FROM t", "\nOrders o JOIN customers c", False, sql)
+
+
 def test_an_explanation_after_a_blank_line_ends_a_complete_answer() -> None:
     text = "SELECT a FROM road\n\nThis"
     assert prose_after_answer(text, " query returns all", 0, lambda end: end == 18) == 18

@@ -106,6 +106,14 @@ def test_a_second_statement_is_excused_only_when_the_result_cut_and_named_it() -
     assert result.changes.other_answers == 1
     assert faithfulness(draft, result.text, excuses_of(result.events)).faithful
     assert faithfulness(draft, result.text).lost[:2] == ["SELECT", "name"]  # unrecorded: lost
+    # A second query in a fenced block after the first: both are the answer's SQL (before, the
+    # block alone was, and the first query kept was scored as added words).
+    answer = "SELECT a FROM t\n```sql\nSELECT b FROM u\n```"
+    assert answer_sql(answer) == "SELECT a FROM t\nSELECT b FROM u"
+    result = _guide(answer)
+    assert result.text == "SELECT a FROM t" and result.changes.other_answers == 1
+    assert faithfulness(answer_sql(answer), result.text, excuses_of(result.events)).faithful
+    assert answer_sql("Here it is:\n```sql\nSELECT b FROM u\n```") == "SELECT b FROM u"
 
 
 def test_an_answer_cut_off_is_unfaithful_and_counted_apart_when_its_end_was_taken_back() -> None:
@@ -345,3 +353,13 @@ def test_a_closing_fence_then_prose_in_a_fence_pair_leaves_the_sql_before_it() -
     assert answer_sql("```sql\nSELECT a FROM t\n```\nThis returns a.") == "SELECT a FROM t"
     judged = faithfulness(answer_sql(answer), "SELECT a FROM t WHERE b = 'x' AND c = 2009;")
     assert judged.faithful and judged.invented_literals == []
+
+
+def test_a_word_alone_between_two_queries_joins_them_and_is_no_prose() -> None:
+    """Llama-3's ``MINUS`` (Oracle's EXCEPT) on its own line between two queries: read as prose
+    before, so an output that dropped it and the second query was scored faithful (BIRD mini-dev;
+    the result said "1 dropped")."""
+    answer = "SELECT a FROM t\n\nMINUS\n\nSELECT a FROM u;"
+    assert answer_sql(answer) == answer
+    assert not faithfulness(answer_sql(answer), "SELECT a FROM t").faithful
+    assert answer_sql("SELECT a FROM t;\n\nExplanation:\n\n1. We select a.") == "SELECT a FROM t;"

@@ -67,3 +67,8 @@ async def slow_json(prompt: str) -> str:
     if "fail" in prompt:
         raise RuntimeError("the draft failed")
     return '{"answer": "ok"}'
+
+
+def explained_sql(prompt: str) -> str:
+    """A complete statement, then a note after it (BIRD mini-dev's mixtral answers)."""
+    return 'SELECT name FROM users;\n\nNote: The "users" table is assumed to exist.'
