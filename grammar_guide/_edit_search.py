@@ -1012,6 +1012,11 @@ def quoted_names(text: str) -> frozenset[str]:
     return frozenset(m.group(1).lower() for m in _QUOTED_NAME.finditer(text[-_QUOTED_REACH:]))
 
 
+#: A bracket holding one name or ``*`` (``(LifeExpectancy)``, ``(*)``): a call's argument, where a
+#: name's bracketed part has more (``(K-12)``, ``(Ages 5-17)``).
+_CALL_ARGUMENT = re.compile(r"\(\s*(?:[A-Za-z_][\w.]*|\*)\s*\)")
+
+
 @dataclass(frozen=True)
 class NameShape:
     """What the text before a name says of its words: ``qualified``, it follows a table's
@@ -1059,6 +1064,8 @@ def names_with_spaces(
     end = 0
     while len(parts) < _MAX_NAME_PARTS:
         attached = shape.qualified and len(parts) == 1 and parts[0][0] != "(" and draft[end : end + 1] == "("
+        if attached and _CALL_ARGUMENT.match(draft, end):
+            break  # 'T2.Average(LifeExpectancy)', 'T2.COUNT(*)': a call's argument, no name's part
         part = _NAME_PART.match(draft, end + (1 if parts and not attached else 0))
         if part is None or (parts and not attached and draft[end] != " ") or (not parts and part.group()[0] == "("):
             break

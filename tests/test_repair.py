@@ -532,6 +532,9 @@ def test_a_name_after_a_qualifier_takes_its_bracket_and_a_first_word_its_reading
     assert names_with_spaces("Enrollment(K-12) + 1", keywords) == []
     qualified = names_with_spaces("Enrollment(K-12) + 1", keywords, shape=NameShape(qualified=True))
     assert [name for name, _ in qualified] == ["Enrollment(K-12)"]
+    # A bracket holding one name or '*' is a call's argument even there ('T2.Average(LifeExpectancy)').
+    assert names_with_spaces("Average(LifeExpectancy) < 72", keywords, shape=NameShape(qualified=True)) == []
+    assert names_with_spaces("COUNT(*) > 1", keywords, shape=NameShape(qualified=True)) == []
     # A keyword first word ends the name, unless the grammar has no keyword reading of it there.
     assert names_with_spaces("First Date) >= 1990", keywords) == []
     named = names_with_spaces("First Date) >= 1990", keywords, shape=NameShape(first_is_name=True))
