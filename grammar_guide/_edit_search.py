@@ -315,7 +315,8 @@ def _quote_name(v: Violation) -> Iterator[Candidate]:
         if not text[:name_start].strip():
             continue  # words that begin the answer are no name: prose is not made a string
         joined = text[name_start:] + v.evidence
-        for name, cost in names_with_spaces(joined, v.keywords, quoted_names(text[:name_start])):
+        shape = _name_shape(v.checker, name_start, joined, v.keywords)
+        for name, cost in names_with_spaces(joined, v.keywords, quoted_names(text[:name_start]), shape):
             cost = _after_qualifier(text[:name_start], cost)
             end = name_start + len(name)
             if end > len(text) and cost < _TIEBREAK:
@@ -921,6 +922,7 @@ def _candidates(
         else:
             out.append(("", skip, f"dropped {word!r}", _cost(1, 2 * len(word) + 1), "edit"))
     out += _stray_quote_drops(draft)
+    out += _hyphenated_alias(before, draft)
     if is_word(word) and (word.lower() not in keywords or not word.isupper()):
         # A name in double quotes; in single quotes (a string SQLite also takes for a name) after.
         # A keyword written as the draft writes names (``FROM order``) may be one; one written as
@@ -928,10 +930,29 @@ def _candidates(
         for quote, cost in (('"', 3), ("'", 4)):
             quoted = quote + word + quote
             out.append((draft[:gap] + quoted, gap + len(word), f"quoted {word!r}", _cost(1, cost), "edit"))
-        for name, cost in names_with_spaces(stripped, keywords, known) if checker.text[:start].strip() else ():
+        shape = NameShape(_QUALIFIER.search(before) is not None, word.lower() not in map(str.lower, literals))
+        for name, cost in names_with_spaces(stripped, keywords, known, shape) if before.strip() else ():
             cost = _after_qualifier(checker.text[:start] + draft[:gap], cost)
             out.append((draft[:gap] + f'"{name}"', gap + len(name), f"quoted {name!r}", cost, "edit"))
     return out
+
+
+#: An alias written with a hyphen (``AS FRPM_Count_K-12``): after ``AS`` no operator goes on
+#: with the alias, so the words and the hyphens between them are one name.
+_AFTER_AS = re.compile(r"\bAS\s+$", re.IGNORECASE)
+_HYPHENATED = re.compile(r"[A-Za-z_]\w*(?:-\w+)+(?![\w-])")
+
+
+def _hyphenated_alias(before: str, draft: str) -> list[_Option]:
+    """An alias after ``AS`` with hyphens in it, quoted whole (no lexeme changed; inventing a
+    comma before ``-12`` would make it a column nobody wrote)."""
+    stripped = draft.lstrip()
+    gap = len(draft) - len(stripped)
+    alias = _HYPHENATED.match(stripped)
+    if alias is None or not _AFTER_AS.search(before + draft[:gap]):
+        return []
+    name = alias.group()
+    return [(draft[:gap] + f'"{name}"', gap + len(name), f"quoted {name!r}", _cost(0, 3), "edit")]
 
 
 def _after_qualifier(before: str, cost: int) -> int:
@@ -991,8 +1012,39 @@ def quoted_names(text: str) -> frozenset[str]:
     return frozenset(m.group(1).lower() for m in _QUOTED_NAME.finditer(text[-_QUOTED_REACH:]))
 
 
+#: A bracket holding one name or ``*`` (``(LifeExpectancy)``, ``(*)``): a call's argument, where a
+#: name's bracketed part has more (``(K-12)``, ``(Ages 5-17)``).
+_CALL_ARGUMENT = re.compile(r"\(\s*(?:[A-Za-z_][\w.]*|\*)\s*\)")
+
+
+@dataclass(frozen=True)
+class NameShape:
+    """What the text before a name says of its words: ``qualified``, it follows a table's
+    qualifier (``s.``: a column's name, no call, as SQLite has no ``schema.func()``, so a bracket
+    right after a word is the name's, ``s.Enrollment(K-12)``); ``first_is_name``, its first word
+    has no keyword reading there (``First`` after ``year(`` or ``f.``, ``Virtual`` after ``AS``:
+    the grammar expects no such keyword there)."""
+
+    qualified: bool = False
+    first_is_name: bool = False
+
+
+#: A table's qualifier right before a name (``s.``, ``"frpm".``), not a number's point.
+_QUALIFIER = re.compile(r'(?:(?<![\w.])[A-Za-z_]\w*|"[^"\n]+"|`[^`\n]+`|\[[^\]\n]+\])\.$')
+
+
+def _name_shape(checker: Checker, start: int, draft: str, keywords: frozenset[str]) -> NameShape:
+    """The ``NameShape`` of a name at ``start`` of ``checker``'s text (``draft`` from there on);
+    the grammar's expected keywords are read only where the first word is a keyword."""
+    before = checker.text[:start]
+    first = _NAME_PART.match(draft)
+    word = first.group().lower() if first else ""
+    first_is_name = word not in keywords or word not in map(str.lower, _expected_literals(checker, start))
+    return NameShape(_QUALIFIER.search(before) is not None, first_is_name)
+
+
 def names_with_spaces(
-    draft: str, keywords: frozenset[str], known: frozenset[str] = frozenset()
+    draft: str, keywords: frozenset[str], known: frozenset[str] = frozenset(), shape: NameShape = NameShape()
 ) -> list[tuple[str, int]]:
     """Names of two or more parts written without their quotes at the start of ``draft``
     (``Free Meal Count (K-12)``, ``Max Number of Times``), shortest first, each with what quoting
@@ -1004,25 +1056,30 @@ def names_with_spaces(
     title case (``of``). Quoting changes none of the draft's lexemes where the name is in title
     case or ends in a bracketed part; otherwise it costs one (``name age`` may want a comma).
     A name of ``known`` (the draft quoted it before) that ``draft`` begins with is one name,
-    whatever its words, and quoting it changes no lexeme: the draft's own quotes say so."""
+    whatever its words, and quoting it changes no lexeme: the draft's own quotes say so.
+    ``shape`` (``NameShape``): after a qualifier a bracket right after a word is the name's
+    (``Enrollment(K-12)``); a first word with no keyword reading there is a name's word."""
     names: list[tuple[str, int]] = []
     parts: list[str] = []
     end = 0
     while len(parts) < _MAX_NAME_PARTS:
-        part = _NAME_PART.match(draft, end + (1 if parts else 0))
-        if part is None or (parts and draft[end] != " ") or (not parts and part.group()[0] == "("):
+        attached = shape.qualified and len(parts) == 1 and parts[0][0] != "(" and draft[end : end + 1] == "("
+        if attached and _CALL_ARGUMENT.match(draft, end):
+            break  # 'T2.Average(LifeExpectancy)', 'T2.COUNT(*)': a call's argument, no name's part
+        part = _NAME_PART.match(draft, end + (1 if parts and not attached else 0))
+        if part is None or (parts and not attached and draft[end] != " ") or (not parts and part.group()[0] == "("):
             break
         if part.group()[0] == "(" and _reads_as_code(part.group()[1:-1], keywords):
             break
         if part.group()[0] != "(" and _CODE_IDENTIFIER.search(part.group()):
             break  # 'T2 Teacher_ID': an alias and a column, no words of one name with spaces
-        if part.group()[0] != "(" and draft[part.end() : part.end() + 1] == "(":
-            break  # 'AVG COUNT(*)': a word right before its bracket is a call, no part of a name
+        if part.group()[0] != "(" and draft[part.end() : part.end() + 1] == "(" and (parts or not shape.qualified):
+            break  # 'AVG COUNT(*)', 't.age AVG(t.age)': a word right before its bracket is a call
         parts.append(part.group())
         end = part.end()
         words = [p for p in parts if p[0] != "("]
         titled = all(w[0].isupper() for w in words if w.lower() not in keywords)
-        if any(w.lower() in keywords and not (titled and w.islower() and w is not words[0]) for w in words):
+        if any(_keyword_in_name(w, i, titled, shape, keywords) for i, w in enumerate(words)):
             break
         if len(parts) > 1 and parts[-1].lower() not in keywords:
             lexemes = 0 if titled or parts[-1][0] == "(" else 1
@@ -1030,6 +1087,14 @@ def names_with_spaces(
         if part.group()[0] == "(" and not _TITLED_WORD_NEXT.match(draft, end):
             break  # a bracketed part ends a name, unless a word in title case goes on with it
     return sorted(set(names) | set(_known_names(draft, known)), key=lambda item: len(item[0]))
+
+
+def _keyword_in_name(word: str, index: int, titled: bool, shape: NameShape, keywords: frozenset[str]) -> bool:
+    """Whether ``word``, the ``index``-th word of a name, is a keyword that ends it: not a small
+    word within a name in title case (``of``), nor a first word with no keyword reading there."""
+    if word.lower() not in keywords or (index == 0 and shape.first_is_name):
+        return False
+    return not (titled and word.islower() and index > 0)
 
 
 def _known_names(draft: str, known: frozenset[str]) -> list[tuple[str, int]]:

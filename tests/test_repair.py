@@ -237,6 +237,24 @@ def test_a_config_value_is_not_extended_to_finish() -> None:
             'SELECT name AS "full name of the singer" FROM singer ORDER BY full name of the singer',
             'SELECT name AS "full name of the singer" FROM singer ORDER BY "full name of the singer"',
         ),
+        # After a qualifier a bracket right after a word is the name's, no call ('s.Enrollment&(K-12)',
+        # '(Ages, 5-17)' before); a word with no keyword reading there begins a name ('f.First, Date',
+        # 'YEAR(First, Date)', 'as Virtual, Schools' before: FIRST, VIRTUAL are keywords elsewhere).
+        (
+            "SELECT s.CDSCode FROM schools s WHERE s.Enrollment(K-12) + s.Enrollment(Ages 5-17) > 500",
+            'SELECT s.CDSCode FROM schools s WHERE s."Enrollment(K-12)" + s."Enrollment(Ages 5-17)" > 500',
+        ),
+        ("SELECT year(f.First Date) AS age FROM Patient f", 'SELECT year(f."First Date") AS age FROM Patient f'),
+        (
+            "SELECT COUNT(*) FROM Patient WHERE YEAR(First Date) >= 1990",
+            'SELECT COUNT(*) FROM Patient WHERE YEAR("First Date") >= 1990',
+        ),
+        (
+            "SELECT COUNT(*) as Virtual Schools FROM frpm ORDER BY Virtual Schools DESC",
+            'SELECT COUNT(*) as "Virtual Schools" FROM frpm ORDER BY "Virtual Schools" DESC',
+        ),
+        # An alias after AS with a hyphen is one name ('AS FRPM_Count_K,-12' before).
+        ("SELECT SUM(a) AS FRPM_Count_K-12 FROM frpm", 'SELECT SUM(a) AS "FRPM_Count_K-12" FROM frpm'),
         # A subquery after IN gets its brackets ('NOT People_ID ; SELECT' before).
         (
             "SELECT Name FROM people WHERE NOT People_ID IN SELECT People_ID FROM poker_PLAYER",
@@ -482,6 +500,47 @@ def test_words_written_as_code_names_are_no_name_with_spaces(sqlite: Grammar) ->
     # A word right before its bracket is a call ('AVG COUNT(*)' meant AVG(COUNT(*))), no name's part.
     assert names_with_spaces("AVG COUNT(*)) FROM city", keywords) == []
     assert names_with_spaces("Free Meal Count (K-12) / 2", keywords)[-1][0] == "Free Meal Count (K-12)"
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "SELECT a, b FROM t",
+        "SELECT a b FROM t",
+        "SELECT t.a b FROM t",
+        "SELECT t.a FROM t ORDER BY t.x NULLS FIRST",
+        "SELECT a FROM t ORDER BY x NULLS First",
+        "SELECT COUNT(x) FROM t WHERE t.a = MAX(b)",
+    ],
+)
+def test_names_and_keywords_that_parse_are_not_quoted(sqlite: Grammar, answer: str) -> None:
+    result = guide(lambda prompt: answer, sqlite, "q", target=False)
+    assert result.text == answer and result.faithful
+
+
+def test_only_the_word_after_a_qualifier_takes_a_bracket(sqlite: Grammar) -> None:
+    # A later word before its bracket is a call ('t."age AVG(t.age)"' before).
+    result = guide(lambda prompt: "SELECT a FROM t WHERE t.age > t.age AVG(t.age)", sqlite, "q", target=False)
+    assert '"' not in result.text
+
+
+def test_a_name_after_a_qualifier_takes_its_bracket_and_a_first_word_its_reading(sqlite: Grammar) -> None:
+    from grammar_guide._edit_search import NameShape, names_with_spaces
+
+    keywords = repair.grammar_keywords(sqlite.checker())  # type: ignore[arg-type]
+    # Without a qualifier 'Enrollment(K-12)' is a call; after 's.' it is a name (no 'schema.func()').
+    assert names_with_spaces("Enrollment(K-12) + 1", keywords) == []
+    qualified = names_with_spaces("Enrollment(K-12) + 1", keywords, shape=NameShape(qualified=True))
+    assert [name for name, _ in qualified] == ["Enrollment(K-12)"]
+    # A bracket holding one name or '*' is a call's argument even there ('T2.Average(LifeExpectancy)').
+    assert names_with_spaces("Average(LifeExpectancy) < 72", keywords, shape=NameShape(qualified=True)) == []
+    assert names_with_spaces("COUNT(*) > 1", keywords, shape=NameShape(qualified=True)) == []
+    # A keyword first word ends the name, unless the grammar has no keyword reading of it there.
+    assert names_with_spaces("First Date) >= 1990", keywords) == []
+    named = names_with_spaces("First Date) >= 1990", keywords, shape=NameShape(first_is_name=True))
+    assert [name for name, _ in named] == ["First Date"]
+    # A later keyword still ends it: 'x AND y' is never one name.
+    assert names_with_spaces("First AND y", keywords, shape=NameShape(True, True)) == []
 
 
 def test_a_name_the_draft_quoted_before_is_one_name_however_many_words(sqlite: Grammar) -> None:
