@@ -238,11 +238,14 @@ def _kept_as_written(correction: Any) -> bool:
 
 
 def _quotes_whole(correction: Any) -> bool:
-    """Whether a repair wrote the draft's words, and nothing else, quoted as one name with spaces
-    (``Ben Jones`` as ``"Ben Jones"``: issue 28 item 3 asks for it). Checked, not trusted: the text
-    written is the text taken away in double quotes."""
+    """Whether a repair wrote the draft's text, and nothing else, quoted as one name of several
+    tokens (``Ben Jones`` as ``"Ben Jones"``, ``Enrollment(K-12)`` after ``s.`` as
+    ``"Enrollment(K-12)"``: issue 28 item 3 asks for it). Checked, not trusted: the text written is
+    the text taken away in double quotes. One word quoted is not excused (``FROM`` as ``"FROM"``
+    makes a keyword a name)."""
     words = correction.removed.strip()
-    return " " in words and '"' not in words and correction.text.strip() == f'"{words}"'
+    several = len(sql_tokens(words)) > 1
+    return several and '"' not in words and correction.text.strip() == f'"{words}"'
 
 
 @dataclass(frozen=True)

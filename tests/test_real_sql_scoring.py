@@ -67,6 +67,16 @@ def test_words_quoted_whole_as_one_name_are_excused_only_when_the_result_quoted_
     assert not excuses_of([edit]).removed
 
 
+def test_a_name_with_a_bracket_quoted_whole_is_excused_a_keyword_quoted_alone_is_not() -> None:
+    draft = "SELECT s.CDSCode FROM schools s WHERE s.Enrollment(K-12) > 500"
+    result = _guide(draft)
+    assert result.text == 'SELECT s.CDSCode FROM schools s WHERE s."Enrollment(K-12)" > 500'
+    assert result.changes.quoted == 1
+    assert faithfulness(draft, result.text, excuses_of(result.events)).faithful
+    keyword = gg.Correction(0, '"FROM"', source="repair", reason="violation", rule="edit", removed="FROM")
+    assert not excuses_of([keyword]).removed
+
+
 def test_a_misspelt_keyword_respelt_is_a_loss_as_the_result_says() -> None:
     """The result names it ``respelt`` and says not faithful: the scorer agrees (a word replaced)."""
     draft = "SELECT COUNT(DICTINCT content) FROM tv"
