@@ -566,7 +566,7 @@ def _rewrite_slips(v: Violation) -> Iterator[Candidate]:
             # (A match that begins in the evidence keeps the draft's text before it.)
             before = evidence[: max(start - len(text), 0)]
             kept = evidence[end - len(text) :]
-            for insert in _rewritten(before, match, rewrite):
+            for insert in _rewritten(before, match, rewrite, v.checker.grammar.rewrites):
                 yield Candidate(
                     min(start, len(text)),
                     insert,
@@ -590,18 +590,20 @@ def _chained(rewrite: Rewrite, before: str, insert: str, kept: str) -> bool:
     return any(m.start() < len(own) < m.end() and m.start() == 0 for m in _matches(rewrite.regex, window))
 
 
-def _rewritten(before: str, match: re.Match[str], rewrite: Rewrite) -> Iterator[str]:
-    """A rewrite's text, then, where the draft's matched text holds the same slip again strictly
-    inside it (``WHERE a IN (SELECT b WHERE c WHERE d) WHERE e``: the outer second WHERE's match holds the
-    inner one), that text with the slip rewritten too (the same rewrite once over its own text:
-    the draft's slip, none the replacement made). ``before``: the draft's text kept before it."""
+def _rewritten(before: str, match: re.Match[str], rewrite: Rewrite, rewrites: tuple[Rewrite, ...]) -> Iterator[str]:
+    """A rewrite's text, then, where the draft's matched text holds a slip strictly inside it, that
+    text with the slip rewritten too: the same rewrite's (``WHERE a IN (SELECT b WHERE c WHERE d)
+    WHERE e``: the outer second WHERE's match holds the inner one), or another's (``RIGHT(LEFT(d,
+    6), 2)``: MySQL's LEFT inside its RIGHT), each rewrite once over the text (the draft's slip,
+    none the replacement made). ``before``: the draft's text kept before it."""
     written = rewrite.expand(match)
     yield before + written
     drafted = match.group()
-    if any(inner.start() > 0 and inner.end() < len(drafted) for inner in _matches(rewrite.regex, drafted)):
-        inner = rewrite.regex.sub(rewrite.expand, written)
-        if inner != written:
-            yield before + inner
+    for inner_rewrite in (rewrite, *(r for r in rewrites if r is not rewrite)):
+        if any(m.start() > 0 and m.end() < len(drafted) for m in _matches(inner_rewrite.regex, drafted)):
+            inner = inner_rewrite.regex.sub(inner_rewrite.expand, written)
+            if inner != written:
+                yield before + inner
 
 
 def _matches(regex: re.Pattern[str], window: str) -> Iterator[re.Match[str]]:

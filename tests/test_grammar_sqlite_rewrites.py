@@ -555,6 +555,11 @@ def test_no_rewrite_where_the_meaning_would_change(text: str) -> None:
             "PostgreSQL cast to numeric (SQLite's NUMERIC keeps 3.0 an integer)",
         ),
         (
+            "SELECT a FROM t WHERE RIGHT(LEFT(d, 6), 2) = '02'",  # MySQL's LEFT inside its RIGHT: rewritten too
+            "SELECT a FROM t WHERE substr(substr(d, 1, 6), -2) = '02'",
+            "RIGHT(s, n)",
+        ),
+        (
             "SELECT T2.Name FROM arrange AS T1 JOIN teacher AS T2 ON T1.teacher_ID = T2 Teacher_ID WHERE T1.x = 1",
             "SELECT T2.Name FROM arrange AS T1 JOIN teacher AS T2 ON T1.teacher_ID = T2.Teacher_ID WHERE T1.x = 1",
             "an alias's dot left out (T2 Teacher_ID is T2.Teacher_ID)",
