@@ -18,6 +18,7 @@ Comment: I'm``); the stray quote that would open it may be dropped instead.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import re
 from collections.abc import Iterator
@@ -593,15 +594,20 @@ def _chained(rewrite: Rewrite, before: str, insert: str, kept: str) -> bool:
 def _rewritten(before: str, match: re.Match[str], rewrite: Rewrite, rewrites: tuple[Rewrite, ...]) -> Iterator[str]:
     """A rewrite's text, then, where the draft's matched text holds a slip strictly inside it, that
     text with the slip rewritten too: the same rewrite's (``WHERE a IN (SELECT b WHERE c WHERE d)
-    WHERE e``: the outer second WHERE's match holds the inner one), or another's (``RIGHT(LEFT(d,
-    6), 2)``: MySQL's LEFT inside its RIGHT), each rewrite once over the text (the draft's slip,
-    none the replacement made). ``before``: the draft's text kept before it."""
+    WHERE e``: the outer second WHERE's match holds the inner one; the draft's slip, none the
+    replacement made), or another's inside the draft's text the rewrite copies (a group:
+    ``RIGHT(LEFT(d, 6), 2)``, MySQL's LEFT inside its RIGHT's string). ``before``: the draft's
+    text kept before it."""
     written = rewrite.expand(match)
     yield before + written
     drafted = match.group()
-    for inner_rewrite in (rewrite, *(r for r in rewrites if r is not rewrite)):
-        if any(m.start() > 0 and m.end() < len(drafted) for m in _matches(inner_rewrite.regex, drafted)):
-            inner = inner_rewrite.regex.sub(inner_rewrite.expand, written)
+    if any(inner.start() > 0 and inner.end() < len(drafted) for inner in _matches(rewrite.regex, drafted)):
+        inner = rewrite.regex.sub(rewrite.expand, written)
+        if inner != written:
+            yield before + inner
+    for other in rewrites:
+        if other is not rewrite and other.regex.search(drafted):
+            inner = rewrite.expand(match, functools.partial(other.regex.sub, other.expand))
             if inner != written:
                 yield before + inner
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -67,20 +68,22 @@ class Rewrite:
         """Whether the pattern is anchored at the start of the answer (``\\A``)."""
         return self.pattern.startswith("\\A")
 
-    def expand(self, match: re.Match[str]) -> str:
-        """The text that replaces ``match``: ``replacement`` with each group's text, after ``inner``."""
-        if not self.inner:
+    def expand(self, match: re.Match[str], within: Callable[[str], str] | None = None) -> str:
+        """The text that replaces ``match``: ``replacement`` with each group's text, after ``inner``
+        and then ``within`` (another rewrite of a slip inside the draft's text that it copies)."""
+        if not self.inner and within is None:
             return match.expand(self.replacement)
-        return "".join(self._piece(match, token) for token in _TEMPLATE_TOKEN.finditer(self.replacement))
+        tokens = _TEMPLATE_TOKEN.finditer(self.replacement)
+        return "".join(self._piece(match, token, within) for token in tokens)
 
-    def _piece(self, match: re.Match[str], token: re.Match[str]) -> str:
+    def _piece(self, match: re.Match[str], token: re.Match[str], within: Callable[[str], str] | None) -> str:
         number = token.group(1) or token.group(2)
         if number is None:
             return match.expand(token.group())  # literal text, its escapes read as re.sub reads them
         text = match.group(int(number)) or ""
         for pattern, replacement in self.inner:
             text = re.sub(pattern, replacement, text)
-        return text
+        return within(text) if within is not None else text
 
     @functools.cached_property
     def head_regex(self) -> re.Pattern[str] | None:
