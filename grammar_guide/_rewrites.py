@@ -51,6 +51,11 @@ class Rewrite:
     #: into ``replacement``: a bare word quoted keeps its backslashes as themselves (the pattern
     #: ``\\\\`` with ``\\\\\\\\``: ``C:\\new`` is ``"C:\\\\new"``, not a line break).
     inner: tuple[tuple[str, str], ...] = ()
+    #: Whether the slip is also rewritten where it stands inside the draft's text that another
+    #: rewrite copies, when that text is rejected as written: an expression inside an expression
+    #: (SQL's ``LEFT(d, 6)`` inside MySQL's ``RIGHT(..., 2)``). Not for a slip whose meaning depends
+    #: on the text around it (JSON's quote inside a string).
+    within: bool = False
 
     def __post_init__(self) -> None:
         for source in (self.pattern, self.head, *(pattern for pattern, _ in self.inner)):
@@ -92,8 +97,8 @@ class Rewrite:
 
 def load_rewrites(path: Path) -> tuple[Rewrite, ...]:
     """The rewrites in a ``<grammar>.rewrites.json`` file: a list of objects with ``pattern``,
-    ``replacement``, ``reason`` and (optional) ``head``, ``min_read`` and ``inner`` (a list of
-    ``[pattern, replacement]`` pairs)."""
+    ``replacement``, ``reason`` and (optional) ``head``, ``min_read``, ``inner`` (a list of
+    ``[pattern, replacement]`` pairs) and ``within``."""
     try:
         entries = json.loads(path.read_text(encoding="utf-8"))
         return tuple(
@@ -104,6 +109,7 @@ def load_rewrites(path: Path) -> tuple[Rewrite, ...]:
                 e.get("head", ""),
                 e.get("min_read", 1),
                 tuple((pattern, replacement) for pattern, replacement in e.get("inner", ())),
+                e.get("within", False),
             )
             for e in entries
         )
