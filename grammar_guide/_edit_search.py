@@ -18,6 +18,7 @@ Comment: I'm``); the stray quote that would open it may be dropped instead.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import re
 from collections.abc import Iterator
@@ -566,7 +567,9 @@ def _rewrite_slips(v: Violation) -> Iterator[Candidate]:
             # (A match that begins in the evidence keeps the draft's text before it.)
             before = evidence[: max(start - len(text), 0)]
             kept = evidence[end - len(text) :]
-            for insert in _rewritten(before, match, rewrite):
+            # (Other rewrites inside its text only where the grammar rejects that text as written.)
+            reads = _reads_whole(v.checker, min(start, len(text)), before + rewrite.expand(match))
+            for insert in _rewritten(before, match, rewrite, () if reads else v.checker.grammar.rewrites):
                 yield Candidate(
                     min(start, len(text)),
                     insert,
@@ -590,11 +593,13 @@ def _chained(rewrite: Rewrite, before: str, insert: str, kept: str) -> bool:
     return any(m.start() < len(own) < m.end() and m.start() == 0 for m in _matches(rewrite.regex, window))
 
 
-def _rewritten(before: str, match: re.Match[str], rewrite: Rewrite) -> Iterator[str]:
-    """A rewrite's text, then, where the draft's matched text holds the same slip again strictly
-    inside it (``WHERE a IN (SELECT b WHERE c WHERE d) WHERE e``: the outer second WHERE's match holds the
-    inner one), that text with the slip rewritten too (the same rewrite once over its own text:
-    the draft's slip, none the replacement made). ``before``: the draft's text kept before it."""
+def _rewritten(before: str, match: re.Match[str], rewrite: Rewrite, rewrites: tuple[Rewrite, ...]) -> Iterator[str]:
+    """A rewrite's text, then, where the draft's matched text holds a slip strictly inside it, that
+    text with the slip rewritten too: the same rewrite's (``WHERE a IN (SELECT b WHERE c WHERE d)
+    WHERE e``: the outer second WHERE's match holds the inner one; the draft's slip, none the
+    replacement made), or one of ``rewrites`` marked ``within`` inside the draft's text the rewrite
+    copies (a group: ``RIGHT(LEFT(d, 6), 2)``, MySQL's LEFT inside its RIGHT's string). ``before``: the draft's
+    text kept before it."""
     written = rewrite.expand(match)
     yield before + written
     drafted = match.group()
@@ -602,6 +607,41 @@ def _rewritten(before: str, match: re.Match[str], rewrite: Rewrite) -> Iterator[
         inner = rewrite.regex.sub(rewrite.expand, written)
         if inner != written:
             yield before + inner
+    for other in rewrites:
+        if other.within and other is not rewrite and other.regex.search(drafted):
+            inner = rewrite.expand(match, functools.partial(_rewrite_whole, other))
+            if inner != written:
+                yield before + inner
+
+
+def _rewrite_whole(rewrite: Rewrite, text: str) -> str:
+    """``text`` with ``rewrite``'s slips in it rewritten where a slip is whole, its quotes and
+    brackets paired (``LEFT(d, 6)``, ``x::date``): not a quote that ends a string (JSON's
+    escaped quote), whose meaning depends on the text around it."""
+    return rewrite.regex.sub(lambda m: rewrite.expand(m) if _paired(m.group()) else m.group(), text)
+
+
+def _paired(text: str) -> bool:
+    """Whether ``text``'s quotes and brackets are each closed within it, in order."""
+    stack: list[str] = []
+    for ch in text:
+        if stack and stack[-1] in "'\"`":
+            if ch == stack[-1]:
+                stack.pop()
+        elif ch in "'\"`" or ch in _OPENERS:
+            stack.append(ch)
+        elif ch in ")]}":
+            if not stack or _CLOSERS.get(stack[-1]) != ch:
+                return False
+            stack.pop()
+    return not stack
+
+
+def _reads_whole(checker: Checker, at: int, insert: str) -> bool:
+    """Whether the grammar reads ``insert`` whole in place of the text from ``at`` on."""
+    with checker.trial() as trial:
+        trial.rollback_chars(at)
+        return trial.feed(insert) == len(insert)
 
 
 def _matches(regex: re.Pattern[str], window: str) -> Iterator[re.Match[str]]:

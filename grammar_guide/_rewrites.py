@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -54,6 +55,11 @@ class Rewrite:
     #: holds a whole bracket group (``(SELECT … )::numeric``, ``CAST(…, REAL)``), less for one
     #: that may chain over the draft's own repeats (``WHERE a WHERE a WHERE a …``).
     reach: int = 200
+    #: Whether the slip is also rewritten where it stands inside the draft's text that another
+    #: rewrite copies, when that text is rejected as written: an expression inside an expression
+    #: (SQL's ``LEFT(d, 6)`` inside MySQL's ``RIGHT(..., 2)``). Not for a slip whose meaning depends
+    #: on the text around it (JSON's quote inside a string).
+    within: bool = False
 
     def __post_init__(self) -> None:
         for source in (self.pattern, self.head, *(pattern for pattern, _ in self.inner)):
@@ -71,20 +77,22 @@ class Rewrite:
         """Whether the pattern is anchored at the start of the answer (``\\A``)."""
         return self.pattern.startswith("\\A")
 
-    def expand(self, match: re.Match[str]) -> str:
-        """The text that replaces ``match``: ``replacement`` with each group's text, after ``inner``."""
-        if not self.inner:
+    def expand(self, match: re.Match[str], within: Callable[[str], str] | None = None) -> str:
+        """The text that replaces ``match``: ``replacement`` with each group's text, after ``inner``
+        and then ``within`` (another rewrite of a slip inside the draft's text that it copies)."""
+        if not self.inner and within is None:
             return match.expand(self.replacement)
-        return "".join(self._piece(match, token) for token in _TEMPLATE_TOKEN.finditer(self.replacement))
+        tokens = _TEMPLATE_TOKEN.finditer(self.replacement)
+        return "".join(self._piece(match, token, within) for token in tokens)
 
-    def _piece(self, match: re.Match[str], token: re.Match[str]) -> str:
+    def _piece(self, match: re.Match[str], token: re.Match[str], within: Callable[[str], str] | None) -> str:
         number = token.group(1) or token.group(2)
         if number is None:
             return match.expand(token.group())  # literal text, its escapes read as re.sub reads them
         text = match.group(int(number)) or ""
         for pattern, replacement in self.inner:
             text = re.sub(pattern, replacement, text)
-        return text
+        return within(text) if within is not None else text
 
     @functools.cached_property
     def head_regex(self) -> re.Pattern[str] | None:
@@ -94,7 +102,7 @@ class Rewrite:
 def load_rewrites(path: Path) -> tuple[Rewrite, ...]:
     """The rewrites in a ``<grammar>.rewrites.json`` file: a list of objects with ``pattern``,
     ``replacement``, ``reason`` and (optional) ``head``, ``min_read``, ``inner`` (a list of
-    ``[pattern, replacement]`` pairs) and ``reach``."""
+    ``[pattern, replacement]`` pairs), ``reach`` and ``within``."""
     try:
         entries = json.loads(path.read_text(encoding="utf-8"))
         return tuple(
@@ -106,6 +114,7 @@ def load_rewrites(path: Path) -> tuple[Rewrite, ...]:
                 e.get("min_read", 1),
                 tuple((pattern, replacement) for pattern, replacement in e.get("inner", ())),
                 e.get("reach", 200),
+                e.get("within", False),
             )
             for e in entries
         )

@@ -456,6 +456,11 @@ def test_a_rewrites_inner_substitutions_change_its_groups_text_only(tmp_path: Pa
     (tmp_path / "g.lark").write_text('start: "a"\n')
     (tmp_path / "g.rewrites.json").write_text('[{"pattern": "a", "replacement": "b", "inner": [["x", "y"]]}]')
     assert Grammar.from_file(tmp_path / "g.lark").rewrites[0].inner == (("x", "y"),)
+    # ``within``: also rewritten inside another rewrite's copied text; a group transform (``within``
+    # of expand) is applied to each group's text after ``inner``.
+    (tmp_path / "g.rewrites.json").write_text('[{"pattern": "a", "replacement": "b", "within": true}]')
+    assert Grammar.from_file(tmp_path / "g.lark").rewrites[0].within
+    assert quote.expand(quote.regex.search("a=C:\\new"), str.upper) == '"A":\t"C:\\\\NEW"\\'
     with pytest.raises(GrammarError, match="rewrite pattern"):
         Rewrite("a", "b", inner=(("(unclosed", "x"),))
 

@@ -408,6 +408,36 @@ def rewrite(text: str) -> str:
             "SELECT T2.b FROM (SELECT 1 AS a) AS T1 JOIN (SELECT 1 AS a, 5 AS b) AS T2 ON T1.a = T2.a",
             5,
         ),
+        # timestamp with time zone: SQLite's datetime gives the instant in UTC (a zone it reads: ±HH:MM, Z).
+        (
+            "SELECT '2014-04-23 20:29:39'::timestamp with time zone",
+            "SELECT datetime('2014-04-23 20:29:39')",
+            "2014-04-23 20:29:39",
+        ),
+        (
+            "SELECT '2014-09-01T02:00:00+02:00'::timestamptz",
+            "SELECT datetime('2014-09-01T02:00:00+02:00')",
+            "2014-09-01 00:00:00",
+        ),
+        ("SELECT '1997-01-01'::timestamp without time zone", "SELECT datetime('1997-01-01')", "1997-01-01 00:00:00"),
+        # ILIKE: SQLite's LIKE ignores the case of ASCII letters (the pattern ASCII, no backslash).
+        ("SELECT 'x' WHERE 'Abc' ILIKE 'a%'", "SELECT 'x' WHERE 'Abc' LIKE 'a%'", "x"),
+        ("SELECT COUNT(*) WHERE 'Ab' NOT ILIKE 'aB'", "SELECT COUNT(*) WHERE 'Ab' NOT LIKE 'aB'", 0),
+        # An operator written with a space inside it.
+        ("SELECT (3 > = 2) + (2 < = 1) + (1 ! = 2) + (1 < > 1)", "SELECT (3 >= 2) + (2 <= 1) + (1 != 2) + (1 <> 1)", 2),
+        # OFFSET n ROWS FETCH FIRST m ROWS ONLY: m rows after the first n.
+        (
+            "SELECT x FROM (SELECT 1 AS x UNION ALL SELECT 2 UNION ALL SELECT 3) ORDER BY x DESC "
+            "OFFSET 1 ROWS FETCH FIRST 2 ROWS ONLY",
+            "SELECT x FROM (SELECT 1 AS x UNION ALL SELECT 2 UNION ALL SELECT 3) ORDER BY x DESC LIMIT 2 OFFSET 1",
+            2,
+        ),
+        (
+            "SELECT x FROM (SELECT 1 AS x UNION ALL SELECT 2 UNION ALL SELECT 3) ORDER BY x "
+            "OFFSET 2 FETCH NEXT ROW ONLY",
+            "SELECT x FROM (SELECT 1 AS x UNION ALL SELECT 2 UNION ALL SELECT 3) ORDER BY x LIMIT 1 OFFSET 2",
+            3,
+        ),
     ],
 )
 def test_each_rewrite_means_what_the_slip_meant(slip: str, meant: str, value: object) -> None:
@@ -465,6 +495,10 @@ def test_an_age_in_years_counts_whole_years(slip: str, years: int) -> None:
         "SELECT a FROM t AS u JOINT t2",  # a name glued to a keyword in capitals: no lower-case name
         "SELECT a FROM t1 WHERE a = t1 AND b",  # an alias before a keyword: no column of it
         "SELECT a FROM t WHERE a = T2 max(b)",  # a call after the alias: no column of it
+        "SELECT '2014-09-01T00:00:00+00'::timestamptz",  # SQLite reads no +HH zone: datetime would be NULL
+        "SELECT a FROM t WHERE b ILIKE '%\u00e9%'",  # LIKE ignores the case of ASCII letters only
+        "SELECT a FROM t WHERE b ILIKE '50\\%'",  # PostgreSQL's LIKE escapes with a backslash
+        "SELECT a FROM t WHERE b ILIKE '%' || c || '%'",  # c's own letters and backslashes
     ],
 )
 def test_no_rewrite_where_the_meaning_would_change(text: str) -> None:
@@ -548,6 +582,12 @@ def test_no_rewrite_where_the_meaning_would_change(text: str) -> None:
             "PostgreSQL's LIMIT ALL (no limit)",
         ),
         (
+            # A SUBSTRING slip inside a cast's copied text (within): both rewritten.
+            "SELECT d FROM laps WHERE SUBSTRING(t FROM 1 FOR 2)::INT * 60 < 120",
+            "SELECT d FROM laps WHERE CAST(substr(t, 1, 2) AS INT) * 60 < 120",
+            "PostgreSQL cast",
+        ),
+        (
             "SELECT AVG(EXTRACT(EPOCH FROM (r.ended - r.started))) AS s FROM runs r",
             "SELECT AVG(((strftime('%s', r.ended) + strftime('%f', r.ended) - strftime('%S', r.ended))"
             " - (strftime('%s', r.started) + strftime('%f', r.started) - strftime('%S', r.started)))) AS s FROM runs r",
@@ -571,6 +611,31 @@ def test_no_rewrite_where_the_meaning_would_change(text: str) -> None:
             "    WHERE colour.colour = 'Blue' AND gender.gender = 'Female' AND superhero.height_cm > 170\n"
             ") AS REAL) / (SELECT COUNT(*) FROM superhero) AS share",
             "PostgreSQL cast to numeric (SQLite's NUMERIC keeps 3.0 an integer)",
+        ),
+        (
+            "SELECT a FROM t WHERE RIGHT(LEFT(d, 6), 2) = '02'",  # MySQL's LEFT inside its RIGHT: rewritten too
+            "SELECT a FROM t WHERE substr(substr(d, 1, 6), -2) = '02'",
+            "RIGHT(s, n)",
+        ),
+        (
+            "SELECT a FROM t ORDER BY b DESC OFFSET 6 ROWS FETCH FIRST 1 ROW ONLY;",  # not 'ORDER BY b LIMIT DESC'
+            "SELECT a FROM t ORDER BY b DESC LIMIT 1 OFFSET 6;",
+            "standard SQL row limit after an offset",
+        ),
+        (
+            "SELECT a FROM t WHERE b ILIKE '%x%' AND c > 1",
+            "SELECT a FROM t WHERE b LIKE '%x%' AND c > 1",
+            "PostgreSQL's ILIKE: SQLite's LIKE ignores the case of ASCII letters",
+        ),
+        (
+            "SELECT a FROM t WHERE b > = 60 AND c = 1",  # not 'b > 60', the '=' dropped
+            "SELECT a FROM t WHERE b >= 60 AND c = 1",
+            "an operator written with a space inside it (> = is >=)",
+        ),
+        (
+            "SELECT a FROM t WHERE d = '2014-04-23 20:29:39'::timestamp with time zone AND e = 1",
+            "SELECT a FROM t WHERE d = datetime('2014-04-23 20:29:39') AND e = 1",
+            "PostgreSQL cast to timestamp with time zone (SQLite's datetime is in UTC)",
         ),
         (
             "SELECT T2.Name FROM arrange AS T1 JOIN teacher AS T2 ON T1.teacher_ID = T2 Teacher_ID WHERE T1.x = 1",

@@ -603,6 +603,15 @@ def test_a_slip_inside_a_longer_match_of_the_same_rewrite_is_rewritten(sqlite: G
     assert result.faithful and sqlite_oracle.check_one_statement(result.text).valid
 
 
+def test_another_rewrite_is_made_only_inside_the_draft_s_text_that_a_rewrite_copies(sqlite: Grammar) -> None:
+    # The FILTER rewrite's match holds a second WHERE, whose own rewrite begins at the first WHERE
+    # (the FILTER rewrite's keyword, not its copied text): it is not joined in as 'AND n = 'b''
+    # inside the first aggregate's FILTER (a faithful-looking text of another meaning).
+    answer = "SELECT SUM(w) WHERE n = 'a' - SUM(w) WHERE n = 'b' AS d FROM t;"
+    result = guide(lambda prompt: answer, sqlite, "q", target=False)
+    assert "AND n = 'b'" not in result.text
+
+
 def test_no_mark_of_the_draft_is_made_a_keyword(sqlite: Grammar) -> None:
     # '1 ) c = 2': the stray ')' is not replaced with 'in' (a keyword nobody wrote).
     result = guide(lambda prompt: "SELECT a FROM t WHERE b = 1 ) c = 2", sqlite, "q", target=False)
