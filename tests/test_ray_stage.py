@@ -17,7 +17,7 @@ from grammar_guide import BatchOutputError, Grammar
 from grammar_guide.ray import COLUMNS, GuideStage, run_stage
 
 ANSWERS = {
-    "a": "SELECT name FROM users WHERE name ILIKE 'a%'",
+    "a": "SELECT name FROM users WHERE name ILIKE 'ä%'",  # non-ASCII: respelt, not a rewrite
     "b": "Sure! ```sql\nSELECT count(*) FROM orders\n```",
     "boom": "",
 }
@@ -45,7 +45,7 @@ def test_a_batch_comes_back_in_its_order_with_the_batch_jobs_columns() -> None:
     out = run_stage(stage, batch((7, "a"), (3, "boom"), (5, "b")))
     assert tuple(out) == COLUMNS
     assert out["id"] == [7, 3, 5] and all(type(i) is int for i in out["id"])
-    assert out["text"] == ["SELECT name FROM users WHERE name LIKE 'a%'", None, "SELECT count(*) FROM orders"]
+    assert out["text"] == ["SELECT name FROM users WHERE name LIKE 'ä%'", None, "SELECT count(*) FROM orders"]
     assert out["valid"] == [True, False, True]
     assert out["faithful"] == [False, None, True]
     assert out["status"] == ["guided", "error", "guided"]
