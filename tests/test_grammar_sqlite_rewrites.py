@@ -495,6 +495,8 @@ def test_an_age_in_years_counts_whole_years(slip: str, years: int) -> None:
         "SELECT a FROM t AS u JOINT t2",  # a name glued to a keyword in capitals: no lower-case name
         "SELECT a FROM t1 WHERE a = t1 AND b",  # an alias before a keyword: no column of it
         "SELECT a FROM t WHERE a = T2 max(b)",  # a call after the alias: no column of it
+        "SELECT * SELECT b FROM u",  # no first query: its FROM is missing
+        "SELECT a FROM t WHERE a = 1 - (SELECT b FROM u)",  # bracketed: parses as written
         "SELECT '2014-09-01T00:00:00+00'::timestamptz",  # SQLite reads no +HH zone: datetime would be NULL
         "SELECT a FROM t WHERE b ILIKE '%\u00e9%'",  # LIKE ignores the case of ASCII letters only
         "SELECT a FROM t WHERE b ILIKE '50\\%'",  # PostgreSQL's LIKE escapes with a backslash
@@ -580,6 +582,13 @@ def test_no_rewrite_where_the_meaning_would_change(text: str) -> None:
             "SELECT title FROM posts ORDER BY title LIMIT ALL OFFSET 5",
             "SELECT title FROM posts ORDER BY title LIMIT -1 OFFSET 5",
             "PostgreSQL's LIMIT ALL (no limit)",
+        ),
+        (
+            # Two queries joined by "-": the difference of their values, not "'A' - (SELECT ...)"
+            # inside the first query's WHERE (every token kept either way; only this means it).
+            "SELECT SUM(x) FROM t WHERE a = 'A'\n- \nSELECT SUM(x) FROM t WHERE a = 'B'",
+            "SELECT (SELECT SUM(x) FROM t WHERE a = 'A') - (SELECT SUM(x) FROM t WHERE a = 'B')",
+            "two queries joined by an arithmetic operator: the operator between their values",
         ),
         (
             # A SUBSTRING slip inside a cast's copied text (within): both rewritten.
@@ -710,3 +719,23 @@ def test_a_rewrite_reaches_back_only_as_far_as_its_data_says() -> None:
         "SELECT T2.Name FROM arrange AS T1 JOIN teacher AS T2 ON T1.t = T2.t WHERE T1.c = course"
     )
     assert {r.reach for r in SQLITE.rewrites} == {200, 1000}
+
+
+def test_two_queries_joined_by_an_operator_mean_the_operator_between_their_values() -> None:
+    """Checked by SQLite's value, whole and streamed in chunks (the head reads to the statement's
+    end): 'A''s sum less 'B''s, where bracketing the second query alone would subtract it from 'A'."""
+    import sqlite3
+
+    answer = "SELECT SUM(x) FROM t WHERE a = 'A' - SELECT SUM(x) FROM t WHERE a = 'B';"
+    db = sqlite3.connect(":memory:")
+    db.executescript("CREATE TABLE t(a, x); INSERT INTO t VALUES ('A', 5), ('B', 2), ('A', 1);")
+    for chunk in (None, 5):
+
+        def draft(prompt: str, prefix: str, chunk: int | None = chunk) -> Iterator[str]:
+            if prefix:
+                return iter(())
+            return iter([answer] if chunk is None else [answer[i : i + chunk] for i in range(0, len(answer), chunk)])
+
+        result = guide(draft, SQLITE, "Answer in SQLite.", target=False)
+        assert result.changes.rewrites == 1 and result.faithful
+        assert db.execute(result.text).fetchall() == [(4,)]
