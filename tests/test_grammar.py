@@ -446,8 +446,8 @@ def test_rewrites_come_from_the_argument_or_a_sibling_file(tmp_path: Path):
     reasons = [r.reason for r in Grammar.builtin("sqlite").rewrites]  # each tested in test_grammar_sqlite_rewrites.py
     assert reasons[0] == "PostgreSQL cast" and reasons.count("standard SQL row limit") == 2
     assert [r.reason for r in Grammar.builtin("sqlite").rewrites if r.head] == [
-        "two queries joined by an arithmetic operator: the operator between their values",
         "T-SQL's SELECT TOP n",
+        "two queries joined by an arithmetic operator: the operator between their values",
     ]
 
 
