@@ -33,7 +33,6 @@ from ._lexemes import (
     OPERATOR_SYNONYMS,
     is_operator,
     is_word,
-    keywords_of,
     merges,
     splits_operator,
     word_becomes_other,
@@ -88,7 +87,7 @@ class Edit:
 
 def grammar_keywords(checker: Checker) -> frozenset[str]:
     """The grammar's keywords (its literal terminals that are words), lower case."""
-    return keywords_of(t.literal for t in checker.grammar.terminals.values() if t.literal)
+    return checker.grammar.keywords
 
 
 # -- the edits at the violation ----------------------------------------------------------------
@@ -568,8 +567,9 @@ def _rewrite_slips(v: Violation) -> Iterator[Candidate]:
             before = evidence[: max(start - len(text), 0)]
             kept = evidence[end - len(text) :]
             # (Other rewrites inside its text only where the grammar rejects that text as written.)
-            reads = _reads_whole(v.checker, min(start, len(text)), before + rewrite.expand(match))
-            for insert in _rewritten(before, match, rewrite, () if reads else v.checker.grammar.rewrites):
+            written = rewrite.expand(match)
+            reads = _reads_whole(v.checker, min(start, len(text)), before + written)
+            for insert in _rewritten(before, match, rewrite, written, () if reads else v.checker.grammar.rewrites):
                 yield Candidate(
                     min(start, len(text)),
                     insert,
@@ -593,14 +593,15 @@ def _chained(rewrite: Rewrite, before: str, insert: str, kept: str) -> bool:
     return any(m.start() < len(own) < m.end() and m.start() == 0 for m in _matches(rewrite.regex, window))
 
 
-def _rewritten(before: str, match: re.Match[str], rewrite: Rewrite, rewrites: tuple[Rewrite, ...]) -> Iterator[str]:
+def _rewritten(
+    before: str, match: re.Match[str], rewrite: Rewrite, written: str, rewrites: tuple[Rewrite, ...]
+) -> Iterator[str]:
     """A rewrite's text, then, where the draft's matched text holds a slip strictly inside it, that
     text with the slip rewritten too: the same rewrite's (``WHERE a IN (SELECT b WHERE c WHERE d)
     WHERE e``: the outer second WHERE's match holds the inner one; the draft's slip, none the
     replacement made), or one of ``rewrites`` marked ``within`` inside the draft's text the rewrite
     copies (a group: ``RIGHT(LEFT(d, 6), 2)``, MySQL's LEFT inside its RIGHT's string). ``before``: the draft's
-    text kept before it."""
-    written = rewrite.expand(match)
+    text kept before it; ``written``: the rewrite's text for ``match``."""
     yield before + written
     drafted = match.group()
     if any(inner.start() > 0 and inner.end() < len(drafted) for inner in _matches(rewrite.regex, drafted)):

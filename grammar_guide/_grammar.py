@@ -33,6 +33,7 @@ from ._checker import Checker
 from ._engine_limits import ENGINE_LIMITS
 from ._errors import GrammarError
 from ._json_schema import SOLIDUS_REWRITE, llguidance_schema, refused_value
+from ._lexemes import keywords_of
 from ._rewrites import Rewrite, load_rewrites
 from .compiler.compile import Lexer, Terminal, compile_lark, probe_grammar, validate
 from .compiler.load import load_lark
@@ -317,6 +318,12 @@ class Grammar:
             return None
         rules = ((r.origin.name, [(s.name, s.is_term) for s in r.expansion]) for r in self._lark.rules)
         return TerminalCosts.of(self.terminals, rules)
+
+    @functools.cached_property
+    def keywords(self) -> frozenset[str]:
+        """The grammar's keywords (its literal terminals that are words), lower case: read once,
+        where every violation's repair asks for them."""
+        return keywords_of(t.literal for t in self.terminals.values() if t.literal)
 
     @functools.cached_property
     def ignored_terminals(self) -> frozenset[str]:
