@@ -35,6 +35,7 @@ import json
 import re
 import sys
 import time
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, replace
 from pathlib import Path
@@ -398,6 +399,31 @@ def score_row(row: dict[str, Any], a: Answer) -> None:
     row["faithful"] = judged.faithful and row["single"]
     row["faithful_but_cut_off"] = row["single"] and not judged.faithful and _only_cut_off(a, text, excuses)
     row["edit"] = edit_size(a.text, text)
+    row["shape"] = draft_shape(answer_sql(a.text))
+
+
+_SHAPE_LEXEME = re.compile(r"\w+|'[^']*'|\"[^\"]*\"|[^\w\s]")
+#: Last lexemes that need more after them: the model's query was cut off there.
+_OPEN_ENDS = frozenset({"=", "<>", "<", ">", ",", ".", "(", "and", "or", "not", "in", "like"})
+_OPEN_ENDS |= {"where", "from", "select", "on", "join", "by", "as"}
+_LOOP_RUN = 6  # lexemes in a run that, written 3 or more times, is a decoding loop
+
+
+def draft_shape(sql: str) -> str:
+    """What the model wrote, read from its SQL alone (for the unfaithful answers' totals): "no
+    query" (no SELECT, or under 4 lexemes: ``sql placeholder``), "repeats itself" (a run of
+    ``_LOOP_RUN`` lexemes written 3 or more times: a decoding loop, mostly cut by the model's
+    budget), "cut off" (a bracket left open, or a last lexeme that needs more), else "query".
+    With nothing to invent, a cut-off query cannot come back whole, and no query has nothing to keep."""
+    lexemes = [x.lower() for x in _SHAPE_LEXEME.findall(sql)]
+    if len(lexemes) < 4 or "select" not in lexemes:
+        return "no query"
+    runs = Counter(tuple(lexemes[i : i + _LOOP_RUN]) for i in range(len(lexemes) - _LOOP_RUN + 1))
+    if runs and runs.most_common(1)[0][1] >= 3:
+        return "repeats itself"
+    if lexemes.count("(") > lexemes.count(")") or lexemes[-1] in _OPEN_ENDS:
+        return "cut off"
+    return "query"
 
 
 def _only_cut_off(a: Answer, text: str, excuses: Excuses) -> bool:
@@ -432,6 +458,7 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
         "edit": sum(r["edit"] for r in rows) / n,
         "corrections": sum(with_corrections) / len(with_corrections) if with_corrections else None,
         "seconds": sum(r["seconds"] for r in rows) / n,
+        "unfaithful_shapes": dict(Counter(r.get("shape", "query") for r in rows if not r["faithful"])),
     }
 
 
@@ -761,6 +788,8 @@ def goals_table(rows: list[dict[str, Any]], items: list[Answer], sample: dict[st
             f"\n\n{split}: {m['faithful_but_cut_off']} more would be faithful but for the answer's unfinished "
             "end, taken back and recorded (the model's answer was cut off: issue 28 item 4)."
         )
+        shapes = ", ".join(f"{k} {v}" for k, v in sorted(m["unfaithful_shapes"].items()))
+        text += f" The unfaithful ones by what the model wrote (`draft_shape`): {shapes or 'none'}."
     if sample:
         hand, ours = sample.get("hand fix (slip only)", 0.0), sample.get("ours", 0.0)
         ratio = f"{ours / hand:.0%}" if hand else "-"

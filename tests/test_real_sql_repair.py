@@ -13,6 +13,7 @@ from benchmarks.real_sql_repair import (
     answer_sql,
     compare,
     dialect_table,
+    draft_shape,
     edit_size,
     interleave,
     load_answers,
@@ -138,6 +139,16 @@ def test_methods_run_and_are_scored() -> None:
     assert score(glot, items)["errors"] == 1
     table = dialect_table({"ours": ours, "sqlglot": glot}, items)
     assert "| postgres | 1 | 1 / 1 | 1 / 1 |" in table
+
+
+def test_the_unfaithful_answers_are_told_apart_by_what_the_model_wrote() -> None:
+    assert draft_shape("sql placeholder") == "no query"
+    assert draft_shape("SELECT a FROM t WHERE b IN (SELECT c FROM u WHERE d =") == "cut off"
+    assert draft_shape("SELECT a FROM t WHERE b IN (SELECT c FROM u)") == "query"
+    loop = "SELECT a FROM t WHERE " + " AND ".join(["b = 'x' AND c = 1"] * 3)
+    assert draft_shape(loop) == "repeats itself"
+    cut = [Answer("f.json", "0", "m", "sqlite", "db", "SELECT a FROM t WHERE b =")]
+    assert score(run_ours(cut, {}, target=False), cut)["unfaithful_shapes"] == {"cut off": 1}
 
 
 def test_command_line_on_a_clone(tmp_path: Path) -> None:
