@@ -962,6 +962,9 @@ def _candidates(
             out.append(("", skip, f"dropped {word!r} (written twice)", _cost(0, 2 * len(word) + 1), "repeat"))
         else:
             out.append(("", skip, f"dropped {word!r}", _cost(1, 2 * len(word) + 1), "edit"))
+        if not (is_word_char(before[-1:]) and is_word_char(draft[:1])) and before[-1:] not in ".:":
+            # (not from a word's cut end, nor from within a qualified name)
+            out += _dropped_runs(draft, gap, bool(gap) or before[-1:].isspace())
     out += _stray_quote_drops(draft)
     out += _hyphenated_alias(before, draft)
     if is_word(word) and (word.lower() not in keywords or not word.isupper()):
@@ -976,6 +979,38 @@ def _candidates(
             cost = _after_qualifier(checker.text[:start] + draft[:gap], cost)
             out.append((draft[:gap] + f'"{name}"', gap + len(name), f"quoted {name!r}", cost, "edit"))
     return out
+
+
+_MAX_RUN = 3  # lexemes in a run the search may drop at once
+_RUN_MARKS = frozenset({".", "::"})  # the marks a run may drop: a qualifier's point, a cast
+
+
+def _dropped_runs(draft: str, gap: int, spaced: bool) -> list[_Option]:
+    """Drop a run of 2 to ``_MAX_RUN`` lexemes on one line at the start of ``draft`` (after
+    ``gap`` white space), each costing the lexemes it drops: a dialect's words the grammar has no
+    place for (``EXTRACT(EPOCH FROM time)``: ``EPOCH FROM`` dropped, the call and the rest of the
+    query kept; ``COUNT(c.*)``: ``c.`` dropped). A run drops words, a qualifier's point and a
+    cast's ``::`` only: no bracket (the draft's brackets stay where it wrote them), no operator
+    (``x::TIME - '0'`` is not ``x '0'``), no literal. ``spaced``: white space before the run,
+    so the white space after it is dropped with it (one space stays between the words around it)."""
+    options: list[_Option] = []
+    end = gap
+    lexemes: list[str] = []
+    for m in LEXEME.finditer(draft, gap):
+        between = draft[end : m.start()]
+        if len(lexemes) == _MAX_RUN or "\n" in between or (lexemes and not between.isspace() and between):
+            break
+        lexeme = m.group()
+        if not (is_word(lexeme) or lexeme in _RUN_MARKS):
+            break
+        lexemes.append(lexeme)
+        end = m.end()
+        if len(lexemes) > 1 and draft[end : end + 1] not in _RUN_MARKS | {":"}:  # (not 'FROM r' of 'r.t')
+            skip = end + (len(draft[end:]) - len(draft[end:].lstrip(" ")) if spaced else 0)
+            dropped = draft[gap:end]
+            description = f"dropped {dropped!r}"
+            options.append(("", skip, description, _cost(len(lexemes), 2 * len(dropped) + 1), "edit"))
+    return options
 
 
 #: An alias written with a hyphen (``AS FRPM_Count_K-12``): after ``AS`` no operator goes on
@@ -1021,6 +1056,8 @@ def _replacement_cost(word: str, literal: str, keywords: frozenset[str]) -> int 
         return None  # an operator is not a bracket ('> ALL (' is not '( ALL ('), nor the reverse
     if literal in _OPENERS and word not in _OPENERS:
         return None  # a separator is not an opening bracket: it would open a value nobody wrote
+    if word in _OPENERS and literal in _CLOSING:
+        return None  # a bracket the draft opened is not made a close: ``EXTRACT(EPOCH`` is no ``EXTRACT)EPOCH``
     if literal in OPERATOR_SYNONYMS.get(word, ()):
         return _cost(1, 0)
     if is_word(literal):
@@ -1210,6 +1247,7 @@ def _joins_words(before: str, after: str) -> bool:
 
 _CLOSERS = {"(": ")", "[": "]", "{": "}"}
 _OPENERS = frozenset(_CLOSERS)
+_CLOSING = frozenset(_CLOSERS.values())
 
 
 def _opens_unclosed(insert: str, kept: str) -> bool:

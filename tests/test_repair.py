@@ -104,6 +104,25 @@ def test_edits_keep_the_drafts_words(sqlite: Grammar, answer: str, fixed: str) -
     assert guide(lambda prompt: answer, sqlite, "q", target=False).text == fixed
 
 
+@pytest.mark.parametrize(
+    ("answer", "fixed"),
+    [
+        # Another dialect's words inside a call: dropped as a run of lexemes (costed by the lexemes
+        # dropped); the draft's brackets stay where it wrote them ('(' is not made ')', which
+        # read 'EPOCH FROM r.t' as an alias and a table, and cut the query's own FROM and GROUP BY).
+        (
+            "SELECT y, AVG(EXTRACT(EPOCH FROM r.t)) AS s FROM r JOIN c ON r.i = c.i GROUP BY y",
+            "SELECT y, AVG(EXTRACT( r.t)) AS s FROM r JOIN c ON r.i = c.i GROUP BY y",
+        ),
+        ("SELECT COUNT(c.*) FROM c WHERE c.a = 1", "SELECT COUNT(*) FROM c WHERE c.a = 1"),
+    ],
+)
+def test_a_run_of_lexemes_is_dropped_and_the_rest_of_the_query_kept(sqlite: Grammar, answer: str, fixed: str) -> None:
+    result = guide(lambda prompt: answer, sqlite, "q", target=False)
+    assert result.text == fixed
+    assert not any(c.detail.startswith("replaced '('") for c in result.events if isinstance(c, Correction))
+
+
 def test_no_edit_drops_part_of_a_word_or_opens_a_bracket_the_draft_never_closes(sqlite: Grammar) -> None:
     for draft in ("SELECT a FROM order WHERE b = 1", "SELECT LEFT(d, 4) AS y FROM t"):
         checker, evidence = at_violation(sqlite, draft)
