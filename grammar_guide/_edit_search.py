@@ -962,8 +962,7 @@ def _candidates(
             out.append(("", skip, f"dropped {word!r} (written twice)", _cost(0, 2 * len(word) + 1), "repeat"))
         else:
             out.append(("", skip, f"dropped {word!r}", _cost(1, 2 * len(word) + 1), "edit"))
-        if not (is_word_char(before[-1:]) and is_word_char(draft[:1])) and before[-1:] not in ".:":
-            # (not from a word's cut end, nor from within a qualified name)
+        if _may_drop_run(checker, before, draft):
             out += _dropped_runs(draft, gap, bool(gap) or before[-1:].isspace())
     out += _stray_quote_drops(draft)
     out += _hyphenated_alias(before, draft)
@@ -983,6 +982,15 @@ def _candidates(
 
 _MAX_RUN = 3  # lexemes in a run the search may drop at once
 _RUN_MARKS = frozenset({".", "::"})  # the marks a run may drop: a qualifier's point, a cast
+
+
+def _may_drop_run(checker: Checker, before: str, draft: str) -> bool:
+    """Whether a run of lexemes may be dropped at the start of ``draft``: not after a complete
+    answer (its tail is cut, or repeats it, never joined on by dropping its keywords), nor from a
+    word's cut end or from within a qualified name (``r.t``)."""
+    if checker.is_complete or before[-1:] in (".", ":"):
+        return False
+    return not (is_word_char(before[-1:]) and is_word_char(draft[:1]))
 
 
 def _dropped_runs(draft: str, gap: int, spaced: bool) -> list[_Option]:
