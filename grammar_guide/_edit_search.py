@@ -985,11 +985,13 @@ _RUN_MARKS = frozenset({".", "::"})  # the marks a run may drop: a qualifier's p
 
 
 def _may_drop_run(checker: Checker, before: str, draft: str) -> bool:
-    """Whether a run of lexemes may be dropped at the start of ``draft``: not after a complete
+    """Whether a run of lexemes may be dropped at the start of ``draft``: within a bracket the
+    draft opened (``EXTRACT(EPOCH FROM``; a clause's keywords outside one, ``course WHERE`` of a
+    model repeating itself, are not dropped to join its repetitions on), not after a complete
     answer (its tail is cut, or repeats it, never joined on by dropping its keywords), nor from a
     word's cut end or from within a qualified name (``r.t``)."""
-    if checker.is_complete or before[-1:] in (".", ":"):
-        return False
+    if checker.is_complete or before[-1:] in (".", ":") or before.count("(") <= before.count(")"):
+        return False  # (only within a bracket the draft opened: a call's dialect words)
     return not (is_word_char(before[-1:]) and is_word_char(draft[:1]))
 
 
