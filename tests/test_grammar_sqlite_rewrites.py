@@ -796,3 +796,42 @@ def test_prose_after_a_limit_is_cut_not_moved() -> None:
     answer = "SELECT n FROM p ORDER BY n LIMIT 1 Join the tables on their ids to see more."
     result = guide(lambda prompt: answer, SQLITE, "Answer in SQLite.", target=False)
     assert result.text.rstrip() == "SELECT n FROM p ORDER BY n LIMIT 1"
+
+
+@pytest.mark.parametrize("op", ["UNION", "UNION ALL", "EXCEPT"])
+@pytest.mark.parametrize("chunk", [None, 6])
+def test_order_by_and_limit_on_each_arm_keep_each_arms_own_rows(op: str, chunk: int | None) -> None:
+    """SQLite takes ORDER BY/LIMIT only at a compound's end; the draft meant each arm's own top row."""
+    answer = f"SELECT x FROM t ORDER BY x DESC LIMIT 1 {op} SELECT x FROM t ORDER BY x LIMIT 1;"
+
+    def draft(prompt: str, prefix: str) -> Iterator[str]:
+        if prefix:
+            return iter(())
+        return iter([answer] if chunk is None else [answer[i : i + chunk] for i in range(0, len(answer), chunk)])
+
+    result = guide(FunctionDraft(draft, continues_prefix=True), SQLITE, "Answer in SQLite.", target=False)
+    assert result.text == (
+        f"SELECT * FROM (SELECT x FROM t ORDER BY x DESC LIMIT 1) {op} "
+        "SELECT * FROM (SELECT x FROM t ORDER BY x LIMIT 1);"
+    )
+    details = [e.detail for e in result.events if isinstance(e, Correction)]
+    assert len(details) == 1 and details[0].endswith(
+        "(ORDER BY or LIMIT on each arm of a set operation: each SELECT as a subquery)"
+    )
+    meant = {"UNION": [(1,), (3,)], "UNION ALL": [(3,), (1,)], "EXCEPT": [(3,)]}[op]
+    with sqlite3.connect(":memory:") as db:
+        db.execute("CREATE TABLE t (x)")
+        db.execute("INSERT INTO t VALUES (1), (2), (3)")
+        assert db.execute(result.text.rstrip(";")).fetchall() == meant
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "SELECT x FROM t UNION SELECT x FROM t ORDER BY x LIMIT 1",  # the whole compound's, as written
+        "SELECT * FROM (SELECT x FROM t ORDER BY x LIMIT 1) UNION SELECT * FROM (SELECT x FROM t LIMIT 1)",
+    ],
+)
+def test_a_set_operation_sqlite_takes_stays_as_written(answer: str) -> None:
+    result = guide(lambda prompt: answer, SQLITE, "Answer in SQLite.", target=False)
+    assert result.text == answer and not [e for e in result.events if isinstance(e, Correction)]
