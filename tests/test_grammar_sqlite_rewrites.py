@@ -739,3 +739,99 @@ def test_two_queries_joined_by_an_operator_mean_the_operator_between_their_value
         result = guide(draft, SQLITE, "Answer in SQLite.", target=False)
         assert result.changes.rewrites == 1 and result.faithful
         assert db.execute(result.text).fetchall() == [(4,)]
+
+
+_CLAUSE_AFTER_END = [
+    (
+        "SELECT p.n FROM s JOIN h ON s.id = h.id WHERE h.a = 'S' ORDER BY h.v ASC LIMIT 1 JOIN p ON s.pid = p.id;",
+        "SELECT p.n FROM s JOIN h ON s.id = h.id JOIN p ON s.pid = p.id WHERE h.a = 'S' ORDER BY h.v ASC LIMIT 1;",
+        "clause order: a JOIN written after ORDER BY or LIMIT",
+        [("y",)],
+    ),
+    (
+        "SELECT m.l FROM m JOIN b ON m.id = b.id GROUP BY m.id ORDER BY COUNT(b.id) DESC LIMIT 1 HAVING m.l = '+';",
+        "SELECT m.l FROM m JOIN b ON m.id = b.id GROUP BY m.id HAVING m.l = '+' ORDER BY COUNT(b.id) DESC LIMIT 1;",
+        "clause order: HAVING written after ORDER BY or LIMIT",
+        [("+",)],
+    ),
+]
+_TABLES = [
+    "CREATE TABLE s (id, pid)",
+    "CREATE TABLE h (id, a, v)",
+    "CREATE TABLE p (id, n)",
+    "CREATE TABLE m (id, l)",
+    "CREATE TABLE b (id)",
+    "INSERT INTO s VALUES (1, 10), (2, 20)",
+    "INSERT INTO h VALUES (1, 'S', 5), (2, 'S', 3)",
+    "INSERT INTO p VALUES (10, 'x'), (20, 'y')",
+    "INSERT INTO m VALUES (1, '+'), (2, '-')",
+    "INSERT INTO b VALUES (1), (2), (2), (2)",
+]
+
+
+@pytest.mark.parametrize(("answer", "fixed", "reason", "meant"), _CLAUSE_AFTER_END)
+@pytest.mark.parametrize("chunk", [None, 5])
+def test_a_clause_written_after_the_statements_end_moves_where_it_belongs(
+    answer: str, fixed: str, reason: str, meant: list[tuple[str]], chunk: int | None
+) -> None:
+    """Every token kept, the clause moved to where SQLite takes it; the rows are those of the query
+    written by hand in its right order (the slowest hero's publisher: 'y'; the molecule '+': 1)."""
+
+    def draft(prompt: str, prefix: str) -> Iterator[str]:
+        if prefix:
+            return iter(())
+        return iter([answer] if chunk is None else [answer[i : i + chunk] for i in range(0, len(answer), chunk)])
+
+    result = guide(FunctionDraft(draft, continues_prefix=True), SQLITE, "Answer in SQLite.", target=False)
+    assert result.text == fixed
+    details = [e.detail for e in result.events if isinstance(e, Correction)]
+    assert len(details) == 1 and details[0].endswith(f"({reason})")
+    with sqlite3.connect(":memory:") as db:
+        for statement in _TABLES:
+            db.execute(statement)
+        assert db.execute(fixed.rstrip(";")).fetchall() == meant
+
+
+def test_prose_after_a_limit_is_cut_not_moved() -> None:
+    answer = "SELECT n FROM p ORDER BY n LIMIT 1 Join the tables on their ids to see more."
+    result = guide(lambda prompt: answer, SQLITE, "Answer in SQLite.", target=False)
+    assert result.text.rstrip() == "SELECT n FROM p ORDER BY n LIMIT 1"
+
+
+@pytest.mark.parametrize("op", ["UNION", "UNION ALL", "EXCEPT"])
+@pytest.mark.parametrize("chunk", [None, 6])
+def test_order_by_and_limit_on_each_arm_keep_each_arms_own_rows(op: str, chunk: int | None) -> None:
+    """SQLite takes ORDER BY/LIMIT only at a compound's end; the draft meant each arm's own top row."""
+    answer = f"SELECT x FROM t ORDER BY x DESC LIMIT 1 {op} SELECT x FROM t ORDER BY x LIMIT 1;"
+
+    def draft(prompt: str, prefix: str) -> Iterator[str]:
+        if prefix:
+            return iter(())
+        return iter([answer] if chunk is None else [answer[i : i + chunk] for i in range(0, len(answer), chunk)])
+
+    result = guide(FunctionDraft(draft, continues_prefix=True), SQLITE, "Answer in SQLite.", target=False)
+    assert result.text == (
+        f"SELECT * FROM (SELECT x FROM t ORDER BY x DESC LIMIT 1) {op} "
+        "SELECT * FROM (SELECT x FROM t ORDER BY x LIMIT 1);"
+    )
+    details = [e.detail for e in result.events if isinstance(e, Correction)]
+    assert len(details) == 1 and details[0].endswith(
+        "(ORDER BY or LIMIT on each arm of a set operation: each SELECT as a subquery)"
+    )
+    meant = {"UNION": [(1,), (3,)], "UNION ALL": [(3,), (1,)], "EXCEPT": [(3,)]}[op]
+    with sqlite3.connect(":memory:") as db:
+        db.execute("CREATE TABLE t (x)")
+        db.execute("INSERT INTO t VALUES (1), (2), (3)")
+        assert db.execute(result.text.rstrip(";")).fetchall() == meant
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "SELECT x FROM t UNION SELECT x FROM t ORDER BY x LIMIT 1",  # the whole compound's, as written
+        "SELECT * FROM (SELECT x FROM t ORDER BY x LIMIT 1) UNION SELECT * FROM (SELECT x FROM t LIMIT 1)",
+    ],
+)
+def test_a_set_operation_sqlite_takes_stays_as_written(answer: str) -> None:
+    result = guide(lambda prompt: answer, SQLITE, "Answer in SQLite.", target=False)
+    assert result.text == answer and not [e for e in result.events if isinstance(e, Correction)]
