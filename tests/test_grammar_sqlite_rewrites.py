@@ -739,3 +739,52 @@ def test_two_queries_joined_by_an_operator_mean_the_operator_between_their_value
         result = guide(draft, SQLITE, "Answer in SQLite.", target=False)
         assert result.changes.rewrites == 1 and result.faithful
         assert db.execute(result.text).fetchall() == [(4,)]
+
+
+AGGREGATES = "two aggregates, each with its own FROM, joined by an arithmetic operator: the operator between their values"
+
+
+@pytest.mark.parametrize(
+    ("answer", "meant"),
+    [
+        (
+            "SELECT  SUM(x) FROM t WHERE a = 'A' - SUM(x) FROM t WHERE a = 'B'",
+            "SELECT (SELECT SUM(x) FROM t WHERE a = 'A') - (SELECT SUM(x) FROM t WHERE a = 'B')",
+        ),
+        (
+            "SELECT COUNT(x) FROM t WHERE a = 'A' * COUNT(x) FROM t;",
+            "SELECT (SELECT COUNT(x) FROM t WHERE a = 'A') * (SELECT COUNT(x) FROM t)",
+        ),
+    ],
+)
+def test_two_aggregates_each_with_its_from_mean_the_operator_between_their_values(answer: str, meant: str) -> None:
+    """Checked by SQLite's value against the hand-written meaning, whole and streamed in chunks;
+    every token of the draft kept, SELECT and brackets added."""
+    db = sqlite3.connect(":memory:")
+    db.executescript("CREATE TABLE t(a, x); INSERT INTO t VALUES ('A', 5), ('B', 2), ('A', 1);")
+    for chunk in (None, 5):
+
+        def draft(prompt: str, prefix: str, chunk: int | None = chunk) -> Iterator[str]:
+            if prefix:
+                return iter(())
+            return iter([answer] if chunk is None else [answer[i : i + chunk] for i in range(0, len(answer), chunk)])
+
+        result = guide(draft, SQLITE, "Answer in SQLite.", target=False)
+        details = [e.detail for e in result.events if isinstance(e, Correction)]
+        assert len(details) == 1 and details[0].endswith(f"({AGGREGATES})"), details
+        assert result.changes.rewrites == 1 and result.faithful
+        assert db.execute(result.text.rstrip(";")).fetchall() == db.execute(meant).fetchall()
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "SELECT SUM(x) WHERE a = 'A' - SUM(x) WHERE a = 'B'",  # no FROM: which table is not said
+        "SELECT a, SUM(x) FROM t WHERE a = 'A' - SUM(x) FROM t",  # more than the aggregate selected
+        "SELECT SUM(x) FROM t WHERE a = 'A' - 1",  # valid as written
+    ],
+)
+def test_no_aggregate_subqueries_where_the_reading_is_not_plain(answer: str) -> None:
+    result = guide(lambda prompt: answer, SQLITE, "Answer in SQLite.", target=False)
+    details = [e.detail for e in result.events if isinstance(e, Correction)]
+    assert not any(d.endswith(f"({AGGREGATES})") for d in details)
