@@ -741,7 +741,9 @@ def test_two_queries_joined_by_an_operator_mean_the_operator_between_their_value
         assert db.execute(result.text).fetchall() == [(4,)]
 
 
-AGGREGATES = "two aggregates, each with its own FROM, joined by an arithmetic operator: the operator between their values"
+AGGREGATES = (
+    "two aggregates, each with its own FROM, joined by an arithmetic operator: the operator between their values"
+)
 
 
 @pytest.mark.parametrize(
