@@ -764,14 +764,14 @@ def test_two_aggregates_each_with_its_from_mean_the_operator_between_their_value
     every token of the draft kept, SELECT and brackets added."""
     db = sqlite3.connect(":memory:")
     db.executescript("CREATE TABLE t(a, x); INSERT INTO t VALUES ('A', 5), ('B', 2), ('A', 1);")
-    for chunk in (None, 5):
-
-        def draft(prompt: str, prefix: str, chunk: int | None = chunk) -> Iterator[str]:
-            if prefix:
-                return iter(())
-            return iter([answer] if chunk is None else [answer[i : i + chunk] for i in range(0, len(answer), chunk)])
-
-        result = guide(draft, SQLITE, "Answer in SQLite.", target=False)
+    for chunk in (len(answer), 5):
+        pieces = [answer[i : i + chunk] for i in range(0, len(answer), chunk)]
+        result = guide(
+            FunctionDraft(lambda prompt, prefix, pieces=pieces: iter(() if prefix else pieces)),
+            SQLITE,
+            "q",
+            target=False,
+        )
         details = [e.detail for e in result.events if isinstance(e, Correction)]
         assert len(details) == 1 and details[0].endswith(f"({AGGREGATES})"), details
         assert result.changes.rewrites == 1 and result.faithful
