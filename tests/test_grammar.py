@@ -448,6 +448,10 @@ def test_rewrites_come_from_the_argument_or_a_sibling_file(tmp_path: Path):
     assert [r.reason for r in Grammar.builtin("sqlite").rewrites if r.head] == [
         "T-SQL's SELECT TOP n",
         "two queries joined by an arithmetic operator: the operator between their values",
+        "two aggregates, each with its own FROM, joined by an arithmetic operator: the operator between their values",
+        "two aggregates, each with its own WHERE and one FROM after both, joined by an arithmetic operator: "
+        "the operator between their values",
+        "ORDER BY or LIMIT on each arm of a set operation: each SELECT as a subquery",
     ]
 
 

@@ -826,6 +826,43 @@ def test_order_by_and_limit_on_each_arm_keep_each_arms_own_rows(op: str, chunk: 
 
 
 @pytest.mark.parametrize(
+    ("answer", "meant"),
+    [
+        (
+            "SELECT  SUM(x) FROM t WHERE a = 'A' - SUM(x) FROM t WHERE a = 'B'",
+            "SELECT (SELECT SUM(x) FROM t WHERE a = 'A') - (SELECT SUM(x) FROM t WHERE a = 'B')",
+        ),
+        (
+            "SELECT COUNT(x) FROM t WHERE a = 'A' * COUNT(x) FROM t;",
+            "SELECT (SELECT COUNT(x) FROM t WHERE a = 'A') * (SELECT COUNT(x) FROM t)",
+        ),
+        (
+            # Each aggregate's WHERE, one FROM after both: the FROM copied into each subquery.
+            "SELECT 100 * SUM(x) WHERE a = 'A' / SUM(x) WHERE a <> 'B' FROM t",
+            "SELECT 100 * (SELECT SUM(x) FROM t WHERE a = 'A') / (SELECT SUM(x) FROM t WHERE a <> 'B')",
+        ),
+    ],
+)
+def test_two_aggregates_each_with_its_from_mean_the_operator_between_their_values(answer: str, meant: str) -> None:
+    """Checked by SQLite's value against the hand-written meaning, whole and streamed in chunks;
+    every token of the draft kept, SELECT and brackets added."""
+    db = sqlite3.connect(":memory:")
+    db.executescript("CREATE TABLE t(a, x); INSERT INTO t VALUES ('A', 5), ('B', 2), ('A', 1);")
+    for chunk in (len(answer), 5):
+        pieces = [answer[i : i + chunk] for i in range(0, len(answer), chunk)]
+        result = guide(
+            FunctionDraft(lambda prompt, prefix, pieces=pieces: iter(() if prefix else pieces)),
+            SQLITE,
+            "q",
+            target=False,
+        )
+        details = [e.detail for e in result.events if isinstance(e, Correction)]
+        assert len(details) == 1 and "(two aggregates, each with" in details[0]
+        assert result.changes.rewrites == 1 and result.faithful
+        assert db.execute(result.text.rstrip(";")).fetchall() == db.execute(meant).fetchall()
+
+
+@pytest.mark.parametrize(
     "answer",
     [
         "SELECT x FROM t UNION SELECT x FROM t ORDER BY x LIMIT 1",  # the whole compound's, as written
@@ -835,3 +872,18 @@ def test_order_by_and_limit_on_each_arm_keep_each_arms_own_rows(op: str, chunk: 
 def test_a_set_operation_sqlite_takes_stays_as_written(answer: str) -> None:
     result = guide(lambda prompt: answer, SQLITE, "Answer in SQLite.", target=False)
     assert result.text == answer and not [e for e in result.events if isinstance(e, Correction)]
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "SELECT SUM(x) WHERE a = 'A' - SUM(x) WHERE a = 'B'",  # no FROM: which table is not said
+        "SELECT a, SUM(x) FROM t WHERE a = 'A' - SUM(x) FROM t",  # more than the aggregate selected
+        "SELECT SUM(x) FROM t WHERE a = 'A' - 1",  # valid as written
+        "SELECT SUM(x) WHERE a = 'A' - SUM(x) WHERE a = 'B' FROM t WHERE x > 1",  # whose is the last WHERE?
+    ],
+)
+def test_no_aggregate_subqueries_where_the_reading_is_not_plain(answer: str) -> None:
+    result = guide(lambda prompt: answer, SQLITE, "Answer in SQLite.", target=False)
+    details = [e.detail for e in result.events if isinstance(e, Correction)]
+    assert not any("two aggregates, each with" in d for d in details)
