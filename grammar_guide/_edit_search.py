@@ -962,7 +962,7 @@ def _candidates(
             out.append(("", skip, f"dropped {word!r} (written twice)", _cost(0, 2 * len(word) + 1), "repeat"))
         else:
             out.append(("", skip, f"dropped {word!r}", _cost(1, 2 * len(word) + 1), "edit"))
-        if _may_drop_run(checker, before, draft):
+        if word.lower() not in keywords and _may_drop_run(checker, before, draft):
             out += _dropped_runs(draft, gap, bool(gap) or before[-1:].isspace())
     out += _stray_quote_drops(draft)
     out += _hyphenated_alias(before, draft)
@@ -985,7 +985,8 @@ _RUN_MARKS = frozenset({".", "::"})  # the marks a run may drop: a qualifier's p
 
 
 def _may_drop_run(checker: Checker, before: str, draft: str) -> bool:
-    """Whether a run of lexemes may be dropped at the start of ``draft``: within a bracket the
+    """Whether a run of lexemes may be dropped at the start of ``draft`` (whose first word is no
+    keyword of the grammar: a dialect's word, ``EPOCH``, not a clause's ``WHERE``): within a bracket the
     draft opened (``EXTRACT(EPOCH FROM``; a clause's keywords outside one, ``course WHERE`` of a
     model repeating itself, are not dropped to join its repetitions on), not after a complete
     answer (its tail is cut, or repeats it, never joined on by dropping its keywords), nor from a
@@ -1195,13 +1196,19 @@ def _known_names(draft: str, known: frozenset[str]) -> list[tuple[str, int]]:
     ]
 
 
+#: A table's column written in a bracket (``(l.date)``): a call's argument, no name's part.
+_QUALIFIED_NAME = re.compile(r"[A-Za-z_]\w*\.[A-Za-z_]")
+
+
 def _reads_as_code(inside: str, keywords: frozenset[str]) -> bool:
     """Whether a bracketed part is the draft's code, not part of a name: it begins with a keyword
-    (``(SELECT boat FROM crews)``, ``(select ...)``) or has one written in capitals. ``(K-12)``
-    and ``(Ages 5-17)`` are names' parts."""
+    (``(SELECT boat FROM crews)``, ``(select ...)``), has one written in capitals, or holds a
+    qualified name (``amount (l.date)`` is no column's name). ``(K-12)`` and ``(Ages 5-17)`` are
+    names' parts."""
     words = re.findall(r"[A-Za-z_]\w*", inside)
     first = inside.lstrip()[:1].isalpha() and words[:1] and words[0].lower() in keywords
-    return bool(first) or any(w.isupper() and len(w) > 1 and w.lower() in keywords for w in words)
+    capitals = any(w.isupper() and len(w) > 1 and w.lower() in keywords for w in words)
+    return bool(first) or capitals or _QUALIFIED_NAME.search(inside) is not None
 
 
 def _quotes_balanced(insert: str, removed: str) -> bool:

@@ -237,6 +237,12 @@ def test_a_config_value_is_not_extended_to_finish() -> None:
         # The bracket read as a call's: the name is quoted from the word before it ('(Ages, 5-17)').
         ("SELECT SUM(Enrollment (Ages 5-17)) FROM frpm", 'SELECT SUM("Enrollment (Ages 5-17)") FROM frpm'),
         ("SELECT max (a b) FROM t", "SELECT max (a, b) FROM t"),  # a call's bracket: no name's part
+        # A qualified name in a bracket is code ('"amount (l.date)"' before), and a run of words
+        # dropped begins with no keyword ('WHERE YEAR' dropped, then 'SUM(l.amount, (l.date) = 199)').
+        (
+            "SELECT ROUND((SUM(l.amount WHERE YEAR(l.date) = 1997) - SUM(l.amount WHERE YEAR(l.date) = 199",
+            "SELECT ROUND((SUM(l.amount) FILTER (WHERE YEAR(l.date) = 1997) - SUM(l.amount )))",
+        ),
         # After a table's qualifier the words are its column's name ('l.aCL .IgM', 'aCL, IgM' before).
         ("SELECT a FROM l WHERE (l.aCL IgM <= 40 OR l.b = 1)", 'SELECT a FROM l WHERE (l."aCL IgM" <= 40 OR l.b = 1)'),
         # Words in title case go on with a name after its bracketed part ('"Percent (%)" "Eligible ...').
