@@ -18,7 +18,6 @@ from dataclasses import dataclass, field
 from ._align import Aligner
 from ._checker import Checker
 from ._draft import Draft, DraftCall, DraftRequest
-from ._edit_search import grammar_keywords
 from ._errors import ProviderError
 from ._events import Cut, DraftSpan, Event, GrammarRefused, GuideStats
 from ._grammar import Grammar
@@ -267,7 +266,7 @@ class Drafting:
     def _complete_before_aside(self, evidence: str) -> bool:
         """Whether the text is complete and ``evidence`` is an aside after it (an explanation)."""
         checker = self.checker
-        return checker.is_complete and looks_like_aside(checker.text, evidence, False, grammar_keywords(checker))
+        return checker.is_complete and looks_like_aside(checker.text, evidence, False, checker.grammar.keywords)
 
     async def _after_stream(self, rnd: Round, stream: AsyncIterator[str], preamble: str | None) -> None:
         if (

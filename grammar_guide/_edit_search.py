@@ -43,7 +43,6 @@ from ._text import QUOTES, is_word_char, run_start
 __all__ = [
     "Edit",
     "conclusive",
-    "grammar_keywords",
     "levenshtein",
     "names_with_spaces",
     "propose_edit",
@@ -83,11 +82,6 @@ class Edit:
     #: spelling); ``edit``: the least edit the draft's text supports; ``prose``: a sentence left
     #: out where the answer goes, the answer read on after it.
     rule: EditRule = "edit"
-
-
-def grammar_keywords(checker: Checker) -> frozenset[str]:
-    """The grammar's keywords (its literal terminals that are words), lower case."""
-    return checker.grammar.keywords
 
 
 # -- the edits at the violation ----------------------------------------------------------------
@@ -138,7 +132,7 @@ class Violation:
         word_start = tail_start if in_word else len(text)
         word = text[word_start:] + (head.group() if head else "")
         after_word = evidence[len(head.group()) if head else 0 :]
-        keywords = grammar_keywords(checker)
+        keywords = checker.grammar.keywords
         rewrites_from = floor if rewrite_floor is None else min(rewrite_floor, floor)
         return cls(checker, evidence, final, floor, keywords, word_start, word, after_word, in_word, rewrites_from)
 
@@ -835,7 +829,7 @@ def search_edits(checker: Checker, evidence: str, *, final: bool, floor: int = 0
     # Each lexeme's start, and its end where white space follows (a missing comma goes there).
     positions = {m.start() for m in lexemes} | {m.end() for m in lexemes if text[m.end() : m.end() + 1].isspace()}
     ranked: list[tuple[tuple[int, int, int], Edit]] = []
-    keywords = grammar_keywords(checker)
+    keywords = checker.grammar.keywords
     for start in sorted(p for p in positions | {len(text)} if p >= floor):
         if splits_operator(text, start, start, evidence):
             continue  # nothing is written inside the draft's '**'
@@ -1006,21 +1000,17 @@ def _dropped_runs(draft: str, gap: int, spaced: bool) -> list[_Option]:
     so the white space after it is dropped with it (one space stays between the words around it)."""
     options: list[_Option] = []
     end = gap
-    lexemes: list[str] = []
-    for m in LEXEME.finditer(draft, gap):
+    for count, m in enumerate(LEXEME.finditer(draft, gap), 1):
         between = draft[end : m.start()]
-        if len(lexemes) == _MAX_RUN or "\n" in between or (lexemes and not between.isspace() and between):
+        if count > _MAX_RUN or "\n" in between or (count > 1 and not between.isspace() and between):
             break
-        lexeme = m.group()
-        if not (is_word(lexeme) or lexeme in _RUN_MARKS):
+        if not (is_word(m.group()) or m.group() in _RUN_MARKS):
             break
-        lexemes.append(lexeme)
         end = m.end()
-        if len(lexemes) > 1 and draft[end : end + 1] not in _RUN_MARKS | {":"}:  # (not 'FROM r' of 'r.t')
+        if count > 1 and draft[end : end + 1] not in (".", ":"):  # (not 'FROM r' of 'r.t', nor 'x' of 'x::')
             skip = end + (len(draft[end:]) - len(draft[end:].lstrip(" ")) if spaced else 0)
             dropped = draft[gap:end]
-            description = f"dropped {dropped!r}"
-            options.append(("", skip, description, _cost(len(lexemes), 2 * len(dropped) + 1), "edit"))
+            options.append(("", skip, f"dropped {dropped!r}", _cost(count, 2 * len(dropped) + 1), "edit"))
     return options
 
 

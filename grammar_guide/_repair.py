@@ -27,7 +27,6 @@ from ._edit_search import (
     TIGHT,
     Edit,
     conclusive,
-    grammar_keywords,
     levenshtein,
     propose_edit,
     rewrite_at_end,
@@ -56,7 +55,6 @@ __all__ = [
     "begins_answer",
     "dead_end",
     "decide",
-    "grammar_keywords",
     "is_made_of_runs",
     "levenshtein",
     "propose_edit",
@@ -136,7 +134,7 @@ def decide(
                 return prose
             placed = [replace(_before_space(trial, e, floor), at=at) for e in (edit, *edit.ties)]
             return replace(placed[0], ties=tuple(placed[1:]))
-        if trial.is_complete and looks_like_aside(text[:at], moved, final, grammar_keywords(checker)):
+        if trial.is_complete and looks_like_aside(text[:at], moved, final, checker.grammar.keywords):
             # A complete text followed by something that cannot extend it: a closing fence, an
             # explanation. Cut it, with the white space before it, and stop.
             return Cut(at - len(_trailing_space(trial, floor)), "after complete text", at)
@@ -177,7 +175,7 @@ def _code_for_words(checker: Checker, before: str, inserted: str, moved: str) ->
     drafted = {word.lower() for word in _WORD.findall(moved)}
     if all(word.lower() in drafted for word in _WORD.findall(inserted)):
         return False
-    return not drafted & grammar_keywords(checker)
+    return not drafted & checker.grammar.keywords
 
 
 _ONE_WORD = re.compile(r"\s*\w+\s*")
@@ -248,7 +246,7 @@ def _leave_prose(checker: Checker, at: int, moved: str, *, final: bool, floor: i
     is never made into code: where the draft's answer resumes after it (``3 + 4`` reads on), an
     edit that leaves the prose out; otherwise a cut before it. ``None`` if it is not prose."""
     text = checker.text
-    keywords = grammar_keywords(checker)
+    keywords = checker.grammar.keywords
     joined = text[:at] + moved
     # A whole line of prose (``Sure! This should work:``): the answer resumes on the next line, if at all.
     line = _prose_line_span(joined + "\n" * final, at, floor, keywords)  # the draft's last line ends with it
@@ -291,7 +289,7 @@ def _resume_after_prose(
     ``after_line``, the prose is a whole line and ``span`` its line end: the next line is the
     answer's however its words read (eql's ``process where pid in (1, 2)``), if the grammar
     reads it conclusively."""
-    keywords = grammar_keywords(checker)
+    keywords = checker.grammar.keywords
     gap = " " if cut and joined[cut - 1 : cut].strip() else ""
     for resume in span:
         word_start = resume > span.start and is_word_char(joined[resume : resume + 1]) and joined[resume - 1] == " "
@@ -354,7 +352,7 @@ def _begins_apart(checker: Checker, before: str, rest: str) -> bool:
     skip = lead.end() if lead else 0
     word = _WORD_HEAD.match(rest[skip:])
     gap = before[len(before.rstrip()) :] + rest[:skip]
-    return "\n" in gap or (word is not None and word.group().lower() in grammar_keywords(checker))
+    return "\n" in gap or (word is not None and word.group().lower() in checker.grammar.keywords)
 
 
 _JOINERS = ("\n", ";", ",")  # separators that may join a second part on to a complete text

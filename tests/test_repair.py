@@ -318,7 +318,7 @@ def test_no_edit_makes_a_word_an_operator_or_another_keyword(sqlite: Grammar, an
     except GuideExhausted as exc:
         assert exc.result is not None
         result = exc.result
-    keywords = repair.grammar_keywords(sqlite.checker())
+    keywords = sqlite.keywords
     for edit in repairs(result):
         if edit.rule == "edit" and is_operator(edit.removed.strip()):
             assert not edit.text.strip() or is_operator(edit.text.strip()), edit
@@ -435,7 +435,7 @@ def test_a_number_after_a_finished_answer_is_not_an_aside() -> None:
 def test_a_bracketed_part_that_reads_as_sql_is_no_part_of_a_name(sqlite: Grammar) -> None:
     from grammar_guide._edit_search import names_with_spaces
 
-    keywords = repair.grammar_keywords(sqlite.checker())  # type: ignore[arg-type]
+    keywords = sqlite.keywords
     assert names_with_spaces("ANY (SELECT boat FROM crews)", keywords) == []
     assert names_with_spaces("Enrollment (K-12) / x", keywords)[-1][0] == "Enrollment (K-12)"
 
@@ -517,7 +517,7 @@ def test_no_operator_is_invented_between_two_of_the_draft_s_words(sqlite: Gramma
 def test_words_written_as_code_names_are_no_name_with_spaces(sqlite: Grammar) -> None:
     from grammar_guide._edit_search import names_with_spaces
 
-    keywords = repair.grammar_keywords(sqlite.checker())  # type: ignore[arg-type]
+    keywords = sqlite.keywords
     # An alias and a column ('T2 Teacher_ID', meant 'T2.Teacher_ID'), not one quoted name.
     assert names_with_spaces("T2 Teacher_ID WHERE x = 1", keywords) == []
     assert names_with_spaces("STUDENT_ENROLMENT COURSES AS T2", keywords) == []
@@ -552,7 +552,7 @@ def test_only_the_word_after_a_qualifier_takes_a_bracket(sqlite: Grammar) -> Non
 def test_a_name_after_a_qualifier_takes_its_bracket_and_a_first_word_its_reading(sqlite: Grammar) -> None:
     from grammar_guide._edit_search import NameShape, names_with_spaces
 
-    keywords = repair.grammar_keywords(sqlite.checker())  # type: ignore[arg-type]
+    keywords = sqlite.keywords
     # Without a qualifier 'Enrollment(K-12)' is a call; after 's.' it is a name (no 'schema.func()').
     assert names_with_spaces("Enrollment(K-12) + 1", keywords) == []
     qualified = names_with_spaces("Enrollment(K-12) + 1", keywords, shape=NameShape(qualified=True))
@@ -571,7 +571,7 @@ def test_a_name_after_a_qualifier_takes_its_bracket_and_a_first_word_its_reading
 def test_a_name_the_draft_quoted_before_is_one_name_however_many_words(sqlite: Grammar) -> None:
     from grammar_guide._edit_search import names_with_spaces, quoted_names
 
-    keywords = repair.grammar_keywords(sqlite.checker())  # type: ignore[arg-type]
+    keywords = sqlite.keywords
     known = quoted_names('SELECT COUNT(*) AS "Count of a Course in All Transcripts" FROM t ORDER BY ')
     assert known == {"count of a course in all transcripts"}
     names = [name for name, _ in names_with_spaces("count of a Course in All Transcripts DESC", keywords, known)]
