@@ -274,6 +274,28 @@ def _excused(tokens: list[Token], texts: tuple[str, ...], formatting: bool = Fal
     return out
 
 
+def _excused_where_removed(
+    lost_at: set[int], draft: list[Token], excuses: Excuses
+) -> tuple[list[int], tuple[str, ...]]:
+    """``lost_at`` less the draft tokens each recorded removed text took away, where they are:
+    the text is found as a run of the draft's tokens (the run with the most lost tokens in it, each
+    run excusing once) and only lost tokens inside that run are excused, so a rewrite's ``WHERE
+    YEAR`` does not excuse a ``WHERE YEAR`` dropped elsewhere. A text not found as written in the
+    draft (an earlier change inside it) is returned to be excused by spelling alone."""
+    keys = [t.key for t in draft]
+    left = set(lost_at)
+    unplaced = []
+    for text in excuses.removed:
+        run = [t.key for t in _unescaped(sql_tokens(text), excuses.formatting)]
+        starts = [a for a in range(len(keys) - len(run) + 1) if run and keys[a : a + len(run)] == run]
+        if not starts:
+            unplaced.append(text)
+            continue
+        best = max(starts, key=lambda a: len(left.intersection(range(a, a + len(run)))))
+        left.difference_update(range(best, best + len(run)))
+    return sorted(left), tuple(unplaced)
+
+
 #: Closing marks: adding one (to end what the draft opened) changes nothing the draft wrote.
 _CLOSING = frozenset({")", "]", ";"})
 
@@ -363,9 +385,9 @@ def faithfulness(
             lost_at.update(range(i1, i2))
         if op in ("replace", "insert"):
             added += out[j1:j2]
-    lost = [draft[k] for k in sorted(lost_at - _stutters(draft, lost_at))]
+    kept_at, unplaced = _excused_where_removed(lost_at - _stutters(draft, lost_at), draft, excuses)
     repeats = _repetitions(excuses.repeated, out)
-    lost = _excused(_stray_closes_excused(lost, draft), excuses.removed + repeats, excuses.formatting)
+    lost = _excused(_stray_closes_excused([draft[k] for k in kept_at], draft), unplaced + repeats, excuses.formatting)
     added = _excused([t for t in added if t.raw not in _CLOSING], excuses.written, excuses.formatting)
     draft_literals = {t.key for t in draft if t.literal} | {t.key for s in excuses.written for t in sql_tokens(s)}
     invented = [t.raw for t in out if t.literal and t.key not in draft_literals]

@@ -373,3 +373,14 @@ def test_a_word_alone_between_two_queries_joins_them_and_is_no_prose() -> None:
     assert answer_sql(answer) == answer
     assert not faithfulness(answer_sql(answer), "SELECT a FROM t").faithful
     assert answer_sql("SELECT a FROM t;\n\nExplanation:\n\n1. We select a.") == "SELECT a FROM t;"
+
+
+def test_a_rewrite_excuses_the_tokens_it_took_away_where_it_took_them_not_the_same_spelling_elsewhere() -> None:
+    rewrite = Excuses(removed=("EXTRACT(YEAR FROM d)",), written=("CAST(strftime('%Y', d) AS INTEGER)",))
+    draft = "SELECT EXTRACT(YEAR FROM d) FROM t WHERE f(d) = 1"
+    assert faithfulness(draft, "SELECT CAST(strftime('%Y', d) AS INTEGER) FROM t WHERE f(d) = 1", rewrite).faithful
+    dropped = faithfulness(draft, "SELECT CAST(strftime('%Y', d) AS INTEGER) FROM t WHERE f = 1", rewrite)
+    assert dropped.lost == ["(", "d", ")"]
+    # A removed text the draft no longer has as written (an earlier change inside it) excuses by spelling.
+    respelt = Excuses(removed=("EXTRACT(YEAR FROM dd)",), written=("CAST(strftime('%Y', d) AS INTEGER)",))
+    assert faithfulness(draft, "SELECT CAST(strftime('%Y', d) AS INTEGER) FROM t WHERE f(d) = 1", respelt).faithful
