@@ -502,6 +502,8 @@ def _insert_mark(v: Violation) -> Iterator[Candidate]:
         return
     literals = _expected_literals(v.checker, len(text))
     for literal in sorted(literals, key=lambda mark: not _written_after_word(text, mark)):
+        if _qualifies_no_name(text, literal, evidence.lstrip(), v.checker.grammar.keywords):
+            continue
         if len(literal) <= _MAX_INSERT_LEN and not literal.isalnum() and not set(literal) & set("([{'\"`"):
             # An operator written after white space gets white space after it too (``age > 30``).
             spaced = text[-1:].isspace() and not set(literal) <= TIGHT and evidence[:1].strip() != ""
@@ -510,6 +512,20 @@ def _insert_mark(v: Violation) -> Iterator[Candidate]:
             yield Candidate(
                 len(text), insert, evidence, "", f"inserted {literal!r}", _cost(invented, 2 * len(literal) + 1)
             )
+
+
+def _qualifies_no_name(before: str, literal: str, after: str, keywords: frozenset[str]) -> bool:
+    """Whether inserting ``literal`` would make a qualified name of what the draft wrote as no
+    name: a ``.`` written after a literal or a keyword of the grammar, or before anything but a
+    word or ``*`` (SQLite takes ``'Yes' . independence`` and ``LIKE . '%East%'``, a string and a
+    keyword read as a table: a literal or a keyword turned into a name is no repair)."""
+    if literal != ".":
+        return False
+    last = _last_lexemes(before.rstrip(), 1)
+    qualifier = last[0].group() if last else ""
+    named = (is_word(qualifier) and qualifier.lower() not in keywords) or qualifier[:1] in ('"', "`", "]")
+    following = LEXEME.match(after)
+    return not (named and following is not None and (is_word(following.group()) or following.group() == "*"))
 
 
 def _written_after_word(text: str, mark: str) -> bool:
@@ -939,6 +955,8 @@ def _candidates(
     before = checker.text[:start]
     literals = dict.fromkeys(_expected_literals(checker, start, like=word))
     for literal in sorted(literals, key=lambda mark: not _written_after_word(before, mark)):
+        if _qualifies_no_name(before, literal, stripped, keywords):
+            continue
         sep = " " if literal[-1].isalnum() and draft[:1].isalnum() else ""
         # A word written where the draft has none is invented: it costs more than a lexeme of the
         # draft dropped (``FROM ORDER BY`` is not ``FROM FULL ORDER BY``, a keyword made a name).

@@ -6,8 +6,10 @@ from __future__ import annotations
 import pytest
 
 from grammar_guide import Cut, Grammar, GuideResult, guide
+from grammar_guide import _repair as repair
 from grammar_guide._engine_limits import sqlite_limit
 from tests.support import sqlite_oracle
+from tests.test_repair import at_violation
 
 
 @pytest.fixture(scope="module")
@@ -121,3 +123,17 @@ def test_a_qualifier_too_far_back_to_take_whole_is_taken_back_alone(sqlite: Gram
     result = _guided(sqlite, draft)
     assert result.text == "SELECT a FROM t WHERE b = (SELECT c FROM u AS T2 WHERE T2.d = (SELECT T2))"
     assert sqlite_oracle.check_one_statement(result.text).label is not sqlite_oracle.Label.INVALID
+
+
+def test_a_point_inserted_qualifies_only_a_name_never_a_string_or_a_keyword(sqlite: Grammar) -> None:
+    # SQLite reads 'Yes' . c as a column of a table named 'Yes', LIKE . '%x%' as one of a table
+    # LIKE: a literal or a keyword made a name.
+    for draft in ("SELECT a FROM t WHERE b = 'Yes' c = 'Yes'", "SELECT a FROM t WHERE LIKE '%East%'"):
+        checker, evidence = at_violation(sqlite, draft)
+        decision = repair.decide(checker, evidence, final=True, floor=0)  # type: ignore[arg-type]
+        assert isinstance(decision, repair.Edit)
+        assert all(e.text.strip() != "." for e in (decision, *decision.ties)), draft
+    # Between two names the point stays a reading (a table's column).
+    assert _guided(sqlite, "SELECT name FROM shop WHERE no_number_of Employees > 0").text.endswith(
+        "no_number_of .Employees > 0"
+    )
