@@ -996,6 +996,12 @@ def _with_calls(db: sqlite3.Connection) -> sqlite3.Connection:
             ["a function's two arguments, each an aggregate"],
         ),
         (
+            # The first argument's bracket, then a factor: the factor is the argument's.
+            "SELECT SUBTRACT(COUNT(x) WHERE a = 'A' AND c BETWEEN 1 AND 2) * 100, COUNT(x) WHERE a = 'B') FROM t",
+            "SELECT SUBTRACT((SELECT COUNT(x) FROM t WHERE a = 'A') * 100, (SELECT COUNT(x) FROM t WHERE a = 'B'))",
+            ["a function's two arguments, each an aggregate"],
+        ),
+        (
             "SELECT IFNULL(SUM(x) WHERE a = 'C'), SUM(x) WHERE a = 'B') FROM t",  # a function SQLite has
             "SELECT (SELECT SUM(x) FROM t WHERE a = 'B')",
             ["a function's two arguments, each an aggregate"],
