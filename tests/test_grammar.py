@@ -451,6 +451,8 @@ def test_rewrites_come_from_the_argument_or_a_sibling_file(tmp_path: Path):
         "T-SQL's SELECT TOP n",
         "two queries joined by an arithmetic operator: the operator between their values",
         "two aggregates, each with its own FROM, joined by an arithmetic operator: the operator between their values",
+        "two aggregates, each with its own FROM, the second's WHERE then the column's alias, joined by an arithmetic "
+        "operator: the operator between their values",
         "two aggregates, each with its own WHERE and one FROM after both, joined by an arithmetic operator: "
         "the operator between their values",
         "two aggregates, each followed by its own WHERE, joined by an arithmetic operator: each WHERE as its "

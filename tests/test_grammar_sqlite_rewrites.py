@@ -855,6 +855,11 @@ def test_order_by_and_limit_on_each_arm_keep_each_arms_own_rows(op: str, chunk: 
             "SELECT (SELECT COUNT(x) FROM t WHERE a = 'A') * (SELECT COUNT(x) FROM t)",
         ),
         (
+            # The second's WHERE, then an alias: after a WHERE, the column's (no table's) alias.
+            "SELECT SUM(x) FROM t WHERE a = 'A' - SUM(x) FROM t WHERE a = 'B' AS d;",
+            "SELECT (SELECT SUM(x) FROM t WHERE a = 'A') - (SELECT SUM(x) FROM t WHERE a = 'B') AS d",
+        ),
+        (
             # Each aggregate's WHERE, one FROM after both: the FROM copied into each subquery.
             "SELECT 100 * SUM(x) WHERE a = 'A' / SUM(x) WHERE a <> 'B' FROM t",
             "SELECT 100 * (SELECT SUM(x) FROM t WHERE a = 'A') / (SELECT SUM(x) FROM t WHERE a <> 'B')",
@@ -906,6 +911,12 @@ def test_no_aggregate_subqueries_where_the_reading_is_not_plain(answer: str) -> 
     result = guide(lambda prompt: answer, SQLITE, "Answer in SQLite.", target=False)
     details = [e.detail for e in result.events if isinstance(e, Correction)]
     assert not any("two aggregates, each with" in d for d in details)
+
+
+def test_an_alias_after_the_second_aggregates_table_is_the_tables() -> None:
+    answer = "SELECT SUM(u.x) FROM t AS u - SUM(u.x) FROM t AS u"  # no WHERE: a table's alias
+    result = guide(lambda prompt: answer, SQLITE, "Answer in SQLite.", target=False)
+    assert not any("the column's alias" in e.detail for e in result.events if isinstance(e, Correction))
 
 
 def _guided(answer: str, chunk: int) -> tuple[str, list[str], bool, int]:
