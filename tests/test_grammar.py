@@ -446,11 +446,21 @@ def test_rewrites_come_from_the_argument_or_a_sibling_file(tmp_path: Path):
     reasons = [r.reason for r in Grammar.builtin("sqlite").rewrites]  # each tested in test_grammar_sqlite_rewrites.py
     assert reasons[0] == "PostgreSQL cast" and reasons.count("standard SQL row limit") == 2
     assert [r.reason for r in Grammar.builtin("sqlite").rewrites if r.head] == [
+        "a function's two arguments, each an aggregate followed by its own WHERE and a bracket: each WHERE as its "
+        "aggregate's FILTER, the first argument bracketed",
         "T-SQL's SELECT TOP n",
         "two queries joined by an arithmetic operator: the operator between their values",
         "two aggregates, each with its own FROM, joined by an arithmetic operator: the operator between their values",
+        "two aggregates, each with its own FROM, the second's WHERE then the column's alias, joined by an arithmetic "
+        "operator: the operator between their values",
         "two aggregates, each with its own WHERE and one FROM after both, joined by an arithmetic operator: "
         "the operator between their values",
+        "two aggregates, each followed by its own WHERE, joined by an arithmetic operator: each WHERE as its "
+        "aggregate's FILTER",
+        "a function's first argument an aggregate with its own FROM, closed before the next argument: a subquery "
+        "without its SELECT and its opening bracket",
+        "a function's later argument an aggregate with its own FROM, after a subquery: a subquery without its SELECT "
+        "and brackets",
         "ORDER BY or LIMIT on each arm of a set operation: each SELECT as a subquery",
     ]
 

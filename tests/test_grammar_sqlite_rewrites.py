@@ -50,6 +50,22 @@ def rewrite(text: str) -> str:
             0.5,
         ),
         ("SELECT CAST('42', INTEGER) + 1", "SELECT CAST('42' AS INTEGER) + 1", 43),
+        # A call's argument, an aggregate with its own FROM closed before the next argument: a
+        # subquery without its SELECT and opening bracket (the draft's bracket closes it).
+        (
+            "SELECT IFNULL(SUM(x) FROM (SELECT 1 AS x) WHERE x > 1), 0)",
+            "SELECT IFNULL((SELECT SUM(x) FROM (SELECT 1 AS x) WHERE x > 1), 0)",
+            0,
+        ),
+        # Two aggregates, each followed by its own WHERE, then the statement's FROM and WHERE: each
+        # aggregate over the rows that WHERE keeps (x < 3), restricted by its own (2 - 1, not 5 - 1).
+        (
+            "SELECT SUM(x) WHERE x > 1 - SUM(x) WHERE x = 1 FROM (SELECT 1 AS x UNION ALL SELECT 2"
+            " UNION ALL SELECT 3) WHERE x < 3",
+            "SELECT SUM(x) FILTER (WHERE x > 1) - SUM(x) FILTER (WHERE x = 1) FROM (SELECT 1 AS x UNION ALL SELECT 2"
+            " UNION ALL SELECT 3) WHERE x < 3",
+            1,
+        ),
         # A quoted name, and a bracket of more than three levels (a subquery's own subqueries).
         (
             "SELECT `a b`::FLOAT / 2 FROM (SELECT 3 AS `a b`)",
@@ -480,7 +496,9 @@ def test_an_age_in_years_counts_whole_years(slip: str, years: int) -> None:
         # written as text (BIRD's lap times): no one SQLite reading.
         "SELECT EXTRACT(EPOCH FROM d)",
         "SELECT CAST(a) AS b FROM t",  # an alias, no type: which type was meant?
-        "SELECT DIVIDE(COUNT(a) FROM t WHERE b), 2)",  # a call's bracket: which bracket holds the subquery?
+        # One argument: the call's bracket may hold the subquery or the call (ROUND(AVG(a)) FROM t ...).
+        "SELECT ROUND(AVG(a) FROM t WHERE b)",
+        "SELECT MAX(COUNT(a) FROM t GROUP BY b), 1)",  # an aggregate's argument: the groups' counts
         "SELECT RIGHT(s, 0)",  # substr(s, -0) would be the whole string
         "SELECT SUBSTRING(s FROM -1 FOR 3)",  # a start below 1 counts differently in SQLite
         "SELECT 'C:\\' || name FROM t",  # valid SQLite: a backslash is a character
@@ -837,6 +855,11 @@ def test_order_by_and_limit_on_each_arm_keep_each_arms_own_rows(op: str, chunk: 
             "SELECT (SELECT COUNT(x) FROM t WHERE a = 'A') * (SELECT COUNT(x) FROM t)",
         ),
         (
+            # The second's WHERE, then an alias: after a WHERE, the column's (no table's) alias.
+            "SELECT SUM(x) FROM t WHERE a = 'A' - SUM(x) FROM t WHERE a = 'B' AS d;",
+            "SELECT (SELECT SUM(x) FROM t WHERE a = 'A') - (SELECT SUM(x) FROM t WHERE a = 'B') AS d",
+        ),
+        (
             # Each aggregate's WHERE, one FROM after both: the FROM copied into each subquery.
             "SELECT 100 * SUM(x) WHERE a = 'A' / SUM(x) WHERE a <> 'B' FROM t",
             "SELECT 100 * (SELECT SUM(x) FROM t WHERE a = 'A') / (SELECT SUM(x) FROM t WHERE a <> 'B')",
@@ -880,10 +903,152 @@ def test_a_set_operation_sqlite_takes_stays_as_written(answer: str) -> None:
         "SELECT SUM(x) WHERE a = 'A' - SUM(x) WHERE a = 'B'",  # no FROM: which table is not said
         "SELECT a, SUM(x) FROM t WHERE a = 'A' - SUM(x) FROM t",  # more than the aggregate selected
         "SELECT SUM(x) FROM t WHERE a = 'A' - 1",  # valid as written
-        "SELECT SUM(x) WHERE a = 'A' - SUM(x) WHERE a = 'B' FROM t WHERE x > 1",  # whose is the last WHERE?
+        # The FROM's WHERE is both aggregates': each WHERE as its aggregate's FILTER, tested below.
+        "SELECT SUM(x) WHERE a = 'A' - SUM(x) WHERE a = 'B' FROM t WHERE x > 1",
     ],
 )
 def test_no_aggregate_subqueries_where_the_reading_is_not_plain(answer: str) -> None:
     result = guide(lambda prompt: answer, SQLITE, "Answer in SQLite.", target=False)
     details = [e.detail for e in result.events if isinstance(e, Correction)]
     assert not any("two aggregates, each with" in d for d in details)
+
+
+def test_an_alias_after_the_second_aggregates_table_is_the_tables() -> None:
+    answer = "SELECT SUM(u.x) FROM t AS u - SUM(u.x) FROM t AS u"  # no WHERE: a table's alias
+    result = guide(lambda prompt: answer, SQLITE, "Answer in SQLite.", target=False)
+    assert not any("the column's alias" in e.detail for e in result.events if isinstance(e, Correction))
+
+
+def _guided(answer: str, chunk: int) -> tuple[str, list[str], bool, int]:
+    """The guide loop's text for ``answer`` streamed in chunks, its corrections, whether it says it is
+    faithful, and how many rewrites it recorded."""
+    pieces = [answer[i : i + chunk] for i in range(0, len(answer), chunk)]
+    result = guide(
+        FunctionDraft(lambda prompt, prefix, pieces=pieces: iter(() if prefix else pieces)), SQLITE, "q", target=False
+    )
+    details = [e.detail for e in result.events if isinstance(e, Correction)]
+    return result.text, details, result.faithful, result.changes.rewrites
+
+
+@pytest.mark.parametrize(
+    ("answer", "meant"),
+    [
+        (
+            # The FROM's WHERE is the statement's: both aggregates read the rows it keeps.
+            "SELECT SUM(x) WHERE a = 'A' - SUM(x) WHERE a = 'B' FROM t WHERE c = 1;",
+            "SELECT (SELECT SUM(x) FROM t WHERE c = 1 AND a = 'A') - (SELECT SUM(x) FROM t WHERE c = 1 AND a = 'B')",
+        ),
+        (
+            "SELECT SUM(t.x) WHERE u.k = 1 / SUM(t.x) WHERE u.k = 2 AS r FROM t JOIN u ON t.a = u.a",
+            "SELECT (SELECT SUM(t.x) FROM t JOIN u ON t.a = u.a WHERE u.k = 1)"
+            " / (SELECT SUM(t.x) FROM t JOIN u ON t.a = u.a WHERE u.k = 2)",
+        ),
+        (
+            "SELECT c, COUNT(x) WHERE a = 'A' - COUNT(x) WHERE a = 'B' FROM t GROUP BY c ORDER BY c",
+            "SELECT g.c, (SELECT COUNT(x) FROM t WHERE t.c = g.c AND a = 'A') - "
+            "(SELECT COUNT(x) FROM t WHERE t.c = g.c AND a = 'B') FROM (SELECT DISTINCT c FROM t) AS g ORDER BY g.c",
+        ),
+    ],
+)
+def test_two_aggregates_each_followed_by_its_where_filter_each_aggregate(answer: str, meant: str) -> None:
+    """SQLite's aggregate FILTER keeps every token of the draft in its order: each aggregate over
+    the rows the statement's FROM and WHERE keep, restricted by its own condition (4 - 1 in the
+    first, not 11 - 1 as if the last WHERE were the second aggregate's alone). Checked by SQLite's
+    value against the hand-written meaning, whole and streamed in chunks."""
+    _means(answer, meant, ["two aggregates, each followed by its own WHERE"])
+
+
+def _means(answer: str, meant: str, reasons: list[str]) -> None:
+    """The guide loop's text for ``answer``, whole and streamed in chunks, records one rewrite for
+    each of ``reasons`` (in order), says it is faithful, and gives SQLite's value of ``meant``."""
+    db = _with_calls(sqlite3.connect(":memory:"))
+    db.executescript(
+        "CREATE TABLE t(a, x, c, d); CREATE TABLE u(a, k);"
+        "INSERT INTO t VALUES ('A', 4, 1, '2011-05-01'), ('B', 1, 1, '2010-01-01'), ('A', 7, 2, '2011-02-01'),"
+        " ('B', 2, 2, '2010-03-01'); INSERT INTO u VALUES ('A', 1), ('B', 2);"
+    )
+    for chunk in (len(answer), 5):
+        text, details, faithful, rewrites = _guided(answer, chunk)
+        assert [next(r for r in reasons if f"({r}" in d) for d in details] == reasons
+        assert rewrites == len(reasons) and faithful
+        assert db.execute(text.rstrip(";")).fetchall() == db.execute(meant).fetchall()
+
+
+def _with_calls(db: sqlite3.Connection) -> sqlite3.Connection:
+    """DIVIDE and SUBTRACT (BIRD's evidence writes them; SQLite has neither) as a record of their
+    arguments: the test checks what each argument is, not a meaning nobody recorded."""
+    for name in ("DIVIDE", "SUBTRACT"):
+        db.create_function(name, 2, lambda a, b: f"{a}|{b}")
+    return db
+
+
+@pytest.mark.parametrize(
+    ("answer", "meant", "reasons"),
+    [
+        (
+            "SELECT DIVIDE(COUNT(x) FROM t WHERE a = 'A'), COUNT(x) FROM t WHERE a = 'B') FROM u;",
+            "SELECT DIVIDE((SELECT COUNT(x) FROM t WHERE a = 'A'), (SELECT COUNT(x) FROM t WHERE a = 'B')) FROM u",
+            ["a function's first argument", "a function's later argument"],
+        ),
+        (
+            "SELECT DIVIDE(\n  COUNT(x) FROM t WHERE a = 'A'), (SELECT COUNT(x) FROM t)\n) * 100 AS p",
+            "SELECT DIVIDE((SELECT COUNT(x) FROM t WHERE a = 'A'), (SELECT COUNT(x) FROM t)) * 100",
+            ["a function's first argument"],
+        ),
+        (
+            # The outer FROM is the second argument's: COUNT(x) over all of t.
+            "SELECT DIVIDE(COUNT(x) FROM t WHERE EXTRACT(YEAR FROM d) = 2011), COUNT(x)) AS p FROM t",
+            "SELECT DIVIDE((SELECT COUNT(x) FROM t WHERE CAST(strftime('%Y', d) AS INTEGER) = 2011), COUNT(x)) FROM t",
+            ["a function's first argument"],
+        ),
+        (
+            "SELECT SUBTRACT(SUM(x) WHERE a = 'A'), SUM(x) WHERE a = 'B') AS d FROM t",
+            "SELECT SUBTRACT((SELECT SUM(x) FROM t WHERE a = 'A'), (SELECT SUM(x) FROM t WHERE a = 'B'))",
+            ["a function's two arguments, each an aggregate"],
+        ),
+        (
+            # The first argument's bracket, then a factor: the factor is the argument's.
+            "SELECT SUBTRACT(COUNT(x) WHERE a = 'A' AND c BETWEEN 1 AND 2) * 100, COUNT(x) WHERE a = 'B') FROM t",
+            "SELECT SUBTRACT((SELECT COUNT(x) FROM t WHERE a = 'A') * 100, (SELECT COUNT(x) FROM t WHERE a = 'B'))",
+            ["a function's two arguments, each an aggregate"],
+        ),
+        (
+            "SELECT IFNULL(SUM(x) WHERE a = 'C'), SUM(x) WHERE a = 'B') FROM t",  # a function SQLite has
+            "SELECT (SELECT SUM(x) FROM t WHERE a = 'B')",
+            ["a function's two arguments, each an aggregate"],
+        ),
+    ],
+)
+def test_a_functions_arguments_each_an_aggregate_with_its_own_from_or_where(
+    answer: str, meant: str, reasons: list[str]
+) -> None:
+    """Each argument as the draft closed it: a subquery (its SELECT and opening bracket added), or
+    an aggregate with its WHERE as its FILTER; every token kept. Checked by SQLite's value, whole
+    and streamed in chunks."""
+    _means(answer, meant, reasons)
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "SELECT DIVIDE((SELECT COUNT(x) FROM t), 2) FROM u",  # valid as written
+        "SELECT SUM(x) FILTER (WHERE a = 'A') - SUM(x) FILTER (WHERE a = 'B') FROM t",
+        "SELECT COUNT(x) FROM t WHERE a IN (SELECT a FROM t)",
+    ],
+)
+def test_text_valid_as_written_keeps_its_aggregates(answer: str) -> None:
+    text, details, faithful, _ = _guided(answer, 5)
+    assert text == answer and not details and faithful
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "SELECT DIVIDE(COUNT(x), COUNT(y) FROM t)",  # the first argument no subquery: whose FROM?
+        "SELECT MAX(COUNT(x) FROM t GROUP BY a), 1)",  # an aggregate of groups, no scalar
+        "SELECT DIVIDE(COUNT(x) FROM t GROUP BY a), 2)",  # a subquery of groups is its first group's
+    ],
+)
+def test_no_subquery_where_the_arguments_reading_is_not_plain(answer: str) -> None:
+    _, details, _, _ = _guided(answer, len(answer))
+    assert not any("a function's" in d for d in details)
