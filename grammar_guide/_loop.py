@@ -337,6 +337,7 @@ class GuideLoop(TargetSteps):
                 floor=rnd.floor,
                 last=self.last_violation,
                 rewrite_floor=min(rnd.floor, self.rewrite_floor),
+                no_target=self.target is False,
             )
             if isinstance(decision, repair.Edit):
                 decision = await self._likeliest(decision)

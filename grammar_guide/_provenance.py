@@ -295,7 +295,8 @@ class Dropped:
     ``another answer``, ``unfinished``, ``budget``, ...) or ``rejected`` (text the grammar did
     not allow, replaced by a repair or the target's text) or ``prose`` (text the grammar did not
     allow that the repair left out as prose, such as ``The answer is`` before the answer: not
-    the answer, so not unfaithful) or ``replaced`` (taken back by the
+    the answer, so not unfaithful) or ``resync`` (the draft's lexemes dropped where no edit
+    fixed the violation, so that its text after them reads on: unfaithful) or ``replaced`` (taken back by the
     correction that wrote in its place, with no violation: a rewrite at the end of the text).
     ``offset`` is where it stood."""
 
@@ -332,13 +333,14 @@ def _origin(start: int, end: int, kind: str, index: int, event: Event) -> Origin
 
 def _drop_reason(event: Event, context: Context) -> str:
     """A cut's reason; ``replaced`` for text a correction took back; for rejected text, ``prose``
-    where the repair left it out as prose (``The answer is`` before ``3 + 4``), else ``rejected``."""
+    where the repair left it out as prose (``The answer is`` before ``3 + 4``), ``resync`` where a
+    resynchronisation dropped it (``_resync``), else ``rejected``."""
     if isinstance(event, Cut):
         return event.reason
     if isinstance(event, Correction):
         return "replaced"
     repair = context.repair
-    return "prose" if repair is not None and repair.rule == "prose" else "rejected"
+    return repair.rule if repair is not None and repair.rule in ("prose", "resync") else "rejected"
 
 
 def dropped(events: Sequence[Event], text: str) -> tuple[Dropped, ...]:

@@ -45,6 +45,7 @@ from ._reader import (
     reads_as_code,
     trailing_word,
 )
+from ._resync import resync
 from ._text import is_word_char
 
 __all__ = [
@@ -103,13 +104,17 @@ def decide(
     floor: int,
     last: tuple[int, str] | None = None,
     rewrite_floor: int | None = None,
+    no_target: bool = False,
 ) -> Decision:
     """What to do about the violation at the end of ``checker``'s text (not modified).
 
     ``evidence`` is the rejected draft text; ``final``: the draft wrote nothing after it; no
     decision takes back text before ``floor``; ``last`` is the signature of the previous
     violation (an edit is not tried twice at the same place); ``rewrite_floor``: a rewrite may
-    take back text from there on (the loop's own earlier rewrites), see ``propose_edit``.
+    take back text from there on (the loop's own earlier rewrites), see ``propose_edit``;
+    ``no_target``: no model may write at the violation, so where no edit fixes it the fewest of
+    the draft's lexemes are dropped after which its text reads on (``_resync``), before the rest
+    is cut.
     """
     cut = prose_cut(checker, evidence, floor)
     if cut is not None:
@@ -147,11 +152,26 @@ def decide(
         placed = [_before_space(checker, e, floor) for e in edits]
         placed = [replace(e, at=min(at, e.start)) for e in placed]
         return replace(placed[0], ties=tuple(placed[1:]))
+    dropped = _resync_at(checker, at, moved, final=final) if no_target and fresh else None
+    if dropped is not None:
+        return dropped
     start = at
     word = trailing_word(text[:at])
     if word and moved[:1].isalnum() and start - len(word) >= floor:
         start -= len(word)
     return NeedTarget(start, at)
+
+
+def _resync_at(checker: Checker, at: int, moved: str, *, final: bool) -> Edit | None:
+    """``resync`` of the rejected text ``moved`` after the first ``at`` characters of the text,
+    where that text is not complete: after a complete answer what no edit fixes is cut (a model
+    repeating itself, ``ORDER BY age FROM t ORDER BY age DESC``, is never joined on)."""
+    with checker.trial() as trial:
+        trial.rollback_chars(at)
+        if trial.is_complete:
+            return None
+        edit = resync(trial, moved, final=final)
+    return None if edit is None else replace(edit, at=at)
 
 
 def _prose_instead(

@@ -454,6 +454,12 @@ def rewrite(text: str) -> str:
             "SELECT x FROM (SELECT 1 AS x UNION ALL SELECT 2 UNION ALL SELECT 3) ORDER BY x LIMIT 1 OFFSET 2",
             3,
         ),
+        # Oracle's MINUS is SQLite's EXCEPT: the first query's rows the second has not.
+        (
+            "SELECT x FROM (SELECT 1 AS x UNION SELECT 2) WHERE x > 0 MINUS SELECT 2",
+            "SELECT x FROM (SELECT 1 AS x UNION SELECT 2) WHERE x > 0 EXCEPT SELECT 2",
+            1,
+        ),
     ],
 )
 def test_each_rewrite_means_what_the_slip_meant(slip: str, meant: str, value: object) -> None:
@@ -519,6 +525,7 @@ def test_an_age_in_years_counts_whole_years(slip: str, years: int) -> None:
         "SELECT a FROM t WHERE b ILIKE '%\u00e9%'",  # LIKE ignores the case of ASCII letters only
         "SELECT a FROM t WHERE b ILIKE '50\\%'",  # PostgreSQL's LIKE escapes with a backslash
         "SELECT a FROM t WHERE b ILIKE '%' || c || '%'",  # c's own letters and backslashes
+        "SELECT minus FROM t WHERE minus - 1 > 0",  # a column named minus
     ],
 )
 def test_no_rewrite_where_the_meaning_would_change(text: str) -> None:
@@ -600,6 +607,11 @@ def test_no_rewrite_where_the_meaning_would_change(text: str) -> None:
             "SELECT title FROM posts ORDER BY title LIMIT ALL OFFSET 5",
             "SELECT title FROM posts ORDER BY title LIMIT -1 OFFSET 5",
             "PostgreSQL's LIMIT ALL (no limit)",
+        ),
+        (
+            "SELECT SUM(b.spent) FROM budget b WHERE b.year = 2019 MINUS SELECT SUM(b.spent) FROM budget b",
+            "SELECT SUM(b.spent) FROM budget b WHERE b.year = 2019 EXCEPT SELECT SUM(b.spent) FROM budget b",
+            "Oracle's MINUS: SQLite's EXCEPT (the first query's rows that the second has not)",
         ),
         (
             # Two queries joined by "-": the difference of their values, not "'A' - (SELECT ...)"
