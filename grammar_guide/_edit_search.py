@@ -164,6 +164,20 @@ def propose_edit(
     return best.edit()
 
 
+def propose_rewrite(
+    checker: Checker, evidence: str, *, final: bool, floor: int = 0, rewrite_floor: int | None = None
+) -> Edit | None:
+    """The best conclusive rewrite of a known slip at ``checker``'s violation, or ``None``: what
+    ``propose_edit`` would take of the grammar's rewrites alone (before a second answer is cut at a
+    word that may be another dialect's: ``FROM t MINUS SELECT`` is a set operation, not the alias
+    ``MINUS`` and a second query)."""
+    violation = Violation.at_end_of(checker, evidence, final, floor, rewrite_floor)
+    best = _Best(violation)
+    for candidate in _rewrite_slips(violation):
+        best.consider(candidate)
+    return best.edit()
+
+
 class _Best:
     """The best-scored edits so far (with up to ``_MAX_TIES`` ties, one per resulting text)."""
 

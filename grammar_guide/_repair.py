@@ -29,6 +29,7 @@ from ._edit_search import (
     conclusive,
     levenshtein,
     propose_edit,
+    propose_rewrite,
     rewrite_at_end,
     search_edits,
     try_edit,
@@ -126,10 +127,11 @@ def decide(
     sentence = _leave_prose(checker, at, moved, final=final, floor=floor)
     if sentence is not None:
         return sentence
+    fresh = signature(text, evidence, at) != last
     cut = another_answer_cut(checker, evidence, floor)
     if cut is not None:
-        return cut
-    fresh = signature(text, evidence, at) != last
+        rewrite = _rewrite_across(checker, at, moved, final=final, floor=floor, rewrite_floor=rewrite_floor)
+        return rewrite if rewrite is not None and fresh else cut
     with checker.trial() as trial:
         trial.rollback_chars(at)
         edit = propose_edit(trial, moved, final=final, floor=floor, rewrite_floor=rewrite_floor)
@@ -160,6 +162,17 @@ def decide(
     if word and moved[:1].isalnum() and start - len(word) >= floor:
         start -= len(word)
     return NeedTarget(start, at)
+
+
+def _rewrite_across(
+    checker: Checker, at: int, moved: str, *, final: bool, floor: int, rewrite_floor: int | None
+) -> Edit | None:
+    """A rewrite of a known slip at the violation that reads on into what would be cut as a
+    second answer (``FROM t MINUS SELECT …``: Oracle's EXCEPT, not an alias and another query)."""
+    with checker.trial() as trial:
+        trial.rollback_chars(at)
+        edit = propose_rewrite(trial, moved, final=final, floor=floor, rewrite_floor=rewrite_floor)
+    return None if edit is None else replace(edit, at=at)
 
 
 def _resync_at(checker: Checker, at: int, moved: str, *, final: bool) -> Edit | None:

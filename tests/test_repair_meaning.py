@@ -137,3 +137,13 @@ def test_a_point_inserted_qualifies_only_a_name_never_a_string_or_a_keyword(sqli
     assert _guided(sqlite, "SELECT name FROM shop WHERE no_number_of Employees > 0").text.endswith(
         "no_number_of .Employees > 0"
     )
+
+
+def test_a_word_read_as_an_alias_before_a_second_query_is_rewritten_before_the_query_is_cut(sqlite: Grammar) -> None:
+    # 'MINUS' reads as t's alias, and 'SELECT' then begins what would be cut as another answer:
+    # Oracle's MINUS is SQLite's EXCEPT, and the query is one.
+    result = _guided(sqlite, "SELECT name FROM t MINUS SELECT name FROM u")
+    assert result.text == "SELECT name FROM t EXCEPT SELECT name FROM u"
+    assert result.changes.rewrites == 1 and result.faithful
+    # Without a slip the rewrites know, a second query is still cut as another answer.
+    assert _guided(sqlite, "SELECT name FROM t SELECT name FROM u").text == "SELECT name FROM t"
