@@ -14,6 +14,13 @@
   SQLCoder 8B/34B, Granite 34B, CodeS 7B/15B), given the database's SQLite schema; one answer a line in
   the order of ``data/<split>/dev.json`` (the clone's copy, which names the database), the model's
   newlines made spaces by its runner, ``;`` where generation failed. ``dev_pred_gt.sql`` is the gold.
+- **chatgpt-sql** (https://github.com/THU-BPM/chatgpt-sql @ 116c7fc54f31): ChatGPT's (gpt-3.5-turbo,
+  early 2023) zero-shot answers on Spider dev and the variants asked on Spider's SQLite databases
+  (``<variant>/predict*.json`` for Spider, Spider-Syn, Spider-DK, Spider-Realistic, ADVETA, Spider-CG,
+  CSpider), a JSON list of ``{"db_id", "question", "query", "prompt", "result"}``: ``result`` is the
+  model's text after the prompt's closing ``SELECT``, so the answer is ``SELECT`` and it (as the
+  repository's ``generate_txt.py`` reads it). SParC, CoSQL (conversations) and DuSQL (its own
+  databases) are left out.
 - **Spider dev's gold and databases** (a clone holding Spider's ``dev.json`` and
   ``database/<db_id>/<db_id>.sqlite``, e.g. https://github.com/xi-ix/spider_evaluation @ 80a9084cbae5,
   which keeps them under ``database/``).
@@ -29,7 +36,15 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["Answer", "SpiderGold", "load_answers", "load_llm_nl2sql", "load_nl2sql360", "load_spider_gold"]
+__all__ = [
+    "Answer",
+    "SpiderGold",
+    "load_answers",
+    "load_chatgpt_sql",
+    "load_llm_nl2sql",
+    "load_nl2sql360",
+    "load_spider_gold",
+]
 
 MINI_DEV_DIR = "llm/exp_result"
 MINI_DEV_SEPARATOR = "\t----- bird -----\t"
@@ -42,6 +57,9 @@ LLM_NL2SQL_FILE = "dev_pred.sql"
 LLM_NL2SQL_COMMIT = "8c2bbc551831516355a3b33554c41434417b0a14"
 #: LLM-NL2SQL's splits (``output/<split>``), each a collection of its own.
 LLM_NL2SQL_SPLITS = ("bird", "spider")
+#: chatgpt-sql's folders of answers on Spider's databases.
+CHATGPT_SQL_DIRS = ("spider", "spider-syn", "spider-dk", "spider-realistic", "ADVETA", "spider-cg", "CSpider")
+CHATGPT_SQL_COLLECTION = "chatgpt-sql Spider variants"
 
 
 @dataclass(frozen=True)
@@ -162,6 +180,25 @@ def load_llm_nl2sql(clone: Path, split: str, rev: str = LLM_NL2SQL_COMMIT) -> li
         for i, answer in enumerate(_lines(text)):  # a tab in a line is the answer's own
             db_id = db_ids[i] if i < len(db_ids) else ""
             out.append(Answer(name, str(i), model, "sqlite", db_id, answer, f"LLM-NL2SQL {split}"))
+    return out
+
+
+# -- chatgpt-sql ---------------------------------------------------------------------------------
+
+
+def load_chatgpt_sql(clone: Path) -> list[Answer]:
+    """Every answer of a chatgpt-sql clone's ``CHATGPT_SQL_DIRS`` files, in file then list order:
+    ``SELECT`` and the model's ``result`` (which the prompt's ``SELECT`` began), or the result alone
+    where it begins with its own ``SELECT``."""
+    out = []
+    for folder in CHATGPT_SQL_DIRS:
+        for path, text in _files(clone, folder, ".json").items():
+            for i, item in enumerate(json.loads(text)):
+                result = item["result"]
+                answer = result if re.match(r"\s*SELECT\b", result, re.IGNORECASE) else f"SELECT {result}"
+                out.append(
+                    Answer(path, str(i), "gpt-3.5-turbo", "sqlite", item["db_id"], answer, CHATGPT_SQL_COLLECTION)
+                )
     return out
 
 

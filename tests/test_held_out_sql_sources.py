@@ -1,7 +1,9 @@
-"""benchmarks.sql_sources' LLM-NL2SQL reader on small clones laid out as Qiqi-sweety/LLM-NL2SQL's is
-(``output/<split>/<org>/<model>[/<variant>]/dev_pred.sql`` beside the gold ``dev_pred_gt.sql``, the
-questions in ``data/<split>/dev.json``), one a bare git directory whose last commit removed ``output/``
-as the real one's did; and real_sql_repair's ``--llm-nl2sql``. The answers are written here."""
+"""benchmarks.sql_sources' readers of the second held-out split's sources, on small clones laid out as
+theirs are: Qiqi-sweety/LLM-NL2SQL (``output/<split>/<org>/<model>[/<variant>]/dev_pred.sql`` beside
+the gold ``dev_pred_gt.sql``, the questions in ``data/<split>/dev.json``; one clone a bare git directory
+whose last commit removed ``output/`` as the real one's did) and THU-BPM/chatgpt-sql
+(``<variant>/predict*.json``); and real_sql_repair's ``--llm-nl2sql`` and ``--chatgpt-sql``. The answers
+are written here."""
 
 from __future__ import annotations
 
@@ -13,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from benchmarks.real_sql_repair import main
-from benchmarks.sql_sources import load_llm_nl2sql
+from benchmarks.sql_sources import load_chatgpt_sql, load_llm_nl2sql
 
 PREDICTIONS = {
     "output/bird/Qwen/Qwen1.5-7B-Chat/dev_pred.sql": "SELECT name FROM t WHERE a = 1 OR\nSELECT count(*) FROM t\n",
@@ -21,6 +23,11 @@ PREDICTIONS = {
     "output/bird/THUDM/glm-4-9b-chat/BertFilter/dev_pred.sql": "SELECT a FROM\tt\nSELECT b FROM u WHERE\n",
     "output/bird/THUDM/glm-4-9b-chat/BertFilter/dev_pred_gt.sql": "SELECT gold FROM t\tdb_a\n",  # the gold: no answer
     "output/spider/defog/sqlcoder-34b-alpha/dev_pred.sql": ";\n",  # ';': generation failed
+}
+CHATGPT = {
+    # The model's text after the prompt's closing SELECT (once with a SELECT of its own).
+    "spider/predict.json": [" name FROM singer WHERE", "SELECT count(*)\nFROM singer"],
+    "spider-cg/predict-app.json": [" age FROM singer ORDER BY"],
 }
 QUESTIONS = {
     "data/bird/dev.json": [{"db_id": "db_a", "question": "q0"}, {"db_id": "db_b", "question": "q1"}],
@@ -81,13 +88,40 @@ def test_reads_a_bare_clone_at_the_commit_that_still_had_the_results(tmp_path: P
     )
 
 
-def test_command_line_reports_it_as_a_held_out_split_of_its_own(tmp_path: Path) -> None:
+def _chatgpt_sql(root: Path) -> Path:
+    for path, results in CHATGPT.items():
+        (root / path).parent.mkdir(parents=True, exist_ok=True)
+        items = [
+            {"db_id": "concert_singer", "question": "q", "query": "gold", "prompt": "p", "result": r} for r in results
+        ]
+        (root / path).write_text(json.dumps(items), encoding="utf-8")
+    (root / "sparc").mkdir()  # conversations: not read
+    (root / "sparc" / "predict.json").write_text(json.dumps([{"database_id": "x", "interaction": []}]))
+    return root
+
+
+def test_reads_chatgpts_answers_with_the_prompts_select(tmp_path: Path) -> None:
+    answers = load_chatgpt_sql(_chatgpt_sql(tmp_path))
+    assert [(a.source, a.key, a.db_id, a.text) for a in answers] == [
+        ("spider/predict.json", "0", "concert_singer", "SELECT  name FROM singer WHERE"),
+        ("spider/predict.json", "1", "concert_singer", "SELECT count(*)\nFROM singer"),
+        ("spider-cg/predict-app.json", "0", "concert_singer", "SELECT  age FROM singer ORDER BY"),
+    ]
+    assert {(a.model, a.dialect, a.collection) for a in answers} == {
+        ("gpt-3.5-turbo", "sqlite", "chatgpt-sql Spider variants")
+    }
+
+
+def test_command_line_reports_them_as_a_held_out_split_of_their_own(tmp_path: Path) -> None:
     clone = _work_tree(tmp_path / "clone")
-    payload = main(["--llm-nl2sql", str(clone), "--no-target", "--results-dir", str(tmp_path / "out")])
+    chatgpt = _chatgpt_sql(tmp_path / "chatgpt")
+    out = ["--results-dir", str(tmp_path / "out")]
+    payload = main(["--llm-nl2sql", str(clone), "--chatgpt-sql", str(chatgpt), "--no-target", *out])
     counts = payload["settings"]["collections"]
     assert counts["LLM-NL2SQL bird"] == {"answers": 4, "rejected": 2, "replayed": 2}
     assert counts["LLM-NL2SQL spider"] == {"answers": 1, "rejected": 0, "replayed": 0}
+    assert counts["chatgpt-sql Spider variants"] == {"answers": 3, "rejected": 2, "replayed": 2}
     assert set(payload["settings"]["split"].values()) == {"held-out 2"} and set(payload["by_split"]) == {"held-out 2"}
-    assert "| held-out 2 | 2 |" in payload["goals"]
+    assert "| held-out 2 | 4 |" in payload["goals"]
     written = (tmp_path / "out" / "real_sql_repair.json").read_text()
     assert "a = 1 OR" not in written and "u WHERE" not in written  # ids and scores, not answers
