@@ -8,13 +8,14 @@ are written here."""
 from __future__ import annotations
 
 import json
+import logging
 import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
 
-from benchmarks.real_sql_repair import main
+from benchmarks.real_sql_repair import Answer, main, run_sqlglot
 from benchmarks.sql_sources import load_chatgpt_sql, load_llm_nl2sql
 
 PREDICTIONS = {
@@ -125,3 +126,11 @@ def test_command_line_reports_them_as_a_held_out_split_of_their_own(tmp_path: Pa
     assert "| held-out 2 | 4 |" in payload["goals"]
     written = (tmp_path / "out" / "real_sql_repair.json").read_text()
     assert "a = 1 OR" not in written and "u WHERE" not in written  # ids and scores, not answers
+
+
+def test_sqlglot_prints_no_answer(caplog: pytest.LogCaptureFixture) -> None:
+    # sqlglot warns "'<the answer>' contains unsupported syntax": a held-out answer is never printed.
+    prose = Answer("f.sql", "0", "m", "sqlite", "db", "SHOW names for all stadiums that had a concert")
+    with caplog.at_level(logging.WARNING):
+        assert run_sqlglot([prose])[0]["error"] is None
+    assert "stadiums" not in caplog.text
