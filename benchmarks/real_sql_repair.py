@@ -2,7 +2,9 @@
 
 The answers are real models' recorded answers, read from local clones named on the command line
 (``sql_sources``: BIRD mini-dev's published baselines, tuned on; NL2SQL360's committed predictions on
-Spider dev (dev) and BIRD dev and Spider test (held-out)); nothing of them is vendored here.
+Spider dev (dev) and BIRD dev and Spider test (held-out); LLM-NL2SQL's open models on BIRD dev and
+Spider dev and chatgpt-sql's ChatGPT answers on Spider's variants (held-out 2, a split of its own so
+that held-out's figures stay comparable)); nothing of them is vendored here.
 
 Of each collection's answers, those SQLite rejects as one statement (``sqlite_oracle.check_one_statement``:
 a syntax error, or more than one statement; a missing table or column is no error) are replayed,
@@ -24,7 +26,8 @@ With a Spider clone (``--spider``), every Spider dev answer whose database the c
 (``sql_execution``) and its rows compared with the gold query's, for each method, the unrepaired
 answer, and a slip-only fix written by hand for a sample (``data/spider_hand_fixes.json``).
 
-Run: ``python -m benchmarks.real_sql_repair [MINI_DEV_CLONE] [--nl2sql360 CLONE] [--spider CLONE]
+Run: ``python -m benchmarks.real_sql_repair [MINI_DEV_CLONE] [--nl2sql360 CLONE] [--llm-nl2sql CLONE]
+[--chatgpt-sql CLONE] [--spider CLONE]
 [--limit N] [--skip N] [--split dev] [--quick] [--questions FILE] [--target] [--gg0011] [--name NAME]``.
 """
 
@@ -32,6 +35,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import re
 import sys
 import time
@@ -50,10 +54,14 @@ from benchmarks._replay_draft import ReplayDraft, lexemes  # noqa: E402
 from benchmarks.sql_execution import Rows, gold_is_ordered, run_query, same_rows  # noqa: E402
 from benchmarks.sql_faithful import Excuses, excuses_of, faithfulness, sqlite_keywords, string_value  # noqa: E402
 from benchmarks.sql_sources import (  # noqa: E402
+    CHATGPT_SQL_COLLECTION,
+    LLM_NL2SQL_SPLITS,
     NL2SQL360_SPLITS,
     Answer,
     SpiderGold,
     load_answers,
+    load_chatgpt_sql,
+    load_llm_nl2sql,
     load_nl2sql360,
     load_spider_gold,
 )
@@ -75,6 +83,8 @@ SPLIT = {
     "NL2SQL360 spider_dev": "dev",
     "NL2SQL360 bird_dev": "held-out",
     "NL2SQL360 spider_test": "held-out",
+    **{f"LLM-NL2SQL {split}": "held-out 2" for split in LLM_NL2SQL_SPLITS},
+    CHATGPT_SQL_COLLECTION: "held-out 2",
 }
 SPIDER = "NL2SQL360 spider_dev"
 HAND_FIXES = Path(__file__).with_name("data") / "spider_hand_fixes.json"
@@ -330,9 +340,11 @@ def run_ours(items: list[Answer], questions: dict[str, str], *, target: Any) -> 
 
 def run_sqlglot(items: list[Answer]) -> list[dict[str, Any]]:
     """sqlglot.transpile from the dialect the model was asked for (SQLite for NL2SQL360's answers,
-    where it parses and prints again) to SQLite."""
+    where it parses and prints again) to SQLite. sqlglot's warnings are silenced: they quote the
+    answer (``'...' contains unsupported syntax``), and held-out answers are never printed."""
     import sqlglot
 
+    logging.getLogger("sqlglot").setLevel(logging.CRITICAL)
     rows = []
     for a in items:
         t0 = time.perf_counter()
@@ -588,6 +600,12 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--nl2sql360", type=Path, default=None, help="a local clone of HKUSTDial/NL2SQL360")
     parser.add_argument(
+        "--llm-nl2sql", type=Path, default=None, help="a local clone of Qiqi-sweety/LLM-NL2SQL (held-out 2)"
+    )
+    parser.add_argument(
+        "--chatgpt-sql", type=Path, default=None, help="a local clone of THU-BPM/chatgpt-sql (held-out 2)"
+    )
+    parser.add_argument(
         "--spider", type=Path, default=None, help="a clone with Spider's dev.json and database/*/*.sqlite"
     )
     parser.add_argument("--hand-fixes", type=Path, default=HAND_FIXES, help="the fixes written by hand (JSON)")
@@ -627,13 +645,17 @@ def _collections(args: argparse.Namespace, gold: SpiderGold | None) -> list[tupl
             out.append(
                 (f"NL2SQL360 {split}", load_nl2sql360(args.nl2sql360, split, db_ids if split == "spider_dev" else None))
             )
+    if args.llm_nl2sql:
+        out += [(f"LLM-NL2SQL {split}", load_llm_nl2sql(args.llm_nl2sql, split)) for split in LLM_NL2SQL_SPLITS]
+    if args.chatgpt_sql:
+        out.append((CHATGPT_SQL_COLLECTION, load_chatgpt_sql(args.chatgpt_sql)))
     return [(name, answers) for name, answers in out if args.split in (None, SPLIT[name])]
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     args = _parser().parse_args(argv)
-    if not (args.clone or args.nl2sql360):
-        _parser().error("name a BIRD mini-dev clone, --nl2sql360 CLONE, or both")
+    if not (args.clone or args.nl2sql360 or args.llm_nl2sql or args.chatgpt_sql):
+        _parser().error("name a BIRD mini-dev clone, --nl2sql360, --llm-nl2sql or --chatgpt-sql CLONE, or several")
     limit = 6 if args.quick and args.limit is None else args.limit
     gold = load_spider_gold(args.spider) if args.spider else None
     questions: dict[str, str] = {}
@@ -699,6 +721,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "settings": {
             "clone": str(args.clone) if args.clone else None,
             "nl2sql360": str(args.nl2sql360) if args.nl2sql360 else None,
+            **({"llm_nl2sql": str(args.llm_nl2sql)} if args.llm_nl2sql else {}),
+            **({"chatgpt_sql": str(args.chatgpt_sql)} if args.chatgpt_sql else {}),
             "spider": str(args.spider) if args.spider else None,
             "collections": counts,
             "split": {c: SPLIT[c] for c in counts},

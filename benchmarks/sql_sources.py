@@ -7,6 +7,20 @@
   pipelines: C3-SQL, DIN-SQL, DAIL-SQL), one answer a line in the order of the split's questions,
   some files with ``\\t<db_id>`` after the answer. Three files hold bytes that are not UTF-8; they are
   read with U+FFFD in their place.
+- **LLM-NL2SQL** (https://github.com/Qiqi-sweety/LLM-NL2SQL @ 8c2bbc551831, the last commit before
+  ``output/`` was removed): ``output/<split>/<org>/<model>[/<variant>]/dev_pred.sql`` for split ``bird``
+  (BIRD dev, 1534 questions) and ``spider`` (Spider dev, 1034), one file per open model and prompt or
+  schema filter (Qwen1.5 7B/14B/32B, CodeQwen1.5, Qwen2, Symbol-LLM 7B/13B, GLM-4 9B, Llama-3 8B,
+  SQLCoder 8B/34B, Granite 34B, CodeS 7B/15B), given the database's SQLite schema; one answer a line in
+  the order of ``data/<split>/dev.json`` (the clone's copy, which names the database), the model's
+  newlines made spaces by its runner, ``;`` where generation failed. ``dev_pred_gt.sql`` is the gold.
+- **chatgpt-sql** (https://github.com/THU-BPM/chatgpt-sql @ 116c7fc54f31): ChatGPT's (gpt-3.5-turbo,
+  early 2023) zero-shot answers on Spider dev and the variants asked on Spider's SQLite databases
+  (``<variant>/predict*.json`` for Spider, Spider-Syn, Spider-DK, Spider-Realistic, ADVETA, Spider-CG,
+  CSpider), a JSON list of ``{"db_id", "question", "query", "prompt", "result"}``: ``result`` is the
+  model's text after the prompt's closing ``SELECT``, so the answer is ``SELECT`` and it (as the
+  repository's ``generate_txt.py`` reads it). SParC, CoSQL (conversations) and DuSQL (its own
+  databases) are left out.
 - **Spider dev's gold and databases** (a clone holding Spider's ``dev.json`` and
   ``database/<db_id>/<db_id>.sqlite``, e.g. https://github.com/xi-ix/spider_evaluation @ 80a9084cbae5,
   which keeps them under ``database/``).
@@ -22,13 +36,30 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["Answer", "SpiderGold", "load_answers", "load_nl2sql360", "load_spider_gold"]
+__all__ = [
+    "Answer",
+    "SpiderGold",
+    "load_answers",
+    "load_chatgpt_sql",
+    "load_llm_nl2sql",
+    "load_nl2sql360",
+    "load_spider_gold",
+]
 
 MINI_DEV_DIR = "llm/exp_result"
 MINI_DEV_SEPARATOR = "\t----- bird -----\t"
 NL2SQL360_DIR = "data/predict"
 #: NL2SQL360's splits, each a collection of its own.
 NL2SQL360_SPLITS = ("spider_dev", "bird_dev", "spider_test")
+LLM_NL2SQL_DIR = "output"
+LLM_NL2SQL_FILE = "dev_pred.sql"
+#: The last commit of Qiqi-sweety/LLM-NL2SQL with its ``output/`` folder (removed by the next).
+LLM_NL2SQL_COMMIT = "8c2bbc551831516355a3b33554c41434417b0a14"
+#: LLM-NL2SQL's splits (``output/<split>``), each a collection of its own.
+LLM_NL2SQL_SPLITS = ("bird", "spider")
+#: chatgpt-sql's folders of answers on Spider's databases.
+CHATGPT_SQL_DIRS = ("spider", "spider-syn", "spider-dk", "spider-realistic", "ADVETA", "spider-cg", "CSpider")
+CHATGPT_SQL_COLLECTION = "chatgpt-sql Spider variants"
 
 
 @dataclass(frozen=True)
@@ -44,8 +75,9 @@ class Answer:
     collection: str = "BIRD mini-dev"
 
 
-def _files(clone: Path, folder: str, suffix: str) -> dict[str, str]:
-    """path -> text of every ``suffix`` file under ``folder``, from a work tree or a bare git dir."""
+def _files(clone: Path, folder: str, suffix: str, rev: str = "HEAD") -> dict[str, str]:
+    """path -> text of every ``suffix`` file under ``folder``, from a work tree or a bare git dir
+    (at ``rev``; a work tree as it is checked out)."""
     if not (clone / "HEAD").is_file():  # a work tree (a folder it lacks has no files)
         return {
             str(p.relative_to(clone)): p.read_bytes().decode("utf-8", "replace")
@@ -53,10 +85,10 @@ def _files(clone: Path, folder: str, suffix: str) -> dict[str, str]:
         }
     git = ["git", "--git-dir", str(clone)]
     listed = subprocess.run(
-        [*git, "ls-tree", "-r", "--name-only", "HEAD", folder], capture_output=True, text=True, check=True
+        [*git, "ls-tree", "-r", "--name-only", rev, folder], capture_output=True, text=True, check=True
     ).stdout.split("\n")
     return {
-        p: subprocess.run([*git, "show", f"HEAD:{p}"], capture_output=True, check=True).stdout.decode(
+        p: subprocess.run([*git, "show", f"{rev}:{p}"], capture_output=True, check=True).stdout.decode(
             "utf-8", "replace"
         )
         for p in sorted(listed)
@@ -96,11 +128,17 @@ def load_answers(clone: Path) -> list[Answer]:
 _DB_ID_SUFFIX = re.compile(r"\t(\w+)\s*$")
 
 
-def _answer_lines(text: str) -> list[tuple[str, str]]:
-    """(answer, db_id) per question: one a line; the ``\\t<db_id>`` column only where every line has it."""
+def _lines(text: str) -> list[str]:
+    """A file's lines, one answer each (a last empty line is the file's end, no answer)."""
     lines = text.split("\n")
     if lines and not lines[-1].strip():
         lines.pop()
+    return lines
+
+
+def _answer_lines(text: str) -> list[tuple[str, str]]:
+    """(answer, db_id) per question: one a line; the ``\\t<db_id>`` column only where every line has it."""
+    lines = _lines(text)
     tagged = all(_DB_ID_SUFFIX.search(line) for line in lines if line.strip())
     if not tagged:
         return [(line, "") for line in lines]
@@ -120,6 +158,47 @@ def load_nl2sql360(clone: Path, split: str, db_ids: list[str] | None = None) -> 
                 db_id = db_ids[i]
             model = name.removesuffix(".sql")
             out.append(Answer(name, str(i), model, "sqlite", db_id, answer, f"NL2SQL360 {split}"))
+    return out
+
+
+# -- LLM-NL2SQL ----------------------------------------------------------------------------------
+
+
+def load_llm_nl2sql(clone: Path, split: str, rev: str = LLM_NL2SQL_COMMIT) -> list[Answer]:
+    """Every answer of an LLM-NL2SQL clone's ``output/<split>/**/dev_pred.sql`` files (at ``rev`` in
+    a bare clone), in file then line order; the model is ``<org>/<model>``, the source the file's
+    path under ``output/<split>``, the database the one ``data/<split>/dev.json`` names at that line."""
+    questions = _files(clone, f"data/{split}", "dev.json", rev).get(f"data/{split}/dev.json")
+    db_ids = [q["db_id"] for q in json.loads(questions)] if questions else []
+    folder = f"{LLM_NL2SQL_DIR}/{split}"
+    out = []
+    for path, text in _files(clone, folder, LLM_NL2SQL_FILE, rev).items():
+        name = path.removeprefix(folder + "/")
+        if name.rsplit("/", 1)[-1] != LLM_NL2SQL_FILE:
+            continue
+        model = "/".join(name.split("/")[:2])
+        for i, answer in enumerate(_lines(text)):  # a tab in a line is the answer's own
+            db_id = db_ids[i] if i < len(db_ids) else ""
+            out.append(Answer(name, str(i), model, "sqlite", db_id, answer, f"LLM-NL2SQL {split}"))
+    return out
+
+
+# -- chatgpt-sql ---------------------------------------------------------------------------------
+
+
+def load_chatgpt_sql(clone: Path) -> list[Answer]:
+    """Every answer of a chatgpt-sql clone's ``CHATGPT_SQL_DIRS`` files, in file then list order:
+    ``SELECT`` and the model's ``result`` (which the prompt's ``SELECT`` began), or the result alone
+    where it begins with its own ``SELECT``."""
+    out = []
+    for folder in CHATGPT_SQL_DIRS:
+        for path, text in _files(clone, folder, ".json").items():
+            for i, item in enumerate(json.loads(text)):
+                result = item["result"]
+                answer = result if re.match(r"\s*SELECT\b", result, re.IGNORECASE) else f"SELECT {result}"
+                out.append(
+                    Answer(path, str(i), "gpt-3.5-turbo", "sqlite", item["db_id"], answer, CHATGPT_SQL_COLLECTION)
+                )
     return out
 
 

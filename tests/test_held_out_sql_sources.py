@@ -1,0 +1,136 @@
+"""benchmarks.sql_sources' readers of the second held-out split's sources, on small clones laid out as
+theirs are: Qiqi-sweety/LLM-NL2SQL (``output/<split>/<org>/<model>[/<variant>]/dev_pred.sql`` beside
+the gold ``dev_pred_gt.sql``, the questions in ``data/<split>/dev.json``; one clone a bare git directory
+whose last commit removed ``output/`` as the real one's did) and THU-BPM/chatgpt-sql
+(``<variant>/predict*.json``); and real_sql_repair's ``--llm-nl2sql`` and ``--chatgpt-sql``. The answers
+are written here."""
+
+from __future__ import annotations
+
+import json
+import logging
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from benchmarks.real_sql_repair import Answer, main, run_sqlglot
+from benchmarks.sql_sources import load_chatgpt_sql, load_llm_nl2sql
+
+PREDICTIONS = {
+    "output/bird/Qwen/Qwen1.5-7B-Chat/dev_pred.sql": "SELECT name FROM t WHERE a = 1 OR\nSELECT count(*) FROM t\n",
+    # A variant of the same model (a schema filter); a tab inside an answer is the answer's own.
+    "output/bird/THUDM/glm-4-9b-chat/BertFilter/dev_pred.sql": "SELECT a FROM\tt\nSELECT b FROM u WHERE\n",
+    "output/bird/THUDM/glm-4-9b-chat/BertFilter/dev_pred_gt.sql": "SELECT gold FROM t\tdb_a\n",  # the gold: no answer
+    "output/spider/defog/sqlcoder-34b-alpha/dev_pred.sql": ";\n",  # ';': generation failed
+}
+CHATGPT = {
+    # The model's text after the prompt's closing SELECT (once with a SELECT of its own).
+    "spider/predict.json": [" name FROM singer WHERE", "SELECT count(*)\nFROM singer"],
+    "spider-cg/predict-app.json": [" age FROM singer ORDER BY"],
+}
+QUESTIONS = {
+    "data/bird/dev.json": [{"db_id": "db_a", "question": "q0"}, {"db_id": "db_b", "question": "q1"}],
+    "data/spider/dev.json": [{"db_id": "concert_singer", "question": "q0"}],
+}
+
+
+def _work_tree(root: Path) -> Path:
+    for path, text in PREDICTIONS.items():
+        (root / path).parent.mkdir(parents=True, exist_ok=True)
+        (root / path).write_text(text, encoding="utf-8")
+    for path, questions in QUESTIONS.items():
+        (root / path).parent.mkdir(parents=True, exist_ok=True)
+        (root / path).write_text(json.dumps(questions), encoding="utf-8")
+    return root
+
+
+def _git(work: Path, *args: str) -> str:
+    command = ["git", "-c", "user.name=t", "-c", "user.email=t@t", "-c", "commit.gpgsign=false", *args]
+    return subprocess.run(command, cwd=work, capture_output=True, text=True, check=True).stdout.strip()
+
+
+def _bare_clone(root: Path) -> tuple[Path, str]:
+    """A bare clone whose HEAD has no ``output/``, and the commit before that had it."""
+    work = _work_tree(root / "work")
+    _git(work, "init", "-q")
+    _git(work, "add", "-A")
+    _git(work, "commit", "-q", "-m", "results")
+    with_output = _git(work, "rev-parse", "HEAD")
+    _git(work, "rm", "-q", "-r", "output")
+    _git(work, "commit", "-q", "-m", "remove output result")
+    _git(root, "clone", "-q", "--bare", str(work), "bare")
+    return root / "bare", with_output
+
+
+def _summary(answers: list) -> list[tuple[str, str, str, str, str]]:
+    return [(a.source, a.key, a.model, a.db_id, a.collection) for a in answers]
+
+
+def test_reads_the_predictions_and_not_the_gold_from_a_work_tree(tmp_path: Path) -> None:
+    answers = load_llm_nl2sql(_work_tree(tmp_path), "bird")
+    assert _summary(answers) == [
+        ("Qwen/Qwen1.5-7B-Chat/dev_pred.sql", "0", "Qwen/Qwen1.5-7B-Chat", "db_a", "LLM-NL2SQL bird"),
+        ("Qwen/Qwen1.5-7B-Chat/dev_pred.sql", "1", "Qwen/Qwen1.5-7B-Chat", "db_b", "LLM-NL2SQL bird"),
+        ("THUDM/glm-4-9b-chat/BertFilter/dev_pred.sql", "0", "THUDM/glm-4-9b-chat", "db_a", "LLM-NL2SQL bird"),
+        ("THUDM/glm-4-9b-chat/BertFilter/dev_pred.sql", "1", "THUDM/glm-4-9b-chat", "db_b", "LLM-NL2SQL bird"),
+    ]
+    assert answers[2].text == "SELECT a FROM\tt" and {a.dialect for a in answers} == {"sqlite"}
+    assert [a.text for a in load_llm_nl2sql(tmp_path, "spider")] == [";"]
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
+def test_reads_a_bare_clone_at_the_commit_that_still_had_the_results(tmp_path: Path) -> None:
+    bare, with_output = _bare_clone(tmp_path)
+    assert load_llm_nl2sql(bare, "bird", rev="HEAD") == []  # the folder is gone at HEAD
+    assert _summary(load_llm_nl2sql(bare, "bird", rev=with_output)) == _summary(
+        load_llm_nl2sql(_work_tree(tmp_path / "fresh"), "bird")  # the work tree lost its output/ with HEAD
+    )
+
+
+def _chatgpt_sql(root: Path) -> Path:
+    for path, results in CHATGPT.items():
+        (root / path).parent.mkdir(parents=True, exist_ok=True)
+        items = [
+            {"db_id": "concert_singer", "question": "q", "query": "gold", "prompt": "p", "result": r} for r in results
+        ]
+        (root / path).write_text(json.dumps(items), encoding="utf-8")
+    (root / "sparc").mkdir()  # conversations: not read
+    (root / "sparc" / "predict.json").write_text(json.dumps([{"database_id": "x", "interaction": []}]))
+    return root
+
+
+def test_reads_chatgpts_answers_with_the_prompts_select(tmp_path: Path) -> None:
+    answers = load_chatgpt_sql(_chatgpt_sql(tmp_path))
+    assert [(a.source, a.key, a.db_id, a.text) for a in answers] == [
+        ("spider/predict.json", "0", "concert_singer", "SELECT  name FROM singer WHERE"),
+        ("spider/predict.json", "1", "concert_singer", "SELECT count(*)\nFROM singer"),
+        ("spider-cg/predict-app.json", "0", "concert_singer", "SELECT  age FROM singer ORDER BY"),
+    ]
+    assert {(a.model, a.dialect, a.collection) for a in answers} == {
+        ("gpt-3.5-turbo", "sqlite", "chatgpt-sql Spider variants")
+    }
+
+
+def test_command_line_reports_them_as_a_held_out_split_of_their_own(tmp_path: Path) -> None:
+    clone = _work_tree(tmp_path / "clone")
+    chatgpt = _chatgpt_sql(tmp_path / "chatgpt")
+    out = ["--results-dir", str(tmp_path / "out")]
+    payload = main(["--llm-nl2sql", str(clone), "--chatgpt-sql", str(chatgpt), "--no-target", *out])
+    counts = payload["settings"]["collections"]
+    assert counts["LLM-NL2SQL bird"] == {"answers": 4, "rejected": 2, "replayed": 2}
+    assert counts["LLM-NL2SQL spider"] == {"answers": 1, "rejected": 0, "replayed": 0}
+    assert counts["chatgpt-sql Spider variants"] == {"answers": 3, "rejected": 2, "replayed": 2}
+    assert set(payload["settings"]["split"].values()) == {"held-out 2"} and set(payload["by_split"]) == {"held-out 2"}
+    assert "| held-out 2 | 4 |" in payload["goals"]
+    written = (tmp_path / "out" / "real_sql_repair.json").read_text()
+    assert "a = 1 OR" not in written and "u WHERE" not in written  # ids and scores, not answers
+
+
+def test_sqlglot_prints_no_answer(caplog: pytest.LogCaptureFixture) -> None:
+    # sqlglot warns "'<the answer>' contains unsupported syntax": a held-out answer is never printed.
+    prose = Answer("f.sql", "0", "m", "sqlite", "db", "SHOW names for all stadiums that had a concert")
+    with caplog.at_level(logging.WARNING):
+        assert run_sqlglot([prose])[0]["error"] is None
+    assert "stadiums" not in caplog.text
