@@ -173,7 +173,28 @@ def answer_sql(answer: str) -> str:
         if prose or _is_sentence(line):
             text = text[: m.start()]
             break
-    return text.strip()
+    return _before_prose_after_end(text).strip()
+
+
+#: What ``_before_prose_after_end`` reads past: strings and quoted names (a ``;`` inside is text).
+_QUOTED_OR_MARK = re.compile(r"'(?:[^']|'')*'?|\"(?:[^\"]|\"\")*\"?|`[^`]*`?|[();]")
+
+
+def _before_prose_after_end(text: str) -> str:
+    """``text`` up to a ``;`` that ends its statement (outside strings and brackets) where prose
+    follows on the same line: a word that is no keyword, or a sentence (``…; How many concerts are
+    there? Answer : SELECT …``, a base model going on with its prompt's pattern, its new lines made
+    spaces by the runner that recorded it). A second statement after the ``;`` stays (it is the
+    result's to cut and name)."""
+    depth = 0
+    for m in _QUOTED_OR_MARK.finditer(text):
+        mark = m.group()
+        depth += (mark == "(") - (mark == ")")
+        if mark == ";" and depth <= 0:
+            rest = text[m.end() :].split("\n", 1)[0]
+            if _is_prose(rest) or _is_sentence(rest.lstrip()):
+                return text[: m.end()]
+    return text
 
 
 def _is_sentence(line: str) -> bool:

@@ -384,3 +384,10 @@ def test_a_rewrite_excuses_the_tokens_it_took_away_where_it_took_them_not_the_sa
     # A removed text the draft no longer has as written (an earlier change inside it) excuses by spelling.
     respelt = Excuses(removed=("EXTRACT(YEAR FROM dd)",), written=("CAST(strftime('%Y', d) AS INTEGER)",))
     assert faithfulness(draft, "SELECT CAST(strftime('%Y', d) AS INTEGER) FROM t WHERE f(d) = 1", respelt).faithful
+
+
+def test_the_drafts_sql_ends_at_its_own_semicolon_where_prose_follows_on_the_line() -> None:
+    answer = "SELECT COUNT(*) FROM singer;  Write Sql for the following question: How many? Answer : SELECT 1;"
+    assert answer_sql(answer) == "SELECT COUNT(*) FROM singer;"
+    assert answer_sql("SELECT a FROM t WHERE b = 'x; How are you' ") == "SELECT a FROM t WHERE b = 'x; How are you'"
+    assert answer_sql("SELECT a FROM t; SELECT b FROM u") == "SELECT a FROM t; SELECT b FROM u"  # the result's to cut
