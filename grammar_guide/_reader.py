@@ -300,8 +300,17 @@ def looks_like_aside(text: str, rejected: str, answer_ended: bool, keywords: fro
     stray = answer_ended and len(rejected) <= 2 and not any(c.isalnum() for c in head)
     if not head or head.startswith("```") or _MARKUP.match(head) or stray:
         return True
-    # A new line alone is no evidence: code goes on over lines. Cut only before a sentence.
-    return "\n" in gap and looks_like_sentence(head, keywords)
+    # A new line alone is no evidence: code goes on over lines. Cut only before a sentence; or, after
+    # the answer's own ';', before a capitalised word that is no keyword (a base model going on with
+    # its prompt's pattern on the same line: '...; Write Sql for the following question: ...').
+    ended = text.rstrip().endswith(";") and _NEW_SENTENCE.match(head) is not None
+    return ("\n" in gap and looks_like_sentence(head, keywords)) or (
+        ended and _NEW_SENTENCE.match(head).group(1).lower() not in keywords  # type: ignore[union-attr]
+    )
+
+
+#: A capitalised word that begins a sentence, then a space.
+_NEW_SENTENCE = re.compile(r"([A-Z][a-z]+)\s")
 
 
 def looks_like_sentence(text: str, keywords: frozenset[str] = frozenset()) -> bool:

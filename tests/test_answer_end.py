@@ -186,3 +186,13 @@ def test_a_new_line_still_begins_another_answer() -> None:
     assert result.text.strip() == 'process where name == "a"'
     assert result.faithful
     assert result.changes.other_answers == 1
+
+
+def test_a_sentence_on_the_same_line_after_the_answers_own_semicolon_is_an_aside() -> None:
+    # A base model going on with its prompt's pattern, its new lines made spaces by whoever recorded it.
+    draft = "SELECT COUNT(*) FROM singer;  Write Sql for the following question: How many? Answer : SELECT 1;"
+    result = gg.guide(lambda prompt: draft, "sqlite", "q", target=False)
+    assert result.text == "SELECT COUNT(*) FROM singer;"
+    assert result.faithful and [d.reason for d in result.dropped] == ["after complete text"]
+    # Without the answer's ';' the words may be more of it: they are not cut as an aside.
+    assert not gg.guide(lambda prompt: draft.replace(";", "", 1), "sqlite", "q", target=False).faithful
