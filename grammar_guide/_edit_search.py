@@ -1182,7 +1182,11 @@ def names_with_spaces(
             break
         if part.group()[0] == "(" and _reads_as_code(part.group()[1:-1], keywords):
             break
-        if part.group()[0] != "(" and _CODE_IDENTIFIER.search(part.group()):
+        if (
+            part.group()[0] != "("
+            and _CODE_IDENTIFIER.search(part.group())
+            and not _bracketed_after(draft, part, shape)
+        ):
             break  # 'T2 Teacher_ID': an alias and a column, no words of one name with spaces
         if part.group()[0] != "(" and draft[part.end() : part.end() + 1] == "(" and (parts or not shape.qualified):
             break  # 'AVG COUNT(*)', 't.age AVG(t.age)': a word right before its bracket is a call
@@ -1198,6 +1202,19 @@ def names_with_spaces(
         if part.group()[0] == "(" and not _TITLED_WORD_NEXT.match(draft, end):
             break  # a bracketed part ends a name, unless a word in title case goes on with it
     return sorted(set(names) | set(_known_names(draft, known)), key=lambda item: len(item[0]))
+
+
+#: A name's bracketed part after a word (a space before it or none): words with a hyphen or a space
+#: between them (``(K-12)``, ``(Ages 5-17)``), no call's lone argument.
+_NAME_BRACKET = re.compile(r" ?\([^()'\"\n]*[- ][^()'\"\n]*\)")
+
+
+def _bracketed_after(draft: str, part: re.Match[str], shape: NameShape) -> bool:
+    """Whether ``part``, a word written as code names are (``FRPM_Count_``), is the first word of
+    a name after a table's qualifier with a name's bracketed part after it (``f.FRPM_Count_(K-12)``,
+    ``frpm.FRPM_Count (Ages 5-17)``: BIRD's ``FRPM Count (K-12)`` written with underscores; SQLite
+    has no ``schema.func()``, and an operator inserted before the bracket is an operation nobody wrote)."""
+    return part.start() == 0 and shape.qualified and _NAME_BRACKET.match(draft, part.end()) is not None
 
 
 def _keyword_in_name(word: str, index: int, titled: bool, shape: NameShape, keywords: frozenset[str]) -> bool:

@@ -147,3 +147,21 @@ def test_a_word_read_as_an_alias_before_a_second_query_is_rewritten_before_the_q
     assert result.changes.rewrites == 1 and result.faithful
     # Without a slip the rewrites know, a second query is still cut as another answer.
     assert _guided(sqlite, "SELECT name FROM t SELECT name FROM u").text == "SELECT name FROM t"
+
+
+@pytest.mark.parametrize(
+    ("answer", "fixed"),
+    [
+        # BIRD's column 'FRPM Count (K-12)' written with underscores after a table's qualifier:
+        # one name (SQLite has no schema.func()), not 'FRPM_Count_ & (K-12)'.
+        ("SELECT a FROM frpm f WHERE f.FRPM_Count_(K-12) = 1", 'SELECT a FROM frpm f WHERE f."FRPM_Count_(K-12)" = 1'),
+        ("SELECT frpm.FRPM_Count (Ages 5-17) FROM frpm", 'SELECT frpm."FRPM_Count (Ages 5-17)" FROM frpm'),
+    ],
+)
+def test_a_qualified_code_name_with_a_names_bracketed_part_is_quoted_whole(
+    sqlite: Grammar, answer: str, fixed: str
+) -> None:
+    result = _guided(sqlite, answer)
+    assert result.text == fixed and result.faithful
+    # A call's lone argument stays a call's ('T2.Average(LifeExpectancy)' is no name).
+    assert '"' not in _guided(sqlite, "SELECT T2.Average_x(LifeExpectancy) FROM t AS T2").text
