@@ -454,6 +454,12 @@ def rewrite(text: str) -> str:
             "SELECT x FROM (SELECT 1 AS x UNION ALL SELECT 2 UNION ALL SELECT 3) ORDER BY x LIMIT 1 OFFSET 2",
             3,
         ),
+        # HTML-escaped comparisons (an answer that went through a web page).
+        (
+            "SELECT (3 &lt; 4) + (2 &gt;= 1) + (1 &lt;&gt; 2) + (2 &gt; 3)",
+            "SELECT (3 < 4) + (2 >= 1) + (1 <> 2) + (2 > 3)",
+            3,
+        ),
         # Oracle's MINUS is SQLite's EXCEPT: the first query's rows the second has not.
         (
             "SELECT x FROM (SELECT 1 AS x UNION SELECT 2) WHERE x > 0 MINUS SELECT 2",
