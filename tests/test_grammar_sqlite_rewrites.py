@@ -785,6 +785,12 @@ _CLAUSE_AFTER_END = [
         [("y",)],
     ),
     (
+        "SELECT p.n FROM s JOIN h ON s.id = h.id WHERE h.a = 'S' GROUP BY p.n HAVING COUNT(*) >= 1 JOIN p ON s.pid = p.id;",
+        "SELECT p.n FROM s JOIN h ON s.id = h.id JOIN p ON s.pid = p.id WHERE h.a = 'S' GROUP BY p.n HAVING COUNT(*) >= 1;",
+        "clause order: a JOIN written after GROUP BY or HAVING",
+        [("x",), ("y",)],
+    ),
+    (
         "SELECT m.l FROM m JOIN b ON m.id = b.id GROUP BY m.id ORDER BY COUNT(b.id) DESC LIMIT 1 HAVING m.l = '+';",
         "SELECT m.l FROM m JOIN b ON m.id = b.id GROUP BY m.id HAVING m.l = '+' ORDER BY COUNT(b.id) DESC LIMIT 1;",
         "clause order: HAVING written after ORDER BY or LIMIT",
