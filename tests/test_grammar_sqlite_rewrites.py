@@ -785,8 +785,8 @@ _CLAUSE_AFTER_END = [
         [("y",)],
     ),
     (
-        "SELECT p.n FROM s JOIN h ON s.id = h.id WHERE h.a = 'S' GROUP BY p.n HAVING COUNT(*) >= 1 JOIN p ON s.pid = p.id;",
-        "SELECT p.n FROM s JOIN h ON s.id = h.id JOIN p ON s.pid = p.id WHERE h.a = 'S' GROUP BY p.n HAVING COUNT(*) >= 1;",
+        "SELECT p.n FROM s JOIN h ON s.id = h.id WHERE h.a = 'S' GROUP BY p.n HAVING COUNT(*) JOIN p ON s.pid = p.id;",
+        "SELECT p.n FROM s JOIN h ON s.id = h.id JOIN p ON s.pid = p.id WHERE h.a = 'S' GROUP BY p.n HAVING COUNT(*);",
         "clause order: a JOIN written after GROUP BY or HAVING",
         [("x",), ("y",)],
     ),
