@@ -131,7 +131,8 @@ _FENCE = re.compile(r"```[A-Za-z]*[ \t]*\n?(.*?)(?:```|$)", re.DOTALL)
 _STATEMENT = re.compile(r"\bSELECT\b|\bWITH\s+(?:RECURSIVE\s+)?\w+\s*(?:\([^()]*\)\s*)?AS\s*\(", re.IGNORECASE)
 _STATEMENT_LINE = re.compile(r"^\s*(?:SELECT|WITH)\b", re.IGNORECASE | re.MULTILINE)
 _CODE_LINE = re.compile(r"[()=]|\w_\w|^\w+\s+AS\b", re.IGNORECASE)  # "avg_salaries AS (": a CTE goes on
-_MARKUP_END = re.compile(r"\\end\{[A-Za-z]+\}|</(?:code|pre)>")  # '\end{code}' closes a block like a fence
+#: '\end{code}' closes a block like a fence; so does a square-bracket tag's close (sqlcoder's '[/SOL]').
+_MARKUP_END = re.compile(r"\\end\{[A-Za-z]+\}|</(?:code|pre)>|\[/(?:sql|sol|code|answer|query)\]", re.IGNORECASE)
 _PROSE_LINE = re.compile(r"\n\s*\n\s*(?=[A-Za-z(*])|\n(?=(?:This|The|Note|Here|Explanation|In this)\b)")
 #: A word alone on its line before a query (``MINUS``, ``UNION ALL``): it joins two queries.
 _JOINING_WORD = re.compile(r"[A-Za-z]+(?:[ \t]+ALL)?[ \t]*\n\s*\(?\s*(?:SELECT|WITH)\b", re.IGNORECASE)

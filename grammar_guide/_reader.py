@@ -165,12 +165,14 @@ class AnswerReader:
         ends = [raw.find(s) for s in self.stops]
         if self.fences:
             ends.append(closing_fence(raw, answer_started))
+        ends.append(closing_tag(raw))
         ends = [i for i in ends if i >= 0]
         if ends:
             offset = max(min(ends) - (len(raw) - len(pending)), 0)
             self.stopped_text = pending[offset:]
             return pending[:offset], True
-        markers = self.stops + (("\n```",) if self.fences else ())
+        tag = _SQUARE_TAG.search(raw)
+        markers = self.stops + (("\n```",) if self.fences else ()) + ((f"[/{tag.group(1)}]",) if tag else ())
         hold = min(max((partial_match(raw, m) for m in markers), default=0), len(pending))
         self.held = pending[len(pending) - hold :]
         return pending[: len(pending) - hold], False
@@ -188,6 +190,16 @@ def _escape_in_plain_string(text: str, i: int, quote: str) -> bool:
     in ``text``, closed after it) that has no ``%``: no LIKE pattern, where it may be the query's."""
     start, end = text.rfind(quote, 0, i), text.find(quote, i + 2)
     return text[i + 1 : i + 2] in ("_", "*") and start >= 0 and end >= 0 and "%" not in text[start:end]
+
+
+def closing_tag(raw: str) -> int:
+    """Where the closing tag of a square-bracket tag that opened the answer (sqlcoder's ``[SOL]
+    … [/SOL]``) starts in ``raw``, or -1 (SQLite would read ``[/SOL]`` as a table's alias)."""
+    opened = _SQUARE_TAG.search(raw)
+    if opened is None:
+        return -1
+    closing = re.compile(rf"\[/\s*{re.escape(opened.group(1))}\s*\]", re.IGNORECASE).search(raw, opened.end())
+    return closing.start() if closing else -1
 
 
 def closing_fence(raw: str, answer_started: bool) -> int:
@@ -257,6 +269,7 @@ def answer_start(preamble: str, accepts: Callable[[str], int]) -> int | None:
     ``accepts(text)`` says how many characters of ``text`` the grammar accepts."""
     lines = [0] + [i + 1 for i, ch in enumerate(preamble) if ch == "\n"]
     ends = [m.end() for m in _INTRODUCTION_END.finditer(preamble)]
+    ends += [m.end() for m in _OPENING_TAG.finditer(preamble)]  # after '<sql>', '[SOL]' on its line
     fenced = {m.end() for m in list(_FENCE_LINE.finditer(preamble))[::2]}  # after an opening fence
     for start in sorted({*lines, *ends, *fenced}):
         rest = preamble[start:]
@@ -288,7 +301,15 @@ def looks_like_prose(kept: str, rejected: str) -> bool:
     broken answer."""
     if not re.fullmatch(r"\s*[A-Za-z]*", kept):
         return False
+    if not kept.strip() and (_OPENING_TAG.match(rejected.lstrip()) or _square_tag_begun(rejected.strip())):
+        return True  # sqlcoder's '[SOL] SELECT …': markup before the answer, as '<sql>' is
     return bool(re.match(r"[A-Za-z ,.!'’:-]", rejected)) or (not kept.strip() and rejected.startswith("```"))
+
+
+def _square_tag_begun(text: str) -> bool:
+    """Whether ``text`` is the beginning of a square-bracket tag (``[``, ``[SO`` of ``[SOL]``)."""
+    m = re.fullmatch(r"\[\s*([A-Za-z]*)", text)
+    return m is not None and any(tag.startswith(m.group(1).lower()) for tag in _CODE_TAGS.split("|"))
 
 
 def looks_like_aside(text: str, rejected: str, answer_ended: bool, keywords: frozenset[str] = frozenset()) -> bool:
@@ -362,9 +383,10 @@ def prose_after_answer(text: str, rejected: str, floor: int, complete_at: Callab
 
 
 #: The tags chat models put around an answer's code (``<code>``, ``</sql>``).
-_CODE_TAGS = "code|pre|sql|answer|query|json|output|result|response"
-#: Document markup a chat model writes around its answer (``\\end{code}``, ``</code>``).
-_MARKUP = re.compile(rf"\\(?:end|begin)\{{\w*\}}?|</?\s*(?:{_CODE_TAGS})\b", re.IGNORECASE)
+_CODE_TAGS = "code|pre|sql|sol|answer|query|json|output|result|response"
+#: Document markup a chat model writes around its answer (``\\end{code}``, ``</code>``; sqlcoder's
+#: ``[SOL] … [/SOL]``, in square brackets).
+_MARKUP = re.compile(rf"\\(?:end|begin)\{{\w*\}}?|</?\s*(?:{_CODE_TAGS})\b|\[/\s*(?:{_CODE_TAGS})\s*\]", re.IGNORECASE)
 #: A word of a sentence, with the punctuation sentences put after words.
 _PROSE_WORD = re.compile(r"\(?[A-Za-z]+(?:['’][a-z]+)?\)?[.,!?:;]?")
 _LAST_WORD = re.compile(r"[A-Za-z]+(?:['’][a-z]+)?[.,!?:;]?$")
@@ -534,7 +556,8 @@ def opening_tag(text: str) -> bool:
     return _OPENING_TAG.fullmatch(text.strip()) is not None
 
 
-_OPENING_TAG = re.compile(rf"<\s*(?:{_CODE_TAGS})\b[^<>\n]*>", re.IGNORECASE)
+_SQUARE_TAG = re.compile(rf"\[\s*({_CODE_TAGS})\s*\]", re.IGNORECASE)  # '[SOL]', opening an answer
+_OPENING_TAG = re.compile(rf"<\s*(?:{_CODE_TAGS})\b[^<>\n]*>|\[\s*(?:{_CODE_TAGS})\s*\]", re.IGNORECASE)
 
 
 def reads_as_code(text: str, keywords: frozenset[str]) -> bool:
@@ -552,7 +575,9 @@ def reads_as_code(text: str, keywords: frozenset[str]) -> bool:
 
 #: Where the code ends and the document around it goes on: a closing fence, closing markup
 #: (``\\end{code}``, ``</code>``). What follows is prose (``Comment: I'm not sure ...``).
-_CODE_END = re.compile(rf"```(?![ \t]*[A-Za-z])|\\end\{{\w*\}}|</\s*(?:{_CODE_TAGS})\s*>", re.IGNORECASE)
+_CODE_END = re.compile(
+    rf"```(?![ \t]*[A-Za-z])|\\end\{{\w*\}}|</\s*(?:{_CODE_TAGS})\s*>|\[/\s*(?:{_CODE_TAGS})\s*\]", re.IGNORECASE
+)
 
 
 def string_past_code_end(code: str) -> int | None:

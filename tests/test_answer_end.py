@@ -9,6 +9,7 @@ The drafts are the draft's whole answer as a function returns it; the outputs ar
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 
 import pytest
 
@@ -196,3 +197,20 @@ def test_a_sentence_on_the_same_line_after_the_answers_own_semicolon_is_an_aside
     assert result.faithful and [d.reason for d in result.dropped] == ["after complete text"]
     # Without the answer's ';' the words may be more of it: they are not cut as an aside.
     assert not gg.guide(lambda prompt: draft.replace(";", "", 1), "sqlite", "q", target=False).faithful
+
+
+@pytest.mark.parametrize("chunk", [None, 1, 3])
+def test_square_bracket_tags_around_the_answer_are_markup(chunk: int | None) -> None:
+    # sqlcoder's '[SOL] … [/SOL]': SQLite would read '[/SOL]' as the table's alias, and '[SOL]'
+    # had been made a column of an invented 'select'.
+    answer = "  [SOL] SELECT COUNT(*) FROM t; [/SOL] more"
+
+    def draft(prompt: str, prefix: str) -> Iterator[str]:
+        if prefix:
+            return iter(())
+        return iter([answer] if chunk is None else [answer[i : i + chunk] for i in range(0, len(answer), chunk)])
+
+    result = gg.guide(gg.FunctionDraft(draft, continues_prefix=True), "sqlite", "q", target=False)
+    assert result.text.strip() == "SELECT COUNT(*) FROM t;" and result.faithful
+    # A bracketed name is a name ('[sql]' is no tag inside the query).
+    assert gg.guide(lambda prompt: "SELECT [sql] FROM t", "sqlite", "q", target=False).text == "SELECT [sql] FROM t"

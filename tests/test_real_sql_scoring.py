@@ -391,3 +391,7 @@ def test_the_drafts_sql_ends_at_its_own_semicolon_where_prose_follows_on_the_lin
     assert answer_sql(answer) == "SELECT COUNT(*) FROM singer;"
     assert answer_sql("SELECT a FROM t WHERE b = 'x; How are you' ") == "SELECT a FROM t WHERE b = 'x; How are you'"
     assert answer_sql("SELECT a FROM t; SELECT b FROM u") == "SELECT a FROM t; SELECT b FROM u"  # the result's to cut
+
+
+def test_a_square_bracket_tags_close_ends_the_drafts_sql() -> None:
+    assert answer_sql("  [SOL] SELECT COUNT(*) FROM t; [/SOL]") == "SELECT COUNT(*) FROM t;"
