@@ -375,6 +375,17 @@ def rewrite(text: str) -> str:
         # A substring test (issue 28: state CONTAINS 'North' meant LIKE '%North%').
         ("SELECT 'North Carolina' CONTAINS 'North'", "SELECT 'North Carolina' LIKE '%North%'", 1),
         ("SELECT 'Maine' CONTAINS \"North\"", "SELECT 'Maine' LIKE '%North%'", 0),
+        # A keyword in capitals glued to a name in capitals before a comparison (granite's ANDDOC = 52).
+        (
+            "SELECT COUNT(*) FROM (SELECT 52 AS DOC, 1 AS c) WHERE c = 1 ANDDOC = 52",
+            "SELECT COUNT(*) FROM (SELECT 52 AS DOC, 1 AS c) WHERE c = 1 AND DOC = 52",
+            1,
+        ),
+        (
+            "SELECT COUNT(*) FROM (SELECT 52 AS DOC, 1 AS c) WHEREDOC = 52",
+            "SELECT COUNT(*) FROM (SELECT 52 AS DOC, 1 AS c) WHERE DOC = 52",
+            1,
+        ),
         # A keyword glued to the name after it.
         (
             "WITH t2(y) AS (SELECT 5) SELECT b.y FROM (SELECT 1 AS x) AS a JOINt2 AS b ON 1",
@@ -523,6 +534,7 @@ def test_an_age_in_years_counts_whole_years(slip: str, years: int) -> None:
         "SELECT a FROM t WHERE b CONTAINS '50%'",  # a LIKE pattern would read % as a wildcard
         "SELECT a FROM t WHERE b CONTAINS 'a_b'",
         "SELECT a FROM t AS u JOINT t2",  # a name glued to a keyword in capitals: no lower-case name
+        "SELECT a FROM t WHERE b = 1 ORDERS = 2",  # OR + DERS? too many words begin with OR
         "SELECT a FROM t1 WHERE a = t1 AND b",  # an alias before a keyword: no column of it
         "SELECT a FROM t WHERE a = T2 max(b)",  # a call after the alias: no column of it
         "SELECT * SELECT b FROM u",  # no first query: its FROM is missing
