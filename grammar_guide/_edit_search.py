@@ -21,7 +21,7 @@ from __future__ import annotations
 import functools
 import itertools
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 
 from ._checker import Checker
@@ -156,12 +156,7 @@ def propose_edit(
     ``rewrite_floor`` (where the loop's own earlier rewrites begin: a second WHERE after one
     rewritten is joined with the first, ``WHERE a WHERE b WHERE c``).
     """
-    violation = Violation.at_end_of(checker, evidence, final, floor, rewrite_floor)
-    best = _Best(violation)
-    for step in _STEPS:
-        for candidate in step(violation):
-            best.consider(candidate)
-    return best.edit()
+    return _best_of(Violation.at_end_of(checker, evidence, final, floor, rewrite_floor), _STEPS)
 
 
 def propose_rewrite(
@@ -171,10 +166,15 @@ def propose_rewrite(
     ``propose_edit`` would take of the grammar's rewrites alone (before a second answer is cut at a
     word that may be another dialect's: ``FROM t MINUS SELECT`` is a set operation, not the alias
     ``MINUS`` and a second query)."""
-    violation = Violation.at_end_of(checker, evidence, final, floor, rewrite_floor)
+    return _best_of(Violation.at_end_of(checker, evidence, final, floor, rewrite_floor), (_rewrite_slips,))
+
+
+def _best_of(violation: Violation, steps: tuple[Callable[[Violation], Iterator[Candidate]], ...]) -> Edit | None:
+    """The best conclusive edit (with its ties) that ``steps`` propose at ``violation``, or ``None``."""
     best = _Best(violation)
-    for candidate in _rewrite_slips(violation):
-        best.consider(candidate)
+    for step in steps:
+        for candidate in step(violation):
+            best.consider(candidate)
     return best.edit()
 
 

@@ -324,10 +324,10 @@ def looks_like_aside(text: str, rejected: str, answer_ended: bool, keywords: fro
     # A new line alone is no evidence: code goes on over lines. Cut only before a sentence; or, after
     # the answer's own ';', before a capitalised word that is no keyword (a base model going on with
     # its prompt's pattern on the same line: '...; Write Sql for the following question: ...').
-    ended = text.rstrip().endswith(";") and _NEW_SENTENCE.match(head) is not None
-    return ("\n" in gap and looks_like_sentence(head, keywords)) or (
-        ended and _NEW_SENTENCE.match(head).group(1).lower() not in keywords  # type: ignore[union-attr]
-    )
+    sentence = _NEW_SENTENCE.match(head) if text.rstrip().endswith(";") else None
+    if sentence is not None and sentence.group(1).lower() not in keywords:
+        return True
+    return "\n" in gap and looks_like_sentence(head, keywords)
 
 
 #: A capitalised word that begins a sentence, then a space.
