@@ -165,13 +165,14 @@ class AnswerReader:
         ends = [raw.find(s) for s in self.stops]
         if self.fences:
             ends.append(closing_fence(raw, answer_started))
-        ends.append(closing_tag(raw))
+        tag = _SQUARE_TAG.search(raw)  # '[SOL]': its close ends the answer
+        if tag is not None:
+            ends.append(closing_tag(raw, tag))
         ends = [i for i in ends if i >= 0]
         if ends:
             offset = max(min(ends) - (len(raw) - len(pending)), 0)
             self.stopped_text = pending[offset:]
             return pending[:offset], True
-        tag = _SQUARE_TAG.search(raw)
         markers = self.stops + (("\n```",) if self.fences else ()) + ((f"[/{tag.group(1)}]",) if tag else ())
         hold = min(max((partial_match(raw, m) for m in markers), default=0), len(pending))
         self.held = pending[len(pending) - hold :]
@@ -192,12 +193,9 @@ def _escape_in_plain_string(text: str, i: int, quote: str) -> bool:
     return text[i + 1 : i + 2] in ("_", "*") and start >= 0 and end >= 0 and "%" not in text[start:end]
 
 
-def closing_tag(raw: str) -> int:
-    """Where the closing tag of a square-bracket tag that opened the answer (sqlcoder's ``[SOL]
-    … [/SOL]``) starts in ``raw``, or -1 (SQLite would read ``[/SOL]`` as a table's alias)."""
-    opened = _SQUARE_TAG.search(raw)
-    if opened is None:
-        return -1
+def closing_tag(raw: str, opened: re.Match[str]) -> int:
+    """Where the close of the square-bracket tag ``opened`` that opened the answer (sqlcoder's
+    ``[SOL] … [/SOL]``) starts in ``raw``, or -1 (SQLite would read ``[/SOL]`` as a table's alias)."""
     closing = re.compile(rf"\[/\s*{re.escape(opened.group(1))}\s*\]", re.IGNORECASE).search(raw, opened.end())
     return closing.start() if closing else -1
 
@@ -557,7 +555,7 @@ def opening_tag(text: str) -> bool:
 
 
 _SQUARE_TAG = re.compile(rf"\[\s*({_CODE_TAGS})\s*\]", re.IGNORECASE)  # '[SOL]', opening an answer
-_OPENING_TAG = re.compile(rf"<\s*(?:{_CODE_TAGS})\b[^<>\n]*>|\[\s*(?:{_CODE_TAGS})\s*\]", re.IGNORECASE)
+_OPENING_TAG = re.compile(rf"<\s*(?:{_CODE_TAGS})\b[^<>\n]*>|{_SQUARE_TAG.pattern}", re.IGNORECASE)
 
 
 def reads_as_code(text: str, keywords: frozenset[str]) -> bool:

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 from ._checker import CheckedGrammar, Checker
@@ -130,8 +130,12 @@ def decide(
     fresh = signature(text, evidence, at) != last
     cut = another_answer_cut(checker, evidence, floor)
     if cut is not None:
-        rewrite = _rewrite_across(checker, at, moved, final=final, floor=floor, rewrite_floor=rewrite_floor)
-        return rewrite if rewrite is not None and fresh else cut
+        rewrite = (
+            _rewrite_across(checker, at, moved, final=final, floor=floor, rewrite_floor=rewrite_floor)
+            if fresh
+            else None
+        )
+        return cut if rewrite is None else rewrite
     with checker.trial() as trial:
         trial.rollback_chars(at)
         edit = propose_edit(trial, moved, final=final, floor=floor, rewrite_floor=rewrite_floor)
@@ -169,21 +173,23 @@ def _rewrite_across(
 ) -> Edit | None:
     """A rewrite of a known slip at the violation that reads on into what would be cut as a
     second answer (``FROM t MINUS SELECT …``: Oracle's EXCEPT, not an alias and another query)."""
-    with checker.trial() as trial:
-        trial.rollback_chars(at)
-        edit = propose_rewrite(trial, moved, final=final, floor=floor, rewrite_floor=rewrite_floor)
-    return None if edit is None else replace(edit, at=at)
+    return _proposed_at(
+        checker, at, lambda trial: propose_rewrite(trial, moved, final=final, floor=floor, rewrite_floor=rewrite_floor)
+    )
 
 
 def _resync_at(checker: Checker, at: int, moved: str, *, final: bool) -> Edit | None:
     """``resync`` of the rejected text ``moved`` after the first ``at`` characters of the text,
     where that text is not complete: after a complete answer what no edit fixes is cut (a model
     repeating itself, ``ORDER BY age FROM t ORDER BY age DESC``, is never joined on)."""
+    return _proposed_at(checker, at, lambda trial: None if trial.is_complete else resync(trial, moved, final=final))
+
+
+def _proposed_at(checker: Checker, at: int, propose: Callable[[Checker], Edit | None]) -> Edit | None:
+    """What ``propose`` makes of a trial of ``checker`` taken back to ``at``, placed at ``at``."""
     with checker.trial() as trial:
         trial.rollback_chars(at)
-        if trial.is_complete:
-            return None
-        edit = resync(trial, moved, final=final)
+        edit = propose(trial)
     return None if edit is None else replace(edit, at=at)
 
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import logging
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -80,7 +79,6 @@ def test_reads_the_predictions_and_not_the_gold_from_a_work_tree(tmp_path: Path)
     assert [a.text for a in load_llm_nl2sql(tmp_path, "spider")] == [";"]
 
 
-@pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
 def test_reads_a_bare_clone_at_the_commit_that_still_had_the_results(tmp_path: Path) -> None:
     bare, with_output = _bare_clone(tmp_path)
     assert load_llm_nl2sql(bare, "bird", rev="HEAD") == []  # the folder is gone at HEAD
