@@ -161,6 +161,7 @@ def answer_sql(answer: str) -> str:
     markup = _MARKUP_END.search(text)
     if markup:
         text = text[: markup.start()]
+    text = _inline_code(text)
     start = _STATEMENT.search(text)
     if start and re.search(r"[A-Za-z]", text[: start.start()]):
         text = text[start.start() :]
@@ -174,7 +175,37 @@ def answer_sql(answer: str) -> str:
         if prose or _is_sentence(line):
             text = text[: m.start()]
             break
-    return _before_prose_after_end(text).strip()
+    return _before_sentence(_before_prose_after_end(text)).strip()
+
+
+#: Markdown's inline code holding a statement: `` `SELECT a FROM t;` ``.
+_INLINE_CODE = re.compile(r"(?<!`)`[ \t]*((?:SELECT|WITH)\b[^`]*)`(?!`)", re.IGNORECASE)
+
+
+def _inline_code(text: str) -> str:
+    """The statement in Markdown's inline code (`` `SELECT …` ``) where the text before it holds
+    no statement of its own, only prose or a lone ``SELECT`` (a runner that wrote its prompt's last
+    word before the model's answer): that code is the answer, not a name quoted with backticks."""
+    code = _INLINE_CODE.search(text)
+    if code is None:
+        return text
+    before = text[: code.start()].strip()
+    return code.group(1) if before.upper() in ("", "SELECT", "WITH") or not _STATEMENT.search(before) else text
+
+
+def _before_sentence(text: str) -> str:
+    """``text`` up to a sentence (``_is_sentence``) that follows a whole statement SQLite accepts on
+    the same line, with no ``;`` between (``SELECT … = 60 Write Sql for the following question: …``,
+    a base model going on with its prompt's pattern, its new lines made spaces by its runner):
+    SQLite's parser, not ours, says where the statement ends."""
+    from tests.support import sqlite_oracle
+
+    if sqlite_oracle.check_one_statement(text).label is not sqlite_oracle.Label.INVALID:
+        return text
+    for m in re.finditer(r"(?<=\s)(?=[(*]*[A-Z][a-z])", text):
+        if _is_sentence(text[m.start() :]) and sqlite_oracle.check_one_statement(text[: m.start()]).valid:
+            return text[: m.start()]
+    return text
 
 
 #: What ``_before_prose_after_end`` reads past: strings and quoted names (a ``;`` inside is text).

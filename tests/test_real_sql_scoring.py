@@ -395,3 +395,17 @@ def test_the_drafts_sql_ends_at_its_own_semicolon_where_prose_follows_on_the_lin
 
 def test_a_square_bracket_tags_close_ends_the_drafts_sql() -> None:
     assert answer_sql("  [SOL] SELECT COUNT(*) FROM t; [/SOL]") == "SELECT COUNT(*) FROM t;"
+
+
+def test_answer_sql_reads_inline_code_and_ends_before_a_sentence_sqlite_ends_it_at() -> None:
+    # Markdown's inline code holds the answer, after prose or a runner's lone SELECT.
+    assert answer_sql("The query is `SELECT name FROM singer`. It lists names.") == "SELECT name FROM singer"
+    assert answer_sql(" SELECT `SELECT COUNT(*) FROM t;`  Write Sql for it") == "SELECT COUNT(*) FROM t;"
+    assert answer_sql("SELECT `name` FROM `singer`") == "SELECT `name` FROM `singer`"  # quoted names
+    # A sentence after a statement SQLite accepts whole (no ';' between): a base model going on.
+    run_on = (
+        " SELECT COUNT(1) FROM c WHERE Score > 60 Write Sql for the following question: How many? Answer : SELECT 1"
+    )
+    assert answer_sql(run_on) == "SELECT COUNT(1) FROM c WHERE Score > 60"
+    # Not where the text before the sentence is no whole statement (the words may be the query's).
+    assert answer_sql("SELECT a FROM t WHERE Name is the best") == "SELECT a FROM t WHERE Name is the best"
