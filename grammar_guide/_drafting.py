@@ -21,7 +21,14 @@ from ._draft import Draft, DraftCall, DraftRequest
 from ._errors import ProviderError
 from ._events import Cut, DraftSpan, Event, GrammarRefused, GuideStats
 from ._grammar import Grammar
-from ._reader import PREAMBLE_LIMIT, AnswerReader, answer_start, looks_like_aside, looks_like_prose
+from ._reader import (
+    PREAMBLE_LIMIT,
+    AnswerReader,
+    answer_start,
+    inline_code_opened,
+    looks_like_aside,
+    looks_like_prose,
+)
 
 __all__ = ["Drafting", "Round"]
 
@@ -239,6 +246,7 @@ class Drafting:
                         break
                     continue
                 preamble, chunk = None, answer
+                stopped = stopped or bool(reader.stopped_text)
             if self._feed(rnd, chunk):
                 if rnd.call.whole_answer:
                     rnd.ended = True
@@ -254,6 +262,7 @@ class Drafting:
                         break
                     continue
                 preamble = None
+                stopped = stopped or bool(reader.stopped_text)
                 if self._feed(rnd, answer):
                     break
             if rnd.over_budget:
@@ -431,4 +440,11 @@ class Drafting:
         if start:
             self.emit(Cut(len(self.checker.text), preamble[:start], reason="preamble", call=rnd.index))
             self.count_discarded(preamble[:start])
-        return preamble[start:]
+        answer = preamble[start:]
+        if inline_code_opened(preamble, start):
+            close = answer.find("`")
+            if close < 0:
+                rnd.reader.close_with("`")
+            else:
+                answer = rnd.reader.stop_in(answer, close)
+        return answer

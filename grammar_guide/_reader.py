@@ -22,6 +22,7 @@ __all__ = [
     "answer_start",
     "closing_fence",
     "fenced_blocks",
+    "inline_code_opened",
     "looks_like_aside",
     "looks_like_prose",
     "partial_match",
@@ -68,6 +69,17 @@ class AnswerReader:
     _ticked: bool | None = None  # whether the answer opened with a stray backtick (None: not yet known)
     _tick_wait: str = ""  # the stream's start, until its first two characters say
     _tick_tail: str = ""  # a backtick and white space that may end the stream
+    _closer: tuple[str, int] | None = None  # a mark that ends the answer, searched in ``raw`` from there
+
+    def close_with(self, mark: str) -> None:
+        """The answer began in inline code: the next ``mark`` (its backtick) still to come ends it."""
+        self._closer = (mark, len(self.raw) - len(self.held))
+
+    def stop_in(self, text: str, at: int) -> str:
+        """``text`` (the answer so far) ends at ``at``: the rest is what came from the stop on."""
+        self.stopped_text = text[at:] + self.held + self.stopped_text
+        self.held = ""
+        return text[:at]
 
     def push(self, chunk: str, answer_started: bool) -> tuple[str, bool]:
         """The answer's text in ``chunk`` (after what was held back), and whether it stopped."""
@@ -165,6 +177,8 @@ class AnswerReader:
         ends = [raw.find(s) for s in self.stops]
         if self.fences:
             ends.append(closing_fence(raw, answer_started))
+        if self._closer is not None:
+            ends.append(raw.find(*self._closer))
         tag = _SQUARE_TAG.search(raw)  # '[SOL]': its close ends the answer
         if tag is not None:
             ends.append(closing_tag(raw, tag))
@@ -258,6 +272,14 @@ def partial_match(text: str, marker: str) -> int:
 
 
 _INTRODUCTION_END = re.compile(r"(?<=[A-Za-z])[:!?.][ \t]+")
+#: A backtick that opens Markdown's inline code in prose (not a fence's, not a word's own).
+_INLINE_CODE_OPENING = re.compile(r"(?<![`\w])`(?!`)")
+
+
+def inline_code_opened(preamble: str, start: int) -> bool:
+    """Whether the answer found at ``start`` of ``preamble`` (``answer_start``) begins inside
+    Markdown's inline code (``The query is `SELECT a FROM t`.``): its next backtick ends it."""
+    return start > 0 and _INLINE_CODE_OPENING.match(preamble, start - 1) is not None
 
 
 def answer_start(preamble: str, accepts: Callable[[str], int]) -> int | None:
@@ -268,6 +290,7 @@ def answer_start(preamble: str, accepts: Callable[[str], int]) -> int | None:
     lines = [0] + [i + 1 for i, ch in enumerate(preamble) if ch == "\n"]
     ends = [m.end() for m in _INTRODUCTION_END.finditer(preamble)]
     ends += [m.end() for m in _OPENING_TAG.finditer(preamble)]  # after '<sql>', '[SOL]' on its line
+    ends += [m.end() for m in _INLINE_CODE_OPENING.finditer(preamble)]  # "The query is `SELECT …`."
     fenced = {m.end() for m in list(_FENCE_LINE.finditer(preamble))[::2]}  # after an opening fence
     for start in sorted({*lines, *ends, *fenced}):
         rest = preamble[start:]

@@ -214,3 +214,31 @@ def test_square_bracket_tags_around_the_answer_are_markup(chunk: int | None) -> 
     assert result.text.strip() == "SELECT COUNT(*) FROM t;" and result.faithful
     # A bracketed name is a name ('[sql]' is no tag inside the query).
     assert gg.guide(lambda prompt: "SELECT [sql] FROM t", "sqlite", "q", target=False).text == "SELECT [sql] FROM t"
+
+
+@pytest.mark.parametrize("chunk", [None, 1, 3])
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "The query is `SELECT name FROM singer WHERE age > 3`. It lists the names.",
+        "Query: `SELECT name FROM singer WHERE age > 3`",
+    ],
+)
+def test_inline_code_in_prose_is_the_answer(chunk: int | None, answer: str) -> None:
+    # Markdown's inline code after prose: its backtick closes the answer. The prose had been made
+    # into code ('select The .query is `SELECT name FROM singer`. It lists, names').
+    def draft(prompt: str, prefix: str) -> Iterator[str]:
+        if prefix:
+            return iter(())
+        return iter([answer] if chunk is None else [answer[i : i + chunk] for i in range(0, len(answer), chunk)])
+
+    result = gg.guide(gg.FunctionDraft(draft, continues_prefix=True), "sqlite", "q", target=False)
+    assert result.text == "SELECT name FROM singer WHERE age > 3" and result.faithful
+    assert one_statement(result.text)
+    assert cut_texts(result, "preamble")[0].endswith("`")
+
+
+def test_backticks_inside_an_answer_stay_names() -> None:
+    # A quoted name is no inline code: the answer began before it.
+    draft = "SELECT `name` FROM `singer` WHERE `age` > 3"
+    assert guided("sqlite", draft).text == draft
