@@ -205,6 +205,11 @@ class Drafting:
         """A ``formatting`` cut for the Markdown escapes and backticks the reader undid since the
         last one (not in a restatement aligned away)."""
         reader = rnd.reader
+        if reader.echoed:
+            detail = "a word before the answer's inline code that the code repeats"
+            self.emit(Cut(rnd.start, reader.echoed, reason="preamble", call=rnd.index, detail=detail))
+            self.count_discarded(reader.echoed)
+            reader.echoed = ""
         n, ticks = reader.unescaped - rnd.formatting[0], reader.ticks - rnd.formatting[1]
         if not (n or ticks) or not (rnd.kept or rnd.evidence):
             return

@@ -44,6 +44,10 @@ _SENTENCE = re.compile(r"[ \t\n]*[A-Z][a-z]+(?:[ \t]+[a-z][\w'’]*){2}")
 #: A backtick that opens one word closed by an apostrophe or acute accent at its line's end
 #: (`` `foo' ``, TeX's quotes): the word's quote, not chat formatting.
 _TICK_QUOTED_WORD = re.compile(r"`[^`\u00b4'\"\s]+['\u00b4][ \t]*(?:\n|\Z)")
+#: A word, then a backtick that opens code repeating it (`` SELECT `SELECT a FROM t` ``); and
+#: what may still become one.
+_ECHO_BEFORE_TICK = re.compile(r"[ \t\n]*(\w+)[ \t]+(?=`(?!`)\1\b)", re.IGNORECASE)
+_ECHO_BEGUN = re.compile(r"[ \t\n]*\w+(?:[ \t]+(?:`\w*)?)?")
 _CODE_TOKEN = re.compile(r"[=(){}\[\];\"<>]|\w\.\w")
 
 
@@ -63,6 +67,8 @@ class AnswerReader:
     held: str = ""
     stopped_text: str = ""
     unescaped: int = 0  # Markdown escapes undone (``\_`` read as ``_``)
+    echoed: str = ""  # a word before the opening backtick that the code repeats, dropped
+    _in_name: bool = False  # inside a name in backticks, in an answer in a backtick pair
     ticks: int = 0  # stray backticks dropped (a pair around the answer)
     _quote: str = ""
     _backslash: bool = False
@@ -84,7 +90,8 @@ class AnswerReader:
     def push(self, chunk: str, answer_started: bool) -> tuple[str, bool]:
         """The answer's text in ``chunk`` (after what was held back), and whether it stopped."""
         text, stopped = self._stop(chunk, answer_started)
-        return self.align(self._unescape(text, final=stopped)), stopped
+        text = self._unescape(text, final=stopped)
+        return self.align(text), stopped or bool(self.stopped_text)
 
     def align(self, text: str) -> str:
         return self.aligner.push(text) if self.aligner is not None else text
@@ -142,15 +149,24 @@ class AnswerReader:
 
     def _drop_ticks(self, text: str, final: bool) -> str:
         """A single backtick that opens the stream (not a fence, not ``` `` ```, not a word's
-        quote: `` `foo' ``) and its partner at the very end of the stream are chat formatting, not
-        the answer: both are dropped."""
+        quote: `` `foo' ``) and its partner are chat formatting, not the answer: both are dropped,
+        and text after the partner ends the answer (`` `SELECT 1`  Write SQL for … ``). A word
+        before the opening backtick that the code inside repeats (`` SELECT `SELECT 1` ``: a
+        runner that wrote its prompt's last word before the model's answer) is no answer either
+        (``echoed``)."""
         if self._ticked is None:
             text, self._tick_wait = self._tick_wait + text, ""
+            if _ECHO_BEGUN.fullmatch(text) and not final:
+                self._tick_wait, text = text, ""  # a word, then maybe a backtick that repeats it
+                return text
+            echo = _ECHO_BEFORE_TICK.match(text)
+            if echo is not None:
+                self.echoed, text = echo.group(), text[echo.end() :]
             lead = len(text) - len(text.lstrip())
             head = text[lead : lead + 2]
             if not head or (head == "`" and not final):
-                if head:
-                    self._tick_wait, text = text, ""  # one backtick so far: wait for the next character
+                if not final:
+                    self._tick_wait, text = text, ""  # white space or one backtick so far: wait for more
                 return text
             self._ticked = head[0] == "`" and head != "``" and not _TICK_QUOTED_WORD.match(text, lead)
             if not self._ticked:
@@ -161,6 +177,10 @@ class AnswerReader:
             return text
         text, self._tick_tail = self._tick_tail + text, ""
         end = re.search(r"`\s*$", text)
+        partner = self._partner(text if end is None else text[: end.start()])
+        if partner is not None:
+            self.ticks += 1  # the pair's partner, with more text after it: the answer ends there
+            return self.stop_in(text[:partner] + text[partner + 1 :], partner)
         if end is None:
             return text
         if not final:
@@ -168,6 +188,18 @@ class AnswerReader:
             return text[: end.start()]
         self.ticks += 1
         return text[: end.start()] + text[end.start() + 1 :]
+
+    def _partner(self, text: str) -> int | None:
+        """Where in ``text`` (of an answer in a backtick pair) the pair's partner is: a backtick
+        that neither opens a name (a word follows it: `` `SELECT `a` FROM t` ``) nor closes one."""
+        for tick in re.finditer("`", text):
+            if self._in_name:
+                self._in_name = False
+            elif re.match(r"[\w$]", text[tick.end() : tick.end() + 1]):
+                self._in_name = True
+            else:
+                return tick.start()
+        return None
 
     def _stop(self, chunk: str, answer_started: bool) -> tuple[str, bool]:
         self.raw += chunk

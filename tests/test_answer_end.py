@@ -242,3 +242,33 @@ def test_backticks_inside_an_answer_stay_names() -> None:
     # A quoted name is no inline code: the answer began before it.
     draft = "SELECT `name` FROM `singer` WHERE `age` > 3"
     assert guided("sqlite", draft).text == draft
+
+
+@pytest.mark.parametrize("chunk", [None, 1, 3])
+@pytest.mark.parametrize(
+    ("answer", "preamble"),
+    [
+        # A runner wrote its prompt's last word ('Answer : SELECT') before the model's inline code.
+        (" SELECT `SELECT COUNT(*) FROM t WHERE a > 80;`  Write Sql for the next question: How", " SELECT "),
+        ("`SELECT COUNT(*) FROM t WHERE a > 80` and that is all.", ""),
+    ],
+)
+def test_inline_code_ends_at_its_backtick(chunk: int | None, answer: str, preamble: str) -> None:
+    # The whole code had been a name quoted with backticks: SELECT `SELECT COUNT(*) …;`.
+    def draft(prompt: str, prefix: str) -> Iterator[str]:
+        if prefix:
+            return iter(())
+        return iter([answer] if chunk is None else [answer[i : i + chunk] for i in range(0, len(answer), chunk)])
+
+    result = gg.guide(gg.FunctionDraft(draft, continues_prefix=True), "sqlite", "q", target=False)
+    assert result.text.rstrip(";") == "SELECT COUNT(*) FROM t WHERE a > 80" and result.faithful
+    assert cut_texts(result, "preamble") == ([preamble] if preamble else [])
+    assert cut_texts(result, "formatting") == ["``"]
+    # A name in backticks after SELECT is a name; the prose after it is cut as before.
+    named = gg.guide(
+        lambda prompt: " SELECT `heading_accuracy`   Write Sql for the following question: How many users are there?",
+        "sqlite",
+        "q",
+        target=False,
+    )
+    assert named.text == " SELECT `heading_accuracy`"
