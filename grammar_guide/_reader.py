@@ -22,6 +22,7 @@ __all__ = [
     "answer_start",
     "closing_fence",
     "fenced_blocks",
+    "has_function_word",
     "inline_code_opened",
     "looks_like_aside",
     "looks_like_prose",
@@ -611,6 +612,11 @@ def opening_tag(text: str) -> bool:
 
 _SQUARE_TAG = re.compile(rf"\[\s*({_CODE_TAGS})\s*\]", re.IGNORECASE)  # '[SOL]', opening an answer
 _OPENING_TAG = re.compile(rf"<\s*(?:{_CODE_TAGS})\b[^<>\n]*>|{_SQUARE_TAG.pattern}", re.IGNORECASE)
+
+
+def has_function_word(text: str, keywords: frozenset[str]) -> bool:
+    """Whether ``text`` has an English function word (``the``, ``in``) that is no keyword."""
+    return any(w.lower() in _FUNCTION_WORDS - keywords for w in re.findall(r"[A-Za-z]+", text))
 
 
 def reads_as_code(text: str, keywords: frozenset[str]) -> bool:

@@ -38,6 +38,7 @@ from ._edit_search import (
 from ._events import CutReason
 from ._lexemes import LEXEME, is_word
 from ._reader import (
+    has_function_word,
     looks_like_aside,
     opening_tag,
     prose_after_answer,
@@ -288,13 +289,14 @@ def _leave_prose(checker: Checker, at: int, moved: str, *, final: bool, floor: i
     keywords = checker.grammar.keywords
     joined = text[:at] + moved
     # A whole line of prose (``Sure! This should work:``): the answer resumes on the next line, if at all.
-    line = _prose_line_span(joined + "\n" * final, at, floor, keywords)  # the draft's last line ends with it
+    code_first = _complete_code_before(checker, at)
+    line = None if code_first else _prose_line_span(joined + "\n" * final, at, floor, keywords)
     run = line or prose_run(text, at, moved, keywords)
     if run is None:
         return None
     start, end = run
-    if start < floor:
-        start = at
+    if start < floor or (code_first and not _complete_at(checker, len(joined[:start].rstrip()))):
+        start = at  # (a word before the violation that ends a complete text is the prose's: 'Write Sql for')
     cut = max(len(joined[:start].rstrip()), floor)
     if cut <= len(text) and text[:cut].strip() and _complete_at(checker, cut):
         # After a complete answer, prose (``\end{code}  Comment: …``) is never read on into:
@@ -305,6 +307,18 @@ def _leave_prose(checker: Checker, at: int, moved: str, *, final: bool, floor: i
     if resume is not None:
         return resume
     return Cut(cut, "prose", min(at, cut))
+
+
+def _complete_code_before(checker: Checker, at: int) -> bool:
+    """Whether the line before the violation ``at`` holds code (a keyword of the grammar, no
+    English function word: not ``select the customer``) that ends a complete text there: prose
+    on the same line (``… ORDER BY n Join the tables on their ids to see more.``) begins at the
+    violation, not at the line's start or a word before."""
+    end = len(checker.text[:at].rstrip())
+    line = checker.text[checker.text.rfind("\n", 0, end) + 1 : end]
+    keywords = checker.grammar.keywords
+    words = {word.lower() for word in re.findall(r"[A-Za-z_]+", line)}
+    return bool(words & keywords) and not has_function_word(line, keywords) and _complete_at(checker, end)
 
 
 def _prose_line_span(joined: str, at: int, floor: int, keywords: frozenset[str]) -> tuple[int, int] | None:

@@ -272,3 +272,19 @@ def test_inline_code_ends_at_its_backtick(chunk: int | None, answer: str, preamb
         target=False,
     )
     assert named.text == " SELECT `heading_accuracy`"
+
+
+@pytest.mark.parametrize("chunk", [None, 2])
+def test_prose_after_a_complete_query_on_its_line_is_cut_at_the_violation(chunk: int | None) -> None:
+    # The line had been read as a line of prose from its start, and the whole answer refused.
+    answer = "SELECT n FROM p ORDER BY n Join the tables on their ids to see more."
+
+    def draft(prompt: str, prefix: str) -> Iterator[str]:
+        if prefix:
+            return iter(())
+        return iter([answer] if chunk is None else [answer[i : i + chunk] for i in range(0, len(answer), chunk)])
+
+    result = gg.guide(gg.FunctionDraft(draft, continues_prefix=True), "sqlite", "q", target=False)
+    assert result.text.rstrip() == "SELECT n FROM p ORDER BY n" and result.faithful and one_statement(result.text)
+    cut = cut_texts(result, "prose")
+    assert len(cut) == 1 and cut[0].startswith(" Join the tables")  # (streamed: as far as it was read)
