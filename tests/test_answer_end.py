@@ -27,6 +27,17 @@ def cut_texts(result: gg.GuideResult, reason: str) -> list[str]:
     return [e.text for e in result.events if isinstance(e, Cut) and e.reason == reason]
 
 
+def streamed(answer: str, chunk: int | None) -> gg.GuideResult:
+    """``answer`` guided as a draft that streams it in chunks of ``chunk`` characters (or whole)."""
+
+    def draft(prompt: str, prefix: str) -> Iterator[str]:
+        if prefix:
+            return iter(())
+        return iter([answer] if chunk is None else [answer[i : i + chunk] for i in range(0, len(answer), chunk)])
+
+    return gg.guide(gg.FunctionDraft(draft, continues_prefix=True), "sqlite", "q", target=False)
+
+
 def one_statement(sql: str) -> bool:
     return sqlite_oracle.check(sql).valid and len(split_script(sql)) == 1
 
@@ -205,12 +216,7 @@ def test_square_bracket_tags_around_the_answer_are_markup(chunk: int | None) -> 
     # had been made a column of an invented 'select'.
     answer = "  [SOL] SELECT COUNT(*) FROM t; [/SOL] more"
 
-    def draft(prompt: str, prefix: str) -> Iterator[str]:
-        if prefix:
-            return iter(())
-        return iter([answer] if chunk is None else [answer[i : i + chunk] for i in range(0, len(answer), chunk)])
-
-    result = gg.guide(gg.FunctionDraft(draft, continues_prefix=True), "sqlite", "q", target=False)
+    result = streamed(answer, chunk)
     assert result.text.strip() == "SELECT COUNT(*) FROM t;" and result.faithful
     # A bracketed name is a name ('[sql]' is no tag inside the query).
     assert gg.guide(lambda prompt: "SELECT [sql] FROM t", "sqlite", "q", target=False).text == "SELECT [sql] FROM t"
@@ -227,12 +233,7 @@ def test_square_bracket_tags_around_the_answer_are_markup(chunk: int | None) -> 
 def test_inline_code_in_prose_is_the_answer(chunk: int | None, answer: str) -> None:
     # Markdown's inline code after prose: its backtick closes the answer. The prose had been made
     # into code ('select The .query is `SELECT name FROM singer`. It lists, names').
-    def draft(prompt: str, prefix: str) -> Iterator[str]:
-        if prefix:
-            return iter(())
-        return iter([answer] if chunk is None else [answer[i : i + chunk] for i in range(0, len(answer), chunk)])
-
-    result = gg.guide(gg.FunctionDraft(draft, continues_prefix=True), "sqlite", "q", target=False)
+    result = streamed(answer, chunk)
     assert result.text == "SELECT name FROM singer WHERE age > 3" and result.faithful
     assert one_statement(result.text)
     assert cut_texts(result, "preamble")[0].endswith("`")
@@ -255,12 +256,7 @@ def test_backticks_inside_an_answer_stay_names() -> None:
 )
 def test_inline_code_ends_at_its_backtick(chunk: int | None, answer: str, preamble: str) -> None:
     # The whole code had been a name quoted with backticks: SELECT `SELECT COUNT(*) …;`.
-    def draft(prompt: str, prefix: str) -> Iterator[str]:
-        if prefix:
-            return iter(())
-        return iter([answer] if chunk is None else [answer[i : i + chunk] for i in range(0, len(answer), chunk)])
-
-    result = gg.guide(gg.FunctionDraft(draft, continues_prefix=True), "sqlite", "q", target=False)
+    result = streamed(answer, chunk)
     assert result.text.rstrip(";") == "SELECT COUNT(*) FROM t WHERE a > 80" and result.faithful
     assert cut_texts(result, "preamble") == ([preamble] if preamble else [])
     assert cut_texts(result, "formatting") == ["``"]
@@ -279,12 +275,7 @@ def test_prose_after_a_complete_query_on_its_line_is_cut_at_the_violation(chunk:
     # The line had been read as a line of prose from its start, and the whole answer refused.
     answer = "SELECT n FROM p ORDER BY n Join the tables on their ids to see more."
 
-    def draft(prompt: str, prefix: str) -> Iterator[str]:
-        if prefix:
-            return iter(())
-        return iter([answer] if chunk is None else [answer[i : i + chunk] for i in range(0, len(answer), chunk)])
-
-    result = gg.guide(gg.FunctionDraft(draft, continues_prefix=True), "sqlite", "q", target=False)
+    result = streamed(answer, chunk)
     assert result.text.rstrip() == "SELECT n FROM p ORDER BY n" and result.faithful and one_statement(result.text)
     cut = cut_texts(result, "prose")
     assert len(cut) == 1 and cut[0].startswith(" Join the tables")  # (streamed: as far as it was read)
