@@ -223,8 +223,11 @@ class _Best:
         # (A rewrite that only drops text, a comment, is formatting: no aside is made part of the text.)
         # (Nor is a rewrite certain on its own, min_read 0: the next of several values, its key's
         # quotes the next slip.)
+        # (A rewrite's match that takes words of the rejected text reads them: ``SELECT TOP`` is
+        # complete, and ``TOP 5 Title FROM t;`` then prose is the statement, not an aside.)
         certain = c.rule == "rewrite" and (not c.insert or c.min_read == 0)
-        aside = not (complete and accepted == len(c.kept)) and not re.search(r"\w", c.kept[:accepted])
+        taken = v.evidence[: max(c.base, 0)] if c.rule == "rewrite" else ""
+        aside = not (complete and accepted == len(c.kept)) and not re.search(r"\w", taken + c.kept[:accepted])
         if self.was_complete and aside and not certain:
             return
         if not c.insert and accepted == 0 and not ends:
