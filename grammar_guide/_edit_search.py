@@ -3,7 +3,8 @@
 ``propose_edit`` looks at the violation itself, in a few named steps, each proposing candidate
 edits (``Candidate``): drop a stray mark, replace a misspelt keyword, quote a name with spaces,
 swap a mark for one of its class, drop a mark before the violation, insert a missing mark, close
-brackets, rewrite a known slip of another dialect. ``search_edits`` looks further back: one lexeme
+brackets, close a quoted literal that swallowed code where its text ends, rewrite a known slip of
+another dialect. ``search_edits`` looks further back: one lexeme
 inserted, dropped or replaced up to ``_SEARCH_LEXEMES`` lexemes before the violation
 (``SELECT (COUNT(*) FROM t`` meant ``SELECT (SELECT COUNT(*) FROM t``).
 
@@ -564,6 +565,47 @@ def _close_brackets(v: Violation) -> Iterator[Candidate]:
         yield Candidate(len(v.text), closers[:n], v.evidence, "", f"inserted {closers[:n]!r}", _cost(n, 2 * n + 1))
 
 
+def _close_swallowing_literal(v: Violation) -> Iterator[Candidate]:
+    """A string or quoted name that swallowed code because the draft forgot its closing quote
+    (``= 'Bad) AS bad, COUNT(id) ... = 'Bad) / ...``): the violation comes right after its
+    quote, which the draft wrote as the opening of the next one, and what it holds reads as code
+    (a keyword in capitals). The closing quote is inserted at a word's end inside it, nearest the
+    opening first (``'Bad'``, ``'Portuguese (Brazil)'``): a closing mark, no word invented; the
+    draft's text after it, the swallowed code, is read again as code."""
+    text = v.text
+    closing = v.word_start - 1  # the quote the violation's word is written on to
+    quote = text[closing : closing + 1]
+    after = text[closing + 1 :] + v.evidence
+    if quote not in QUOTES or not is_word_char(after[:1]) or after.find(quote) < 0:
+        return
+    opening = text.rfind(quote, 0, closing)
+    if opening < v.floor or is_word_char(text[opening - 1 : opening]) or text[opening - 1 : opening] == quote:
+        return
+    inside = text[opening + 1 : closing]
+    if not _holds_code(inside, v.keywords):
+        return
+    for nearness, end in enumerate(_word_ends(inside)[:_MAX_LITERAL_CLOSES]):
+        start = opening + 1 + end
+        description = f"inserted {quote!r} (the draft's {quote}...{quote} closed where its text ends)"
+        cost = _cost(1, 1 + nearness)  # of those that read as far, the nearest the opening
+        yield Candidate(start, quote, text[start:] + v.evidence, "", description, cost, start - len(text))
+
+
+_MAX_LITERAL_CLOSES = 8
+_WORD_END = re.compile(r"(?<=[\w)])(?![\w.(])")
+
+
+def _holds_code(inside: str, keywords: frozenset[str]) -> bool:
+    """Whether a quoted text holds the draft's code: a keyword of the grammar written in capitals."""
+    return any(w.isupper() and len(w) > 1 and w.lower() in keywords for w in re.findall(r"[A-Za-z_]\w*", inside))
+
+
+def _word_ends(inside: str) -> list[int]:
+    """Where a word, or a closing bracket after it, ends inside a quoted text (``Portuguese``,
+    ``(Brazil``, ``(Brazil)``): not inside a word, a qualified name or before a call's bracket."""
+    return [m.start() for m in _WORD_END.finditer(inside)]
+
+
 def _rewrite_slips(v: Violation) -> Iterator[Candidate]:
     """The grammar's known slips (``Grammar.rewrites``: ``a::int`` for ``CAST(a AS int)``) whose
     match spans the violation. The match itself is evidence, so one more token read after it is
@@ -700,6 +742,7 @@ _STEPS = (
     _drop_repeated_phrase,
     _insert_mark,
     _close_brackets,
+    _close_swallowing_literal,
     _rewrite_slips,
 )
 
