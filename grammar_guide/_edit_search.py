@@ -586,7 +586,7 @@ def _close_swallowing_literal(v: Violation) -> Iterator[Candidate]:
     if quote not in QUOTES or not is_word_char(after[:1]) or not (partnered or v.final):
         return
     opening = text.rfind(quote, 0, closing)
-    if opening < v.floor or is_word_char(text[opening - 1 : opening]) or text[opening - 1 : opening] == quote:
+    if opening <= v.floor or is_word_char(text[opening - 1 : opening]) or text[opening - 1 : opening] == quote:
         return
     inside = text[opening + 1 : closing]
     if not _holds_code(inside, v.keywords):
@@ -611,7 +611,7 @@ def close_swallowed_at_end(checker: Checker, floor: int) -> Edit | None:
     close = "" if checker.is_complete else shortest_close(checker)
     quote = close[:1] if close else ""
     opening = text.rfind(quote) if quote in QUOTES else -1  # where the literal left open opens
-    if opening < max(floor, 1) or is_word_char(text[opening - 1]):
+    if opening <= floor or is_word_char(text[opening - 1]):  # (a quote after an edit: no evidence it opens)
         return None
     inside = text[opening + 1 :]
     if not _holds_code(inside, checker.grammar.keywords):

@@ -98,6 +98,8 @@ def test_a_string_valid_as_written_is_untouched(answer: str) -> None:
         "SELECT id FROM hero WHERE publisher = 'O'Brien books' AND id = 1",
         # The word after the quote is not written on to it.
         "SELECT id FROM hero WHERE alignment = 'Bad AND id = 1' x AND 'y'",
+        # An apostrophe after the comma an edit wrote: no evidence the quote opens a literal.
+        "SELECT Tim Ward's phone FROM students WHERE Tim Ward = Tim Ward",
         # Left open at the end, where no close inside it lets the rest read to a complete text.
         "SELECT id FROM hero WHERE alignment = 'Bad AND id = 1 ORDER BY",
     ],
