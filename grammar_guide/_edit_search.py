@@ -589,7 +589,7 @@ def _close_swallowing_literal(v: Violation) -> Iterator[Candidate]:
     if opening <= v.floor or is_word_char(text[opening - 1 : opening]) or text[opening - 1 : opening] == quote:
         return
     inside = text[opening + 1 : closing]
-    if not _holds_code(inside, v.keywords):
+    if not _holds_code(inside, v.keywords, quote):
         return
     for nearness, end in enumerate(_word_ends(inside)[:_MAX_LITERAL_CLOSES]):
         start = opening + 1 + end
@@ -611,10 +611,11 @@ def close_swallowed_at_end(checker: Checker, floor: int) -> Edit | None:
     close = "" if checker.is_complete else shortest_close(checker)
     quote = close[:1] if close else ""
     opening = text.rfind(quote) if quote in QUOTES else -1  # where the literal left open opens
-    if opening <= floor or is_word_char(text[opening - 1]):  # (a quote after an edit: no evidence it opens)
+    # (A quote after an edit, a word or a quote is no evidence it opens: ``Ward's``, ``'+''``.)
+    if opening <= floor or is_word_char(text[opening - 1]) or text[opening - 1] == quote:
         return None
     inside = text[opening + 1 :]
-    if not _holds_code(inside, checker.grammar.keywords):
+    if not _holds_code(inside, checker.grammar.keywords, quote):
         return None
     for end in _word_ends(inside)[:_MAX_LITERAL_CLOSES]:
         start = opening + 1 + end
@@ -648,9 +649,13 @@ def _closes_at_end(checker: Checker, start: int, edited: str, floor: int) -> boo
 _WORD_END = re.compile(r"(?<=[\w)])(?![\w.(])")
 
 
-def _holds_code(inside: str, keywords: frozenset[str]) -> bool:
-    """Whether a quoted text holds the draft's code: a keyword of the grammar written in capitals."""
-    return any(w.isupper() and len(w) > 1 and w.lower() in keywords for w in re.findall(r"[A-Za-z_]\w*", inside))
+def _holds_code(inside: str, keywords: frozenset[str], quote: str) -> bool:
+    """Whether a quoted text holds the draft's code: a keyword of the grammar written in capitals.
+    One that holds its own quote written twice (``'+'' AND ...``) was not left open: the quote
+    written twice is the slip."""
+    return quote not in inside and any(
+        w.isupper() and len(w) > 1 and w.lower() in keywords for w in re.findall(r"[A-Za-z_]\w*", inside)
+    )
 
 
 def _word_ends(inside: str) -> list[int]:
