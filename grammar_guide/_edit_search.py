@@ -651,11 +651,16 @@ _WORD_END = re.compile(r"(?<=[\w)])(?![\w.(])")
 
 def _holds_code(inside: str, keywords: frozenset[str], quote: str) -> bool:
     """Whether a quoted text holds the draft's code: a keyword of the grammar written in capitals.
-    One that holds its own quote written twice (``'+'' AND ...``) was not left open: the quote
-    written twice is the slip."""
-    return quote not in inside and any(
-        w.isupper() and len(w) > 1 and w.lower() in keywords for w in re.findall(r"[A-Za-z_]\w*", inside)
-    )
+    One that holds its own quote written twice (``'+'' AND ...``), or begins with such a keyword
+    (`` `SELECT q1 FROM ...``), was not left open: the quote written twice, or before the code, is
+    the slip."""
+    words = re.findall(r"[A-Za-z_]\w*", inside)
+    first = inside.lstrip()[:1].isalpha() and words[:1] and _capital_keyword(words[0], keywords)
+    return quote not in inside and not first and any(_capital_keyword(w, keywords) for w in words)
+
+
+def _capital_keyword(word: str, keywords: frozenset[str]) -> bool:
+    return word.isupper() and len(word) > 1 and word.lower() in keywords
 
 
 def _word_ends(inside: str) -> list[int]:

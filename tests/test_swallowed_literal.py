@@ -102,6 +102,8 @@ def test_a_string_valid_as_written_is_untouched(answer: str) -> None:
         "SELECT Tim Ward's phone FROM students WHERE Tim Ward = Tim Ward",
         # Its quote written twice: the slip is the second quote, not a close forgotten.
         "SELECT id FROM hero WHERE alignment = '+'' AND publisher IS NULL;",
+        # A quote before the code: what it holds begins with a keyword, no name or value.
+        "SELECT `SELECT id FROM hero WHERE id = 1",
         # Left open at the end, where no close inside it lets the rest read to a complete text.
         "SELECT id FROM hero WHERE alignment = 'Bad AND id = 1 ORDER BY",
     ],
