@@ -3,7 +3,8 @@
 ``propose_edit`` looks at the violation itself, in a few named steps, each proposing candidate
 edits (``Candidate``): drop a stray mark, replace a misspelt keyword, quote a name with spaces,
 swap a mark for one of its class, drop a mark before the violation, insert a missing mark, close
-brackets, rewrite a known slip of another dialect. ``search_edits`` looks further back: one lexeme
+brackets, close a quoted literal that swallowed code where its text ends, rewrite a known slip of
+another dialect. ``search_edits`` looks further back: one lexeme
 inserted, dropped or replaced up to ``_SEARCH_LEXEMES`` lexemes before the violation
 (``SELECT (COUNT(*) FROM t`` meant ``SELECT (SELECT COUNT(*) FROM t``).
 
@@ -42,6 +43,7 @@ from ._text import QUOTES, is_word_char, run_start
 
 __all__ = [
     "Edit",
+    "close_swallowed_at_end",
     "conclusive",
     "levenshtein",
     "names_with_spaces",
@@ -567,6 +569,109 @@ def _close_brackets(v: Violation) -> Iterator[Candidate]:
         yield Candidate(len(v.text), closers[:n], v.evidence, "", f"inserted {closers[:n]!r}", _cost(n, 2 * n + 1))
 
 
+def _close_swallowing_literal(v: Violation) -> Iterator[Candidate]:
+    """A string or quoted name that swallowed code because the draft forgot its closing quote
+    (``= 'Bad) AS bad, COUNT(id) ... = 'Bad) / ...``): the violation comes right after its
+    quote, or a word written on to it (``JOIN `hero_power hp ON ... JOIN `superpower sp``), which
+    the draft wrote as the opening of the next one, and what it holds reads as code
+    (a keyword in capitals). The closing quote is inserted at a word's end inside it, nearest the
+    opening first (``'Bad'``, ``'Portuguese (Brazil)'``): a closing mark, no word invented; the
+    draft's text after it, the swallowed code, is read again as code. Where the draft wrote no
+    closing quote for the next literal, only in a finished answer whose end then closes it too."""
+    text = v.text
+    written_on = _WRITTEN_ON_QUOTE.search(text, max(v.floor, len(text) - _MAX_REACH))
+    if written_on is None:
+        return
+    closing = written_on.start()  # the quote the violation's word, or the word before it, is written on to
+    quote = text[closing]
+    after = text[closing + 1 :] + v.evidence
+    partnered = after.find(quote) >= 0  # the next literal's closing quote the draft wrote
+    if quote not in QUOTES or not is_word_char(after[:1]) or not (partnered or v.final):
+        return
+    opening = text.rfind(quote, 0, closing)
+    if opening <= v.floor or is_word_char(text[opening - 1 : opening]) or text[opening - 1 : opening] == quote:
+        return
+    inside = text[opening + 1 : closing]
+    if not _holds_code(inside, v.keywords, quote):
+        return
+    for nearness, end in enumerate(_word_ends(inside)[:_MAX_LITERAL_CLOSES]):
+        start = opening + 1 + end
+        if not (partnered or _closes_at_end(v.checker, start, quote + text[start:] + v.evidence, v.floor)):
+            continue
+        description = f"inserted {quote!r} (the draft's {quote}...{quote} closed where its text ends)"
+        cost = _cost(1, 1 + nearness)  # of those that read as far, the nearest the opening
+        yield Candidate(start, quote, text[start:] + v.evidence, "", description, cost, start - len(text))
+
+
+def close_swallowed_at_end(checker: Checker, floor: int) -> Edit | None:
+    """At the end of a finished draft, a quoted literal left open that swallowed code (``JOIN
+    `superpower sp ON hp.power_id = sp.id WHERE s.id = 56``: its closing quote forgotten, often
+    after ``_close_swallowing_literal`` made its quote an opening): the closing quote inserted at a
+    word's end inside it, nearest the opening first, where the draft's text after it then reads
+    to a complete text, or one closing brackets alone complete; ``None`` if there is none. The
+    edit's ``kept`` is the draft's text after the quote, read again."""
+    text = checker.text
+    close = "" if checker.is_complete else shortest_close(checker)
+    quote = close[:1] if close else ""
+    opening = text.rfind(quote) if quote in QUOTES else -1  # where the literal left open opens
+    # (A quote after an edit, a word or a quote is no evidence it opens: ``Ward's``, ``'+''``.)
+    if opening <= floor or is_word_char(text[opening - 1]) or text[opening - 1] == quote:
+        return None
+    inside = text[opening + 1 :]
+    if not _holds_code(inside, checker.grammar.keywords, quote):
+        return None
+    for end in _word_ends(inside)[:_MAX_LITERAL_CLOSES]:
+        start = opening + 1 + end
+        if start == len(text):
+            break  # the close at the end is the finish's own
+        with checker.trial() as trial:
+            trial.rollback_chars(start)
+            if trial.feed(quote) != 1 or trial.feed(text[start:]) != len(text) - start:
+                continue
+            closers = closing_brackets(trial)
+            if trial.feed(closers) == len(closers) and trial.is_complete:
+                description = f"inserted {quote!r} (the draft's {quote}...{quote} closed where its text ends)"
+                return Edit(start, quote, text[start:], "", description)
+    return None
+
+
+_MAX_LITERAL_CLOSES = 8
+_MAX_REACH = 64
+_WRITTEN_ON_QUOTE = re.compile(r"[\"'`]\w*\s*$")
+
+
+def _closes_at_end(checker: Checker, start: int, edited: str, floor: int) -> bool:
+    """Whether, with ``edited`` written after the first ``start`` characters of ``checker``'s text,
+    the literal the draft's quote then opens, left open at the end of its finished answer, is
+    closed too where its text ends (``close_swallowed_at_end``)."""
+    with checker.trial() as trial:
+        trial.rollback_chars(start)
+        return trial.feed(edited) == len(edited) and close_swallowed_at_end(trial, max(floor, start + 1)) is not None
+
+
+_WORD_END = re.compile(r"(?<=[\w)])(?![\w.(])")
+
+
+def _holds_code(inside: str, keywords: frozenset[str], quote: str) -> bool:
+    """Whether a quoted text holds the draft's code: a keyword of the grammar written in capitals.
+    One that holds its own quote written twice (``'+'' AND ...``), or begins with such a keyword
+    (`` `SELECT q1 FROM ...``), was not left open: the quote written twice, or before the code, is
+    the slip."""
+    words = re.findall(r"[A-Za-z_]\w*", inside)
+    first = inside.lstrip()[:1].isalpha() and words[:1] and _capital_keyword(words[0], keywords)
+    return quote not in inside and not first and any(_capital_keyword(w, keywords) for w in words)
+
+
+def _capital_keyword(word: str, keywords: frozenset[str]) -> bool:
+    return word.isupper() and len(word) > 1 and word.lower() in keywords
+
+
+def _word_ends(inside: str) -> list[int]:
+    """Where a word, or a closing bracket after it, ends inside a quoted text (``Portuguese``,
+    ``(Brazil``, ``(Brazil)``): not inside a word, a qualified name or before a call's bracket."""
+    return [m.start() for m in _WORD_END.finditer(inside)]
+
+
 def _rewrite_slips(v: Violation) -> Iterator[Candidate]:
     """The grammar's known slips (``Grammar.rewrites``: ``a::int`` for ``CAST(a AS int)``) whose
     match spans the violation. The match itself is evidence, so one more token read after it is
@@ -703,6 +808,7 @@ _STEPS = (
     _drop_repeated_phrase,
     _insert_mark,
     _close_brackets,
+    _close_swallowing_literal,
     _rewrite_slips,
 )
 

@@ -26,6 +26,7 @@ from ._checker import CheckedGrammar, Checker
 from ._edit_search import (
     TIGHT,
     Edit,
+    close_swallowed_at_end,
     conclusive,
     levenshtein,
     propose_edit,
@@ -56,6 +57,7 @@ __all__ = [
     "Edit",
     "NeedTarget",
     "begins_answer",
+    "close_swallowed_at_end",
     "dead_end",
     "decide",
     "is_made_of_runs",

@@ -16,7 +16,7 @@ from . import _repair as repair
 from ._checker import Checker
 from ._complete import closing_brackets, open_brackets, shortest_close, shortest_completion
 from ._errors import ExhaustedReason, GuideExhausted, TokenMatcherError
-from ._events import Correction, CorrectionReason, Cut, Event, GuideStats
+from ._events import Correction, CorrectionReason, Cut, DraftSpan, Event, GrammarViolation, GuideStats
 from ._grammar import Grammar
 from ._limits import GuideLimits
 from ._loops import text_repeats
@@ -70,6 +70,9 @@ class TargetSteps:
         raise NotImplementedError
 
     def count_tokens(self, text: str) -> int:
+        raise NotImplementedError
+
+    def _violation_event(self, offset: int, rejected: str, call: int) -> GrammarViolation:
         raise NotImplementedError
 
     def result(self, complete: bool = True) -> GuideResult:
@@ -163,6 +166,9 @@ class TargetSteps:
         close is not completed: ``GuideExhausted``."""
         if self.checker.is_complete:
             return
+        self._close_swallowed_at_end()
+        if self.checker.is_complete:
+            return
         self._rewrite_at_end()
         if self.checker.is_complete:
             return
@@ -220,6 +226,25 @@ class TargetSteps:
         if self.budget_reached is not None:
             return "budget reached"
         return "needs invention" if self.checker.text.strip() else "no answer"
+
+    def _close_swallowed_at_end(self) -> None:
+        """A quoted literal the draft left open at its end that swallowed code is closed where
+        its text ends, the draft's text after it read again (``repair.close_swallowed_at_end``):
+        recorded as a violation there, the closing quote, and the draft's text."""
+        edit = repair.close_swallowed_at_end(self.checker, self.floor)
+        if edit is None:
+            return
+        call = self.stats.draft_calls
+        self.emit(self._violation_event(edit.start, edit.kept, call))
+        self.checker.rollback_chars(edit.start)
+        self.checker.feed(edit.text)
+        self.stats.corrections += 1
+        self.emit(
+            Correction(edit.start, edit.text, "repair", detail=edit.description, rule=edit.rule, removed=edit.removed)
+        )
+        offset = len(self.checker.text)
+        self.checker.feed(edit.kept)
+        self.emit(DraftSpan(offset, edit.kept, call=call))
 
     def _rewrite_at_end(self) -> None:
         """A known slip that the text ends in (``... LIMIT ALL``) is rewritten, as at a violation.
