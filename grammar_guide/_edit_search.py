@@ -452,6 +452,11 @@ def _drop_mark_before(v: Violation) -> Iterator[Candidate]:
     gap = text[gap_start:]
     if not _joins_words(text[: gap_start - 1], gap + v.evidence):  # 'step-by' must not become 'stepby'
         yield Candidate(gap_start - 1, "", gap + v.evidence, mark, f"dropped {mark!r}", _cost(1, 3), base=-len(gap))
+    elif _previous_word(text[: gap_start - 1])[1].lower() in v.keywords:
+        # After a keyword a mark glued to the next word joins nothing (``SELECT.DisplayName``: no
+        # qualifier): dropped, with a space that keeps the two words apart, as the mark did.
+        description = f"dropped {mark!r}"
+        yield Candidate(gap_start - 1, " ", gap + v.evidence, mark, description, _cost(1, 4), base=-len(gap))
 
 
 def _drop_repeated_word(v: Violation) -> Iterator[Candidate]:

@@ -26,6 +26,7 @@ __all__ = [
     "inline_code_opened",
     "looks_like_aside",
     "looks_like_prose",
+    "names_before_sentence",
     "partial_match",
     "prose_after_answer",
     "prose_line",
@@ -585,6 +586,24 @@ def prose_run(text: str, at: int, rejected: str, keywords: frozenset[str]) -> tu
         start = len(joined[:start]) - len(joined[:start].lstrip())  # its first word: 'select the customer
     prose = [w for w in words if w in _FUNCTION_WORDS and w not in keywords]
     return (start, end) if len(words) >= 3 and len(prose) >= 2 else None
+
+
+def names_before_sentence(joined: str, start: int, at: int, keywords: frozenset[str]) -> list[int]:
+    """The ends of the words a prose run (``prose_run``: from ``start`` in ``joined``) has before
+    the violation ``at`` and before its sentence begins, where the code before the sentence may
+    end (``group by a, b; Write Sql for``: ``a, b`` are the answer's). The sentence begins at its
+    first English function word or at the capitalised word before it (``FROM votes Consider
+    the``: ``votes`` may be the table's name; ``SELECT Unfortunately, the``: no word is code)."""
+    words = []
+    for match in _PROSE_WORD.finditer(joined, start, at):
+        word = match.group().strip("().,!?:;")
+        if word.lower() in _FUNCTION_WORDS - keywords:
+            break
+        words.append((word, start + len(joined[start : match.end()].rstrip(".,!?:;"))))
+    capitalised = [
+        i for i, (word, _) in enumerate(words) if _CAPITALISED.fullmatch(word) and word.lower() not in keywords
+    ]
+    return [end for _, end in words[: capitalised[-1] if capitalised else len(words)]]
 
 
 def prose_line(text: str, keywords: frozenset[str] = frozenset()) -> int:

@@ -17,6 +17,7 @@ answer reads on after it, and cut otherwise.
 
 from __future__ import annotations
 
+import collections
 import functools
 import re
 from collections.abc import Callable, Sequence
@@ -41,6 +42,7 @@ from ._lexemes import LEXEME, is_word
 from ._reader import (
     has_function_word,
     looks_like_aside,
+    names_before_sentence,
     opening_tag,
     prose_after_answer,
     prose_line,
@@ -109,6 +111,7 @@ def decide(
     last: tuple[int, str] | None = None,
     rewrite_floor: int | None = None,
     no_target: bool = False,
+    lookahead: int = 2,
 ) -> Decision:
     """What to do about the violation at the end of ``checker``'s text (not modified).
 
@@ -118,7 +121,8 @@ def decide(
     take back text from there on (the loop's own earlier rewrites), see ``propose_edit``;
     ``no_target``: no model may write at the violation, so where no edit fixes it the fewest of
     the draft's lexemes are dropped after which its text reads on (``_resync``), before the rest
-    is cut.
+    is cut; and an edit after which the draft's text soon fails again, and is cut, gives way to
+    the drop that loses less of it (``_outlasting``: the next ``lookahead`` decisions after each).
     """
     cut = prose_cut(checker, evidence, floor)
     if cut is not None:
@@ -139,15 +143,13 @@ def decide(
             else None
         )
         return cut if rewrite is None else rewrite
+    local = _edit_at(checker, at, moved, final=final, floor=floor, rewrite_floor=rewrite_floor) if fresh else None
+    if isinstance(local, Cut):
+        return local
+    if local is not None:
+        return _outlasting(checker, at, moved, local, final=final, floor=floor, steps=lookahead * no_target)
     with checker.trial() as trial:
         trial.rollback_chars(at)
-        edit = propose_edit(trial, moved, final=final, floor=floor, rewrite_floor=rewrite_floor)
-        if edit is not None and fresh:
-            prose = _prose_instead(checker, text, evidence, min(at, edit.start), edit, floor)
-            if prose is not None:
-                return prose
-            placed = [replace(_before_space(trial, e, floor), at=at) for e in (edit, *edit.ties)]
-            return replace(placed[0], ties=tuple(placed[1:]))
         if trial.is_complete and looks_like_aside(text[:at], moved, final, checker.grammar.keywords):
             # A complete text followed by something that cannot extend it: a closing fence, an
             # explanation. Cut it, with the white space before it, and stop.
@@ -160,7 +162,8 @@ def decide(
             return prose
         placed = [_before_space(checker, e, floor) for e in edits]
         placed = [replace(e, at=min(at, e.start)) for e in placed]
-        return replace(placed[0], ties=tuple(placed[1:]))
+        chosen = replace(placed[0], ties=tuple(placed[1:]))
+        return _outlasting(checker, at, moved, chosen, final=final, floor=floor, steps=lookahead * no_target)
     dropped = _resync_at(checker, at, moved, final=final) if no_target and fresh else None
     if dropped is not None:
         return dropped
@@ -169,6 +172,88 @@ def decide(
     if word and moved[:1].isalnum() and start - len(word) >= floor:
         start -= len(word)
     return NeedTarget(start, at)
+
+
+#: Cuts after which nothing of the answer is lost: the draft's answer ended there.
+_ANSWER_ENDS = frozenset({"after complete text", "another answer", "prose", "repeated"})
+
+
+def _outlasting(checker: Checker, at: int, moved: str, edit: Edit, *, final: bool, floor: int, steps: int) -> Edit:
+    """``edit``, or the resync at the same violation where less of the draft's text is lost after
+    it (CPCT+'s rule that a repair counts only if the parse goes on): an edit whose reading fails
+    again soon (``GROUP_CONCAT(name ORDER BY name DESC) AS l FROM t``: a ``)`` inserted before
+    ``ORDER``, then the close of the draft's bracket cannot be read, and the rest is cut) loses
+    more than the drop of ``ORDER BY name DESC``. Each is followed for ``steps`` decisions; only
+    where no model may write (``steps`` is 0 otherwise) and the edit leaves text unread."""
+    if not steps or not edit.unread.strip():
+        return edit
+    drop = _resync_at(checker, at, moved, final=final)
+    if drop is None:
+        return edit
+    lost = functools.partial(_lost_after, checker, final=final, floor=floor, steps=steps)
+    return drop if lost(drop) < lost(edit) else edit
+
+
+def _lost_after(checker: Checker, edit: Edit, *, final: bool, floor: int, steps: int) -> int:
+    """The draft's lexemes lost by ``edit`` and the next ``steps`` decisions after it: those the
+    edits remove, and the rest of the draft's text where a decision cuts it before the answer
+    has ended (the text after the last step is taken to read on)."""
+    lost = _lexemes_lost(edit)
+    with checker.trial() as trial:
+        for _ in range(steps):
+            trial.rollback_chars(edit.start)
+            trial.feed(edit.text + edit.kept)
+            if not edit.unread.strip():
+                break
+            after = decide(trial, edit.unread, final=final, floor=floor, no_target=True, lookahead=0)
+            if isinstance(after, Cut) and after.reason in _ANSWER_ENDS:
+                break
+            if not isinstance(after, Edit):
+                return lost + _lexemes(trial.text[after.start :] + edit.unread)
+            lost += _lexemes_lost(after)
+            edit = after
+    return lost
+
+
+#: Edits that lose none of the draft's answer: a known slip written in the grammar's spelling, a
+#: word written twice, prose left out.
+_LOSSLESS: frozenset[str] = frozenset({"rewrite", "repeat", "prose"})
+
+
+#: The parts of a lexeme an edit may keep: its words and marks, not the quotes around a name.
+_PARTS = re.compile(r"\w+|[^\w\s\"'`\[\]]")
+
+
+def _lexemes_lost(edit: Edit) -> int:
+    """The draft's words and marks ``edit`` removes and does not write again (a name quoted whole
+    loses none; a misspelt keyword respelt loses one)."""
+    if edit.rule in _LOSSLESS:
+        return 0
+    written = collections.Counter(part.lower() for part in _PARTS.findall(edit.text))
+    removed = collections.Counter(part.lower() for part in _PARTS.findall(edit.removed))
+    return sum((removed - written).values())
+
+
+def _lexemes(text: str) -> int:
+    return len(LEXEME.findall(text))
+
+
+def _edit_at(
+    checker: Checker, at: int, moved: str, *, final: bool, floor: int, rewrite_floor: int | None
+) -> Edit | Cut | None:
+    """The best edit at the violation (``propose_edit``, with its ties), placed at ``at``; or a
+    prose cut where that edit would make words that are no code into code."""
+    text = checker.text
+    with checker.trial() as trial:
+        trial.rollback_chars(at)
+        edit = propose_edit(trial, moved, final=final, floor=floor, rewrite_floor=rewrite_floor)
+        if edit is None:
+            return None
+        prose = _prose_instead(checker, text, moved[len(text) - at :], min(at, edit.start), edit, floor)
+        if prose is not None:
+            return prose
+        placed = [replace(_before_space(trial, e, floor), at=at) for e in (edit, *edit.ties)]
+    return replace(placed[0], ties=tuple(placed[1:]))
 
 
 def _rewrite_across(
@@ -297,13 +382,18 @@ def _leave_prose(checker: Checker, at: int, moved: str, *, final: bool, floor: i
     if run is None:
         return None
     start, end = run
-    if start < floor or (code_first and not _complete_at(checker, len(joined[:start].rstrip()))):
-        start = at  # (a word before the violation that ends a complete text is the prose's: 'Write Sql for')
+    if start < floor:
+        start = at
+    elif code_first:
+        start = _first_complete(checker, joined, start, at)  # 'Write Sql for', not 'votes Consider the'
     cut = max(len(joined[:start].rstrip()), floor)
     if cut <= len(text) and text[:cut].strip() and _complete_at(checker, cut):
         # After a complete answer, prose (``\end{code}  Comment: …``) is never read on into:
         # what follows it is more of the explanation, not the answer (issue 28 items 1, 2).
         return Cut(cut, "prose", min(at, cut))
+    code_end = _code_before_sentence(checker, joined, start, at, floor)
+    if code_end is not None:
+        return Cut(code_end, "prose", min(at, code_end))
     span = range(end, end + 1) if line is not None else range(start, end + 1)
     resume = _resume_after_prose(checker, cut, joined, span, final, after_line=line is not None)
     if resume is not None:
@@ -312,15 +402,34 @@ def _leave_prose(checker: Checker, at: int, moved: str, *, final: bool, floor: i
 
 
 def _complete_code_before(checker: Checker, at: int) -> bool:
-    """Whether the line before the violation ``at`` holds code (a keyword of the grammar, no
-    English function word: not ``select the customer``) that ends a complete text there: prose
+    """Whether the line before the violation ``at`` holds code (two keywords of the grammar in
+    capitals, no English function word: not ``select the customer``, ``SELECT Unfortunately,
+    without knowing``) that ends a complete text there: prose
     on the same line (``… ORDER BY n Join the tables on their ids to see more.``) begins at the
     violation, not at the line's start or a word before."""
     end = len(checker.text[:at].rstrip())
     line = checker.text[checker.text.rfind("\n", 0, end) + 1 : end]
     keywords = checker.grammar.keywords
-    words = {word.lower() for word in re.findall(r"[A-Za-z_]+", line)}
-    return bool(words & keywords) and not has_function_word(line, keywords) and _complete_at(checker, end)
+    capitals = {word.lower() for word in re.findall(r"\b[A-Z][A-Z_]+\b", line)} & keywords
+    return len(capitals) >= 2 and not has_function_word(line, keywords) and _complete_at(checker, end)
+
+
+def _first_complete(checker: Checker, joined: str, start: int, at: int) -> int:
+    """The first word start from ``start`` to the violation ``at`` where the text is complete
+    (``at`` if none): the prose after a complete query begins there."""
+    starts = [start, *(start + m.start() for m in re.finditer(r"(?<=\s)\S", joined[start:at]))]
+    return next((p for p in starts if _complete_at(checker, len(joined[:p].rstrip()))), at)
+
+
+def _code_before_sentence(checker: Checker, joined: str, start: int, at: int, floor: int) -> int | None:
+    """Where the accepted text is complete after the last of a prose run's words before its
+    sentence (``FROM votes Consider the extra knowledge``: the table ``votes``, then the
+    sentence), or ``None``: those words are the draft's code, never left out to make the prose
+    after them parse (the answer is complete without the sentence)."""
+    for end in reversed(names_before_sentence(joined, start, at, checker.grammar.keywords)):
+        if end >= floor and end <= len(checker.text) and _complete_at(checker, end):
+            return end
+    return None
 
 
 def _prose_line_span(joined: str, at: int, floor: int, keywords: frozenset[str]) -> tuple[int, int] | None:

@@ -279,3 +279,47 @@ def test_prose_after_a_complete_query_on_its_line_is_cut_at_the_violation(chunk:
     assert result.text.rstrip() == "SELECT n FROM p ORDER BY n" and result.faithful and one_statement(result.text)
     cut = cut_texts(result, "prose")
     assert len(cut) == 1 and cut[0].startswith(" Join the tables")  # (streamed: as far as it was read)
+
+
+@pytest.mark.parametrize("chunk", [None, 5])
+def test_the_answers_last_name_is_never_left_out_with_the_prose_after_it(chunk: int | None) -> None:
+    # A base model going on with its prompt after the answer: 'votes Consider the … knowledge' was
+    # read back to the table's name, 'votes' left out with the sentence, and the prose after it
+    # made into a table and its alias. The answer is complete after 'votes': the sentence is cut there.
+    draft = (
+        " SELECT MAX(COUNT(Id)) FROM votes Consider the extra knowledge, it is very useful to help you:"
+        " the date of votes refers to CreationDate where Max(Count(Id)) Answer : SELECT MAX(COUNT(Id)) FROM votes"
+    )
+
+    def chunks(prompt: str, prefix: str) -> Iterator[str]:
+        if prefix:
+            return iter(())
+        return iter([draft] if chunk is None else [draft[i : i + chunk] for i in range(0, len(draft), chunk)])
+
+    result = gg.guide(gg.FunctionDraft(chunks, continues_prefix=True), "sqlite", "q", target=False)
+    assert result.text.strip() == "SELECT MAX(COUNT(Id)) FROM votes"
+    assert result.faithful and {d.reason for d in result.dropped} <= {"prose", "after complete text"}
+    # Where the sentence's words begin with a function word nothing before it is taken for prose either.
+    draft = "SELECT a FROM t WHERE b = c This is the answer to it"
+    assert gg.guide(lambda prompt: draft, "sqlite", "q", target=False).text.strip() == "SELECT a FROM t WHERE b = c"
+
+
+def test_a_list_the_answer_ends_with_is_kept_before_the_prompt_it_goes_on_with() -> None:
+    # 'status;' reads back as a word of the sentence 'Write Sql for …': the answer is complete
+    # after each name of its GROUP BY list, and keeps them all (only 'group by' had been taken back).
+    draft = "SELECT a, b FROM t WHERE c = 'x' group by a, b; Write Sql for the following question: List all"
+    result = gg.guide(lambda prompt: draft, "sqlite", "q", target=False)
+    assert result.text.strip().rstrip(";") == "SELECT a, b FROM t WHERE c = 'x' group by a, b"
+    assert result.faithful
+
+
+def test_a_sentence_that_begins_with_a_capitalised_word_keeps_none_of_its_words_as_code() -> None:
+    # 'SELECT Unfortunately, the tables …': 'Unfortunately' completes a SELECT, but it begins the
+    # sentence: it is not kept as a column (the answer is prose, not code).
+    draft = (
+        "SELECT Unfortunately, the tables provided do not have any columns or data to work with. However,"
+        " assuming that the tables have the necessary columns, the query might look something like this:"
+    )
+    with pytest.raises(gg.GuideExhausted) as exhausted:
+        gg.guide(lambda prompt: draft, "sqlite", "q", target=False)
+    assert "Unfortunately" not in exhausted.value.result.text  # no answer: the result says so

@@ -673,3 +673,26 @@ def test_a_value_between_sentences_is_read_alone(answer: str, meant: object) -> 
     result = guide(lambda prompt: answer, Grammar.builtin("json"), "q", target=False)
     assert json.loads(result.text) == meant
     assert any(isinstance(e, Correction) and e.rule == "prose" for e in result.events)
+
+
+@pytest.mark.parametrize("chunk", [None, 3])
+def test_a_point_glued_after_a_keyword_is_dropped_and_the_query_kept(chunk: int | None) -> None:
+    # 'SELECT.' reads as the start of a number ('.5'); the name after it could not follow, and
+    # everything after 'SELECT.' was cut. The point qualifies nothing after a keyword: dropped
+    # (recorded), a space keeping the words apart.
+    import sqlite3
+
+    draft = "SELECT.DisplayName FROM users WHERE users.Views = (SELECT MAX(Views) FROM users); "
+    chunks = [draft] if chunk is None else [draft[i : i + chunk] for i in range(0, len(draft), chunk)]
+    result = guide(lambda prompt: iter(chunks), "sqlite", "q", target=False)
+    assert result.text.strip() == draft.replace(".", " ", 1).strip()
+    assert not result.faithful and [d.text for d in result.dropped] == ["."]
+    with sqlite3.connect(":memory:") as db:
+        db.executescript("CREATE TABLE users (DisplayName TEXT, Views INT);")
+        db.executescript("INSERT INTO users VALUES ('a', 1), ('b', 9);")
+        assert db.execute(result.text).fetchall() == [("b",)]
+    # A qualifier's point after a name is no stray mark: 'u.' of 'u.DisplayName' is kept.
+    assert guide(lambda prompt: "SELECT u.DisplayName FROM users AS u", "sqlite", "q", target=False).faithful
+    # After a keyword with white space between, nothing joins: the point alone is dropped, no space added.
+    decision = repair.decide(*at_violation(Grammar.builtin("sqlite"), "SELECT . name FROM t"), final=True, floor=0)  # type: ignore[arg-type]
+    assert not (isinstance(decision, repair.Edit) and decision.text == " ")

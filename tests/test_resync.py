@@ -4,9 +4,14 @@ cut whole. A drop writes nothing, joins no operator on to another operand, and k
 
 from __future__ import annotations
 
+import sqlite3
+from collections.abc import Iterator
+
 import pytest
 
+import grammar_guide as gg
 from grammar_guide import Correction, Cut, Grammar, guide
+from grammar_guide._repair import Edit, decide
 from grammar_guide._resync import resync
 
 
@@ -71,3 +76,54 @@ def test_a_json_value_is_never_given_another_keys_value(json_grammar: Grammar) -
     checker, moved = _at_violation(json_grammar, "[1, 2 foo bar, 3]")
     edit = resync(checker, moved, final=True)  # type: ignore[arg-type]
     assert edit is not None and edit.removed.strip() == "foo bar" and edit.kept == ", 3]"
+
+
+def _chunked(answer: str, chunk: int | None) -> gg.FunctionDraft:
+    """``answer`` as a draft that streams it in chunks of ``chunk`` characters (whole if ``None``)."""
+
+    def draft(prompt: str, prefix: str) -> Iterator[str]:
+        if prefix:
+            return iter(())
+        return iter([answer] if chunk is None else [answer[i : i + chunk] for i in range(0, len(answer), chunk)])
+
+    return gg.FunctionDraft(draft, continues_prefix=True)
+
+
+_RACES = "CREATE TABLE races (name TEXT, year INT); INSERT INTO races VALUES ('a', 2005), ('b', 2005), ('c', 2006);"
+
+
+@pytest.mark.parametrize("chunk", [None, 4])
+def test_an_edit_whose_reading_soon_fails_gives_way_to_the_drop_that_keeps_the_rest(chunk: int | None) -> None:
+    # SQLite 3.40 has no ORDER BY inside an aggregate: a ')' inserted before ORDER read on to the
+    # bracket's close, which then could not be read, and FROM … WHERE … was cut. The drop of
+    # 'ORDER BY name DESC' keeps the rest; it is recorded (the concatenation's order changes).
+    draft = "SELECT COUNT(*) AS n, GROUP_CONCAT(name ORDER BY name DESC) AS l FROM races WHERE year = 2005; "
+    result = gg.guide(_chunked(draft, chunk), "sqlite", "q", target=False)
+    kept = "SELECT COUNT(*) AS n, GROUP_CONCAT(name ) AS l FROM races WHERE year = 2005;"
+    assert " ".join(result.text.split()) == kept
+    assert not result.faithful
+    assert [d.text.strip() for d in result.dropped if d.reason == "resync"] == ["ORDER BY name DESC"]
+    with sqlite3.connect(":memory:") as db:
+        db.executescript(_RACES)
+        assert db.execute(result.text).fetchone()[0] == 2
+
+
+def test_an_edit_the_rest_reads_on_after_is_kept_over_a_drop(sqlite: Grammar) -> None:
+    # A ')' inserted where the draft's text then reads on to its end loses nothing: no drop.
+    draft = "SELECT COUNT(name FROM races WHERE year = 2005"
+    result = guide(lambda prompt: draft, sqlite, "q", target=False)
+    assert "FROM races WHERE year = 2005" in result.text
+    assert "resync" not in {d.reason for d in result.dropped}
+    # With a target model the target decides there: the comparison is only for a finished draft
+    # with no model to write (``decide``'s ``lookahead`` follows edits only with ``no_target``).
+    checker, moved = _at_violation(sqlite, "SELECT GROUP_CONCAT(name ORDER BY name DESC) AS l FROM races")
+    decision = decide(checker, moved, final=True, floor=0)  # type: ignore[arg-type]
+    assert not (isinstance(decision, Edit) and decision.rule == "resync")
+
+
+def test_a_name_quoted_whole_loses_none_of_the_draft_and_is_kept_over_a_drop(sqlite: Grammar) -> None:
+    # Quoting 'Examination Date' writes both words again: no drop of 'Date' loses less.
+    draft = "SELECT a FROM t WHERE Examination Date LIKE '1981-11-%' AND b = 1 ORDER BY a"
+    result = guide(lambda prompt: draft, sqlite, "q", target=False)
+    assert result.text == "SELECT a FROM t WHERE \"Examination Date\" LIKE '1981-11-%' AND b = 1 ORDER BY a"
+    assert "resync" not in {d.reason for d in result.dropped}
