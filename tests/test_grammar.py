@@ -446,6 +446,7 @@ def test_rewrites_come_from_the_argument_or_a_sibling_file(tmp_path: Path):
     reasons = [r.reason for r in Grammar.builtin("sqlite").rewrites]  # each tested in test_grammar_sqlite_rewrites.py
     assert reasons[0] == "PostgreSQL cast" and reasons.count("standard SQL row limit") == 2
     assert [r.reason for r in Grammar.builtin("sqlite").rewrites if r.head] == [
+        "aggregate with a WHERE inside",
         "a function's two arguments, each an aggregate followed by its own WHERE and a bracket: each WHERE as its "
         "aggregate's FILTER, the first argument bracketed",
         "T-SQL's SELECT TOP n",
@@ -462,6 +463,8 @@ def test_rewrites_come_from_the_argument_or_a_sibling_file(tmp_path: Path):
         "a function's later argument an aggregate with its own FROM, after a subquery: a subquery without its SELECT "
         "and brackets",
         "ORDER BY or LIMIT on each arm of a set operation: each SELECT as a subquery",
+        "an alias of several words: the name with its spaces quoted whole",
+        "an alias that is a number: the name quoted",
     ]
 
 
