@@ -171,6 +171,15 @@ class Drafting:
         self.stats.prefill_tokens_saved += call.prefill_tokens_saved
         self.stats.add_draft_path(call.path)
 
+    def _release_held(self, rnd: Round) -> None:
+        """A stream that broke or timed out: what the reader held back (a word that may begin a
+        repeated prompt word, the start of a stop string) is the draft's text after all."""
+        held = rnd.reader.release()
+        if held and rnd.evidence is None:
+            self._feed(rnd, held)
+        elif held:
+            rnd.evidence = (rnd.evidence or "") + held
+
     async def _reading(self, rnd: Round, reading: Awaitable[None]) -> None:
         """Run one reading of the call's stream, turning a timeout and a broken stream into the
         round's state; a stream that ended or failed is closed."""
@@ -179,10 +188,12 @@ class Drafting:
             await reading
         except DraftTimeout:
             rnd.timed_out = True
+            self._release_held(rnd)
         except ProviderError as exc:
             # Before any text the provider's own retries are spent (or the error is not one to
             # retry): it ends the run at once. A stream that broke after some text keeps the text
             # read and is resumed by the next call, up to MAX_BROKEN_IN_A_ROW times in a row.
+            self._release_held(rnd)
             self.broken_in_a_row += 1
             if not rnd.reader.raw or not exc.retryable or self.broken_in_a_row > MAX_BROKEN_IN_A_ROW:
                 if rnd.kept:
