@@ -152,6 +152,23 @@ def rewrite(text: str) -> str:
             "SELECT COUNT(*) FROM (SELECT '2007-06-01' AS b) WHERE b < date('1990-01-01', '+18 YEAR')",
             1,
         ),
+        # MySQL's DATE_SUB/DATE_ADD(x, INTERVAL n unit): SQLite's date with the modifier (today's
+        # date, CURDATE(), is CURRENT_DATE).
+        (
+            "SELECT COUNT(*) FROM (SELECT '1950-05-01' AS b) WHERE b <= DATE_SUB('2020-06-01', INTERVAL 60 YEAR)",
+            "SELECT COUNT(*) FROM (SELECT '1950-05-01' AS b) WHERE b <= date('2020-06-01', '-60 YEAR')",
+            1,
+        ),
+        (
+            "SELECT COUNT(*) FROM (SELECT '2020-04-01' AS d) WHERE d < DATE_ADD('2020-03-31', INTERVAL 2 DAY)",
+            "SELECT COUNT(*) FROM (SELECT '2020-04-01' AS d) WHERE d < date('2020-03-31', '+2 DAY')",
+            1,
+        ),
+        (
+            "SELECT COUNT(*) FROM (SELECT '1900-01-01' AS b) WHERE b <= DATE_SUB(CURDATE(), INTERVAL 60 YEAR)",
+            "SELECT COUNT(*) FROM (SELECT '1900-01-01' AS b) WHERE b <= date(CURRENT_DATE, '-60 YEAR')",
+            1,
+        ),
         # An aggregate with a WHERE inside: the rows that satisfy it.
         (
             "SELECT COUNT(x WHERE x > 1) FROM (SELECT 1 AS x UNION ALL SELECT 2 UNION ALL SELECT 3)",
@@ -698,6 +715,16 @@ def test_no_rewrite_where_the_meaning_would_change(text: str) -> None:
             "SELECT T2.Name FROM arrange AS T1 JOIN teacher AS T2 ON T1.teacher_ID = T2 Teacher_ID WHERE T1.x = 1",
             "SELECT T2.Name FROM arrange AS T1 JOIN teacher AS T2 ON T1.teacher_ID = T2.Teacher_ID WHERE T1.x = 1",
             "an alias's dot left out (T2 Teacher_ID is T2.Teacher_ID)",
+        ),
+        (
+            "SELECT p.ID FROM Patient p WHERE p.Birthday <= DATE_SUB(CURDATE(), INTERVAL 60 YEAR) AND p.RF < 20",
+            "SELECT p.ID FROM Patient p WHERE p.Birthday <= date(CURRENT_DATE, '-60 YEAR') AND p.RF < 20",
+            "MySQL DATE_SUB(CURDATE(), INTERVAL n unit) on today's date",
+        ),
+        (
+            "SELECT a FROM t WHERE d >= DATE_ADD(t.start, INTERVAL 3 MONTH) ORDER BY a",
+            "SELECT a FROM t WHERE d >= date(t.start, '+3 MONTH') ORDER BY a",
+            "MySQL DATE_ADD(x, INTERVAL n unit) on a date",
         ),
     ],
 )
