@@ -593,19 +593,15 @@ def _close_swallowing_literal(v: Violation) -> Iterator[Candidate]:
     partnered = after.find(quote) >= 0  # the next literal's closing quote the draft wrote
     if quote not in QUOTES or not is_word_char(after[:1]) or not (partnered or v.final):
         return
-    opening = text.rfind(quote, 0, closing)
-    if opening <= v.floor or is_word_char(text[opening - 1 : opening]) or text[opening - 1 : opening] == quote:
+    opening = _swallowing_opening(text, closing, quote, v.floor, v.keywords)
+    if opening is None:
         return
-    inside = text[opening + 1 : closing]
-    if not _holds_code(inside, v.keywords, quote):
-        return
-    for nearness, end in enumerate(_word_ends(inside)[:_MAX_LITERAL_CLOSES]):
+    for nearness, end in enumerate(_word_ends(text[opening + 1 : closing])[:_MAX_LITERAL_CLOSES]):
         start = opening + 1 + end
         if not (partnered or _closes_at_end(v.checker, start, quote + text[start:] + v.evidence, v.floor)):
             continue
-        description = f"inserted {quote!r} (the draft's {quote}...{quote} closed where its text ends)"
         cost = _cost(1, 1 + nearness)  # of those that read as far, the nearest the opening
-        yield Candidate(start, quote, text[start:] + v.evidence, "", description, cost, start - len(text))
+        yield Candidate(start, quote, text[start:] + v.evidence, "", _closed(quote), cost, start - len(text))
 
 
 def close_swallowed_at_end(checker: Checker, floor: int) -> Edit | None:
@@ -618,14 +614,10 @@ def close_swallowed_at_end(checker: Checker, floor: int) -> Edit | None:
     text = checker.text
     close = "" if checker.is_complete else shortest_close(checker)
     quote = close[:1] if close else ""
-    opening = text.rfind(quote) if quote in QUOTES else -1  # where the literal left open opens
-    # (A quote after an edit, a word or a quote is no evidence it opens: ``Ward's``, ``'+''``.)
-    if opening <= floor or is_word_char(text[opening - 1]) or text[opening - 1] == quote:
+    opening = _swallowing_opening(text, len(text), quote, floor, checker.grammar.keywords) if quote in QUOTES else None
+    if opening is None:
         return None
-    inside = text[opening + 1 :]
-    if not _holds_code(inside, checker.grammar.keywords, quote):
-        return None
-    for end in _word_ends(inside)[:_MAX_LITERAL_CLOSES]:
+    for end in _word_ends(text[opening + 1 :])[:_MAX_LITERAL_CLOSES]:
         start = opening + 1 + end
         if start == len(text):
             break  # the close at the end is the finish's own
@@ -635,9 +627,22 @@ def close_swallowed_at_end(checker: Checker, floor: int) -> Edit | None:
                 continue
             closers = closing_brackets(trial)
             if trial.feed(closers) == len(closers) and trial.is_complete:
-                description = f"inserted {quote!r} (the draft's {quote}...{quote} closed where its text ends)"
-                return Edit(start, quote, text[start:], "", description)
+                return Edit(start, quote, text[start:], "", _closed(quote))
     return None
+
+
+def _swallowing_opening(text: str, end: int, quote: str, floor: int, keywords: frozenset[str]) -> int | None:
+    """Where the literal that ``quote`` opens last before ``end`` begins, where it holds the
+    draft's code (``_holds_code``); ``None`` otherwise. (A quote after an edit, a word or a quote is
+    no evidence it opens: ``Ward's``, ``'+''``.)"""
+    opening = text.rfind(quote, 0, end)
+    if opening <= floor or is_word_char(text[opening - 1]) or text[opening - 1] == quote:
+        return None
+    return opening if _holds_code(text[opening + 1 : end], keywords, quote) else None
+
+
+def _closed(quote: str) -> str:
+    return f"inserted {quote!r} (the draft's {quote}...{quote} closed where its text ends)"
 
 
 _MAX_LITERAL_CLOSES = 8

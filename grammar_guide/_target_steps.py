@@ -236,12 +236,7 @@ class TargetSteps:
             return
         call = self.stats.draft_calls
         self.emit(self._violation_event(edit.start, edit.kept, call))
-        self.checker.rollback_chars(edit.start)
-        self.checker.feed(edit.text)
-        self.stats.corrections += 1
-        self.emit(
-            Correction(edit.start, edit.text, "repair", detail=edit.description, rule=edit.rule, removed=edit.removed)
-        )
+        self._apply(edit, "violation")
         offset = len(self.checker.text)
         self.checker.feed(edit.kept)
         self.emit(DraftSpan(offset, edit.kept, call=call))
@@ -257,14 +252,15 @@ class TargetSteps:
             edit = repair.rewrite_at_end(self.checker, chosen)
         if edit is None:
             return
+        self._apply(edit, "finish")
+
+    def _apply(self, edit: repair.Edit, reason: CorrectionReason) -> None:
+        """Write ``edit`` in place of the text from its start, recorded as a repair."""
         self.checker.rollback_chars(edit.start)
         self.checker.feed(edit.text)
         self.stats.corrections += 1
-        self.emit(
-            Correction(
-                edit.start, edit.text, "repair", "finish", detail=edit.description, rule=edit.rule, removed=edit.removed
-            )
-        )
+        detail, rule, removed = edit.description, edit.rule, edit.removed
+        self.emit(Correction(edit.start, edit.text, "repair", reason, detail=detail, rule=rule, removed=removed))
 
     def _schema_least_values(self, why: str) -> str | None:
         """Under a JSON Schema, what closing marks cannot end (a required member the answer
