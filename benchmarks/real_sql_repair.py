@@ -52,7 +52,7 @@ if str(ROOT) not in sys.path:
 from benchmarks._common import attempt, machine, machine_line, markdown_table, write_results  # noqa: E402
 from benchmarks._replay_draft import ReplayDraft, lexemes  # noqa: E402
 from benchmarks.sql_execution import Rows, gold_is_ordered, run_query, same_rows  # noqa: E402
-from benchmarks.sql_faithful import Excuses, excuses_of, faithfulness, sqlite_keywords, string_value  # noqa: E402
+from benchmarks.sql_faithful import Excuses, excuses_of, faithfulness, read_closed, sqlite_keywords, string_value  # noqa: E402
 from benchmarks.sql_sources import (  # noqa: E402
     CHATGPT_SQL_COLLECTION,
     LLM_NL2SQL_SPLITS,
@@ -179,7 +179,9 @@ def answer_sql(answer: str) -> str:
 
 
 #: Markdown's inline code holding a statement: `` `SELECT a FROM t;` ``.
-_INLINE_CODE = re.compile(r"(?<!`)`[ \t]*((?:SELECT|WITH)\b[^`]*)`(?!`)", re.IGNORECASE)
+#: A name quoted inside (`` `SELECT … AND `T-CHO` < 250;` ``) is part of it; code left open at the
+#: answer's end runs to the end.
+_INLINE_CODE = re.compile(r"(?<!`)`[ \t]*((?:SELECT|WITH)\b(?:[^`]|`[^`\s]+`)*)(?:`(?!`)|$)", re.IGNORECASE)
 
 
 def _inline_code(text: str) -> str:
@@ -456,8 +458,8 @@ def score_row(row: dict[str, Any], a: Answer) -> None:
     )
     row.update(compare(a.text, text))
     row["intact"] = row["intact"] and row["valid"]  # kept everything, in SQL that SQLite takes
-    excuses = Excuses.from_dict(row.get("excuses", {}))
-    judged = faithfulness(answer_sql(_APOSTROPHE.sub("''", a.text)), text, excuses, code_ended=code_ended(a.text))
+    draft, excuses = read_closed(_APOSTROPHE.sub("''", a.text), text, Excuses.from_dict(row.get("excuses", {})))
+    judged = faithfulness(answer_sql(draft), text, excuses, code_ended=code_ended(a.text))
     row["tokens_lost"] = judged.lost
     row["tokens_added"] = judged.added
     row["invented_literals"] = judged.invented_literals

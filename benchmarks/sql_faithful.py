@@ -34,7 +34,7 @@ import functools
 import re
 from collections import Counter
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 __all__ = [
@@ -43,6 +43,7 @@ __all__ = [
     "Token",
     "excuses_of",
     "faithfulness",
+    "read_closed",
     "sql_tokens",
     "sqlite_keywords",
     "string_value",
@@ -179,6 +180,9 @@ class Excuses:
     #: Text after a complete answer the result cut as repeating it (``Cut(reason="repeated")``):
     #: excused where it is made of runs of the output's tokens (checked here, not taken on trust).
     repeated: tuple[str, ...] = ()
+    #: Quote marks a repair wrote, and nothing else, to close a string or name the draft left
+    #: open (a closing mark): the draft is read with each closed where the output closes it.
+    closed: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -187,6 +191,7 @@ class Excuses:
             "written": list(self.written),
             "cut_off": list(self.cut_off),
             "repeated": list(self.repeated),
+            "closed": list(self.closed),
         }
 
     @classmethod
@@ -197,6 +202,7 @@ class Excuses:
             tuple(data.get("written", ())),
             tuple(data.get("cut_off", ())),
             tuple(data.get("repeated", ())),
+            tuple(data.get("closed", ())),
         )
 
 
@@ -207,6 +213,7 @@ def excuses_of(events: Iterable[Any]) -> Excuses:
     written: list[str] = []
     cut_off: list[str] = []
     repeated: list[str] = []
+    closed: list[str] = []
     for event in events:
         kind = getattr(event, "kind", "")
         if kind == "cut" and event.reason == "formatting":
@@ -218,12 +225,17 @@ def excuses_of(events: Iterable[Any]) -> Excuses:
         elif kind == "cut" and event.reason == "another answer":
             # A second statement (in a fenced block of its own or not): the task asks for one (issue 28 item 1).
             removed.append(_FENCE_MARK.sub(" ", event.text))
+        elif kind == "correction" and event.source == "repair" and event.text in _QUOTE_MARKS and not event.removed:
+            closed.append(event.text)
         elif kind == "correction" and event.source == "repair" and _kept_as_written(event):
             removed.append(event.removed)
             written.append(event.text)
         elif kind == "correction" and event.source == "forced":
             written.append(event.text)
-    return Excuses(formatting, tuple(removed), tuple(written), tuple(cut_off), tuple(repeated))
+    return Excuses(formatting, tuple(removed), tuple(written), tuple(cut_off), tuple(repeated), tuple(closed))
+
+
+_QUOTE_MARKS = frozenset("'\"`")
 
 
 #: A code fence with its language tag: formatting around a second answer, no SQL token.
@@ -368,11 +380,43 @@ def _repetitions(repeated: tuple[str, ...], out: list[Token]) -> tuple[str, ...]
     return tuple(text for text in repeated if is_made_of_runs([t.key for t in sql_tokens(text)], keys))
 
 
+def read_closed(draft: str, output: str, excuses: Excuses) -> tuple[str, Excuses]:
+    """``draft`` with the quote marks the result recorded as closing marks (``excuses.closed``) put
+    where ``output`` closes them, and the excuses less those marks: for each quoted output token in
+    order whose text less its closing quote the draft has with no such quote after it (``'Bad`` of
+    ``= 'Bad) AS …``), the quote is put there, once per recorded mark. A closing mark changes no
+    word the draft wrote; read so, what the draft's literal swallowed is its code again."""
+    if not excuses.closed:
+        return draft, excuses
+    return _closed_as_output(draft, sql_tokens(output), excuses.closed), replace(excuses, closed=())
+
+
+def _closed_as_output(draft_sql: str, out: list[Token], closed: tuple[str, ...]) -> str:
+    budget = Counter(closed)
+    at = 0
+    for t in out:
+        quote = t.raw[:1]
+        if budget[quote] <= 0 or len(t.raw) < 2 or t.raw[-1] != quote:
+            continue
+        opened = t.raw[:-1]
+        found = draft_sql.find(opened, at)
+        while found >= 0 and draft_sql[found + len(opened) : found + len(opened) + 1] in (quote, ""):
+            found = draft_sql.find(opened, found + 1)
+        if found < 0:
+            continue
+        end = found + len(opened)
+        draft_sql = draft_sql[:end] + quote + draft_sql[end:]
+        budget[quote] -= 1
+        at = end + 1
+    return draft_sql
+
+
 def faithfulness(
     draft_sql: str, output: str, excuses: Excuses = Excuses(), *, code_ended: bool = False
 ) -> Faithfulness:
     """Align the draft's SQL tokens with the output's (see the module's docstring; ``code_ended``:
     see ``sql_tokens``)."""
+    draft_sql, excuses = read_closed(draft_sql, output, excuses)
     draft = _unescaped(
         sql_tokens(_undo_formatting(draft_sql) if excuses.formatting else draft_sql, code_ended), excuses.formatting
     )

@@ -77,6 +77,23 @@ def test_a_name_with_a_bracket_quoted_whole_is_excused_a_keyword_quoted_alone_is
     assert not excuses_of([keyword]).removed
 
 
+def test_a_string_closed_where_its_text_ends_is_read_closed_only_when_the_result_recorded_it() -> None:
+    """The draft forgot a closing quote, so its string swallowed code; the result closed it (a
+    closing mark): the scorer reads the draft with the recorded marks where the output put them."""
+    draft = "SELECT SUM(a = 'Bad) AS bad, (SUM(a = 'Bad) / COUNT(id)) AS p FROM h WHERE n = 'Marvel';"
+    result = _guide(draft)
+    assert result.text == "SELECT SUM(a = 'Bad') AS bad, (SUM(a = 'Bad') / COUNT(id)) AS p FROM h WHERE n = 'Marvel';"
+    excuses = excuses_of(result.events)
+    assert excuses.closed == ("'", "'")
+    judged = faithfulness(draft, result.text, excuses)
+    assert judged.faithful and not judged.invented_literals
+    unrecorded = faithfulness(draft, result.text)  # nothing recorded: the swallowed code counts as lost
+    assert not unrecorded.faithful and unrecorded.invented_literals == ["'Bad'", "'Bad'"]
+    # A recorded mark puts no quote where the output's string is not the draft's text closed.
+    other = faithfulness(draft, result.text.replace("'Bad'", "'Good'", 1), excuses)
+    assert not other.faithful and "'Good'" in other.invented_literals
+
+
 def test_a_misspelt_keyword_respelt_is_a_loss_as_the_result_says() -> None:
     """The result names it ``respelt`` and says not faithful: the scorer agrees (a word replaced)."""
     draft = "SELECT COUNT(DICTINCT content) FROM tv"
@@ -402,6 +419,10 @@ def test_answer_sql_reads_inline_code_and_ends_before_a_sentence_sqlite_ends_it_
     assert answer_sql("The query is `SELECT name FROM singer`. It lists names.") == "SELECT name FROM singer"
     assert answer_sql(" SELECT `SELECT COUNT(*) FROM t;`  Write Sql for it") == "SELECT COUNT(*) FROM t;"
     assert answer_sql("SELECT `name` FROM `singer`") == "SELECT `name` FROM `singer`"  # quoted names
+    # A name quoted inside the code is part of it; code left open runs to the answer's end.
+    quoted = " SELECT `SELECT id FROM p WHERE `T-CHO` < 250;`   Write Sql for it"
+    assert answer_sql(quoted) == "SELECT id FROM p WHERE `T-CHO` < 250;"
+    assert answer_sql(" SELECT `SELECT q1 FROM r WHERE id = 3") == "SELECT q1 FROM r WHERE id = 3"
     # A sentence after a statement SQLite accepts whole (no ';' between): a base model going on.
     run_on = (
         " SELECT COUNT(1) FROM c WHERE Score > 60 Write Sql for the following question: How many? Answer : SELECT 1"
