@@ -199,15 +199,24 @@ def _before_sentence(text: str) -> str:
     """``text`` up to a sentence (``_is_sentence``) that follows a whole statement SQLite accepts on
     the same line, with no ``;`` between (``SELECT … = 60 Write Sql for the following question: …``,
     a base model going on with its prompt's pattern, its new lines made spaces by its runner):
-    SQLite's parser, not ours, says where the statement ends."""
+    SQLite's parser, not ours, says where the statement ends; or up to a sentence of words alone to
+    its stop (``_WORDS_TO_STOP``), after a statement whole or not."""
     from tests.support import sqlite_oracle
 
     if sqlite_oracle.check_one_statement(text).label is not sqlite_oracle.Label.INVALID:
         return text
     for m in re.finditer(r"(?<=\s)(?=[(*]*[A-Z][a-z])", text):
-        if _is_sentence(text[m.start() :]) and sqlite_oracle.check_one_statement(text[: m.start()]).valid:
+        rest = text[m.start() :]
+        if _is_sentence(rest) and (
+            _WORDS_TO_STOP.match(rest) or sqlite_oracle.check_one_statement(text[: m.start()]).valid
+        ):
             return text[: m.start()]
     return text
+
+
+#: A sentence of words alone, four or more, to its stop, and another after it (``Write Sql for the
+#: following question: What …``): no SQL writes that, so it ends the statement before it, whole or not.
+_WORDS_TO_STOP = re.compile(r"[A-Z][a-z]+(?:[ \t]+[A-Za-z][a-z']*){3,}[.?:](?=\s+[A-Z])")
 
 
 #: What ``_before_prose_after_end`` reads past: strings and quoted names (a ``;`` inside is text).

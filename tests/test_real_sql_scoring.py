@@ -430,3 +430,7 @@ def test_answer_sql_reads_inline_code_and_ends_before_a_sentence_sqlite_ends_it_
     assert answer_sql(run_on) == "SELECT COUNT(1) FROM c WHERE Score > 60"
     # Not where the text before the sentence is no whole statement (the words may be the query's).
     assert answer_sql("SELECT a FROM t WHERE Name is the best") == "SELECT a FROM t WHERE Name is the best"
+    # A sentence of words alone to its stop ends even a statement SQLite rejects.
+    slip = " SELECT COUNT(ID) where a > 1 / COUNT(ID) where b = 2  Write Sql for the following question: Why? Answer"
+    assert answer_sql(slip) == "SELECT COUNT(ID) where a > 1 / COUNT(ID) where b = 2"
+    assert answer_sql("SELECT a FROM t WHERE Name is the best.") == "SELECT a FROM t WHERE Name is the best."
