@@ -1021,6 +1021,49 @@ def test_two_aggregates_each_followed_by_its_where_filter_each_aggregate(answer:
     _means(answer, meant, ["two aggregates, each followed by its own WHERE"])
 
 
+_NEXT_QUESTION = "  Write Sql for the following question: What is the total of x for each a?  Consider the extra"
+
+
+@pytest.mark.parametrize(
+    ("answer", "meant", "reason"),
+    [
+        (
+            "SELECT x FROM t WHERE c = 1 AND a = 'A' - SELECT x FROM t WHERE c = 2 AND a = 'B'",
+            "SELECT (SELECT x FROM t WHERE c = 1 AND a = 'A') - (SELECT x FROM t WHERE c = 2 AND a = 'B')",
+            "two queries joined by an arithmetic operator",
+        ),
+        (
+            "SELECT a FROM t WHERE x = SELECT MAX(x) FROM t WHERE c = 2",
+            "SELECT a FROM t WHERE x = (SELECT MAX(x) FROM t WHERE c = 2)",
+            "a subquery after a comparison without its brackets",
+        ),
+        (
+            "SELECT SUM(x) WHERE a = 'A' AND c = 1 - SUM(x) WHERE a = 'B' FROM t",
+            "SELECT (SELECT SUM(x) FROM t WHERE a = 'A' AND c = 1) - (SELECT SUM(x) FROM t WHERE a = 'B')",
+            "two aggregates, each with its own WHERE and one FROM after both",
+        ),
+    ],
+)
+def test_a_statement_ends_where_the_models_next_prompt_begins(answer: str, meant: str, reason: str) -> None:
+    """A base model goes on after its answer with its prompt's next question on the same line
+    (dev 3's codes-15b: ``… WHERE id = 23  Write Sql for the following question: …``). A rewrite
+    that needs the statement's end (``;`` or the answer's) finds it where that sentence begins;
+    the sentence is cut after it. Before, the second query's words were dropped (``WHERE id = 6 -
+    id = 23``)."""
+    _means(answer + _NEXT_QUESTION, meant, [reason])
+
+
+def test_two_aggregates_each_with_its_where_before_the_next_prompt_filter_each_aggregate() -> None:
+    """dev 3's codes-7b: ``COUNT(ID) where … / COUNT(ID) where SEX = 'F'`` then its next prompt
+    (no FROM: the answer's own). Before, the second WHERE was lost."""
+    answer = "SELECT COUNT(ID) where y > '1930' and SEX = 'F' / COUNT(ID) where SEX = 'F'" + _NEXT_QUESTION
+    meant = "SELECT COUNT(ID) FILTER (WHERE y > '1930' and SEX = 'F') / COUNT(ID) FILTER (WHERE SEX = 'F')"
+    for chunk in (len(answer), 5):
+        text, details, faithful, rewrites = _guided(answer, chunk)
+        assert text == meant and faithful and rewrites == 1
+        assert "(two aggregates, each followed by its own WHERE" in details[0]
+
+
 def _means(answer: str, meant: str, reasons: list[str]) -> None:
     """The guide loop's text for ``answer``, whole and streamed in chunks, records one rewrite for
     each of ``reasons`` (in order), says it is faithful, and gives SQLite's value of ``meant``."""
