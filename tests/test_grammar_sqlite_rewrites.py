@@ -120,6 +120,41 @@ def rewrite(text: str) -> str:
             " FROM (SELECT '2012-01-01 10:00:00' AS a, '2012-01-01 10:00:30.25' AS b)",
             30.25,
         ),
+        # EXTRACT(EPOCH FROM x) where the draft says x is a timestamp (TIMESTAMP(x), a cast, a
+        # timestamp literal, CURRENT_TIMESTAMP): its seconds since 1970, with their fraction.
+        (
+            "SELECT EXTRACT(EPOCH FROM TIMESTAMP('1970-01-02 00:00:30.25'))",
+            "SELECT (strftime('%s', '1970-01-02 00:00:30.25') + strftime('%f', '1970-01-02 00:00:30.25')"
+            " - strftime('%S', '1970-01-02 00:00:30.25'))",
+            86430.25,
+        ),
+        (
+            "SELECT EXTRACT(EPOCH FROM CAST(d AS TIMESTAMP)) FROM (SELECT '1970-01-01 00:01:00' AS d)",
+            "SELECT (strftime('%s', d) + strftime('%f', d) - strftime('%S', d))"
+            " FROM (SELECT '1970-01-01 00:01:00' AS d)",
+            60.0,
+        ),
+        (
+            "SELECT EXTRACT(EPOCH FROM TIMESTAMP '1970-01-01 00:00:10.5')",
+            "SELECT (strftime('%s', '1970-01-01 00:00:10.5') + strftime('%f', '1970-01-01 00:00:10.5')"
+            " - strftime('%S', '1970-01-01 00:00:10.5'))",
+            10.5,
+        ),
+        # MySQL's EXTRACT(YEAR_MONTH FROM d) is the number 201201 (not text); the quarter, the day of
+        # the week (PostgreSQL's DOW: Sunday 0) and of the year.
+        (
+            "SELECT EXTRACT(YEAR_MONTH FROM '2012-01-24 10:00')",
+            "SELECT CAST(strftime('%Y%m', '2012-01-24 10:00') AS INTEGER)",
+            201201,
+        ),
+        (
+            "SELECT EXTRACT(QUARTER FROM '2012-12-31') * 10 + EXTRACT(QUARTER FROM '2012-03-31')",
+            "SELECT ((CAST(strftime('%m', '2012-12-31') AS INTEGER) + 2) / 3) * 10"
+            " + ((CAST(strftime('%m', '2012-03-31') AS INTEGER) + 2) / 3)",
+            41,
+        ),
+        ("SELECT EXTRACT(DOW FROM '2026-11-29')", "SELECT CAST(strftime('%w', '2026-11-29') AS INTEGER)", 0),
+        ("SELECT EXTRACT(DOY FROM '2012-12-31')", "SELECT CAST(strftime('%j', '2012-12-31') AS INTEGER)", 366),
         # PostgreSQL's age in years: AGE's interval counts whole years (a birthday not yet reached
         # this year is not one; 29 February is reached on 1 March), from b to a or to today.
         (
@@ -535,6 +570,8 @@ def test_an_age_in_years_counts_whole_years(slip: str, years: int) -> None:
         # d may be a timestamp (seconds since 1970), a time of day (since midnight) or a duration
         # written as text (BIRD's lap times): no one SQLite reading.
         "SELECT EXTRACT(EPOCH FROM d)",
+        "SELECT EXTRACT(EPOCH FROM TIMESTAMP(d, t))",  # MySQL's date and time: no one SQLite argument
+        "SELECT EXTRACT(WEEK FROM d)",  # PostgreSQL's ISO week, MySQL's from Sunday: which one?
         "SELECT CAST(a) AS b FROM t",  # an alias, no type: which type was meant?
         # One argument: the call's bracket may hold the subquery or the call (ROUND(AVG(a)) FROM t ...).
         "SELECT ROUND(AVG(a) FROM t WHERE b)",
@@ -715,6 +752,20 @@ def test_no_rewrite_where_the_meaning_would_change(text: str) -> None:
             "SELECT T2.Name FROM arrange AS T1 JOIN teacher AS T2 ON T1.teacher_ID = T2 Teacher_ID WHERE T1.x = 1",
             "SELECT T2.Name FROM arrange AS T1 JOIN teacher AS T2 ON T1.teacher_ID = T2.Teacher_ID WHERE T1.x = 1",
             "an alias's dot left out (T2 Teacher_ID is T2.Teacher_ID)",
+        ),
+        (
+            # dev 3's glm-4 (EPOCH FROM had been dropped).
+            "SELECT s.year, AVG(EXTRACT(EPOCH FROM TIMESTAMP(time))) AS t FROM results r GROUP BY s.year;",
+            "SELECT s.year, AVG((strftime('%s', time) + strftime('%f', time) - strftime('%S', time))) AS t"
+            " FROM results r GROUP BY s.year;",
+            "EXTRACT(EPOCH FROM a timestamp): its seconds since 1970",
+        ),
+        (
+            # dev 3's Qwen2 (YEAR_MONTH FROM had been dropped).
+            "SELECT T2.Date FROM yearmonth AS T2 WHERE EXTRACT(YEAR_MONTH FROM T2.Date) = 201201 GROUP BY T2.Date",
+            "SELECT T2.Date FROM yearmonth AS T2 WHERE CAST(strftime('%Y%m', T2.Date) AS INTEGER) = 201201"
+            " GROUP BY T2.Date",
+            "MySQL's EXTRACT(YEAR_MONTH FROM ...): the year and month as one number",
         ),
         (
             "SELECT p.ID FROM Patient p WHERE p.Birthday <= DATE_SUB(CURDATE(), INTERVAL 60 YEAR) AND p.RF < 20",
