@@ -457,6 +457,8 @@ def test_rewrites_come_from_the_argument_or_a_sibling_file(tmp_path: Path):
         "operator: the operator between their values",
         "two aggregates, each with its own WHERE and one FROM after both, joined by an arithmetic operator: "
         "the operator between their values",
+        "two columns, each with its own WHERE and one FROM after both, joined by an arithmetic operator: "
+        "the operator between their values",
         "two aggregates, each followed by its own WHERE, joined by an arithmetic operator: each WHERE as its "
         "aggregate's FILTER",
         "a subquery after a comparison without its brackets",

@@ -1104,6 +1104,18 @@ def test_a_statement_ends_where_the_models_next_prompt_begins(answer: str, meant
     _means(answer + _NEXT_QUESTION, meant, [reason])
 
 
+def test_two_columns_each_with_its_where_and_one_from_after_both_mean_the_operator_between_their_values() -> None:
+    """dev 3's codes-7b: ``SELECT overall_rating WHERE player_name = 'A' - overall_rating WHERE
+    player_name = 'B' FROM Player_Attributes`` (the second WHERE and its FROM had been cut), as
+    two aggregates written so are (rewrite 'two aggregates, each with its own WHERE and one FROM
+    after both')."""
+    _means(
+        "SELECT x WHERE a = 'A' AND c = 1 - x WHERE a = 'B' AND c = 1 FROM t;",
+        "SELECT (SELECT x FROM t WHERE a = 'A' AND c = 1) - (SELECT x FROM t WHERE a = 'B' AND c = 1)",
+        ["two columns, each with its own WHERE and one FROM after both"],
+    )
+
+
 def test_two_aggregates_each_with_its_where_before_the_next_prompt_filter_each_aggregate() -> None:
     """dev 3's codes-7b: ``COUNT(ID) where … / COUNT(ID) where SEX = 'F'`` then its next prompt
     (no FROM: the answer's own). Before, the second WHERE was lost."""
