@@ -395,8 +395,7 @@ class Drafting:
         sentence of prose after it) is not yet in the evidence. The violation may be at the start
         of the text's last word (``- SELECT``: a keyword is accepted as the start of a longer name)."""
         evidence = rnd.evidence or ""
-        keywords = self.checker.grammar.keywords
-        if ";" in evidence or sentence_start(evidence, keywords) is not None:
+        if ";" in evidence:
             return False
         tail = self.checker.text[-_HEAD_REACH:]
         window = tail + evidence
@@ -404,7 +403,7 @@ class Drafting:
         for rewrite in self.checker.grammar.rewrites:
             head = rewrite.head_regex
             if head is not None and any(m.start() <= p < m.end() for m in head.finditer(window) for p in points):
-                return True
+                return sentence_start(evidence, self.checker.grammar.keywords) is None
         return False
 
     def _feed(self, rnd: Round, chunk: str) -> bool:
