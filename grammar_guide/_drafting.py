@@ -28,7 +28,9 @@ from ._reader import (
     inline_code_opened,
     looks_like_aside,
     looks_like_prose,
+    sentence_start,
 )
+from ._text import is_word_char, run_start
 
 __all__ = ["Drafting", "Round"]
 
@@ -389,17 +391,19 @@ class Drafting:
         return True
 
     def _statement_needed(self, rnd: Round) -> bool:
-        """Whether a rewrite's ``head`` spans the violation and the statement's end (``;``) is not
-        yet in the evidence."""
+        """Whether a rewrite's ``head`` spans the violation and the statement's end (``;``, or a
+        sentence of prose after it) is not yet in the evidence. The violation may be at the start
+        of the text's last word (``- SELECT``: a keyword is accepted as the start of a longer name)."""
         evidence = rnd.evidence or ""
         if ";" in evidence:
             return False
         tail = self.checker.text[-_HEAD_REACH:]
         window = tail + evidence
+        points = {len(tail), run_start(tail, len(tail), is_word_char)}
         for rewrite in self.checker.grammar.rewrites:
             head = rewrite.head_regex
-            if head is not None and any(m.start() <= len(tail) < m.end() for m in head.finditer(window)):
-                return True
+            if head is not None and any(m.start() <= p < m.end() for m in head.finditer(window) for p in points):
+                return sentence_start(evidence, self.checker.grammar.keywords) is None
         return False
 
     def _feed(self, rnd: Round, chunk: str) -> bool:

@@ -38,7 +38,7 @@ from ._lexemes import (
     splits_operator,
     word_becomes_other,
 )
-from ._reader import string_past_code_end
+from ._reader import sentence_start, string_past_code_end
 from ._text import QUOTES, is_word_char, run_start
 
 __all__ = [
@@ -103,6 +103,9 @@ class Candidate:
     base: int = 0
     min_read: int = 2
     rule: EditRule = "edit"
+    #: A rewrite whose match ends the statement where a sentence of prose begins (``kept``):
+    #: the prose is the evidence of its end, as a finished answer's end is.
+    before_sentence: bool = False
 
 
 @dataclass(frozen=True)
@@ -208,8 +211,7 @@ class _Best:
         last = not c.kept.strip().strip(")]}")
         ends = (
             c.rule == "rewrite"
-            and v.final
-            and last
+            and ((v.final and last) or c.before_sentence)
             and (
                 complete or _closed_by_brackets(v.checker, c) or (not c.kept and _closed_by_marks(v, c.start, c.insert))
             )
@@ -693,36 +695,61 @@ def _rewrite_slips(v: Violation) -> Iterator[Candidate]:
     read = try_edit(v.checker, len(text), "", evidence)
     fails = len(text) + (read[0] if read else 0)
     complete = v.checker.is_complete
+    sentence = sentence_start(evidence, v.keywords)
+    statement = None if sentence is None else evidence[:sentence].rstrip()
     for rewrite in v.checker.grammar.rewrites:
         window_start = _window_start(rewrite, text, v.rewrite_floor, complete)
         if window_start is None:
             continue
-        window = text[window_start:] + evidence
-        for match in _matches(rewrite.regex, window):
-            start, end = window_start + match.start(), window_start + match.end()
-            if start > fails:
-                break
-            spans = start <= len(text) < end or start <= fails < end
-            if not spans or (not v.final and match.end() == len(window)):
-                continue  # not across the violation; or cut where the draft's text is (the rest unread)
-            # (A match that begins in the evidence keeps the draft's text before it.)
-            before = evidence[: max(start - len(text), 0)]
-            kept = evidence[end - len(text) :]
-            # (Other rewrites inside its text only where the grammar rejects that text as written.)
-            written = rewrite.expand(match)
-            reads = _reads_whole(v.checker, min(start, len(text)), before + written)
-            for insert in _rewritten(before, match, rewrite, written, () if reads else v.checker.grammar.rewrites):
-                yield Candidate(
-                    min(start, len(text)),
-                    insert,
-                    kept,
-                    match.group(),
-                    _rewrote(match, rewrite),
-                    _cost(0, 1),
-                    base=end - len(text),
-                    min_read=0 if _chained(rewrite, before, insert, kept) else rewrite.min_read,
-                    rule="rewrite",
-                )
+        for window, before_sentence in _rewrite_windows(text[window_start:], evidence, statement):
+            yield from _rewrite_matches(v, rewrite, window_start, window, fails, before_sentence)
+
+
+def _rewrite_windows(text: str, evidence: str, statement: str | None) -> Iterator[tuple[str, bool]]:
+    """The texts a rewrite's match is looked for in, and whether each ends before a sentence: the
+    text and all the evidence; then, where a sentence of prose begins in the evidence, the text
+    and the ``statement`` before it, its end the statement's (``\\Z`` matches there)."""
+    yield text + evidence, False
+    if statement is not None:
+        yield text + statement, True
+
+
+def _rewrite_matches(
+    v: Violation, rewrite: Rewrite, window_start: int, window: str, fails: int, before_sentence: bool
+) -> Iterator[Candidate]:
+    """The candidates of ``rewrite``'s matches in ``window`` (from ``window_start`` of the text)
+    that span the violation; with ``before_sentence``, only those that end the window, before
+    the sentence that follows it."""
+    text, evidence = v.text, v.evidence
+    for match in _matches(rewrite.regex, window):
+        start, end = window_start + match.start(), window_start + match.end()
+        if start > fails:
+            break
+        spans = start <= len(text) < end or start <= fails < end
+        at_end = match.end() == len(window)
+        if before_sentence and not at_end:
+            continue  # (found in the whole evidence too)
+        if not spans or (not v.final and at_end and not before_sentence):
+            continue  # not across the violation; or cut where the draft's text is (the rest unread)
+        # (A match that begins in the evidence keeps the draft's text before it.)
+        before = evidence[: max(start - len(text), 0)]
+        kept = evidence[end - len(text) :]
+        # (Other rewrites inside its text only where the grammar rejects that text as written.)
+        written = rewrite.expand(match)
+        reads = _reads_whole(v.checker, min(start, len(text)), before + written)
+        for insert in _rewritten(before, match, rewrite, written, () if reads else v.checker.grammar.rewrites):
+            yield Candidate(
+                min(start, len(text)),
+                insert,
+                kept,
+                match.group(),
+                _rewrote(match, rewrite),
+                _cost(0, 1),
+                base=end - len(text),
+                min_read=0 if _chained(rewrite, before, insert, kept) else rewrite.min_read,
+                rule="rewrite",
+                before_sentence=before_sentence,
+            )
 
 
 def _chained(rewrite: Rewrite, before: str, insert: str, kept: str) -> bool:

@@ -32,6 +32,7 @@ __all__ = [
     "prose_line",
     "prose_run",
     "reads_as_code",
+    "sentence_start",
     "string_past_code_end",
     "trailing_word",
 ]
@@ -586,6 +587,36 @@ def prose_run(text: str, at: int, rejected: str, keywords: frozenset[str]) -> tu
         start = len(joined[:start]) - len(joined[:start].lstrip())  # its first word: 'select the customer
     prose = [w for w in words if w in _FUNCTION_WORDS and w not in keywords]
     return (start, end) if len(words) >= 3 and len(prose) >= 2 else None
+
+
+def sentence_start(text: str, keywords: frozenset[str]) -> int | None:
+    """Where the first sentence in ``text`` begins, outside quotes, or ``None``: a capitalised word
+    that is no keyword, after white space, beginning a run of three or more plain words with two
+    English function words that are not among ``keywords`` (as ``prose_run`` counts them): a base
+    model's next prompt after its answer on the same line (``… WHERE id = 23  Write Sql for the
+    following question: What is …``). A statement ends there."""
+    for match in _QUOTED_OR_CAPITALISED.finditer(text):
+        if match.group(1) is None or match.group(1).lower() in keywords:
+            continue
+        words = []
+        end = match.start()
+        for word in _PROSE_WORD.finditer(text, match.start()):
+            if word.start() != end and text[end : word.start()] != " ":
+                break
+            words.append(word.group().strip("().,!?:;").lower())
+            end = word.end()
+        if len(words) >= 3 and sum(w in _FUNCTION_WORDS - keywords for w in words) >= 2:
+            return match.start()
+    return None
+
+
+#: A quoted text or name, or a comment (skipped: no sentence of the answer's prose begins inside
+#: it; one left open runs to the end), or a capitalised word after white space.
+_QUOTED_OR_CAPITALISED = re.compile(
+    r"'(?:[^']|'')*(?:'|\Z)|\"(?:[^\"]|\"\")*(?:\"|\Z)|`[^`]*(?:`|\Z)|--[^\n]*|/\*.*?(?:\*/|\Z)"
+    r"|(?<=\s)([A-Z][a-z]+)\b",
+    re.DOTALL,
+)
 
 
 def names_before_sentence(joined: str, start: int, at: int, keywords: frozenset[str]) -> list[int]:

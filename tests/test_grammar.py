@@ -450,14 +450,18 @@ def test_rewrites_come_from_the_argument_or_a_sibling_file(tmp_path: Path):
         "a function's two arguments, each an aggregate followed by its own WHERE and a bracket: each WHERE as its "
         "aggregate's FILTER, the first argument bracketed",
         "T-SQL's SELECT TOP n",
+        "a subquery after IN without its brackets",
         "two queries joined by an arithmetic operator: the operator between their values",
         "two aggregates, each with its own FROM, joined by an arithmetic operator: the operator between their values",
         "two aggregates, each with its own FROM, the second's WHERE then the column's alias, joined by an arithmetic "
         "operator: the operator between their values",
         "two aggregates, each with its own WHERE and one FROM after both, joined by an arithmetic operator: "
         "the operator between their values",
+        "two columns, each with its own WHERE and one FROM after both, joined by an arithmetic operator: "
+        "the operator between their values",
         "two aggregates, each followed by its own WHERE, joined by an arithmetic operator: each WHERE as its "
         "aggregate's FILTER",
+        "a subquery after a comparison without its brackets",
         "a function's first argument an aggregate with its own FROM, closed before the next argument: a subquery "
         "without its SELECT and its opening bracket",
         "a function's later argument an aggregate with its own FROM, after a subquery: a subquery without its SELECT "

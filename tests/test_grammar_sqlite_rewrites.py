@@ -120,6 +120,41 @@ def rewrite(text: str) -> str:
             " FROM (SELECT '2012-01-01 10:00:00' AS a, '2012-01-01 10:00:30.25' AS b)",
             30.25,
         ),
+        # EXTRACT(EPOCH FROM x) where the draft says x is a timestamp (TIMESTAMP(x), a cast, a
+        # timestamp literal, CURRENT_TIMESTAMP): its seconds since 1970, with their fraction.
+        (
+            "SELECT EXTRACT(EPOCH FROM TIMESTAMP('1970-01-02 00:00:30.25'))",
+            "SELECT (strftime('%s', '1970-01-02 00:00:30.25') + strftime('%f', '1970-01-02 00:00:30.25')"
+            " - strftime('%S', '1970-01-02 00:00:30.25'))",
+            86430.25,
+        ),
+        (
+            "SELECT EXTRACT(EPOCH FROM CAST(d AS TIMESTAMP)) FROM (SELECT '1970-01-01 00:01:00' AS d)",
+            "SELECT (strftime('%s', d) + strftime('%f', d) - strftime('%S', d))"
+            " FROM (SELECT '1970-01-01 00:01:00' AS d)",
+            60.0,
+        ),
+        (
+            "SELECT EXTRACT(EPOCH FROM TIMESTAMP '1970-01-01 00:00:10.5')",
+            "SELECT (strftime('%s', '1970-01-01 00:00:10.5') + strftime('%f', '1970-01-01 00:00:10.5')"
+            " - strftime('%S', '1970-01-01 00:00:10.5'))",
+            10.5,
+        ),
+        # MySQL's EXTRACT(YEAR_MONTH FROM d) is the number 201201 (not text); the quarter, the day of
+        # the week (PostgreSQL's DOW: Sunday 0) and of the year.
+        (
+            "SELECT EXTRACT(YEAR_MONTH FROM '2012-01-24 10:00')",
+            "SELECT CAST(strftime('%Y%m', '2012-01-24 10:00') AS INTEGER)",
+            201201,
+        ),
+        (
+            "SELECT EXTRACT(QUARTER FROM '2012-12-31') * 10 + EXTRACT(QUARTER FROM '2012-03-31')",
+            "SELECT ((CAST(strftime('%m', '2012-12-31') AS INTEGER) + 2) / 3) * 10"
+            " + ((CAST(strftime('%m', '2012-03-31') AS INTEGER) + 2) / 3)",
+            41,
+        ),
+        ("SELECT EXTRACT(DOW FROM '2026-11-29')", "SELECT CAST(strftime('%w', '2026-11-29') AS INTEGER)", 0),
+        ("SELECT EXTRACT(DOY FROM '2012-12-31')", "SELECT CAST(strftime('%j', '2012-12-31') AS INTEGER)", 366),
         # PostgreSQL's age in years: AGE's interval counts whole years (a birthday not yet reached
         # this year is not one; 29 February is reached on 1 March), from b to a or to today.
         (
@@ -535,6 +570,8 @@ def test_an_age_in_years_counts_whole_years(slip: str, years: int) -> None:
         # d may be a timestamp (seconds since 1970), a time of day (since midnight) or a duration
         # written as text (BIRD's lap times): no one SQLite reading.
         "SELECT EXTRACT(EPOCH FROM d)",
+        "SELECT EXTRACT(EPOCH FROM TIMESTAMP(d, t))",  # MySQL's date and time: no one SQLite argument
+        "SELECT EXTRACT(WEEK FROM d)",  # PostgreSQL's ISO week, MySQL's from Sunday: which one?
         "SELECT CAST(a) AS b FROM t",  # an alias, no type: which type was meant?
         # One argument: the call's bracket may hold the subquery or the call (ROUND(AVG(a)) FROM t ...).
         "SELECT ROUND(AVG(a) FROM t WHERE b)",
@@ -715,6 +752,20 @@ def test_no_rewrite_where_the_meaning_would_change(text: str) -> None:
             "SELECT T2.Name FROM arrange AS T1 JOIN teacher AS T2 ON T1.teacher_ID = T2 Teacher_ID WHERE T1.x = 1",
             "SELECT T2.Name FROM arrange AS T1 JOIN teacher AS T2 ON T1.teacher_ID = T2.Teacher_ID WHERE T1.x = 1",
             "an alias's dot left out (T2 Teacher_ID is T2.Teacher_ID)",
+        ),
+        (
+            # dev 3's glm-4 (EPOCH FROM had been dropped).
+            "SELECT s.year, AVG(EXTRACT(EPOCH FROM TIMESTAMP(time))) AS t FROM results r GROUP BY s.year;",
+            "SELECT s.year, AVG((strftime('%s', time) + strftime('%f', time) - strftime('%S', time))) AS t"
+            " FROM results r GROUP BY s.year;",
+            "EXTRACT(EPOCH FROM a timestamp): its seconds since 1970",
+        ),
+        (
+            # dev 3's Qwen2 (YEAR_MONTH FROM had been dropped).
+            "SELECT T2.Date FROM yearmonth AS T2 WHERE EXTRACT(YEAR_MONTH FROM T2.Date) = 201201 GROUP BY T2.Date",
+            "SELECT T2.Date FROM yearmonth AS T2 WHERE CAST(strftime('%Y%m', T2.Date) AS INTEGER) = 201201"
+            " GROUP BY T2.Date",
+            "MySQL's EXTRACT(YEAR_MONTH FROM ...): the year and month as one number",
         ),
         (
             "SELECT p.ID FROM Patient p WHERE p.Birthday <= DATE_SUB(CURDATE(), INTERVAL 60 YEAR) AND p.RF < 20",
@@ -1019,6 +1070,61 @@ def test_two_aggregates_each_followed_by_its_where_filter_each_aggregate(answer:
     first, not 11 - 1 as if the last WHERE were the second aggregate's alone). Checked by SQLite's
     value against the hand-written meaning, whole and streamed in chunks."""
     _means(answer, meant, ["two aggregates, each followed by its own WHERE"])
+
+
+_NEXT_QUESTION = "  Write Sql for the following question: What is the total of x for each a?  Consider the extra"
+
+
+@pytest.mark.parametrize(
+    ("answer", "meant", "reason"),
+    [
+        (
+            "SELECT x FROM t WHERE c = 1 AND a = 'A' - SELECT x FROM t WHERE c = 2 AND a = 'B'",
+            "SELECT (SELECT x FROM t WHERE c = 1 AND a = 'A') - (SELECT x FROM t WHERE c = 2 AND a = 'B')",
+            "two queries joined by an arithmetic operator",
+        ),
+        (
+            "SELECT a FROM t WHERE x = SELECT MAX(x) FROM t WHERE c = 2",
+            "SELECT a FROM t WHERE x = (SELECT MAX(x) FROM t WHERE c = 2)",
+            "a subquery after a comparison without its brackets",
+        ),
+        (
+            "SELECT SUM(x) WHERE a = 'A' AND c = 1 - SUM(x) WHERE a = 'B' FROM t",
+            "SELECT (SELECT SUM(x) FROM t WHERE a = 'A' AND c = 1) - (SELECT SUM(x) FROM t WHERE a = 'B')",
+            "two aggregates, each with its own WHERE and one FROM after both",
+        ),
+    ],
+)
+def test_a_statement_ends_where_the_models_next_prompt_begins(answer: str, meant: str, reason: str) -> None:
+    """A base model goes on after its answer with its prompt's next question on the same line
+    (dev 3's codes-15b: ``… WHERE id = 23  Write Sql for the following question: …``). A rewrite
+    that needs the statement's end (``;`` or the answer's) finds it where that sentence begins;
+    the sentence is cut after it. Before, the second query's words were dropped (``WHERE id = 6 -
+    id = 23``)."""
+    _means(answer + _NEXT_QUESTION, meant, [reason])
+
+
+def test_two_columns_each_with_its_where_and_one_from_after_both_mean_the_operator_between_their_values() -> None:
+    """dev 3's codes-7b: ``SELECT overall_rating WHERE player_name = 'A' - overall_rating WHERE
+    player_name = 'B' FROM Player_Attributes`` (the second WHERE and its FROM had been cut), as
+    two aggregates written so are (rewrite 'two aggregates, each with its own WHERE and one FROM
+    after both')."""
+    _means(
+        "SELECT x WHERE a = 'A' AND c = 1 - x WHERE a = 'B' AND c = 1 FROM t;",
+        "SELECT (SELECT x FROM t WHERE a = 'A' AND c = 1) - (SELECT x FROM t WHERE a = 'B' AND c = 1)",
+        ["two columns, each with its own WHERE and one FROM after both"],
+    )
+
+
+def test_two_aggregates_each_with_its_where_before_the_next_prompt_filter_each_aggregate() -> None:
+    """dev 3's codes-7b: ``COUNT(ID) where … / COUNT(ID) where SEX = 'F'`` then its next prompt
+    (no FROM: the answer's own). Before, the second WHERE was lost."""
+    answer = "SELECT COUNT(ID) where y > '1930' and SEX = 'F' / COUNT(ID) where SEX = 'F'" + _NEXT_QUESTION
+    meant = "SELECT COUNT(ID) FILTER (WHERE y > '1930' and SEX = 'F') / COUNT(ID) FILTER (WHERE SEX = 'F')"
+    for chunk in (len(answer), 5):
+        text, details, faithful, rewrites = _guided(answer, chunk)
+        assert text == meant and faithful and rewrites == 1
+        assert "(two aggregates, each followed by its own WHERE" in details[0]
 
 
 def _means(answer: str, meant: str, reasons: list[str]) -> None:

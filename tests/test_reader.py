@@ -15,6 +15,7 @@ from grammar_guide._reader import (
     looks_like_prose,
     partial_match,
     prose_after_answer,
+    sentence_start,
     string_past_code_end,
     trailing_word,
 )
@@ -190,6 +191,16 @@ def test_prose_run_finds_a_sentence_at_the_violation_not_a_name_with_spaces() ->
     assert prose_run("x + 1", 5, " \\end{code}", frozenset()) == (6, 6 + len("\\end{code}"))
     assert prose_run("SELECT a FROM t ORDER BY Max", 28, " Number of Times", sql) is None
     assert prose_run("SELECT a FROM t WHERE x", 23, " is not nul", sql) is None
+
+
+def test_a_sentence_starts_at_a_capitalised_word_outside_quotes_and_comments() -> None:
+    sql = frozenset({"select", "from", "where", "order", "by", "of", "is", "not", "null", "for", "following"})
+    text = "SELECT a FROM t WHERE b = 2  Write Sql for the following question: What is the"
+    assert sentence_start(text, sql) == text.index("Write")
+    assert sentence_start("x = 'It is the one' AND y = 1", sql) is None  # inside a string
+    assert sentence_start("x = 1 -- This is the one\n AND y = 1", sql) is None  # inside a comment
+    assert sentence_start("ORDER BY Max Number of Times", sql) is None  # a name with spaces
+    assert sentence_start("= 2  Write Sql for the following", sql) is None  # one function word: not yet
 
 
 def test_the_fenced_blocks_after_a_closing_fence_are_found_in_order() -> None:
