@@ -421,8 +421,15 @@ def _sentence_ends(checker: Checker, at: int, moved: str, floor: int) -> Cut | N
         ends.insert(0, len(text[: -len(word)].rstrip()))  # the sentence's first word: 'singer  Write Sql'
     for cut in ends:
         if cut >= floor and text[:cut].strip() and _complete_at(checker, cut):
-            return Cut(cut, "after complete text", min(at, cut))
+            return Cut(cut, _sentence_cut_reason(text[cut:] + moved), min(at, cut))
     return None
+
+
+def _sentence_cut_reason(left_out: str) -> CutReason:
+    """``after complete text`` where the text left out begins a sentence (``  Write Sql for``) or
+    another statement; ``prose`` where it goes on with a small letter (``underwent testing in …``):
+    a sentence the kept words may have begun (``Changes`` counts that as an edit)."""
+    return "prose" if left_out.lstrip()[:1].islower() else "after complete text"
 
 
 #: A capitalised word that may begin a sentence (``Write``), no name in capitals (``ID``).

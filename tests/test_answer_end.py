@@ -348,6 +348,7 @@ def test_a_sentence_s_full_stop_is_no_qualifier_and_its_words_no_code(chunk: int
     result = streamed(draft, chunk, SCHEMA_PROMPT)
     assert result.text == " SELECT COUNT(*) FROM Patient WHERE admitted"
     assert not [e for e in result.events if isinstance(e, gg.Correction)]  # nothing inserted or dropped
+    assert not result.faithful  # 'admitted' may be the sentence's first word, kept as a name
     assert one_statement(result.text)
 
 
@@ -392,4 +393,9 @@ def test_after_a_complete_query_a_sentence_end_ends_the_answer(chunk: int | None
     draft = "SELECT lapTime FROM laps table.  SELECT lapSpeed FROM laps WHERE raceId = 7;"
     result = streamed(draft, chunk, SCHEMA_PROMPT)
     assert result.text == "SELECT lapTime FROM laps"
-    assert [d.reason for d in result.dropped] == ["after complete text"]
+    # The words cut go on from the kept ones with a small letter: prose, a sentence the kept words
+    # may have begun, and the result says so (not faithful); a capitalised word begins a sentence.
+    assert [d.reason for d in result.dropped] == ["prose"] and not result.faithful
+    result = streamed(draft.replace("table.", "Table alone.", 1), chunk, SCHEMA_PROMPT)
+    assert result.text == "SELECT lapTime FROM laps"
+    assert [d.reason for d in result.dropped] == ["after complete text"] and result.faithful
