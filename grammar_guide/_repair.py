@@ -417,7 +417,7 @@ def _sentence_ends(checker: Checker, at: int, moved: str, floor: int) -> Cut | N
     text = checker.text[:at].rstrip()
     word = trailing_word(text)
     ends = [len(text)]
-    if _CAPITALISED.fullmatch(word) and word.lower() not in checker.grammar.keywords:
+    if _SENTENCE_START.fullmatch(word) and word.lower() not in checker.grammar.keywords:
         ends.insert(0, len(text[: -len(word)].rstrip()))  # the sentence's first word: 'singer  Write Sql'
     for cut in ends:
         if cut >= floor and text[:cut].strip() and _complete_at(checker, cut):
@@ -433,7 +433,7 @@ def _sentence_cut_reason(left_out: str) -> CutReason:
 
 
 #: A capitalised word that may begin a sentence (``Write``), no name in capitals (``ID``).
-_CAPITALISED = re.compile(r"[A-Z][a-z]+")
+_SENTENCE_START = re.compile(r"[A-Z][a-z]+")
 
 
 def _sentence_before_answer(checker: Checker, at: int, moved: str, *, final: bool, floor: int) -> Edit | None:
@@ -451,7 +451,7 @@ def _sentence_before_answer(checker: Checker, at: int, moved: str, *, final: boo
     text = checker.text
     start = len(text) - len(text.lstrip())
     sentence = text[start:at] + moved[:end]
-    if start < floor or "\n" in sentence or _CODE_TOKEN.search(sentence) or _complete_code_before(checker, at):
+    if start < floor or "\n" in sentence or _CODE_MARK.search(sentence) or _complete_code_before(checker, at):
         return None
     rest = moved[end:].lstrip()
     if not begins_answer(checker.grammar, rest):
@@ -468,7 +468,7 @@ def _sentence_before_answer(checker: Checker, at: int, moved: str, *, final: boo
 
 
 #: Marks of code in a sentence: an operator, a bracket, a quote, a qualified name (``a.b``).
-_CODE_TOKEN = re.compile(r"[=(){}\[\];\"'<>+*/%|&]|\w\.\w")
+_CODE_MARK = re.compile(r"[=(){}\[\];\"'<>+*/%|&]|\w\.\w")
 
 
 def _complete_code_before(checker: Checker, at: int) -> bool:
