@@ -32,6 +32,7 @@ __all__ = [
     "prose_line",
     "prose_run",
     "reads_as_code",
+    "sentence_end",
     "sentence_start",
     "string_past_code_end",
     "trailing_word",
@@ -579,14 +580,34 @@ def prose_run(text: str, at: int, rejected: str, keywords: frozenset[str]) -> tu
     for match in _PROSE_WORD.finditer(joined, start):
         if match.start() != end and joined[end : match.start()] != " ":
             break
-        words.append(match.group().strip("().,!?:;").lower())
+        words.append(match.group())
         end = match.end()
     if end <= at:
         return None  # the violation is not in the run
     if re.fullmatch(r"\s*[a-z]+ ", joined[:start]):
         start = len(joined[:start]) - len(joined[:start].lstrip())  # its first word: 'select the customer
-    prose = [w for w in words if w in _FUNCTION_WORDS and w not in keywords]
-    return (start, end) if len(words) >= 3 and len(prose) >= 2 else None
+    return (start, end) if _reads_as_english(words, keywords) else None
+
+
+#: The plain words of a sentence: small letters only (``protein``, ``levels``), no name of code.
+_PLAIN_WORD = re.compile(r"[a-z]+")
+
+
+def _reads_as_english(words: list[str], keywords: frozenset[str]) -> bool:
+    """Whether a run of three or more ``words`` (as written, punctuation after them) is English:
+    two English function words that are not among the grammar's ``keywords``; or one, with
+    sentence punctuation after a word (``range.``, ``question:``) and three plain lower-case words
+    that are no keyword (``Write Sql for the following question: Write all posts with score``,
+    where ``for``, ``following``, ``all`` and ``with`` are SQLite's keywords)."""
+    bare = [w.strip("().,!?:;").lower() for w in words]
+    function = sum(w in _FUNCTION_WORDS - keywords for w in bare)
+    if len(words) < 3 or function < 1:
+        return False
+    if function >= 2:
+        return True
+    stops = any(w.rstrip(")")[-1:] in ".!?:" for w in words)
+    plain = [w for w in words if _PLAIN_WORD.fullmatch(w.strip("().,!?:;")) and w.strip("().,!?:;") not in keywords]
+    return stops and len(plain) - function >= 3
 
 
 def sentence_start(text: str, keywords: frozenset[str]) -> int | None:
@@ -679,7 +700,26 @@ def reads_as_code(text: str, keywords: frozenset[str]) -> bool:
     plain = [w for w in words if re.fullmatch(r"[a-z]+(?:-[a-z]+)*", w) and w not in keywords]
     if len(plain) >= 2:
         return False  # 'a step-by-step breakdown': words of a sentence, not names of code
+    if sentence_end(text) is not None:
+        return False  # 'player Ariel Borysiuk.  Write': the rest of a sentence, to its full stop
     return prose_run("", 0, text, keywords) is None
+
+
+#: Words alone (names in backticks among them, commas between), then the mark that ends a
+#: sentence right after the last word and white space before a capital letter: ``player Ariel
+#: Borysiuk.  Write``, ``table.  SELECT``. No quote, bracket or operator: ``a.b`` is a qualified
+#: name, ``3.5`` a number, ``'x.  Y'`` a string.
+_WORDS_TO_SENTENCE_END = re.compile(
+    r"[ \t]*(?:(?:`[^`\n]*`|[A-Za-z0-9_]+),?[ \t]+){0,40}?(?:`[^`\n]*`|[A-Za-z0-9_]+)[.!?:](?=[ \t\n]+[A-Z])"
+)
+
+
+def sentence_end(text: str) -> int | None:
+    """Where a sentence that ``text`` is the rest of ends (just after its ``.``, ``!``, ``?`` or
+    ``:``), when ``text`` is words alone up to it and a capitalised word follows after white space
+    (a new sentence or statement: ``table.  SELECT a FROM t``); ``None`` otherwise."""
+    match = _WORDS_TO_SENTENCE_END.match(text)
+    return None if match is None else match.end()
 
 
 #: Where the code ends and the document around it goes on: a closing fence, closing markup

@@ -48,6 +48,7 @@ from ._reader import (
     prose_line,
     prose_run,
     reads_as_code,
+    sentence_end,
     trailing_word,
 )
 from ._resync import resync
@@ -130,8 +131,12 @@ def decide(
     text = checker.text
     at = _rejected_start(checker, evidence, floor)
     moved = text[at:] + evidence
+    # A sentence the answer began with, a statement after it: the sentence is preamble.
+    preamble = _sentence_before_answer(checker, at, moved, final=final, floor=floor)
+    if preamble is not None:
+        return preamble
     # Prose first: 'The answer is 3 + 4' is no second answer after the name 'The'.
-    sentence = _leave_prose(checker, at, moved, final=final, floor=floor)
+    sentence = _leave_prose(checker, at, moved, final=final, floor=floor) or _sentence_ends(checker, at, moved, floor)
     if sentence is not None:
         return sentence
     fresh = signature(text, evidence, at) != last
@@ -399,6 +404,71 @@ def _leave_prose(checker: Checker, at: int, moved: str, *, final: bool, floor: i
     if resume is not None:
         return resume
     return Cut(cut, "prose", min(at, cut))
+
+
+def _sentence_ends(checker: Checker, at: int, moved: str, floor: int) -> Cut | None:
+    """The rejected text ``moved`` is words up to a sentence's end (``_reader.sentence_end``: ``in
+    `results` table.  SELECT …``, ``underwent testing in 1997 AND … range.  Write``), a capitalised
+    word after it: a sentence end is where the answer may end. Where the text is complete at the
+    violation, the sentence and all after it are cut there (a statement after it is never joined
+    on, its full stop never read as a qualifier's dot: issue 28 items 1, 2); ``None`` otherwise."""
+    if sentence_end(moved) is None:
+        return None
+    text = checker.text[:at].rstrip()
+    word = trailing_word(text)
+    ends = [len(text)]
+    if _SENTENCE_START.fullmatch(word) and word.lower() not in checker.grammar.keywords:
+        ends.insert(0, len(text[: -len(word)].rstrip()))  # the sentence's first word: 'singer  Write Sql'
+    for cut in ends:
+        if cut >= floor and text[:cut].strip() and _complete_at(checker, cut):
+            return Cut(cut, _sentence_cut_reason(text[cut:] + moved), min(at, cut))
+    return None
+
+
+def _sentence_cut_reason(left_out: str) -> CutReason:
+    """``after complete text`` where the text left out begins a sentence (``  Write Sql for``) or
+    another statement; ``prose`` where it goes on with a small letter (``underwent testing in …``):
+    a sentence the kept words may have begun (``Changes`` counts that as an edit)."""
+    return "prose" if left_out.lstrip()[:1].islower() else "after complete text"
+
+
+#: A capitalised word that may begin a sentence (``Write``), no name in capitals (``ID``).
+_SENTENCE_START = re.compile(r"[A-Z][a-z]+")
+
+
+def _sentence_before_answer(checker: Checker, at: int, moved: str, *, final: bool, floor: int) -> Edit | None:
+    """The edit that leaves out a sentence the draft began its answer with, up to its end in the
+    rejected text ``moved`` (``_reader.sentence_end``), and reads on in the statement after it
+    (``SELECT `aCL IgG` and `aCL IgM` are the two antibodies that were tested.  SELECT Symptoms
+    FROM …``: no complete statement in code before it); or ``None``. The sentence is all
+    of the answer before it, on one line, with no code mark (no operator, bracket or quote but a
+    name's backticks) and not two keywords in capitals with no English word between (``SELECT n
+    FROM p ORDER BY n``: code, ``_complete_code_before``); what follows it begins an answer of the
+    grammar (``SELECT``) and reads on conclusively."""
+    end = sentence_end(moved)
+    if end is None:
+        return None
+    text = checker.text
+    start = len(text) - len(text.lstrip())
+    sentence = text[start:at] + moved[:end]
+    if start < floor or "\n" in sentence or _CODE_MARK.search(sentence) or _complete_code_before(checker, at):
+        return None
+    rest = moved[end:].lstrip()
+    if not begins_answer(checker.grammar, rest):
+        return None
+    tried = try_edit(checker, start, "", rest)
+    if tried is None:
+        return None
+    read = whole_words(rest, tried[0])
+    if not read or not conclusive(rest, read, final, tried[1]):
+        return None
+    removed = text[start:at] + moved[: len(moved) - len(rest)]
+    description = f"left out the sentence {sentence.strip()!r} before the answer"
+    return Edit(start, "", rest[:read], removed, description, rest[read:], rule="prose")
+
+
+#: Marks of code in a sentence: an operator, a bracket, a quote, a qualified name (``a.b``).
+_CODE_MARK = re.compile(r"[=(){}\[\];\"'<>+*/%|&]|\w\.\w")
 
 
 def _complete_code_before(checker: Checker, at: int) -> bool:

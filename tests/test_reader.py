@@ -203,6 +203,31 @@ def test_a_sentence_starts_at_a_capitalised_word_outside_quotes_and_comments() -
     assert sentence_start("= 2  Write Sql for the following", sql) is None  # one function word: not yet
 
 
+def test_a_run_with_one_function_word_is_prose_where_it_ends_a_sentence_in_plain_words() -> None:
+    from grammar_guide._reader import prose_run
+
+    sql = gg.Grammar.builtin("sqlite").keywords  # 'for', 'following', 'all' and 'with' among them
+    text = "SELECT a FROM t WHERE x = 60"
+    instruction = " Write Sql for the following question: Write all posts with score"
+    assert prose_run(text, len(text), instruction, sql) == (len(text), len(text + instruction))
+    # No sentence punctuation, or names rather than plain words: code, or a name with spaces.
+    assert prose_run(text, len(text), " Write Sql for the following question", sql) is None
+    assert prose_run(text, len(text), " Total Score of the Team: Home", sql) is None
+
+
+def test_words_up_to_a_sentence_end_are_the_rest_of_a_sentence_not_code() -> None:
+    from grammar_guide._reader import reads_as_code, sentence_end
+
+    sql = gg.Grammar.builtin("sqlite").keywords
+    assert sentence_end("player Ariel Borysiuk.  Write Sql") == len("player Ariel Borysiuk.")
+    assert sentence_end(" in `results` table.  SELECT a FROM t") == len(" in `results` table.")
+    assert not reads_as_code("player Ariel Borysiuk.  Write Sql", sql)
+    assert reads_as_code("player Ariel FROM t", sql)
+    # A qualified name, a number, a string, a full stop before no capital: no sentence ends there.
+    for text in ("t.Name FROM t", "x = 3.5 AND Y", "'a.  B'", "range. and more"):
+        assert sentence_end(text) is None, text
+
+
 def test_the_fenced_blocks_after_a_closing_fence_are_found_in_order() -> None:
     stopped = '\n```\nMore:\n```json\n{"b": 2}\n```\n```py\nx\n```\n```\n[3]'
     bodies = [stopped[start:end] for start, end in fenced_blocks(stopped, "json")]
