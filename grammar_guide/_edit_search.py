@@ -37,6 +37,7 @@ from ._lexemes import (
     merges,
     splits_operator,
     word_becomes_other,
+    written_as_name,
 )
 from ._reader import sentence_start, string_past_code_end
 from ._text import QUOTES, is_word_char, run_start
@@ -665,13 +666,20 @@ _WORD_END = re.compile(r"(?<=[\w)])(?![\w.(])")
 
 
 def _holds_code(inside: str, keywords: frozenset[str], quote: str) -> bool:
-    """Whether a quoted text holds the draft's code: a keyword of the grammar written in capitals.
+    """Whether a quoted text holds the draft's code: a keyword of the grammar written in capitals,
+    or a comparison that ends it (``'6.5 and SEX = 'F'``: the quote after ``=`` opens its value).
     One that holds its own quote written twice (``'+'' AND ...``), or begins with such a keyword
     (`` `SELECT q1 FROM ...``), was not left open: the quote written twice, or before the code, is
     the slip."""
     words = re.findall(r"[A-Za-z_]\w*", inside)
     first = inside.lstrip()[:1].isalpha() and words[:1] and _capital_keyword(words[0], keywords)
-    return quote not in inside and not first and any(_capital_keyword(w, keywords) for w in words)
+    code = any(_capital_keyword(w, keywords) for w in words) or _ENDS_IN_COMPARISON.search(inside) is not None
+    return quote not in inside and not first and code
+
+
+#: A text that ends in a comparison of a word (``SEX =``, ``b <>``) and white space: the quote after
+#: it opens the compared value.
+_ENDS_IN_COMPARISON = re.compile(r"\w\s*(?:=|<>|!=|<=|>=|<|>)\s*$")
 
 
 def _capital_keyword(word: str, keywords: frozenset[str]) -> bool:
@@ -899,10 +907,13 @@ _INVENTED_WORD = 2  # lexemes a word or operator inserted costs: more than one o
 
 
 def _invented_lexemes(literal: str) -> int:
-    """What writing ``literal`` where the draft has nothing costs, in lexemes: a word or an operator
-    is invented meaning (``no_number_of &Employees``, an operation nobody wrote), so it costs more
-    than one of the draft's lexemes dropped; a mark that shapes the text (``,``, ``)``) one."""
-    return _INVENTED_WORD if is_word(literal) or is_operator(literal) else 1
+    """What writing ``literal`` where the draft has nothing costs, in lexemes: a word, an operator
+    or an opening bracket is invented meaning (``no_number_of &Employees``, an operation nobody
+    wrote; ``CreationDate() FROM``, a call or a group nobody wrote, whose close is the draft's
+    stray one), so it costs more than one of the draft's lexemes dropped; a mark that shapes the
+    text (``,``, ``)``) one."""
+    invents = is_word(literal) or is_operator(literal) or literal in _OPENERS
+    return _INVENTED_WORD if invents else 1
 
 
 def _cost(lexemes: int, chars: int) -> int:
@@ -1237,6 +1248,8 @@ def _replacement_cost(word: str, literal: str, keywords: frozenset[str]) -> int 
         return None  # a separator is not an opening bracket: it would open a value nobody wrote
     if word in _OPENERS and literal in _CLOSING:
         return None  # a bracket the draft opened is not made a close: ``EXTRACT(EPOCH`` is no ``EXTRACT)EPOCH``
+    if word in _CLOSING and literal not in _CLOSING:
+        return None  # nor one it closed a separator: ``AS REAL) * 100`` is no ``AS REAL, * 100``
     if literal in OPERATOR_SYNONYMS.get(word, ()):
         return _cost(1, 0)
     if is_word(literal):
@@ -1339,7 +1352,7 @@ def names_with_spaces(
         parts.append(part.group())
         end = part.end()
         words = [p for p in parts if p[0] != "("]
-        titled = all(w[0].isupper() for w in words if w.lower() not in keywords)
+        titled = all(w[0].isupper() or written_as_name(w) for w in words if w.lower() not in keywords)
         if any(_keyword_in_name(w, i, titled, shape, keywords) for i, w in enumerate(words)):
             break
         if len(parts) > 1 and parts[-1].lower() not in keywords:

@@ -21,6 +21,7 @@ __all__ = [
     "merges",
     "splits_operator",
     "word_becomes_other",
+    "written_as_name",
 ]
 
 #: Operators of more than one character in the languages drafts write (longest first).
@@ -87,11 +88,24 @@ def keywords_of(literals: Iterable[str]) -> frozenset[str]:
 
 def word_becomes_other(word: str, literal: str, keywords: frozenset[str]) -> bool:
     """Whether replacing the draft's ``word`` with ``literal`` would turn a word into an operator
-    or mark (``answer`` into ``^``, ``FROM`` into ``,``), or one of the grammar's keywords into
-    another (``AS`` into ``IS``): a change of what the draft wrote, never a repair of a slip."""
+    or mark (``answer`` into ``^``, ``FROM`` into ``,``), one of the grammar's keywords into
+    another (``AS`` into ``IS``), or a word written as names are into a keyword (``aCL`` into
+    ``ALL``): a change of what the draft wrote, never a repair of a slip."""
     if not is_word(word):
         return False
-    return not is_word(literal) or word.lower() in keywords
+    if not is_word(literal) or word.lower() in keywords:
+        return True
+    return literal.lower() in keywords and written_as_name(word)
+
+
+_INNER_CAPITAL = re.compile(r"[a-z][A-Z]")
+
+
+def written_as_name(word: str) -> bool:
+    """Whether ``word`` is written as names are, never as a keyword: a capital after a small letter
+    (``aCL``, ``IgG``, ``userId``; a keyword is written in capitals, in small letters or with a
+    capital first)."""
+    return _INNER_CAPITAL.search(word) is not None
 
 
 def splits_operator(before: str, start: int, end: int, after: str = "") -> bool:

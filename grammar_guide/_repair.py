@@ -168,15 +168,22 @@ def decide(
         placed = [_before_space(checker, e, floor) for e in edits]
         placed = [replace(e, at=min(at, e.start)) for e in placed]
         chosen = replace(placed[0], ties=tuple(placed[1:]))
-        return _outlasting(checker, at, moved, chosen, final=final, floor=floor, steps=lookahead * no_target)
-    dropped = _resync_at(checker, at, moved, final=final) if no_target and fresh else None
+        word_at = _word_start(text, at, moved, floor)
+        return _outlasting(
+            checker, word_at, text[word_at:] + evidence, chosen, final=final, floor=floor, steps=lookahead * no_target
+        )
+    start = _word_start(text, at, moved, floor)
+    dropped = _resync_at(checker, start, text[start:] + evidence, final=final) if no_target and fresh else None
     if dropped is not None:
         return dropped
-    start = at
-    word = trailing_word(text[:at])
-    if word and moved[:1].isalnum() and start - len(word) >= floor:
-        start -= len(word)
     return NeedTarget(start, at)
+
+
+def _word_start(text: str, at: int, moved: str, floor: int) -> int:
+    """Where the word the rejected text ``moved`` begins in starts (``A`` of ``AS INT)`` was read as
+    the start of ``AND``): the target writes from there, and a drop takes the word whole."""
+    word = trailing_word(text[:at])
+    return at - len(word) if word and moved[:1].isalnum() and at - len(word) >= floor else at
 
 
 #: Cuts after which nothing of the answer is lost: the draft's answer ended there.

@@ -55,6 +55,16 @@ def _db() -> sqlite3.Connection:
             [(200,)],
         ),
         (
+            # No keyword in capitals inside, but a comparison ends it: the quote after ``=`` opens
+            # its value (not 'F' dropped and the quote written twice, ``= '') FROM hero;')``).
+            "SELECT SUM(alignment = 'Bad' and publisher = 'Marvel'), SUM(alignment = 'Good and publisher = 'Marvel')"
+            " FROM hero;",
+            "SELECT SUM(alignment = 'Bad' and publisher = 'Marvel'), SUM(alignment = 'Good' and publisher = 'Marvel')"
+            " FROM hero;",
+            1,
+            [(2, 1)],
+        ),
+        (
             # Quoted names, neither closed: the second runs on to the end of the answer.
             "SELECT p.name FROM `hero` h JOIN `hero_power hp ON h.id = hp.hero_id JOIN `power p ON hp.power_id = p.id"
             " WHERE h.id = 1; ",

@@ -1,0 +1,86 @@
+"""Edits respect the draft's lexemes (issue 28 item 3): a name written as names are is never made a
+keyword, an opening bracket inserted is an invented call or group (not a tie with dropping the
+draft's stray close), a closing bracket is never made a separator (which reads the operator after
+it as something else), and a drop after a violation inside a word takes the whole word. Real
+SQLite grammar, no target."""
+
+from __future__ import annotations
+
+import sqlite3
+
+import pytest
+
+from grammar_guide import Correction, Grammar, guide
+from grammar_guide import _repair as repair
+from grammar_guide._edit_search import _replacement_cost, names_with_spaces, search_edits
+from grammar_guide._lexemes import word_becomes_other, written_as_name
+from tests.test_repair import at_violation as _at_violation
+
+
+@pytest.fixture(scope="module")
+def sqlite() -> Grammar:
+    return Grammar.builtin("sqlite")
+
+
+def test_a_word_written_as_names_are_is_never_made_a_keyword(sqlite: Grammar) -> None:
+    keywords = sqlite.keywords
+    assert written_as_name("aCL") and written_as_name("IgG") and written_as_name("userId")
+    assert not any(written_as_name(w) for w in ("FORM", "form", "Form", "SELECT_", "T2"))
+    assert word_becomes_other("aCL", "ALL", keywords)
+    assert not word_becomes_other("FORM", "FROM", keywords)  # a misspelt keyword is still one
+    # Its words are a name's, as words in title case are: quoting them whole changes no lexeme.
+    assert names_with_spaces("aCL IgG) FROM Examination", keywords) == [("aCL IgG", 3)]
+
+
+def test_a_name_with_spaces_in_mixed_case_is_quoted_whole_not_made_a_keyword(sqlite: Grammar) -> None:
+    # BIRD's column ``aCL IgG``: ``aCL`` had become ``all`` (one letter from ALL).
+    draft = "SELECT AVG(aCL IgG) FROM Examination WHERE Admission = '+'"
+    result = guide(lambda prompt: draft, sqlite, "q", target=False)
+    assert result.text == "SELECT AVG(\"aCL IgG\") FROM Examination WHERE Admission = '+'" and result.faithful
+    db = sqlite3.connect(":memory:")
+    db.executescript(
+        "CREATE TABLE Examination(\"aCL IgG\", Admission); INSERT INTO Examination VALUES (2, '+'), (4, '+'), (9, '-');"
+    )
+    assert db.execute(result.text).fetchall() == [(3.0,)]
+
+
+def test_an_opening_bracket_inserted_costs_more_than_dropping_the_drafts_stray_close(sqlite: Grammar) -> None:
+    # ``CreationDate) FROM``: ``CreationDate()`` is a call nobody wrote; the stray ')' is dropped.
+    checker, evidence = _at_violation(
+        sqlite, "SELECT SUBTRACT(Date) from stats_badges, CreationDate) FROM stats_badges WHERE a = 1"
+    )
+    edits = search_edits(checker, evidence, final=True)  # type: ignore[arg-type]
+    assert edits and edits[0].description == "dropped ')'"
+    result = guide(
+        lambda prompt: "SELECT SUBTRACT(Date from stats_badges, CreationDate) FROM stats_badges WHERE a = 1",
+        sqlite,
+        "q",
+        target=False,
+    )
+    assert "()" not in result.text
+    assert not [e for e in result.events if isinstance(e, Correction) and "(" in e.text]
+
+
+def test_a_closing_bracket_is_never_made_a_separator() -> None:
+    keywords = frozenset({"as", "from"})
+    assert _replacement_cost(")", ",", keywords) is None  # ``AS REAL) * 100`` is no ``AS REAL, * 100``
+    assert _replacement_cost(")", "]", keywords) is not None  # a close for another close
+
+
+def test_a_drop_at_a_violation_inside_a_word_takes_the_whole_word(sqlite: Grammar) -> None:
+    # ``'r' AS INT) AS REAL) * 100``: the ``A`` of ``AS`` reads as the start of ``AND``. A ')'
+    # inserted before ``AS INT`` closes the COUNT, then the CAST's close is stray and the ``*``
+    # becomes a select list's star; dropping ``AS INT`` keeps the rest, the operator included.
+    draft = (
+        "SELECT CAST(COUNT(CASE WHEN a = 2 THEN id END AND b = 'r' AS INT) AS REAL) * 100 / COUNT(id) AS p"
+        " FROM t WHERE c = 1"
+    )
+    checker, evidence = _at_violation(sqlite, draft)
+    assert checker.text.endswith("'r' A")  # type: ignore[attr-defined]
+    decision = repair.decide(checker, evidence, final=True, floor=0, no_target=True)  # type: ignore[arg-type]
+    assert isinstance(decision, repair.Edit) and decision.removed.strip() == "AS INT"
+    result = guide(lambda prompt: draft, sqlite, "q", target=False)
+    assert ") * 100 / COUNT(id) AS p FROM t WHERE c = 1" in result.text
+    db = sqlite3.connect(":memory:")
+    db.executescript("CREATE TABLE t(id, a, b, c); INSERT INTO t VALUES (1, 2, 'r', 1), (2, 3, 'r', 1);")
+    assert db.execute(result.text).fetchall() == [(50.0,)]
