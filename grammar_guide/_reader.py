@@ -422,8 +422,7 @@ def _sentence_words(line: str, keywords: frozenset[str]) -> bool:
     words = line.split()
     if len(words) < 3 or not _CAPITALISED.fullmatch(words[0]) or words[0].strip(",:").lower() in keywords:
         return False
-    function = _FUNCTION_WORDS - keywords
-    return sum(w.strip("().,!?:;'\"`").lower() in function for w in words) >= 2
+    return sum(_is_function_word(w.strip("().,!?:;'\"`").lower(), keywords) for w in words) >= 2
 
 
 def prose_after_answer(text: str, rejected: str, floor: int, complete_at: Callable[[int], bool]) -> int | None:
@@ -575,13 +574,7 @@ def prose_run(text: str, at: int, rejected: str, keywords: frozenset[str]) -> tu
         start = match.start()
         if before[match.start() - 1 : match.start()] == "\n":
             break
-    words = []
-    end = start
-    for match in _PROSE_WORD.finditer(joined, start):
-        if match.start() != end and joined[end : match.start()] != " ":
-            break
-        words.append(match.group())
-        end = match.end()
+    words, end = _word_run(joined, start)
     if end <= at:
         return None  # the violation is not in the run
     if re.fullmatch(r"\s*[a-z]+ ", joined[:start]):
@@ -599,15 +592,33 @@ def _reads_as_english(words: list[str], keywords: frozenset[str]) -> bool:
     sentence punctuation after a word (``range.``, ``question:``) and three plain lower-case words
     that are no keyword (``Write Sql for the following question: Write all posts with score``,
     where ``for``, ``following``, ``all`` and ``with`` are SQLite's keywords)."""
-    bare = [w.strip("().,!?:;").lower() for w in words]
-    function = sum(w in _FUNCTION_WORDS - keywords for w in bare)
+    bare = [w.strip("().,!?:;") for w in words]
+    function = sum(_is_function_word(w.lower(), keywords) for w in bare)
     if len(words) < 3 or function < 1:
         return False
     if function >= 2:
         return True
     stops = any(w.rstrip(")")[-1:] in ".!?:" for w in words)
-    plain = [w for w in words if _PLAIN_WORD.fullmatch(w.strip("().,!?:;")) and w.strip("().,!?:;") not in keywords]
+    plain = [w for w in bare if _PLAIN_WORD.fullmatch(w) and w not in keywords]
     return stops and len(plain) - function >= 3
+
+
+def _word_run(text: str, start: int) -> tuple[list[str], int]:
+    """The words of a sentence (``_PROSE_WORD``, punctuation after them) from ``start`` in ``text``,
+    one space between each, and where the run ends."""
+    words = []
+    end = start
+    for match in _PROSE_WORD.finditer(text, start):
+        if match.start() != end and text[end : match.start()] != " ":
+            break
+        words.append(match.group())
+        end = match.end()
+    return words, end
+
+
+def _is_function_word(word: str, keywords: frozenset[str]) -> bool:
+    """Whether ``word`` (in small letters) is an English function word that is no keyword."""
+    return word in _FUNCTION_WORDS and word not in keywords
 
 
 def sentence_start(text: str, keywords: frozenset[str]) -> int | None:
@@ -619,14 +630,8 @@ def sentence_start(text: str, keywords: frozenset[str]) -> int | None:
     for match in _QUOTED_OR_CAPITALISED.finditer(text):
         if match.group(1) is None or match.group(1).lower() in keywords:
             continue
-        words = []
-        end = match.start()
-        for word in _PROSE_WORD.finditer(text, match.start()):
-            if word.start() != end and text[end : word.start()] != " ":
-                break
-            words.append(word.group().strip("().,!?:;").lower())
-            end = word.end()
-        if len(words) >= 3 and sum(w in _FUNCTION_WORDS - keywords for w in words) >= 2:
+        words = [w.strip("().,!?:;").lower() for w in _word_run(text, match.start())[0]]
+        if len(words) >= 3 and sum(_is_function_word(w, keywords) for w in words) >= 2:
             return match.start()
     return None
 
@@ -649,7 +654,7 @@ def names_before_sentence(joined: str, start: int, at: int, keywords: frozenset[
     words = []
     for match in _PROSE_WORD.finditer(joined, start, at):
         word = match.group().strip("().,!?:;")
-        if word.lower() in _FUNCTION_WORDS - keywords:
+        if _is_function_word(word.lower(), keywords):
             break
         words.append((word, start + len(joined[start : match.end()].rstrip(".,!?:;"))))
     capitalised = [
@@ -671,7 +676,7 @@ def prose_line(text: str, keywords: frozenset[str] = frozenset()) -> int:
         return 0
     if not all(_PROSE_WORD.fullmatch(word) for word in words):
         return 0
-    function = [w for w in words if w.strip("().,!?:;").lower() in _FUNCTION_WORDS - keywords]
+    function = [w for w in words if _is_function_word(w.strip("().,!?:;").lower(), keywords)]
     return len(line) + 1 if len(function) >= 2 else 0
 
 
@@ -687,7 +692,7 @@ _OPENING_TAG = re.compile(rf"<\s*(?:{_CODE_TAGS})\b[^<>\n]*>|{_SQUARE_TAG.patter
 
 def has_function_word(text: str, keywords: frozenset[str]) -> bool:
     """Whether ``text`` has an English function word (``the``, ``in``) that is no keyword."""
-    return any(w.lower() in _FUNCTION_WORDS - keywords for w in re.findall(r"[A-Za-z]+", text))
+    return any(_is_function_word(w.lower(), keywords) for w in re.findall(r"[A-Za-z]+", text))
 
 
 def reads_as_code(text: str, keywords: frozenset[str]) -> bool:
@@ -695,7 +700,7 @@ def reads_as_code(text: str, keywords: frozenset[str]) -> bool:
     three words is an English function word (``here``, ``the``) that is not a keyword, at most
     one of them a plain lower-case word that is not a keyword, and it does not begin a sentence."""
     words = [w.strip("().,!?:;") for w in text.split(maxsplit=3)[:3]]
-    if any(w.lower() in _FUNCTION_WORDS - keywords for w in words):
+    if any(_is_function_word(w.lower(), keywords) for w in words):
         return False
     plain = [w for w in words if re.fullmatch(r"[a-z]+(?:-[a-z]+)*", w) and w not in keywords]
     if len(plain) >= 2:

@@ -132,11 +132,14 @@ def decide(
     at = _rejected_start(checker, evidence, floor)
     moved = text[at:] + evidence
     # A sentence the answer began with, a statement after it: the sentence is preamble.
-    preamble = _sentence_before_answer(checker, at, moved, final=final, floor=floor)
+    stop = sentence_end(moved)
+    preamble = None if stop is None else _sentence_before_answer(checker, at, moved, stop, final=final, floor=floor)
     if preamble is not None:
         return preamble
     # Prose first: 'The answer is 3 + 4' is no second answer after the name 'The'.
-    sentence = _leave_prose(checker, at, moved, final=final, floor=floor) or _sentence_ends(checker, at, moved, floor)
+    sentence = _leave_prose(checker, at, moved, final=final, floor=floor)
+    if sentence is None and stop is not None:
+        sentence = _sentence_ends(checker, at, moved, floor)
     if sentence is not None:
         return sentence
     fresh = signature(text, evidence, at) != last
@@ -414,13 +417,12 @@ def _leave_prose(checker: Checker, at: int, moved: str, *, final: bool, floor: i
 
 
 def _sentence_ends(checker: Checker, at: int, moved: str, floor: int) -> Cut | None:
-    """The rejected text ``moved`` is words up to a sentence's end (``_reader.sentence_end``: ``in
-    `results` table.  SELECT …``, ``underwent testing in 1997 AND … range.  Write``), a capitalised
-    word after it: a sentence end is where the answer may end. Where the text is complete at the
-    violation, the sentence and all after it are cut there (a statement after it is never joined
-    on, its full stop never read as a qualifier's dot: issue 28 items 1, 2); ``None`` otherwise."""
-    if sentence_end(moved) is None:
-        return None
+    """The rejected text ``moved`` being words up to a sentence's end (``_reader.sentence_end``:
+    ``in `results` table.  SELECT …``, ``underwent testing in 1997 AND … range.  Write``), a
+    capitalised word after it: a sentence end is where the answer may end. Where the text is
+    complete at the violation, the sentence and all after it are cut there (a statement after it
+    is never joined on, its full stop never read as a qualifier's dot: issue 28 items 1, 2);
+    ``None`` otherwise."""
     text = checker.text[:at].rstrip()
     word = trailing_word(text)
     ends = [len(text)]
@@ -443,18 +445,15 @@ def _sentence_cut_reason(left_out: str) -> CutReason:
 _SENTENCE_START = re.compile(r"[A-Z][a-z]+")
 
 
-def _sentence_before_answer(checker: Checker, at: int, moved: str, *, final: bool, floor: int) -> Edit | None:
-    """The edit that leaves out a sentence the draft began its answer with, up to its end in the
-    rejected text ``moved`` (``_reader.sentence_end``), and reads on in the statement after it
+def _sentence_before_answer(checker: Checker, at: int, moved: str, end: int, *, final: bool, floor: int) -> Edit | None:
+    """The edit that leaves out a sentence the draft began its answer with, up to its end ``end``
+    in the rejected text ``moved`` (``_reader.sentence_end``), and reads on in the statement after it
     (``SELECT `aCL IgG` and `aCL IgM` are the two antibodies that were tested.  SELECT Symptoms
     FROM …``: no complete statement in code before it); or ``None``. The sentence is all
     of the answer before it, on one line, with no code mark (no operator, bracket or quote but a
     name's backticks) and not two keywords in capitals with no English word between (``SELECT n
     FROM p ORDER BY n``: code, ``_complete_code_before``); what follows it begins an answer of the
     grammar (``SELECT``) and reads on conclusively."""
-    end = sentence_end(moved)
-    if end is None:
-        return None
     text = checker.text
     start = len(text) - len(text.lstrip())
     sentence = text[start:at] + moved[:end]
