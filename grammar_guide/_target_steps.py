@@ -352,6 +352,8 @@ class TargetSteps:
         the words taken back recorded as an ``unfinished`` cut, or ``None``."""
         text = self.checker.text
         starts = [m.start() for m in _TAKE_BACK_LEXEME.finditer(text, max(self.floor, len(text) - 1024))]
+        comment = self._trailing_comment(text, starts)
+        starts = [start for start in starts if start < comment]
         end = self._close_point(text, starts, whole_names=True)
         end = self._close_point(text, starts, whole_names=False) if end is None else end
         if end is None:
@@ -362,6 +364,24 @@ class TargetSteps:
         self.emit(Cut(end, text[end:], "unfinished", self.stats.draft_calls, detail="taken back to a close"))
         self.checker.rollback_chars(end)
         return closing
+
+    def _trailing_comment(self, text: str, starts: list[int]) -> int:
+        """Where a comment the text ends in begins (``AND -- only finished races``), or
+        ``len(text)``: the earliest of ``starts`` from which the rest is text the grammar
+        ignores, and which the checker reads as such (after that text and a line's end it
+        expects what it expected before it; inside ``'x -- y'`` it does not). The words of a
+        comment are one lexeme for the take-back, never each a point to take back to."""
+        ignored = self.grammar.ignored_text
+        for start in starts:
+            rest = text[start:]
+            if is_word_char(rest[:1]) or not rest.strip() or not ignored.fullmatch(rest + "\n"):
+                continue
+            with self.checker.trial() as trial:
+                trial.rollback_chars(start)
+                before = trial.allowed_bytes()
+                if trial.feed(rest + "\n") == len(rest) + 1 and trial.allowed_bytes() == before:
+                    return start
+        return len(text)
 
     def _close_point(self, text: str, starts: list[int], *, whole_names: bool) -> int | None:
         """Where closing marks alone end ``text`` taken back to one of the last lexemes'

@@ -125,6 +125,15 @@ def test_an_answer_that_goes_on_is_not_cut(draft: str) -> None:
             "SELECT a FROM t WHERE b IN (SELECT c FROM u)",
             " WHERE",
         ),
+        # A comment the answer ends in is one lexeme, however many words it holds; a comment's
+        # marks inside a string are not one.
+        (
+            "sqlite",
+            "SELECT a FROM t WHERE x = 1 AND -- only the rows the report still needs     y = 2",
+            "SELECT a FROM t WHERE x = 1",
+            " AND -- only the rows the report still needs     y = 2",
+        ),
+        ("sqlite", "SELECT a FROM t WHERE x = 'a -- b' AND", "SELECT a FROM t WHERE x = 'a -- b'", " AND"),
         ("json", '{"a": 1, "b": ', '{"a": 1}', None),  # (the JSON rewrite that drops a dangling key)
     ],
 )
