@@ -964,7 +964,8 @@ def conclusive(kept: str, accepted: int, final: bool, complete: bool, min_read: 
 
 
 def rewrite_at_end(checker: Checker, floor: int) -> Edit | None:
-    """A rewrite whose match ends the text of a finished draft (``... LIMIT ALL``): the text is
+    """A rewrite whose match ends the text of a finished draft, white space aside (``... LIMIT
+    ALL``, ``= '=\\''`` whose quote a backslash escapes, MySQL's way): the text is
     then complete; or, where no closing marks end the text as it is (``[1, 2,``, ``{"a": 2e``),
     they then do (the separator, the unfinished number dropped); or it drops marks alone, no
     word, and fewer closing marks then end the text (``["`` is ``[]``, not an empty string
@@ -976,10 +977,10 @@ def rewrite_at_end(checker: Checker, floor: int) -> Edit | None:
         window_start = max(floor, len(text) - rewrite.reach)
         window = text[window_start:]
         for match in _matches(rewrite.regex, window):
-            if match.end() != len(window):
+            if window[match.end() :].strip():
                 continue
             start = window_start + match.start()
-            insert = rewrite.expand(match)
+            insert = rewrite.expand(match) + window[match.end() :]  # (the white space after it kept)
             with checker.trial() as trial:
                 trial.rollback_chars(start)
                 if trial.feed(insert) != len(insert):

@@ -634,6 +634,13 @@ def test_no_rewrite_where_the_meaning_would_change(text: str) -> None:
             "backslash-escaped quote",
         ),
         (
+            # dev 3's glm-4: the escaped quote ends the answer, white space after it. SQLite reads
+            # '=\' and then an open string; closing that would make a literal nobody wrote.
+            "SELECT COUNT(b.bond_type) FROM bond b WHERE b.bond_type = '=\\''  ",
+            "SELECT COUNT(b.bond_type) FROM bond b WHERE b.bond_type = '='''  ",
+            "backslash-escaped quote",
+        ),
+        (
             "SELECT COUNT(*) FROM event WHERE event_name = 'Women's Soccer' AND type = 'Game'",
             "SELECT COUNT(*) FROM event WHERE event_name = 'Women''s Soccer' AND type = 'Game'",
             "unescaped apostrophe",
