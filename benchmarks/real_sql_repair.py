@@ -200,18 +200,30 @@ def _before_sentence(text: str) -> str:
     the same line, with no ``;`` between (``SELECT … = 60 Write Sql for the following question: …``,
     a base model going on with its prompt's pattern, its new lines made spaces by its runner):
     SQLite's parser, not ours, says where the statement ends; or up to a sentence of words alone to
-    its stop (``_WORDS_TO_STOP``), after a statement whole or not."""
+    its stop (``_WORDS_TO_STOP``), after a statement whole or not. Words that hold an SQL keyword
+    in capitals are the draft's code, no sentence (``_holds_keyword_in_capitals``)."""
     from tests.support import sqlite_oracle
 
     if sqlite_oracle.check_one_statement(text).label is not sqlite_oracle.Label.INVALID:
         return text
     for m in re.finditer(r"(?<=\s)(?=[(*]*[A-Z][a-z])", text):
         rest = text[m.start() :]
-        if _is_sentence(rest) and (
-            _WORDS_TO_STOP.match(rest) or sqlite_oracle.check_one_statement(text[: m.start()]).valid
+        if (
+            _is_sentence(rest)
+            and not _holds_keyword_in_capitals(rest)
+            and (_WORDS_TO_STOP.match(rest) or sqlite_oracle.check_one_statement(text[: m.start()]).valid)
         ):
             return text[: m.start()]
     return text
+
+
+def _holds_keyword_in_capitals(line: str) -> bool:
+    """Whether the words a sentence would begin with (``_SENTENCE_START``) hold an SQL keyword in
+    capitals (``Option Type FROM frpm WHERE``, ``United Airlines flights WHERE``): the draft's
+    names with spaces written bare, then its code, where prose writes no ``FROM``."""
+    m = _SENTENCE_START.match(line)
+    words = re.findall(r"[A-Za-z_]+", m.group(0)) if m else []
+    return any(len(w) > 1 and w.isupper() and w in sqlite_keywords() for w in words)
 
 
 #: A sentence of words alone, four or more, to its stop, and another after it (``Write Sql for the

@@ -434,3 +434,10 @@ def test_answer_sql_reads_inline_code_and_ends_before_a_sentence_sqlite_ends_it_
     slip = " SELECT COUNT(ID) where a > 1 / COUNT(ID) where b = 2  Write Sql for the following question: Why? Answer"
     assert answer_sql(slip) == "SELECT COUNT(ID) where a > 1 / COUNT(ID) where b = 2"
     assert answer_sql("SELECT a FROM t WHERE Name is the best.") == "SELECT a FROM t WHERE Name is the best."
+    # Names with spaces written bare, then code, are no sentence (held-out 2's glm-4, read in session
+    # 23: its SQL had been read as ending at 'frpm.Educational', and its literals after as invented).
+    spaced = "SELECT frpm.School Name, frpm.Educational Option Type FROM frpm WHERE frpm.County Code = '37';"
+    assert answer_sql(spaced) == spaced
+    assert answer_sql("SELECT COUNT(*) FROM United Airlines flights WHERE x = 1") == (
+        "SELECT COUNT(*) FROM United Airlines flights WHERE x = 1"
+    )
