@@ -529,7 +529,7 @@ def _insert_mark(v: Violation) -> Iterator[Candidate]:
         return
     literals = _expected_literals(v.checker, len(text))
     for literal in sorted(literals, key=lambda mark: not _written_after_word(text, mark)):
-        if _qualifies_no_name(text, literal, evidence.lstrip(), v.checker.grammar.keywords):
+        if _invents_between(text, literal, evidence, v.checker.grammar.keywords):
             continue
         if len(literal) <= _MAX_INSERT_LEN and not literal.isalnum() and not set(literal) & set("([{'\"`"):
             # An operator written after white space gets white space after it too (``age > 30``).
@@ -541,17 +541,47 @@ def _insert_mark(v: Violation) -> Iterator[Candidate]:
             )
 
 
+def _invents_between(before: str, literal: str, after: str, keywords: frozenset[str]) -> bool:
+    """Whether inserting ``literal`` between the draft's ``before`` and ``after`` (as written, white
+    space and all) invents what it did not write: an operator between two names, or a name and
+    its bracket (``line_1 & INCLUDE``, ``T2.Average&(LifeExpectancy)``: an operation nobody
+    wrote; before a value, ``age 30``, the comparison left out is a reading, which a target may
+    choose of the ties), or a ``.`` that makes a qualified name of what the draft wrote as no
+    name (``_qualifies_no_name``)."""
+    if is_operator(literal) and _ends_in_name(before.rstrip(), keywords) and _starts_name(after.lstrip(), keywords):
+        return True
+    return _qualifies_no_name(before, literal, after, keywords)
+
+
+def _ends_in_name(text: str, keywords: frozenset[str]) -> bool:
+    """Whether ``text`` ends in a name: a word that is no keyword of the grammar."""
+    last = _last_lexemes(text, 1)
+    return bool(last) and is_word(last[0].group()) and last[0].group().lower() not in keywords
+
+
+def _starts_name(text: str, keywords: frozenset[str]) -> bool:
+    """Whether ``text`` begins with a name (a word that is no keyword of the grammar) or a bracket."""
+    first = LEXEME.match(text)
+    lexeme = first.group() if first else ""
+    return lexeme == "(" or (is_word(lexeme) and lexeme.lower() not in keywords)
+
+
 def _qualifies_no_name(before: str, literal: str, after: str, keywords: frozenset[str]) -> bool:
     """Whether inserting ``literal`` would make a qualified name of what the draft wrote as no
     name: a ``.`` written after a literal or a keyword of the grammar, or before anything but a
     word or ``*`` (SQLite takes ``'Yes' . independence`` and ``LIKE . '%East%'``, a string and a
-    keyword read as a table: a literal or a keyword turned into a name is no repair)."""
+    keyword read as a table: a literal or a keyword turned into a name is no repair); or between
+    two words the draft wrote apart (``airport .code``: two names made one), unless the draft
+    writes the word before with a ``.`` after it elsewhere (``T2 Teacher_ID`` beside ``T2.Name``)."""
     if literal != ".":
         return False
+    apart = before[-1:].isspace() or after[:1].isspace()
+    if apart and not _written_after_word(before, literal):
+        return True  # two words the draft wrote apart ('airport code') are not made one name
     last = _last_lexemes(before.rstrip(), 1)
     qualifier = last[0].group() if last else ""
     named = (is_word(qualifier) and qualifier.lower() not in keywords) or qualifier[:1] in ('"', "`", "]")
-    following = LEXEME.match(after)
+    following = LEXEME.match(after.lstrip())
     return not (named and following is not None and (is_word(following.group()) or following.group() == "*"))
 
 
@@ -908,7 +938,7 @@ _INVENTED_WORD = 2  # lexemes a word or operator inserted costs: more than one o
 
 def _invented_lexemes(literal: str) -> int:
     """What writing ``literal`` where the draft has nothing costs, in lexemes: a word, an operator
-    or an opening bracket is invented meaning (``no_number_of &Employees``, an operation nobody
+    or an opening bracket is invented meaning (``age > 30`` for ``age 30``, an operation nobody
     wrote; ``CreationDate() FROM``, a call or a group nobody wrote, whose close is the draft's
     stray one), so it costs more than one of the draft's lexemes dropped; a mark that shapes the
     text (``,``, ``)``) one."""
@@ -1127,7 +1157,7 @@ def _candidates(
     before = checker.text[:start]
     literals = dict.fromkeys(_expected_literals(checker, start, like=word))
     for literal in sorted(literals, key=lambda mark: not _written_after_word(before, mark)):
-        if _qualifies_no_name(before, literal, stripped, keywords):
+        if _invents_between(before, literal, draft, keywords):
             continue
         sep = " " if literal[-1].isalnum() and draft[:1].isalnum() else ""
         # A word written where the draft has none is invented: it costs more than a lexeme of the

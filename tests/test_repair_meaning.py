@@ -133,9 +133,21 @@ def test_a_point_inserted_qualifies_only_a_name_never_a_string_or_a_keyword(sqli
         decision = repair.decide(checker, evidence, final=True, floor=0)  # type: ignore[arg-type]
         assert isinstance(decision, repair.Edit)
         assert all(e.text.strip() != "." for e in (decision, *decision.ties)), draft
-    # Between two names the point stays a reading (a table's column).
-    assert _guided(sqlite, "SELECT name FROM shop WHERE no_number_of Employees > 0").text.endswith(
-        "no_number_of .Employees > 0"
+    # Nor are two words the draft wrote apart made one qualified name, or joined by an operator
+    # (Spider's 7B answers: 'airport .code', 'no_number_of .Employees', 'line_1 & INCLUDE'): a
+    # name with spaces is quoted whole; otherwise a word is dropped, and the result says so.
+    assert _guided(sqlite, "SELECT name FROM airports WHERE airport code = 'AKO'").text.endswith(
+        "WHERE \"airport code\" = 'AKO'"
+    )
+    for draft, text in (
+        ("SELECT name FROM shop WHERE no_number_of Employees > 0", "SELECT name FROM shop WHERE no_number_of > 0"),
+        ("SELECT a FROM t WHERE line_1 INCLUDE AND line_2 > 0", "SELECT a FROM t WHERE line_1 AND line_2 > 0"),
+    ):
+        result = _guided(sqlite, draft)
+        assert result.text == text and not result.faithful and result.changes.dropped == 1
+    # The written form of the draft's qualifier elsewhere keeps the point a reading.
+    assert _guided(sqlite, "SELECT T2.Name FROM teacher AS T2 WHERE T2 Teacher_ID = 1").text.endswith(
+        "T2.Teacher_ID = 1"
     )
 
 
