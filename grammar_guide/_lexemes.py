@@ -131,11 +131,12 @@ def splits_operator(before: str, start: int, end: int, after: str = "") -> bool:
 def merges(before: str, after: str) -> bool:
     """Whether ``before`` and ``after`` written together make their lexemes at the seam one
     (``b`` and ``title`` into ``btitle``, ``1`` and ``.030`` into the number ``1.030``, ``<`` and
-    ``=`` into ``<=``): an edit that drops the text between them changes the draft's lexemes."""
+    ``=`` into ``<=``, ``1.0`` and ``Patient`` into ``1``, ``.`` and ``0Patient``): an edit that drops
+    the text between them changes the draft's lexemes."""
     if not before or not after or before[-1].isspace() or after[0].isspace():
         return False
     tail = LEXEME.findall(before[-64:])[-1:]
     if not tail:
         return False
-    joined = LEXEME.match(tail[0] + after[:64])
-    return joined is not None and len(joined.group()) > len(tail[0])
+    seam = len(tail[0])  # (a lexeme read across the seam: ``1.0Patient`` reads ``1``, ``.``, ``0Patient``)
+    return any(m.start() < seam < m.end() for m in LEXEME.finditer(tail[0] + after[:64]))

@@ -57,6 +57,10 @@ def test_a_word_never_becomes_an_operator_or_another_keyword(word: str, literal:
         ("LIMIT 1", " .030", False),  # white space keeps them apart
         ("f(x", ") + 1", False),  # marks that stay marks
         ("step", "-by", False),
+        # A number and a word: a lexeme read across the seam (held-out 2's Qwen2, read in session 23:
+        # ' WHERE ' dropped from '* 1.0 WHERE Patient', then '0Patient' dropped, the number cut to '1.').
+        ("SUM(x) * 1.0", "Patient.Birthday", True),
+        ("'abc'", "x", False),
     ],
 )
 def test_an_edit_never_merges_the_lexemes_at_its_seam(before: str, after: str, merged: bool) -> None:
