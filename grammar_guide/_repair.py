@@ -681,13 +681,31 @@ def _rejected_start(checker: Checker, evidence: str, floor: int) -> int:
 
 def dead_end(checker: Checker, floor: int) -> int | None:
     """Where the trailing dead-end word starts, if the accepted text can never be completed
-    because every terminal that may follow matches nothing; ``None`` otherwise."""
+    because every terminal that may follow matches nothing; ``None`` otherwise. A mark after the
+    word that only begins ignored text there (``2010_count/``: ``/`` read as the start of ``/*``
+    after a name that begins with digits, a guard) is no way out of it."""
     text = checker.text
+    end = len(text.rstrip())
+    opening = _ignored_opening(text[:end], checker.grammar.ignored_start_bytes)
     with checker.trial() as trial:
+        if opening:
+            trial.rollback_chars(end - opening)
+            trial.feed(" ")  # (the word ends there: a guard's word leads on only to its dead end)
         if not trial.is_dead_end():
             return None
-    start = len(text.rstrip()) - len(trailing_word(text.rstrip()))
+    word_end = len(text[: end - opening].rstrip())
+    start = word_end - len(trailing_word(text[:word_end]))
     return start if floor <= start < len(text) else None
+
+
+def _ignored_opening(text: str, starts: frozenset[int]) -> int:
+    """How many marks at the end of ``text`` (at most two, after a word) may begin ignored text
+    (``/`` of ``/*``, ``-`` of ``--``): 0 where none."""
+    marks = len(text) - len(text.rstrip("".join(chr(b) for b in starts if chr(b) in _IGNORED_MARKS)))
+    return marks if 0 < marks <= 2 and is_word_char(text[-marks - 1 : len(text) - marks]) else 0
+
+
+_IGNORED_MARKS = frozenset("/-#")  # marks that may begin a comment
 
 
 def _trailing_space(checker: Checker, floor: int) -> str:
