@@ -235,6 +235,9 @@ def rewrite(text: str) -> str:
         ("SELECT 'Women\\'s Soccer'", "SELECT 'Women''s Soccer'", "Women's Soccer"),
         ("SELECT 'a = \\'b\\''", "SELECT 'a = ''b'''", "a = 'b'"),  # two quotes escaped, MySQL's way
         ("SELECT 'Ancestor's Chosen'", "SELECT 'Ancestor''s Chosen'", "Ancestor's Chosen"),
+        # An alias written inside its expression's bracket: after it (not CAST's AS).
+        ("SELECT ABS((2 - 5) AS d)", "SELECT ABS((2 - 5)) AS d", 3),
+        ("SELECT (abs(-4) AS d)", "SELECT (abs(-4)) AS d", 4),
         # A name that begins with digits, as MySQL allows: quoted (SQLite reads no such token).
         ("SELECT 2010_count FROM (SELECT 3 AS 2010_count)", 'SELECT "2010_count" FROM (SELECT 3 AS "2010_count")', 3),
         ("SELECT LEFT('201305', 4)", "SELECT substr('201305', 1, 4)", "2013"),
@@ -649,6 +652,13 @@ def test_no_rewrite_where_the_meaning_would_change(text: str) -> None:
             "SELECT COUNT(b.bond_type) FROM bond b WHERE b.bond_type = '=\\''  ",
             "SELECT COUNT(b.bond_type) FROM bond b WHERE b.bond_type = '='''  ",
             "backslash-escaped quote",
+        ),
+        (
+            # dev 3's Qwen2 (read): the bracket had been closed before AS and the draft's own ')'
+            # after the alias dropped, two edits the result could not call a rewrite.
+            "SELECT ABS((SUM(l.PLT < 100) - SUM(l.PLT > 400)) AS Comparison) FROM Laboratory l WHERE l.PLT <= 100",
+            "SELECT ABS((SUM(l.PLT < 100) - SUM(l.PLT > 400))) AS Comparison FROM Laboratory l WHERE l.PLT <= 100",
+            "an alias written inside its expression's bracket: after the bracket",
         ),
         (
             # BIRD mini-dev's gpt-3.5-turbo-instruct (tuned on; its first of four such names): the
