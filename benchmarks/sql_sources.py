@@ -21,6 +21,12 @@
   model's text after the prompt's closing ``SELECT``, so the answer is ``SELECT`` and it (as the
   repository's ``generate_txt.py`` reads it). SParC, CoSQL (conversations) and DuSQL (its own
   databases) are left out.
+- **BIRD's ChatGPT baseline** (https://github.com/AlibabaResearch/DAMO-ConvAI @ 483554eae102, the files
+  last changed in dec31ae335d7; the repository MIT, BIRD CC BY-SA 4.0):
+  ``bird/llm/exp_result/turbo_output[_kg]/predict_dev.json``, the BIRD paper's gpt-3.5-turbo answers on
+  BIRD dev (1534 questions; ``_kg`` with the evidence in the prompt), asked for SQLite by
+  ``bird/llm/run/run_gpt.sh``, in mini-dev's ``{"<index>": "<answer>\\t----- bird -----\\t<db_id>"}``;
+  a failed request is a number there, no answer.
 - **Spider dev's gold and databases** (a clone holding Spider's ``dev.json`` and
   ``database/<db_id>/<db_id>.sqlite``, e.g. https://github.com/xi-ix/spider_evaluation @ 80a9084cbae5,
   which keeps them under ``database/``).
@@ -40,6 +46,7 @@ __all__ = [
     "Answer",
     "SpiderGold",
     "load_answers",
+    "load_bird_turbo",
     "load_chatgpt_sql",
     "load_llm_nl2sql",
     "load_nl2sql360",
@@ -60,6 +67,8 @@ LLM_NL2SQL_SPLITS = ("bird", "spider")
 #: chatgpt-sql's folders of answers on Spider's databases.
 CHATGPT_SQL_DIRS = ("spider", "spider-syn", "spider-dk", "spider-realistic", "ADVETA", "spider-cg", "CSpider")
 CHATGPT_SQL_COLLECTION = "chatgpt-sql Spider variants"
+BIRD_TURBO_DIR = "bird/llm/exp_result"
+BIRD_TURBO_COLLECTION = "BIRD dev gpt-3.5-turbo"
 
 
 @dataclass(frozen=True)
@@ -199,6 +208,23 @@ def load_chatgpt_sql(clone: Path) -> list[Answer]:
                 out.append(
                     Answer(path, str(i), "gpt-3.5-turbo", "sqlite", item["db_id"], answer, CHATGPT_SQL_COLLECTION)
                 )
+    return out
+
+
+# -- BIRD's ChatGPT baseline -----------------------------------------------------------------------
+
+
+def load_bird_turbo(clone: Path) -> list[Answer]:
+    """Every answer of a DAMO-ConvAI clone's ``BIRD_TURBO_DIR/*/predict_dev.json`` files, in file then
+    key order; the source is the file's path under ``BIRD_TURBO_DIR``, and a value that is no text (a
+    failed request) is no answer."""
+    out = []
+    for path, text in _files(clone, BIRD_TURBO_DIR, "predict_dev.json").items():
+        name = path.removeprefix(BIRD_TURBO_DIR + "/")
+        for key, value in json.loads(text).items():
+            if isinstance(value, str):
+                answer, _, db_id = value.rpartition(MINI_DEV_SEPARATOR)
+                out.append(Answer(name, key, "gpt-3.5-turbo", "sqlite", db_id.strip(), answer, BIRD_TURBO_COLLECTION))
     return out
 
 

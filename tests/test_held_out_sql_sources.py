@@ -2,8 +2,9 @@
 theirs are: Qiqi-sweety/LLM-NL2SQL (``output/<split>/<org>/<model>[/<variant>]/dev_pred.sql`` beside
 the gold ``dev_pred_gt.sql``, the questions in ``data/<split>/dev.json``; one clone a bare git directory
 whose last commit removed ``output/`` as the real one's did) and THU-BPM/chatgpt-sql
-(``<variant>/predict*.json``); and real_sql_repair's ``--llm-nl2sql`` and ``--chatgpt-sql``. The answers
-are written here."""
+(``<variant>/predict*.json``); the third's, AlibabaResearch/DAMO-ConvAI
+(``bird/llm/exp_result/turbo_output[_kg]/predict_dev.json``); and real_sql_repair's ``--llm-nl2sql``,
+``--chatgpt-sql`` and ``--bird-turbo``. The answers are written here."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from benchmarks.real_sql_repair import Answer, main, run_sqlglot
-from benchmarks.sql_sources import load_chatgpt_sql, load_llm_nl2sql
+from benchmarks.sql_sources import load_bird_turbo, load_chatgpt_sql, load_llm_nl2sql
 
 PREDICTIONS = {
     "output/bird/Qwen/Qwen1.5-7B-Chat/dev_pred.sql": "SELECT name FROM t WHERE a = 1 OR\nSELECT count(*) FROM t\n",
@@ -28,6 +29,18 @@ CHATGPT = {
     # The model's text after the prompt's closing SELECT (once with a SELECT of its own).
     "spider/predict.json": [" name FROM singer WHERE", "SELECT count(*)\nFROM singer"],
     "spider-cg/predict-app.json": [" age FROM singer ORDER BY"],
+}
+BIRD_TURBO = {
+    # mini-dev's layout: the answer, the separator, the database; a failed request is a number.
+    "bird/llm/exp_result/turbo_output/predict_dev.json": {
+        "0": "SELECT name FROM t WHERE\t----- bird -----\tdb_a",
+        "1": 0,
+    },
+    "bird/llm/exp_result/turbo_output_kg/predict_dev.json": {
+        "0": "SELECT name FROM t\t----- bird -----\tdb_a",
+        "1": "SELECT count(*) FROM u ORDER\t----- bird -----\tdb_b",
+    },
+    "bird/llm/data/dev.json": [{"db_id": "db_a"}],  # the questions: no answer
 }
 QUESTIONS = {
     "data/bird/dev.json": [{"db_id": "db_a", "question": "q0"}, {"db_id": "db_b", "question": "q1"}],
@@ -124,6 +137,44 @@ def test_command_line_reports_them_as_a_held_out_split_of_their_own(tmp_path: Pa
     assert "| held-out 2 | 4 |" in payload["goals"]
     written = (tmp_path / "out" / "real_sql_repair.json").read_text()
     assert "a = 1 OR" not in written and "u WHERE" not in written  # ids and scores, not answers
+
+
+def _bird_turbo(root: Path) -> Path:
+    for path, values in BIRD_TURBO.items():
+        (root / path).parent.mkdir(parents=True, exist_ok=True)
+        (root / path).write_text(json.dumps(values), encoding="utf-8")
+    return root
+
+
+def test_reads_birds_chatgpt_answers_and_not_its_failed_requests(tmp_path: Path) -> None:
+    answers = load_bird_turbo(_bird_turbo(tmp_path))
+    assert [(a.source, a.key, a.db_id, a.text) for a in answers] == [
+        ("turbo_output/predict_dev.json", "0", "db_a", "SELECT name FROM t WHERE"),
+        ("turbo_output_kg/predict_dev.json", "0", "db_a", "SELECT name FROM t"),
+        ("turbo_output_kg/predict_dev.json", "1", "db_b", "SELECT count(*) FROM u ORDER"),
+    ]
+    assert {(a.model, a.dialect, a.collection) for a in answers} == {
+        ("gpt-3.5-turbo", "sqlite", "BIRD dev gpt-3.5-turbo")
+    }
+
+
+def test_reads_birds_chatgpt_answers_from_a_bare_clone(tmp_path: Path) -> None:
+    work = _bird_turbo(tmp_path / "work")
+    _git(work, "init", "-q")
+    _git(work, "add", "-A")
+    _git(work, "commit", "-q", "-m", "results")
+    _git(tmp_path, "clone", "-q", "--bare", str(work), "bare")
+    assert load_bird_turbo(tmp_path / "bare") == load_bird_turbo(work)
+
+
+def test_command_line_reports_birds_chatgpt_as_a_held_out_split_of_its_own(tmp_path: Path) -> None:
+    out = ["--results-dir", str(tmp_path / "out")]
+    payload = main(["--bird-turbo", str(_bird_turbo(tmp_path / "clone")), "--no-target", *out])
+    assert payload["settings"]["collections"] == {
+        "BIRD dev gpt-3.5-turbo": {"answers": 3, "rejected": 2, "replayed": 2}
+    }
+    assert set(payload["by_split"]) == {"held-out 3"} and "| held-out 3 | 2 |" in payload["goals"]
+    assert "FROM u ORDER" not in (tmp_path / "out" / "real_sql_repair.json").read_text()
 
 
 def test_sqlglot_prints_no_answer(caplog: pytest.LogCaptureFixture) -> None:
