@@ -4,7 +4,7 @@ The answers are real models' recorded answers, read from local clones named on t
 (``sql_sources``: BIRD mini-dev's published baselines, tuned on; NL2SQL360's committed predictions on
 Spider dev (dev) and BIRD dev and Spider test (held-out); LLM-NL2SQL's open models on BIRD dev and
 Spider dev and chatgpt-sql's ChatGPT answers on Spider's variants (held-out 2, a split of its own so
-that held-out's figures stay comparable); BIRD's own gpt-3.5-turbo answers on BIRD dev (held-out 3, its
+that held-out's figures stay comparable); BIRD's own gpt-3.5-turbo answers on BIRD dev (held-out 4, its
 own split likewise)); nothing of them is vendored here.
 
 Of each collection's answers, those SQLite rejects as one statement (``sqlite_oracle.check_one_statement``:
@@ -88,7 +88,7 @@ SPLIT = {
     "NL2SQL360 spider_test": "held-out",
     **{f"LLM-NL2SQL {split}": "held-out 2" for split in LLM_NL2SQL_SPLITS},
     CHATGPT_SQL_COLLECTION: "held-out 2",
-    BIRD_TURBO_COLLECTION: "held-out 3",
+    BIRD_TURBO_COLLECTION: "held-out 4",
 }
 SPIDER = "NL2SQL360 spider_dev"
 HAND_FIXES = Path(__file__).with_name("data") / "spider_hand_fixes.json"
@@ -686,7 +686,7 @@ def _parser() -> argparse.ArgumentParser:
         "--chatgpt-sql", type=Path, default=None, help="a local clone of THU-BPM/chatgpt-sql (held-out 2)"
     )
     parser.add_argument(
-        "--bird-turbo", type=Path, default=None, help="a local clone of AlibabaResearch/DAMO-ConvAI (held-out 3)"
+        "--bird-turbo", type=Path, default=None, help="a local clone of AlibabaResearch/DAMO-ConvAI (held-out 4)"
     )
     parser.add_argument(
         "--spider", type=Path, default=None, help="a clone with Spider's dev.json and database/*/*.sqlite"

@@ -173,7 +173,7 @@ def test_command_line_reports_birds_chatgpt_as_a_held_out_split_of_its_own(tmp_p
     assert payload["settings"]["collections"] == {
         "BIRD dev gpt-3.5-turbo": {"answers": 3, "rejected": 2, "replayed": 2}
     }
-    assert set(payload["by_split"]) == {"held-out 3"} and "| held-out 3 | 2 |" in payload["goals"]
+    assert set(payload["by_split"]) == {"held-out 4"} and "| held-out 4 | 2 |" in payload["goals"]
     assert "FROM u ORDER" not in (tmp_path / "out" / "real_sql_repair.json").read_text()
 
 
