@@ -531,6 +531,8 @@ def _insert_mark(v: Violation) -> Iterator[Candidate]:
     for literal in sorted(literals, key=lambda mark: not _written_after_word(text, mark)):
         if _invents_between(text, literal, evidence, v.checker.grammar.keywords):
             continue
+        if _makes_keyword_a_name(v.checker, len(text), literal, evidence):
+            continue
         if len(literal) <= _MAX_INSERT_LEN and not literal.isalnum() and not set(literal) & set("([{'\"`"):
             # An operator written after white space gets white space after it too (``age > 30``).
             spaced = text[-1:].isspace() and not set(literal) <= TIGHT and evidence[:1].strip() != ""
@@ -551,6 +553,22 @@ def _invents_between(before: str, literal: str, after: str, keywords: frozenset[
     if is_operator(literal) and _ends_in_name(before.rstrip(), keywords) and _starts_name(after.lstrip(), keywords):
         return True
     return _qualifies_no_name(before, literal, after, keywords)
+
+
+def _makes_keyword_a_name(checker: Checker, start: int, insert: str, after: str) -> bool:
+    """Whether writing ``insert`` after the first ``start`` characters of ``checker``'s text makes
+    the keyword the draft wrote next, in capitals, a name (``'French', END`` or ``'French' & END``:
+    the grammar then reads ``END`` as a column; ``+ CASE`` keeps ``CASE`` a keyword)."""
+    gap = after[: len(after) - len(after.lstrip())]
+    first = LEXEME.match(after, len(gap))
+    word = first.group() if first else ""
+    if not (len(word) > 1 and word.isupper() and word.lower() in checker.grammar.keywords):
+        return False
+    with checker.trial() as trial:
+        trial.rollback_chars(start)
+        if trial.feed(insert + gap) != len(insert + gap):
+            return False
+        return word.lower() not in {lit.lower() for lit in _expected_literals(trial, len(trial.text))}
 
 
 def _ends_in_name(text: str, keywords: frozenset[str]) -> bool:
@@ -1157,7 +1175,7 @@ def _candidates(
     before = checker.text[:start]
     literals = dict.fromkeys(_expected_literals(checker, start, like=word))
     for literal in sorted(literals, key=lambda mark: not _written_after_word(before, mark)):
-        if _invents_between(before, literal, draft, keywords):
+        if _invents_between(before, literal, draft, keywords) or _makes_keyword_a_name(checker, start, literal, draft):
             continue
         sep = " " if literal[-1].isalnum() and draft[:1].isalnum() else ""
         # A word written where the draft has none is invented: it costs more than a lexeme of the
