@@ -200,8 +200,6 @@ class _Best:
         text = v.text
         if _opens_comment(text[: c.start], c.insert, c.kept):
             return
-        if c.rule != "rewrite" and _makes_keyword_a_name(v.checker, c.start, c.insert, c.kept):
-            return  # "'French', END": a keyword the draft wrote made a name
         tried = _read_in_code(try_edit(v.checker, c.start, c.insert, c.kept), c.insert, c.kept)
         if tried is None:
             return
@@ -533,6 +531,8 @@ def _insert_mark(v: Violation) -> Iterator[Candidate]:
     for literal in sorted(literals, key=lambda mark: not _written_after_word(text, mark, evidence)):
         if _invents_between(text, literal, evidence, v.checker.grammar.keywords):
             continue
+        if _makes_keyword_a_name(v.checker, len(text), literal, evidence):
+            continue
         if len(literal) <= _MAX_INSERT_LEN and not literal.isalnum() and not set(literal) & set("([{'\"`"):
             # An operator written after white space gets white space after it too (``age > 30``).
             spaced = text[-1:].isspace() and not set(literal) <= TIGHT and evidence[:1].strip() != ""
@@ -557,9 +557,9 @@ def _invents_between(before: str, literal: str, after: str, keywords: frozenset[
 
 def _makes_keyword_a_name(checker: Checker, start: int, insert: str, after: str) -> bool:
     """Whether writing ``insert`` after the first ``start`` characters of ``checker``'s text makes
-    the keyword the draft wrote next, in capitals, a name (``'French', END``, ``'French' & END``,
-    or ``THEN 1 END`` with the ``1`` dropped: the grammar then reads ``END`` as a column; ``+
-    CASE`` keeps ``CASE`` a keyword)."""
+    the keyword the draft wrote next, in capitals, a name (``'French', END``, ``'French' & END``:
+    the grammar then reads ``END`` as a column; ``+ CASE`` keeps ``CASE`` a keyword). Asked of
+    the marks the search inserts, not of every edit: the grammar's expected literals cost a probe."""
     gap = after[: len(after) - len(after.lstrip())]
     first = LEXEME.match(after, len(gap))
     word = first.group() if first else ""
@@ -1089,8 +1089,6 @@ def search_edits(checker: Checker, evidence: str, *, final: bool, floor: int = 0
                 continue
             if _joins_words(text[:start] + insert, rest):
                 continue  # 'b.title' must not become 'btitle'
-            if rule != "rewrite" and _makes_keyword_a_name(checker, start, insert, rest):
-                continue  # "'French', END", 'THEN END': a keyword the draft wrote made a name
             tried = _read_in_code(try_edit(checker, start, insert, rest), insert, rest)
             if tried is None:
                 continue
@@ -1188,7 +1186,7 @@ def _candidates(
     before = checker.text[:start]
     literals = dict.fromkeys(_expected_literals(checker, start, like=word))
     for literal in sorted(literals, key=lambda mark: not _written_after_word(before, mark, draft)):
-        if _invents_between(before, literal, draft, keywords):
+        if _invents_between(before, literal, draft, keywords) or _makes_keyword_a_name(checker, start, literal, draft):
             continue
         sep = " " if literal[-1].isalnum() and draft[:1].isalnum() else ""
         # A word written where the draft has none is invented: it costs more than a lexeme of the
