@@ -528,7 +528,7 @@ def _insert_mark(v: Violation) -> Iterator[Candidate]:
     if splits_operator(text, len(text), len(text), evidence):
         return
     literals = _expected_literals(v.checker, len(text))
-    for literal in sorted(literals, key=lambda mark: not _written_after_word(text, mark, evidence)):
+    for literal in sorted(literals, key=lambda mark: not _written_after_word(text, mark)):
         if _invents_between(text, literal, evidence, v.checker.grammar.keywords):
             continue
         if _makes_keyword_a_name(v.checker, len(text), literal, evidence):
@@ -597,7 +597,7 @@ def _qualifies_no_name(before: str, literal: str, after: str, keywords: frozense
     if literal != ".":
         return False
     apart = before[-1:].isspace() or after[:1].isspace()
-    if apart and not _written_after_word(before, literal, after):
+    if apart and not _written_after_word(before, literal):
         return True  # two words the draft wrote apart ('airport code') are not made one name
     last = _last_lexemes(before.rstrip(), 1)
     qualifier = last[0].group() if last else ""
@@ -606,24 +606,16 @@ def _qualifies_no_name(before: str, literal: str, after: str, keywords: frozense
     return not (named and following is not None and (is_word(following.group()) or following.group() == "*"))
 
 
-def _written_after_word(text: str, mark: str, after: str = "") -> bool:
-    """Whether the draft's text already writes ``mark`` right after the word that ends ``text``,
-    before it or in ``after`` (``T2.`` of ``T2.Name``, where ``T2 Teacher_ID`` lacks a mark; ``g.``
-    of ``ON m.id = g.id``, after ``SUM(g Goals)``): that mark keeps the word meaning what it means
-    there (``T2.Teacher_ID``, not the table list ``T2, Teacher_ID``)."""
+def _written_after_word(text: str, mark: str) -> bool:
+    """Whether the draft's text already writes ``mark`` right after the word that ends ``text``
+    (``T2.`` of ``T2.Name``, where ``T2 Teacher_ID`` lacks a mark): that mark keeps the word
+    meaning what it meant there (``T2.Teacher_ID``, not the table list ``T2, Teacher_ID``)."""
     gap_start = run_start(text, len(text), str.isspace)
     word = text[run_start(text, gap_start, is_word_char) : gap_start]
     if not word or not is_word_char(word[0]):
         return False
-    pattern = re.compile(
-        rf"(?<![\w.]){re.escape(word)}{re.escape(mark)}\w"
-        if mark == "."
-        else rf"(?<!\w){re.escape(word)}\s*{re.escape(mark)}"
-    )
-    return pattern.search(text[: gap_start - len(word)]) is not None or pattern.search(after[:_AFTER_REACH]) is not None
-
-
-_AFTER_REACH = 4096  # how far into the draft's text after a violation its other uses of a word are read
+    pattern = rf"(?<!\w){re.escape(word)}\s*{re.escape(mark)}"
+    return re.search(pattern, text[: gap_start - len(word)]) is not None
 
 
 def _close_brackets(v: Violation) -> Iterator[Candidate]:
@@ -1185,7 +1177,7 @@ def _candidates(
     out: list[_Option] = []
     before = checker.text[:start]
     literals = dict.fromkeys(_expected_literals(checker, start, like=word))
-    for literal in sorted(literals, key=lambda mark: not _written_after_word(before, mark, draft)):
+    for literal in sorted(literals, key=lambda mark: not _written_after_word(before, mark)):
         if _invents_between(before, literal, draft, keywords) or _makes_keyword_a_name(checker, start, literal, draft):
             continue
         sep = " " if literal[-1].isalnum() and draft[:1].isalnum() else ""
