@@ -558,8 +558,9 @@ def _invents_between(before: str, literal: str, after: str, keywords: frozenset[
 def _makes_keyword_a_name(checker: Checker, start: int, insert: str, after: str) -> bool:
     """Whether writing ``insert`` after the first ``start`` characters of ``checker``'s text makes
     the keyword the draft wrote next, in capitals, a name (``'French', END``, ``'French' & END``:
-    the grammar then reads ``END`` as a column; ``+ CASE`` keeps ``CASE`` a keyword). Asked of
-    the marks the search inserts, not of every edit: the grammar's expected literals cost a probe."""
+    the grammar then reads ``END`` as a column; ``+ CASE`` keeps ``CASE`` a keyword), or leaves it
+    unread. Asked of the marks the search inserts, not of every edit: the grammar's expected
+    literals cost a probe."""
     gap = after[: len(after) - len(after.lstrip())]
     first = LEXEME.match(after, len(gap))
     word = first.group() if first else ""
@@ -569,9 +570,9 @@ def _makes_keyword_a_name(checker: Checker, start: int, insert: str, after: str)
         trial.rollback_chars(start)
         if trial.feed(insert + gap) != len(insert + gap):
             return False
-        if word.lower() in {lit.lower() for lit in _expected_literals(trial, len(trial.text))}:
-            return False
-        return trial.feed(word + " ") == len(word) + 1 and not trial.is_dead_end()  # (read, as a name)
+        # (Not expected as a keyword there, it is read as a name or not at all: either way the
+        # mark is no repair, and the search need not try what reads nothing further.)
+        return word.lower() not in {lit.lower() for lit in _expected_literals(trial, len(trial.text))}
 
 
 def _ends_in_name(text: str, keywords: frozenset[str]) -> bool:
