@@ -529,9 +529,7 @@ def _insert_mark(v: Violation) -> Iterator[Candidate]:
         return
     literals = _expected_literals(v.checker, len(text))
     for literal in sorted(literals, key=lambda mark: not _written_after_word(text, mark)):
-        if _invents_between(text, literal, evidence, v.checker.grammar.keywords):
-            continue
-        if _makes_keyword_a_name(v.checker, len(text), literal, evidence):
+        if _invents_mark(v.checker, text, literal, evidence):
             continue
         if len(literal) <= _MAX_INSERT_LEN and not literal.isalnum() and not set(literal) & set("([{'\"`"):
             # An operator written after white space gets white space after it too (``age > 30``).
@@ -541,6 +539,15 @@ def _insert_mark(v: Violation) -> Iterator[Candidate]:
             yield Candidate(
                 len(text), insert, evidence, "", f"inserted {literal!r}", _cost(invented, 2 * len(literal) + 1)
             )
+
+
+def _invents_mark(checker: Checker, before: str, literal: str, after: str) -> bool:
+    """Whether the mark ``literal``, inserted between the draft's ``before`` (the first characters
+    of ``checker``'s text) and ``after``, is no repair: it invents what the draft did not write
+    (``_invents_between``) or makes a keyword it wrote a name (``_makes_keyword_a_name``)."""
+    return _invents_between(before, literal, after, checker.grammar.keywords) or _makes_keyword_a_name(
+        checker, len(before), literal, after
+    )
 
 
 def _invents_between(before: str, literal: str, after: str, keywords: frozenset[str]) -> bool:
@@ -1179,7 +1186,7 @@ def _candidates(
     before = checker.text[:start]
     literals = dict.fromkeys(_expected_literals(checker, start, like=word))
     for literal in sorted(literals, key=lambda mark: not _written_after_word(before, mark)):
-        if _invents_between(before, literal, draft, keywords) or _makes_keyword_a_name(checker, start, literal, draft):
+        if _invents_mark(checker, before, literal, draft):
             continue
         sep = " " if literal[-1].isalnum() and draft[:1].isalnum() else ""
         # A word written where the draft has none is invented: it costs more than a lexeme of the

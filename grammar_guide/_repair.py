@@ -701,7 +701,7 @@ def dead_end(checker: Checker, floor: int) -> int | None:
 def _ignored_opening(text: str, starts: frozenset[int]) -> int:
     """How many marks at the end of ``text`` (at most two, after a word) may begin ignored text
     (``/`` of ``/*``, ``-`` of ``--``): 0 where none."""
-    marks = len(text) - len(text.rstrip("".join(chr(b) for b in starts if chr(b) in _IGNORED_MARKS)))
+    marks = len(text) - len(text.rstrip("".join(ch for ch in _IGNORED_MARKS if ord(ch) in starts)))
     return marks if 0 < marks <= 2 and is_word_char(text[-marks - 1 : len(text) - marks]) else 0
 
 
