@@ -331,9 +331,9 @@ def _quote_name(v: Violation) -> Iterator[Candidate]:
         if not text[:name_start].strip():
             continue  # words that begin the answer are no name: prose is not made a string
         joined = text[name_start:] + v.evidence
-        shape = _name_shape(v.checker, name_start, joined, v.keywords)
+        shape = _name_shape(v.checker, name_start, joined, v.keywords, v.word if v.word.islower() else "")
         for name, cost in names_with_spaces(joined, v.keywords, quoted_names(text[:name_start]), shape):
-            cost = _after_qualifier(text[:name_start], cost)
+            cost = _after_qualifier(text[:name_start], cost, v.keywords)
             end = name_start + len(name)
             if end > len(text) and cost < _TIEBREAK:
                 kept = joined[len(name) :]
@@ -925,9 +925,11 @@ _TITLED_BEFORE_BRACKET = re.compile(r"\b[A-Z][a-z][A-Za-z]* \($")
 def _name_starts(text: str, floor: int) -> list[int]:
     """Where the last two words of ``text`` start (a name with spaces may begin there), a word in
     title case before an open bracket counted as the one before the word after it
-    (``Enrollment (Ages``)."""
+    (``Enrollment (Ages``), or as the last word where the bracket ends ``text`` (``Percent (``)."""
     starts = []
     end = len(text.rstrip(" "))
+    if _TITLED_BEFORE_BRACKET.search(text[:end]):
+        end -= 2  # 'Percent (%': the violation is the bracket's first mark, the name begins before it
     for _ in range(2):
         start = run_start(text, end, is_word_char)
         if start == end or start < floor or not is_word(text[start:end]):
@@ -1077,11 +1079,12 @@ def search_edits(checker: Checker, evidence: str, *, final: bool, floor: int = 0
     positions = {m.start() for m in lexemes} | {m.end() for m in lexemes if text[m.end() : m.end() + 1].isspace()}
     ranked: list[tuple[tuple[int, int, int], Edit]] = []
     keywords = checker.grammar.keywords
+    rejected = _rejected_word(text, evidence)
     for start in sorted(p for p in positions | {len(text)} if p >= floor):
         if splits_operator(text, start, start, evidence):
             continue  # nothing is written inside the draft's '**'
         draft = text[start:] + evidence
-        for insert, skip, description, cost, rule in _candidates(checker, start, draft, keywords, known):
+        for insert, skip, description, cost, rule in _candidates(checker, start, draft, keywords, known, rejected):
             rest = draft[skip:]
             if _opens_comment(text[:start], insert, rest) or not (
                 _quotes_balanced(insert, draft[:skip]) or _drops_stray_quote(insert, draft, skip)
@@ -1116,6 +1119,17 @@ def search_edits(checker: Checker, evidence: str, *, final: bool, floor: int = 0
             seen.add(result)
             ties.append(edit)
     return ties
+
+
+def _rejected_word(text: str, evidence: str) -> str:
+    """The word the violation at the end of ``text`` is in or before (after white space), where the
+    draft wrote it in lower case."""
+    head = _WORD_HEAD.search(evidence.lstrip(" "))
+    if head is None:
+        return ""
+    tail = "" if evidence[:1] == " " else text[run_start(text, len(text), is_word_char) :]
+    word = tail + head.group()
+    return word if word.islower() else ""
 
 
 def _read_in_code(tried: tuple[int, bool] | None, insert: str, kept: str) -> tuple[int, bool] | None:
@@ -1170,14 +1184,20 @@ _Option = tuple[str, int, str, int, EditRule]  # text inserted, draft characters
 
 
 def _candidates(
-    checker: Checker, start: int, draft: str, keywords: frozenset[str], known: frozenset[str] = frozenset()
+    checker: Checker,
+    start: int,
+    draft: str,
+    keywords: frozenset[str],
+    known: frozenset[str] = frozenset(),
+    rejected: str = "",
 ) -> list[_Option]:
     """Edits at the start of ``draft`` (after the first ``start`` characters of ``checker``'s
     text), as ``_Option``s. Keywords the grammar expects are inserted, or replace the next lexeme
     where that is a slip of it (a misspelt keyword, an operator another language writes); a name,
     or a name with spaces, may be quoted whole; the next lexeme dropped (for no lexeme where it
     repeats the word before it). Each costs the lexemes it changes (``_cost``); ``known``: the
-    names with spaces the text wrote quoted (``quoted_names``)."""
+    names with spaces the text wrote quoted (``quoted_names``); ``rejected``: the word the
+    violation is in, in lower case (see ``NameShape.rejected``)."""
     stripped = draft.lstrip()
     gap = len(draft) - len(stripped)
     lexeme = LEXEME.match(stripped)
@@ -1216,9 +1236,9 @@ def _candidates(
         for quote, cost in (('"', 3), ("'", 4)):
             quoted = quote + word + quote
             out.append((draft[:gap] + quoted, gap + len(word), f"quoted {word!r}", _cost(1, cost), "edit"))
-        shape = NameShape(_QUALIFIER.search(before) is not None, word.lower() not in map(str.lower, literals))
+        shape = NameShape(_QUALIFIER.search(before) is not None, word.lower() not in map(str.lower, literals), rejected)
         for name, cost in names_with_spaces(stripped, keywords, known, shape) if before.strip() else ():
-            cost = _after_qualifier(checker.text[:start] + draft[:gap], cost)
+            cost = _after_qualifier(checker.text[:start] + draft[:gap], cost, keywords)
             out.append((draft[:gap] + f'"{name}"', gap + len(name), f"quoted {name!r}", cost, "edit"))
     return out
 
@@ -1281,19 +1301,25 @@ def _hyphenated_alias(before: str, draft: str) -> list[_Option]:
     return [(draft[:gap] + f'"{name}"', gap + len(name), f"quoted {name!r}", _cost(0, 3), "edit")]
 
 
-def _after_qualifier(before: str, cost: int) -> int:
+def _after_qualifier(before: str, cost: int, keywords: frozenset[str]) -> int:
     """What quoting a name with spaces costs right after a table's qualifier (``l.aCL IgM``): no
     lexeme changed, as a name in title case (a column of that table; after ``l.`` no alias or
     operator is the words' reading); one more lexeme right after a qualified name's first word
     (``frpm.Educational "Option Type"``: the words of one name made a column and its alias, where
-    quoting them from the qualifier on keeps them one name)."""
+    quoting them from the qualifier on keeps them one name), or right after a word in title case
+    that is no keyword (``Free "Meal Count (K-12)"``: a column and its alias, where quoting from
+    ``Free`` keeps the words one name)."""
     if before.endswith("."):
         return min(cost, _cost(0, 3))
-    return cost + _TIEBREAK if _QUALIFIED_WORD.search(before) else cost
+    titled = _TITLED_WORD_BEFORE.search(before)
+    apart = titled is not None and titled.group(1).lower() not in keywords
+    return cost + _TIEBREAK if apart or _QUALIFIED_WORD.search(before) else cost
 
 
 #: A qualified name's first word, and the space after it (``frpm.Educational ``).
 _QUALIFIED_WORD = re.compile(r'(?:(?<![\w.])[A-Za-z_]\w*|"[^"\n]+"|`[^`\n]+`)\.[A-Za-z_]\w* +$')
+#: A word in title case (no digit or underscore: no code name), and one space after it (``Free ``).
+_TITLED_WORD_BEFORE = re.compile(r"(?<![\w.])([A-Z][a-z]+) $")
 
 
 def _replacement_cost(word: str, literal: str, keywords: frozenset[str]) -> int | None:
@@ -1365,20 +1391,24 @@ class NameShape:
 
     qualified: bool = False
     first_is_name: bool = False
+    #: The word the violation is in, in lower case where the draft wrote it so: a keyword the
+    #: grammar rejects there is read as a name's word (``normal range``), not as that keyword.
+    rejected: str = ""
 
 
 #: A table's qualifier right before a name (``s.``, ``"frpm".``), not a number's point.
 _QUALIFIER = re.compile(r'(?:(?<![\w.])[A-Za-z_]\w*|"[^"\n]+"|`[^`\n]+`|\[[^\]\n]+\])\.$')
 
 
-def _name_shape(checker: Checker, start: int, draft: str, keywords: frozenset[str]) -> NameShape:
-    """The ``NameShape`` of a name at ``start`` of ``checker``'s text (``draft`` from there on);
-    the grammar's expected keywords are read only where the first word is a keyword."""
+def _name_shape(checker: Checker, start: int, draft: str, keywords: frozenset[str], rejected: str) -> NameShape:
+    """The ``NameShape`` of a name at ``start`` of ``checker``'s text (``draft`` from there on,
+    ``rejected`` the word the violation is in, where the draft wrote it in lower case); the
+    grammar's expected keywords are read only where the first word is a keyword."""
     before = checker.text[:start]
     first = _NAME_PART.match(draft)
     word = first.group().lower() if first else ""
     first_is_name = word not in keywords or word not in map(str.lower, _expected_literals(checker, start))
-    return NameShape(_QUALIFIER.search(before) is not None, first_is_name)
+    return NameShape(_QUALIFIER.search(before) is not None, first_is_name, rejected)
 
 
 def names_with_spaces(
@@ -1391,8 +1421,10 @@ def names_with_spaces(
     as code names are (a digit or an underscore in it: ``T2 Teacher_ID``), or called (``AVG
     COUNT(*)``), is no part of one. A keyword is
     no part of a name (``People_ID IN SELECT`` is not one), except a small word within a name in
-    title case (``of``). Quoting changes none of the draft's lexemes where the name is in title
-    case or ends in a bracketed part; otherwise it costs one (``name age`` may want a comma).
+    title case (``of``), or one the grammar rejects where the draft wrote it (``shape.rejected``:
+    ``normal range``). Quoting changes none of the draft's lexemes where the name is in title
+    case, ends in a bracketed part or in that rejected keyword; otherwise it costs one (``name
+    age`` may want a comma).
     A name of ``known`` (the draft quoted it before) that ``draft`` begins with is one name,
     whatever its words, and quoting it changes no lexeme: the draft's own quotes say so.
     ``shape`` (``NameShape``): after a qualifier a bracket right after a word is the name's
@@ -1423,12 +1455,24 @@ def names_with_spaces(
         titled = all(w[0].isupper() or written_as_name(w) for w in words if w.lower() not in keywords)
         if any(_keyword_in_name(w, i, titled, shape, keywords) for i, w in enumerate(words)):
             break
-        if len(parts) > 1 and parts[-1].lower() not in keywords:
-            lexemes = 0 if titled or parts[-1][0] == "(" else 1
+        if len(parts) > 1 and (parts[-1].lower() not in keywords or parts[-1] == shape.rejected):
+            rejected = parts[-1] == shape.rejected and shape.rejected in keywords
+            lexemes = 0 if titled or parts[-1][0] == "(" or rejected else 1
             names.append((draft[:end], _cost(lexemes, 3)))
         if part.group()[0] == "(" and not _TITLED_WORD_NEXT.match(draft, end):
             break  # a bracketed part ends a name, unless a word in title case goes on with it
-    return sorted(set(names) | set(_known_names(draft, known)), key=lambda item: len(item[0]))
+    return sorted(set(_bracket_kept(names)) | set(_known_names(draft, known)), key=lambda item: len(item[0]))
+
+
+def _bracket_kept(names: list[tuple[str, int]]) -> list[tuple[str, int]]:
+    """``names`` less those a bracketed part of the name follows (``Free Meal Count`` before
+    ``(K-12)``: quoted without it, the bracket reads as a call of the name nobody wrote)."""
+    whole = {name for name, _ in names}
+    return [
+        (name, cost)
+        for name, cost in names
+        if not any(other.startswith(name) and _NAME_BRACKET.fullmatch(other[len(name) :]) for other in whole)
+    ]
 
 
 #: A name's bracketed part after a word (a space before it or none): words with a hyphen or a space
@@ -1446,8 +1490,9 @@ def _bracketed_after(draft: str, part: re.Match[str], shape: NameShape) -> bool:
 
 def _keyword_in_name(word: str, index: int, titled: bool, shape: NameShape, keywords: frozenset[str]) -> bool:
     """Whether ``word``, the ``index``-th word of a name, is a keyword that ends it: not a small
-    word within a name in title case (``of``), nor a first word with no keyword reading there."""
-    if word.lower() not in keywords or (index == 0 and shape.first_is_name):
+    word within a name in title case (``of``), nor a first word with no keyword reading there, nor
+    a later one the grammar rejects where the draft wrote it (``shape.rejected``: ``normal range``)."""
+    if word.lower() not in keywords or (index == 0 and shape.first_is_name) or (index and word == shape.rejected):
         return False
     return not (titled and word.islower() and index > 0)
 

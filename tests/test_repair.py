@@ -237,6 +237,19 @@ def test_a_config_value_is_not_extended_to_finish() -> None:
         # The bracket read as a call's: the name is quoted from the word before it ('(Ages, 5-17)').
         ("SELECT SUM(Enrollment (Ages 5-17)) FROM frpm", 'SELECT SUM("Enrollment (Ages 5-17)") FROM frpm'),
         ("SELECT max (a b) FROM t", "SELECT max (a, b) FROM t"),  # a call's bracket: no name's part
+        # The violation is the bracket's first mark: the name begins at the word before it
+        # ('Percent ()' before, its '%' dropped), and its bracketed part after it stays in it.
+        (
+            "SELECT Percent (%) Eligible Free (K-12), `District Code` FROM frpm",
+            'SELECT "Percent (%) Eligible Free (K-12)", `District Code` FROM frpm',
+        ),
+        # A word in title case before the words quoted is the name's ('Free "Meal Count (K-12)"', a
+        # column and its alias, before); quoted without its bracket, the name would be called.
+        ("SELECT Free Meal Count (K-12), x FROM frpm", 'SELECT "Free Meal Count (K-12)", x FROM frpm'),
+        # A keyword the grammar rejects where the draft wrote it in lower case is a name's word:
+        # 'normal range' ('> normal' before, 'range' dropped; '(normal, range + 100)', a row value).
+        ("SELECT a FROM t WHERE g > normal range AND b = 1", 'SELECT a FROM t WHERE g > "normal range" AND b = 1'),
+        ("SELECT a FROM t WHERE g > (normal range + 100)", 'SELECT a FROM t WHERE g > ("normal range" + 100)'),
         # A qualified name in a bracket is code ('"amount (l.date)"' before), and a run of words
         # dropped begins with no keyword ('WHERE YEAR' dropped, then 'SUM(l.amount, (l.date) = 199)').
         (
