@@ -440,9 +440,26 @@ def prose_after_answer(text: str, rejected: str, floor: int, complete_at: Callab
 
 #: The tags chat models put around an answer's code (``<code>``, ``</sql>``).
 _CODE_TAGS = "code|pre|sql|sol|answer|query|json|output|result|response"
+#: A chat template's end of turn, written out as text where a runner did not stop on it
+#: (ChatML's ``<|im_end|>``, ``<|endoftext|>``, Llama 3's ``<|eot_id|>``, ``</s>``, Gemma's ``<end_of_turn>``).
+_END_OF_TURN = r"<\|[a-z_]+\|>|</s>|<end_of_turn>|<eos>"
 #: Document markup a chat model writes around its answer (``\\end{code}``, ``</code>``; sqlcoder's
-#: ``[SOL] … [/SOL]``, in square brackets).
-_MARKUP = re.compile(rf"\\(?:end|begin)\{{\w*\}}?|</?\s*(?:{_CODE_TAGS})\b|\[/\s*(?:{_CODE_TAGS})\s*\]", re.IGNORECASE)
+#: ``[SOL] … [/SOL]``, in square brackets), or a chat template's end of turn.
+_MARKUP = re.compile(
+    rf"\\(?:end|begin)\{{\w*\}}?|</?\s*(?:{_CODE_TAGS})\b|\[/\s*(?:{_CODE_TAGS})\s*\]|{_END_OF_TURN}", re.IGNORECASE
+)
+_MARKUP_OPENERS = ("<", "</", "<|", "\\")  # the marks markup begins with, which code may read as its own
+
+
+def _markup_begun(accepted: str, rejected: str) -> int | None:
+    """Where markup begins in ``accepted`` (its first marks read as code: ``b = 1 <|endoftext|>``,
+    ``<`` an operator) and runs on into the ``rejected`` text, or ``None``."""
+    for opener in _MARKUP_OPENERS:
+        if accepted.endswith(opener) and _MARKUP.match(opener + rejected):
+            return len(accepted) - len(opener)
+    return None
+
+
 #: A word of a sentence, with the punctuation sentences put after words.
 _PROSE_WORD = re.compile(r"\(?[A-Za-z]+(?:['’][a-z]+)?\)?[.,!?:;]?")
 _LAST_WORD = re.compile(r"[A-Za-z]+(?:['’][a-z]+)?[.,!?:;]?$")
@@ -562,6 +579,9 @@ def prose_run(text: str, at: int, rejected: str, keywords: frozenset[str]) -> tu
     if _MARKUP.match(head):
         start = at + len(rejected) - len(head)
         return start, start + len(head.split("\n", 1)[0])
+    begun = _markup_begun(text[:at], rejected)
+    if begun is not None:
+        return begun, at + len(rejected.split("\n", 1)[0])
     joined = text[:at] + rejected
     start = at
     for _ in range(_PROSE_REACH):  # back over accepted words that are not the grammar's keywords

@@ -142,6 +142,9 @@ def decide(
         sentence = _sentence_ends(checker, at, moved, floor)
     if sentence is not None:
         return sentence
+    run_on = _full_stop(checker, at, moved, floor)
+    if run_on is not None:
+        return run_on
     fresh = signature(text, evidence, at) != last
     cut = another_answer_cut(checker, evidence, floor)
     if cut is not None:
@@ -381,6 +384,31 @@ def prose_cut(checker: Checker, evidence: str, floor: int) -> Cut | None:
     was read as an alias and the violation is in the explanation: cut at the end of the answer."""
     end = prose_after_answer(checker.text, evidence, floor, functools.partial(_complete_at, checker))
     return None if end is None else Cut(end, "after complete text", end)
+
+
+#: A sentence's stop at the end of its line, and the white space after it.
+_FULL_STOP_LINE = re.compile(r"[.!?][ \t]*(?:\n\s*|$)")
+_STOP_REACH = 80  # characters before the violation a stop may be in
+
+
+def _full_stop(checker: Checker, at: int, moved: str, floor: int) -> Cut | None:
+    """A complete answer, then a sentence's stop that ends its line, the violation in it or on
+    the line after it (``… = 'x').⏎⏎CREATE TABLE …``, a run-on after the answer; ``… = 'x'.⏎⏎The
+    final SQL is``, where ``'x'.`` would read as a qualifier): cut at the stop, not read on into
+    what follows by an edit (``'x'.x``, a name made of the next line); named another answer
+    where the next line begins the grammar's text. Not where the grammar takes the stop as the
+    end of a text of its own."""
+    joined = checker.text[:at] + moved
+    for m in _FULL_STOP_LINE.finditer(joined, max(floor, at - _STOP_REACH)):
+        stop = m.start()
+        if stop > at or stop > len(checker.text):
+            break
+        if "\n" in joined[m.end() : at] or not _complete_at(checker, stop):
+            continue
+        if stop == len(checker.text) or not _complete_at(checker, stop + 1):
+            fresh = _answer_read(checker.grammar, joined[m.end() : m.end() + _ANOTHER_ANSWER_READ])
+            return Cut(stop, "another answer" if fresh else "after complete text", min(at, stop))
+    return None
 
 
 def _leave_prose(checker: Checker, at: int, moved: str, *, final: bool, floor: int) -> Cut | Edit | None:

@@ -771,6 +771,35 @@ def test_prose_after_a_sql_answer_is_cut_not_edited():
     assert [c.reason for c in result.events if isinstance(c, Cut)] == ["prose"]
 
 
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "SELECT a FROM t;<|im_end|>",  # a chat template's end of turn, written out
+        "SELECT a FROM t WHERE b = 1 <|endoftext|>",  # its '<' read as an operator first
+        "SELECT a FROM t WHERE b = 1 </s>",
+    ],
+)
+def test_an_end_of_turn_written_out_is_cut_as_markup(answer):
+    result = run(lambda prompt: answer, "sqlite")
+    assert result.text == answer.split("<")[0].rstrip() and result.faithful
+    assert [c.reason for c in result.events if isinstance(c, Cut)] == ["prose"]
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        # A run-on after the answer's full stop: 'x'.x before, the ')' dropped to read the next line
+        # as a name after a string made a qualifier.
+        "SELECT a FROM t WHERE b IN (SELECT c FROM d WHERE e = 'x').\n\nx",
+        "SELECT a FROM t WHERE b = 'x'.\n\nThe final SQL is",  # '"The final SQL"' quoted before
+    ],
+)
+def test_a_full_stop_at_a_lines_end_ends_a_complete_answer(answer):
+    result = run(lambda prompt: answer, "sqlite")
+    assert result.text == answer.split(".\n")[0] and result.faithful
+    assert [c.reason for c in result.events if isinstance(c, Cut)] == ["after complete text"]
+
+
 def test_a_sql_answer_that_is_all_prose_is_no_answer():
     # 'select That's fine. ...' before: the prose was made into a statement.
     with pytest.raises(GuideExhausted) as caught:
