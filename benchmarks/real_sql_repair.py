@@ -136,7 +136,11 @@ _STATEMENT = re.compile(r"\bSELECT\b|\bWITH\s+(?:RECURSIVE\s+)?\w+\s*(?:\([^()]*
 _STATEMENT_LINE = re.compile(r"^\s*(?:SELECT|WITH)\b", re.IGNORECASE | re.MULTILINE)
 _CODE_LINE = re.compile(r"[()=]|\w_\w|^\w+\s+AS\b", re.IGNORECASE)  # "avg_salaries AS (": a CTE goes on
 #: '\end{code}' closes a block like a fence; so does a square-bracket tag's close (sqlcoder's '[/SOL]').
-_MARKUP_END = re.compile(r"\\end\{[A-Za-z]+\}|</(?:code|pre)>|\[/(?:sql|sol|code|answer|query)\]", re.IGNORECASE)
+#: So does a chat template's end of turn written out (``<|im_end|>``, ``</s>``).
+_MARKUP_END = re.compile(
+    r"\\end\{[A-Za-z]+\}|</(?:code|pre)>|\[/(?:sql|sol|code|answer|query)\]|<\|[a-z_]+\|>|</s>|<end_of_turn>|<eos>",
+    re.IGNORECASE,
+)
 _PROSE_LINE = re.compile(r"\n\s*\n\s*(?=[A-Za-z(*])|\n(?=(?:This|The|Note|Here|Explanation|In this)\b)")
 #: A word alone on its line before a query (``MINUS``, ``UNION ALL``): it joins two queries.
 _JOINING_WORD = re.compile(r"[A-Za-z]+(?:[ \t]+ALL)?[ \t]*\n\s*\(?\s*(?:SELECT|WITH)\b", re.IGNORECASE)
@@ -179,7 +183,18 @@ def answer_sql(answer: str) -> str:
         if prose or _is_sentence(line):
             text = text[: m.start()]
             break
-    return _before_sentence(_before_prose_after_end(text)).strip()
+    return _without_full_stop(_before_sentence(_before_prose_after_end(text)).strip())
+
+
+def _without_full_stop(text: str) -> str:
+    """``text`` less a full stop it ends in after a whole statement SQLite accepts, and after a
+    bracket or a quote (``… = 'TR001_10').``): the stop of the sentence the answer was written
+    as, no SQL (``t.``, ``1.`` are a name's qualifier, a number)."""
+    from tests.support import sqlite_oracle
+
+    if not text.endswith(".") or re.match(r"\w", text[-2:-1]) or sqlite_oracle.check_one_statement(text).valid:
+        return text
+    return text[:-1] if sqlite_oracle.check_one_statement(text[:-1]).valid else text
 
 
 #: Markdown's inline code holding a statement: `` `SELECT a FROM t;` ``.

@@ -81,6 +81,11 @@ def test_the_sql_an_answer_means() -> None:
     # Markup that ends a code block ends the SQL, as a closing fence does (a forum thread after it).
     assert answer_sql("SELECT a FROM t ) \\end{code} Comment: which table?") == "SELECT a FROM t )"
     assert answer_sql("<code>SELECT a FROM t</code> Here") == "SELECT a FROM t"
+    assert answer_sql("SELECT a FROM t;<|im_end|>") == "SELECT a FROM t;"  # an end of turn written out
+    # A full stop after a whole statement is the sentence's; a qualifier's point or a number's is not.
+    assert answer_sql("SELECT a FROM t WHERE b = 'x'.") == "SELECT a FROM t WHERE b = 'x'"
+    assert answer_sql("SELECT a FROM t.") == "SELECT a FROM t."
+    assert answer_sql("SELECT 1.") == "SELECT 1."
     # A fenced block after the SQL that holds no SQL (prose, a tagged closing fence) is not it.
     assert answer_sql("SELECT a FROM t\n```sql\n\nThis query lists a.\n```") == "SELECT a FROM t"
     # Prose after a blank line that begins as a sentence, brackets in it or not.
