@@ -5,7 +5,8 @@ The answers are real models' recorded answers, read from local clones named on t
 Spider dev (dev) and BIRD dev and Spider test (held-out); LLM-NL2SQL's open models on BIRD dev and
 Spider dev and chatgpt-sql's ChatGPT answers on Spider's variants (held-out 2, a split of its own so
 that held-out's figures stay comparable); BIRD's own gpt-3.5-turbo answers on BIRD dev (held-out 4, its
-own split likewise)); nothing of them is vendored here.
+own split likewise); VeriSQL's deepseek-chat, Grok and gpt-5-mini candidates on Spider dev (held-out 5,
+its own split likewise)); nothing of them is vendored here.
 
 Of each collection's answers, those SQLite rejects as one statement (``sqlite_oracle.check_one_statement``:
 a syntax error, or more than one statement; a missing table or column is no error) are replayed,
@@ -28,7 +29,7 @@ With a Spider clone (``--spider``), every Spider dev answer whose database the c
 answer, and a slip-only fix written by hand for a sample (``data/spider_hand_fixes.json``).
 
 Run: ``python -m benchmarks.real_sql_repair [MINI_DEV_CLONE] [--nl2sql360 CLONE] [--llm-nl2sql CLONE]
-[--chatgpt-sql CLONE] [--bird-turbo CLONE] [--spider CLONE]
+[--chatgpt-sql CLONE] [--bird-turbo CLONE] [--verisql CLONE] [--spider CLONE]
 [--limit N] [--skip N] [--split dev] [--quick] [--questions FILE] [--target] [--gg0011] [--name NAME]``.
 """
 
@@ -59,6 +60,7 @@ from benchmarks.sql_sources import (  # noqa: E402
     CHATGPT_SQL_COLLECTION,
     LLM_NL2SQL_SPLITS,
     NL2SQL360_SPLITS,
+    VERISQL_COLLECTION,
     Answer,
     SpiderGold,
     load_answers,
@@ -67,6 +69,7 @@ from benchmarks.sql_sources import (  # noqa: E402
     load_llm_nl2sql,
     load_nl2sql360,
     load_spider_gold,
+    load_verisql,
 )
 
 __all__ = ["Answer", "load_answers", "main"]
@@ -89,6 +92,7 @@ SPLIT = {
     **{f"LLM-NL2SQL {split}": "held-out 2" for split in LLM_NL2SQL_SPLITS},
     CHATGPT_SQL_COLLECTION: "held-out 2",
     BIRD_TURBO_COLLECTION: "held-out 4",
+    VERISQL_COLLECTION: "held-out 5",
 }
 SPIDER = "NL2SQL360 spider_dev"
 HAND_FIXES = Path(__file__).with_name("data") / "spider_hand_fixes.json"
@@ -704,6 +708,9 @@ def _parser() -> argparse.ArgumentParser:
         "--bird-turbo", type=Path, default=None, help="a local clone of AlibabaResearch/DAMO-ConvAI (held-out 4)"
     )
     parser.add_argument(
+        "--verisql", type=Path, default=None, help="a local clone of awaisaziz/uncertainity-text2sql (held-out 5)"
+    )
+    parser.add_argument(
         "--spider", type=Path, default=None, help="a clone with Spider's dev.json and database/*/*.sqlite"
     )
     parser.add_argument("--hand-fixes", type=Path, default=HAND_FIXES, help="the fixes written by hand (JSON)")
@@ -749,14 +756,17 @@ def _collections(args: argparse.Namespace, gold: SpiderGold | None) -> list[tupl
         out.append((CHATGPT_SQL_COLLECTION, load_chatgpt_sql(args.chatgpt_sql)))
     if args.bird_turbo:
         out.append((BIRD_TURBO_COLLECTION, load_bird_turbo(args.bird_turbo)))
+    if args.verisql:
+        out.append((VERISQL_COLLECTION, load_verisql(args.verisql)))
     return [(name, answers) for name, answers in out if args.split in (None, SPLIT[name])]
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     args = _parser().parse_args(argv)
-    if not (args.clone or args.nl2sql360 or args.llm_nl2sql or args.chatgpt_sql or args.bird_turbo):
+    if not (args.clone or args.nl2sql360 or args.llm_nl2sql or args.chatgpt_sql or args.bird_turbo or args.verisql):
         _parser().error(
-            "name a BIRD mini-dev clone, --nl2sql360, --llm-nl2sql, --chatgpt-sql or --bird-turbo CLONE, or several"
+            "name a BIRD mini-dev clone, --nl2sql360, --llm-nl2sql, --chatgpt-sql, --bird-turbo or --verisql CLONE, "
+            "or several"
         )
     limit = 6 if args.quick and args.limit is None else args.limit
     gold = load_spider_gold(args.spider) if args.spider else None
@@ -826,6 +836,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             **({"llm_nl2sql": str(args.llm_nl2sql)} if args.llm_nl2sql else {}),
             **({"chatgpt_sql": str(args.chatgpt_sql)} if args.chatgpt_sql else {}),
             **({"bird_turbo": str(args.bird_turbo)} if args.bird_turbo else {}),
+            **({"verisql": str(args.verisql)} if args.verisql else {}),
             "spider": str(args.spider) if args.spider else None,
             "collections": counts,
             "split": {c: SPLIT[c] for c in counts},

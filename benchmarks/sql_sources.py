@@ -27,6 +27,14 @@
   BIRD dev (1534 questions; ``_kg`` with the evidence in the prompt), asked for SQLite by
   ``bird/llm/run/run_gpt.sh``, in mini-dev's ``{"<index>": "<answer>\\t----- bird -----\\t<db_id>"}``;
   a failed request is a number there, no answer.
+- **VeriSQL's candidates** (https://github.com/awaisaziz/uncertainity-text2sql @ 42777cfa9c41, no
+  licence file; Spider CC BY-SA 4.0): ``outputs/llm/<model>_k=<n>.json``, deepseek-chat's,
+  grok-4-1-fast-non-reasoning's and gpt-5-mini's answers (late 2025) on Spider dev's first 100
+  questions, each asked for ``n`` different queries (1 to 35) as a JSON array ``[{"sql": ...}]``, no
+  dialect named, given the tables' columns; ``{"default_model", "generated": [{"id", "db_id",
+  "candidates": [{"sql"}]}]}``, the ``sql`` strings as the runner's ``clean_json_array`` read them
+  from the reply (a reply it could not read has no candidates). ``outputs/reranked/`` and
+  ``extracted_sql_for_evaluation/`` pick among the same candidates and are not read.
 - **Spider dev's gold and databases** (a clone holding Spider's ``dev.json`` and
   ``database/<db_id>/<db_id>.sqlite``, e.g. https://github.com/xi-ix/spider_evaluation @ 80a9084cbae5,
   which keeps them under ``database/``).
@@ -51,6 +59,7 @@ __all__ = [
     "load_llm_nl2sql",
     "load_nl2sql360",
     "load_spider_gold",
+    "load_verisql",
 ]
 
 MINI_DEV_DIR = "llm/exp_result"
@@ -69,6 +78,8 @@ CHATGPT_SQL_DIRS = ("spider", "spider-syn", "spider-dk", "spider-realistic", "AD
 CHATGPT_SQL_COLLECTION = "chatgpt-sql Spider variants"
 BIRD_TURBO_DIR = "bird/llm/exp_result"
 BIRD_TURBO_COLLECTION = "BIRD dev gpt-3.5-turbo"
+VERISQL_DIR = "outputs/llm"
+VERISQL_COLLECTION = "VeriSQL Spider dev candidates"
 
 
 @dataclass(frozen=True)
@@ -225,6 +236,24 @@ def load_bird_turbo(clone: Path) -> list[Answer]:
             if isinstance(value, str):
                 answer, _, db_id = value.rpartition(MINI_DEV_SEPARATOR)
                 out.append(Answer(name, key, "gpt-3.5-turbo", "sqlite", db_id.strip(), answer, BIRD_TURBO_COLLECTION))
+    return out
+
+
+# -- VeriSQL's candidates -------------------------------------------------------------------------
+
+
+def load_verisql(clone: Path) -> list[Answer]:
+    """Every candidate of an uncertainity-text2sql clone's ``VERISQL_DIR/*.json`` files, in file,
+    question then candidate order; the key is ``<question's index in Spider dev>.<candidate's>``,
+    the model the file's ``default_model``, the dialect SQLite (none was named; Spider's databases
+    are SQLite)."""
+    out = []
+    for path, text in _files(clone, VERISQL_DIR, ".json").items():
+        name, run = path.removeprefix(VERISQL_DIR + "/"), json.loads(text)
+        for item in run["generated"]:
+            for j, candidate in enumerate(item["candidates"]):
+                key, model = f"{item['id']}.{j}", run["default_model"]
+                out.append(Answer(name, key, model, "sqlite", item["db_id"], candidate["sql"], VERISQL_COLLECTION))
     return out
 
 

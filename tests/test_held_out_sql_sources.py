@@ -3,8 +3,9 @@ theirs are: Qiqi-sweety/LLM-NL2SQL (``output/<split>/<org>/<model>[/<variant>]/d
 the gold ``dev_pred_gt.sql``, the questions in ``data/<split>/dev.json``; one clone a bare git directory
 whose last commit removed ``output/`` as the real one's did) and THU-BPM/chatgpt-sql
 (``<variant>/predict*.json``); the third's, AlibabaResearch/DAMO-ConvAI
-(``bird/llm/exp_result/turbo_output[_kg]/predict_dev.json``); and real_sql_repair's ``--llm-nl2sql``,
-``--chatgpt-sql`` and ``--bird-turbo``. The answers are written here."""
+(``bird/llm/exp_result/turbo_output[_kg]/predict_dev.json``); held-out 5's, awaisaziz/uncertainity-text2sql
+(``outputs/llm/<model>_k=<n>.json``); and real_sql_repair's ``--llm-nl2sql``, ``--chatgpt-sql``,
+``--bird-turbo`` and ``--verisql``. The answers are written here."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from benchmarks.real_sql_repair import Answer, main, run_sqlglot
-from benchmarks.sql_sources import load_bird_turbo, load_chatgpt_sql, load_llm_nl2sql
+from benchmarks.sql_sources import load_bird_turbo, load_chatgpt_sql, load_llm_nl2sql, load_verisql
 
 PREDICTIONS = {
     "output/bird/Qwen/Qwen1.5-7B-Chat/dev_pred.sql": "SELECT name FROM t WHERE a = 1 OR\nSELECT count(*) FROM t\n",
@@ -41,6 +42,33 @@ BIRD_TURBO = {
         "1": "SELECT count(*) FROM u ORDER\t----- bird -----\tdb_b",
     },
     "bird/llm/data/dev.json": [{"db_id": "db_a"}],  # the questions: no answer
+}
+VERISQL = {
+    # One run per model and number of candidates asked; a reply the runner could not read has none.
+    "outputs/llm/deepseek_chat_k=2.json": {
+        "default_model": "deepseek-chat",
+        "generated": [
+            {
+                "id": 0,
+                "db_id": "concert_singer",
+                "question": "q0",
+                "candidates": [{"sql": "SELECT name FROM singer WHERE"}, {"sql": "SELECT count(*) FROM singer"}],
+            },
+            {"id": 1, "db_id": "pets_1", "question": "q1", "candidates": []},
+        ],
+    },
+    "outputs/llm/gpt-5-mini_k=1.json": {
+        "default_model": "gpt-5-mini",
+        "generated": [
+            {
+                "id": 0,
+                "db_id": "concert_singer",
+                "question": "q0",
+                "candidates": [{"sql": "SELECT age FROM singer ORDER"}],
+            }
+        ],
+    },
+    "outputs/reranked/deepseek_chat_k=2_reranked.json": {"generated": []},  # picks among the same: not read
 }
 QUESTIONS = {
     "data/bird/dev.json": [{"db_id": "db_a", "question": "q0"}, {"db_id": "db_b", "question": "q1"}],
@@ -139,11 +167,25 @@ def test_command_line_reports_them_as_a_held_out_split_of_their_own(tmp_path: Pa
     assert "a = 1 OR" not in written and "u WHERE" not in written  # ids and scores, not answers
 
 
-def _bird_turbo(root: Path) -> Path:
-    for path, values in BIRD_TURBO.items():
+def _json_files(root: Path, files: dict[str, object]) -> Path:
+    """A work tree holding ``files`` (path -> JSON value)."""
+    for path, value in files.items():
         (root / path).parent.mkdir(parents=True, exist_ok=True)
-        (root / path).write_text(json.dumps(values), encoding="utf-8")
+        (root / path).write_text(json.dumps(value), encoding="utf-8")
     return root
+
+
+def _bare_copy(work: Path) -> Path:
+    """A bare clone of ``work`` with its files committed, beside it."""
+    _git(work, "init", "-q")
+    _git(work, "add", "-A")
+    _git(work, "commit", "-q", "-m", "results")
+    _git(work.parent, "clone", "-q", "--bare", str(work), "bare")
+    return work.parent / "bare"
+
+
+def _bird_turbo(root: Path) -> Path:
+    return _json_files(root, BIRD_TURBO)
 
 
 def test_reads_birds_chatgpt_answers_and_not_its_failed_requests(tmp_path: Path) -> None:
@@ -160,11 +202,7 @@ def test_reads_birds_chatgpt_answers_and_not_its_failed_requests(tmp_path: Path)
 
 def test_reads_birds_chatgpt_answers_from_a_bare_clone(tmp_path: Path) -> None:
     work = _bird_turbo(tmp_path / "work")
-    _git(work, "init", "-q")
-    _git(work, "add", "-A")
-    _git(work, "commit", "-q", "-m", "results")
-    _git(tmp_path, "clone", "-q", "--bare", str(work), "bare")
-    assert load_bird_turbo(tmp_path / "bare") == load_bird_turbo(work)
+    assert load_bird_turbo(_bare_copy(work)) == load_bird_turbo(work)
 
 
 def test_command_line_reports_birds_chatgpt_as_a_held_out_split_of_its_own(tmp_path: Path) -> None:
@@ -175,6 +213,29 @@ def test_command_line_reports_birds_chatgpt_as_a_held_out_split_of_its_own(tmp_p
     }
     assert set(payload["by_split"]) == {"held-out 4"} and "| held-out 4 | 2 |" in payload["goals"]
     assert "FROM u ORDER" not in (tmp_path / "out" / "real_sql_repair.json").read_text()
+
+
+def test_reads_each_candidate_of_verisqls_runs(tmp_path: Path) -> None:
+    answers = load_verisql(_json_files(tmp_path, VERISQL))
+    assert [(a.source, a.key, a.model, a.db_id, a.text) for a in answers] == [
+        ("deepseek_chat_k=2.json", "0.0", "deepseek-chat", "concert_singer", "SELECT name FROM singer WHERE"),
+        ("deepseek_chat_k=2.json", "0.1", "deepseek-chat", "concert_singer", "SELECT count(*) FROM singer"),
+        ("gpt-5-mini_k=1.json", "0.0", "gpt-5-mini", "concert_singer", "SELECT age FROM singer ORDER"),
+    ]
+    assert {(a.dialect, a.collection) for a in answers} == {("sqlite", "VeriSQL Spider dev candidates")}
+
+
+def test_command_line_reports_verisql_as_a_held_out_split_of_its_own(tmp_path: Path) -> None:
+    work = _json_files(tmp_path / "work", VERISQL)
+    bare = _bare_copy(work)
+    assert load_verisql(bare) == load_verisql(work)
+    out = ["--results-dir", str(tmp_path / "out")]
+    payload = main(["--verisql", str(bare), "--no-target", *out])
+    assert payload["settings"]["collections"] == {
+        "VeriSQL Spider dev candidates": {"answers": 3, "rejected": 2, "replayed": 2}
+    }
+    assert set(payload["by_split"]) == {"held-out 5"} and "| held-out 5 | 2 |" in payload["goals"]
+    assert "FROM singer ORDER" not in (tmp_path / "out" / "real_sql_repair.json").read_text()
 
 
 def test_sqlglot_prints_no_answer(caplog: pytest.LogCaptureFixture) -> None:
