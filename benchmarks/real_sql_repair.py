@@ -95,7 +95,8 @@ SPLIT = {
     VERISQL_COLLECTION: "held-out 5",
 }
 SPIDER = "NL2SQL360 spider_dev"
-HAND_FIXES = Path(__file__).with_name("data") / "spider_hand_fixes.json"
+#: Slip-only fixes written by hand: NL2SQL360's Spider dev answers (dev), VeriSQL's (held-out 5).
+HAND_FIXES = [Path(__file__).with_name("data") / name for name in ("spider_hand_fixes.json", "verisql_hand_fixes.json")]
 
 
 def sqlite_rejects(answers: list[Answer]) -> list[Answer]:
@@ -463,10 +464,15 @@ def run_unrepaired(items: list[Answer]) -> list[dict[str, Any]]:
     return [{"text": answer_sql(a.text), "error": None, "exhausted": False, "seconds": 0.0} for a in items]
 
 
-def load_hand_fixes(path: Path) -> dict[tuple[str, str, str], dict[str, str]]:
-    """(collection, source, key) -> {"fix", "reason"} of the fixes written by hand (see README)."""
-    data = json.loads(path.read_text(encoding="utf-8"))
-    return {(f["collection"], f["source"], f["key"]): f for f in data["fixes"]}
+def load_hand_fixes(paths: Sequence[Path]) -> dict[tuple[str, str, str], dict[str, str]]:
+    """(collection, source, key) -> {"fix", "reason"} of the fixes written by hand in those of
+    ``paths`` that exist (see README)."""
+    out: dict[tuple[str, str, str], dict[str, str]] = {}
+    for path in paths:
+        if path.is_file():
+            data = json.loads(path.read_text(encoding="utf-8"))
+            out |= {(f["collection"], f["source"], f["key"]): f for f in data["fixes"]}
+    return out
 
 
 def run_gg0011(items: list[Answer], questions: dict[str, str], *, timeout: float = 4 * 3600) -> dict[str, Any]:
@@ -646,28 +652,45 @@ def dialect_table(rows_by_method: dict[str, list[dict[str, Any]]], items: list[A
 # -- execution on Spider's databases -------------------------------------------------------------
 
 
+#: Collections of answers to Spider dev's questions: how an answer's key gives the question's index.
+_SPIDER_QUESTION: dict[str, Callable[[str], int]] = {
+    SPIDER: int,
+    VERISQL_COLLECTION: lambda key: int(key.split(".", 1)[0]),  # '<question>.<candidate>'
+}
+
+
+def _no_question(key: str) -> int:
+    return -1
+
+
+def gold_question(a: Answer, gold: SpiderGold) -> int | None:
+    """The index of the Spider dev question ``a`` answers, where the clone has its database."""
+    index = _SPIDER_QUESTION.get(a.collection, _no_question)(a.key)
+    if not 0 <= index < len(gold.questions) or gold.questions[index]["db_id"] != a.db_id:
+        return None
+    return index if gold.database(a.db_id) is not None else None
+
+
 def executable(items: list[Answer], gold: SpiderGold) -> list[int]:
-    """Indices of the Spider dev answers whose database the clone has."""
-    return [
-        i
-        for i, a in enumerate(items)
-        if a.collection == SPIDER and int(a.key) < len(gold.questions) and gold.database(a.db_id) is not None
-    ]
+    """Indices of the answers to Spider dev's questions whose database the clone has."""
+    return [i for i, a in enumerate(items) if gold_question(a, gold) is not None]
 
 
 def execute(
     rows_by_method: Mapping[str, Sequence[dict[str, Any] | None]], items: list[Answer], gold: SpiderGold
 ) -> None:
     """Add ``gold_rows`` (True/False) to each method's row of every executable answer."""
-    cache: dict[str, tuple[Rows, bool]] = {}
+    cache: dict[int, tuple[Rows, bool]] = {}
     for i in executable(items, gold):
         a = items[i]
-        question = gold.questions[int(a.key)]
-        if a.key not in cache:
+        index = gold_question(a, gold)
+        assert index is not None
+        question = gold.questions[index]
+        if index not in cache:
             database = gold.database(question["db_id"])
             assert database is not None
-            cache[a.key] = (run_query(database, question["query"]), gold_is_ordered(question["query"]))
-        reference, ordered = cache[a.key]
+            cache[index] = (run_query(database, question["query"]), gold_is_ordered(question["query"]))
+        reference, ordered = cache[index]
         database = gold.database(a.db_id)
         assert database is not None
         for rows in rows_by_method.values():
@@ -713,7 +736,9 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--spider", type=Path, default=None, help="a clone with Spider's dev.json and database/*/*.sqlite"
     )
-    parser.add_argument("--hand-fixes", type=Path, default=HAND_FIXES, help="the fixes written by hand (JSON)")
+    parser.add_argument(
+        "--hand-fixes", type=Path, nargs="*", default=HAND_FIXES, help="files of fixes written by hand (JSON)"
+    )
     parser.add_argument("--limit", type=int, default=None, help="replay at most N rejected answers of each collection")
     parser.add_argument(
         "--skip",
@@ -945,7 +970,7 @@ def _execution_report(
     gold: SpiderGold,
     out: dict[str, Any],
 ) -> list[str]:
-    fixes = load_hand_fixes(args.hand_fixes) if args.hand_fixes.is_file() else {}
+    fixes = load_hand_fixes(args.hand_fixes)
     with_unrepaired: dict[str, Sequence[dict[str, Any] | None]] = {
         **rows_by_method,
         "unrepaired": run_unrepaired(items),
@@ -972,7 +997,8 @@ def _execution_report(
     return [
         f"Executed on Spider's databases: {len(picked)} Spider dev answers (gold rows: the gold query's, "
         f"a multiset unless it orders them)\n\n{out['execution']}",
-        f"The sample fixed by hand ({len(sample)} answers, {args.hand_fixes.name})\n\n{out['execution_sample']}",
+        f"The sample fixed by hand ({len(sample)} answers, {', '.join(p.name for p in args.hand_fixes)})"
+        f"\n\n{out['execution_sample']}",
     ]
 
 

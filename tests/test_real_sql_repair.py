@@ -15,8 +15,10 @@ from benchmarks.real_sql_repair import (
     dialect_table,
     draft_shape,
     edit_size,
+    gold_question,
     interleave,
     load_answers,
+    load_hand_fixes,
     main,
     run_ours,
     run_sqlglot,
@@ -170,3 +172,25 @@ def test_command_line_on_a_clone(tmp_path: Path) -> None:
     assert "| postgres | 1 |" in payload["by_dialect"]
     written = (tmp_path / "out" / "real_sql_repair.json").read_text()
     assert all(answer not in written for texts in ANSWERS.values() for answer in texts)  # ids, not answers
+
+
+def test_answers_to_spider_questions_are_executed_by_their_question(tmp_path: Path) -> None:
+    from benchmarks.real_sql_repair import SPIDER
+    from benchmarks.sql_sources import VERISQL_COLLECTION, SpiderGold
+
+    (tmp_path / "pets_1").mkdir()
+    (tmp_path / "pets_1" / "pets_1.sqlite").write_bytes(b"x" * 2048)
+    gold = SpiderGold([{"question": "q", "query": "SELECT 1", "db_id": "pets_1"}] * 3, tmp_path)
+    verisql = Answer("m_k=5.json", "2.4", "m", "sqlite", "pets_1", "SELECT", VERISQL_COLLECTION)
+    assert gold_question(verisql, gold) == 2  # '<question>.<candidate>'
+    assert gold_question(Answer("f.sql", "1", "m", "sqlite", "pets_1", "x", SPIDER), gold) == 1
+    assert gold_question(Answer("f.sql", "1", "m", "sqlite", "car_1", "x", SPIDER), gold) is None
+    assert gold_question(Answer("f.json", "1", "m", "sqlite", "pets_1", "x"), gold) is None  # BIRD: no Spider gold
+
+
+def test_hand_fixes_are_read_from_every_file_there_is(tmp_path: Path) -> None:
+    for name, key in (("a.json", "1"), ("b.json", "2")):
+        fix = {"collection": "c", "source": "s", "key": key, "fix": "SELECT " + key, "reason": "r"}
+        (tmp_path / name).write_text(json.dumps({"fixes": [fix]}), encoding="utf-8")
+    fixes = load_hand_fixes([tmp_path / "a.json", tmp_path / "b.json", tmp_path / "absent.json"])
+    assert sorted(f["fix"] for f in fixes.values()) == ["SELECT 1", "SELECT 2"]
