@@ -26,7 +26,8 @@ faithful (``sql_faithful``: the draft's SQL tokens aligned with the output's, no
 beyond what the result records as a rewrite or formatting); invented literals; edit size; seconds.
 With a Spider clone (``--spider``), every Spider dev answer whose database the clone has is run
 (``sql_execution``) and its rows compared with the gold query's, for each method, the unrepaired
-answer, and a slip-only fix written by hand for a sample (``data/spider_hand_fixes.json``).
+answer, and a slip-only fix written by hand for a sample (``data/spider_hand_fixes.json``,
+``data/verisql_hand_fixes.json``).
 
 Run: ``python -m benchmarks.real_sql_repair [MINI_DEV_CLONE] [--nl2sql360 CLONE] [--llm-nl2sql CLONE]
 [--chatgpt-sql CLONE] [--bird-turbo CLONE] [--verisql CLONE] [--spider CLONE]
