@@ -41,7 +41,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, fields
 
 from ._edit_search import levenshtein
-from ._events import Correction, Cut, DraftSpan, Event, GrammarViolation
+from ._events import REWRITE_RULES, Correction, Cut, DraftSpan, Event, GrammarViolation
 
 __all__ = ["Changes", "changes_of"]
 
@@ -217,9 +217,9 @@ def _correction_kind(event: Correction) -> str | None:
     if event.source == "repair":
         if event.rule in ("prose", "repeat"):
             return None  # a sentence left out (not the draft's answer), a word written twice once
-        if not event.text.strip() and any(c.isalnum() for c in event.removed):
-            return "dropped"  # words of the draft taken away, by any rule (a dangling key)
-        return "rewrites" if event.rule == "rewrite" else _edit_kind(event)
+        if event.rule != "inert" and not event.text.strip() and any(c.isalnum() for c in event.removed):
+            return "dropped"  # words of the draft taken away, by any rule but an inert clause's (a dangling key)
+        return "rewrites" if event.rule in REWRITE_RULES else _edit_kind(event)
     return "invented"
 
 

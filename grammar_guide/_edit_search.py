@@ -27,7 +27,7 @@ from dataclasses import dataclass, replace
 
 from ._checker import Checker
 from ._complete import closing_brackets, shortest_close
-from ._events import EditRule
+from ._events import REWRITE_RULES, EditRule
 from ._grammar import Rewrite
 from ._lexemes import (
     LEXEME,
@@ -211,14 +211,16 @@ class _Best:
         # kept nothing, by marks alone, reads nothing, and needs not.
         last = not c.kept.strip().strip(")]}")
         ends = (
-            c.rule == "rewrite"
+            c.rule in REWRITE_RULES
             and ((v.final and last) or c.before_sentence)
             and (
                 complete or _closed_by_brackets(v.checker, c) or (not c.kept and _closed_by_marks(v, c.start, c.insert))
             )
         )
         # (A rewrite may open a bracket that a later one or the close ends: ``(1, (2, 3))``.)
-        if not (c.insert or read or ends) or (c.rule != "rewrite" and _opens_unclosed(c.insert, c.kept[:accepted])):
+        if not (c.insert or read or ends) or (
+            c.rule not in REWRITE_RULES and _opens_unclosed(c.insert, c.kept[:accepted])
+        ):
             return
         if not (ends or conclusive(c.kept, read, v.final, complete, c.min_read)):
             return
@@ -230,8 +232,8 @@ class _Best:
         # quotes the next slip.)
         # (A rewrite's match that takes words of the rejected text reads them: ``SELECT TOP`` is
         # complete, and ``TOP 5 Title FROM t;`` then prose is the statement, not an aside.)
-        certain = c.rule == "rewrite" and (not c.insert or c.min_read == 0)
-        taken = v.evidence[: max(c.base, 0)] if c.rule == "rewrite" else ""
+        certain = c.rule in REWRITE_RULES and (not c.insert or c.min_read == 0)
+        taken = v.evidence[: max(c.base, 0)] if c.rule in REWRITE_RULES else ""
         aside = not (complete and accepted == len(c.kept)) and not re.search(r"\w", taken + c.kept[:accepted])
         if self.was_complete and aside and not certain:
             return
@@ -814,7 +816,7 @@ def _rewrite_matches(
                 _cost(0, 1),
                 base=end - len(text),
                 min_read=0 if _chained(rewrite, before, insert, kept) else rewrite.min_read,
-                rule="rewrite",
+                rule=rewrite.rule,
                 before_sentence=before_sentence,
             )
 
@@ -1052,7 +1054,7 @@ def rewrite_at_end(checker: Checker, floor: int) -> Edit | None:
                 drops_marks = not insert and not re.search(r"\w", match.group()) and less
                 if not (trial.is_complete or ((not closable or drops_marks) and after is not None)):
                     continue
-            return Edit(start, insert, "", match.group(), _rewrote(match, rewrite), at=start, rule="rewrite")
+            return Edit(start, insert, "", match.group(), _rewrote(match, rewrite), at=start, rule=rewrite.rule)
     return None
 
 

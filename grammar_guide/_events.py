@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 __all__ = [
+    "REWRITE_RULES",
     "Alternative",
     "Correction",
     "CorrectionReason",
@@ -31,9 +32,11 @@ grammar allowed only this text before the draft went on), ``finish`` (a budget r
 was completed; ``detail`` names the budget), ``stalled`` (the draft added nothing the grammar
 allows)."""
 
-EditRule = Literal["edit", "rewrite", "prose", "repeat", "resync"]
+EditRule = Literal["edit", "rewrite", "inert", "prose", "repeat", "resync"]
 """What kind of repair an edit was: ``rewrite``, one of the grammar's known slips of another
 dialect rewritten to what it means (``x::int`` to ``CAST(x AS int)``: the draft's meaning kept);
+``inert``, a rewrite that leaves out a clause of another dialect with no effect where the text
+runs (SQL's ``GROUP BY ()``, ``FOR UPDATE``: the same rows; the draft's meaning kept);
 ``edit``, the least edit of the draft's text that lets it go on parsing (a dropped, inserted or
 replaced lexeme: the draft's text changed); ``prose``, a sentence the draft wrote where its
 answer goes (``The answer is 3 + 4``) left out, the answer read on after it; ``repeat``, a word
@@ -41,6 +44,9 @@ the draft wrote twice in a row (``MAX MAX(age)``) written once (nothing it meant
 ``resync``, where no edit fixed a violation and no model may write, the fewest of the draft's
 lexemes dropped after which its own text reads on (``THEN x`` of ``SUM(a = 1 THEN x) - …``):
 the draft's text dropped, recorded, never faithful)."""
+
+#: The rules of the grammar's known slips, each written as what it means.
+REWRITE_RULES: frozenset[str] = frozenset({"rewrite", "inert"})
 
 CutReason = Literal[
     "preamble",

@@ -23,7 +23,7 @@ from ._checker import PROBE_FROM, Checker
 from ._draft import Draft
 from ._drafting import Drafting, Round
 from ._errors import ProviderError
-from ._events import Correction, Cut, CutReason, DraftSpan, Event, GrammarViolation, GuideStats
+from ._events import REWRITE_RULES, Correction, Cut, CutReason, DraftSpan, Event, GrammarViolation, GuideStats
 from ._grammar import Grammar
 from ._limits import GuideLimits
 from ._reader import fenced_blocks
@@ -512,4 +512,4 @@ def _rewrite_floor(event: Correction, before: int, floor: int) -> int:
     the loop's rewrites begin (it may take its own rewrite back: ``WHERE a WHERE b WHERE c``,
     the second WHERE joined with the text the first one wrote); after any other correction,
     ``floor`` (text someone other than the draft chose is never taken back)."""
-    return before if event.source == "repair" and event.rule == "rewrite" else floor
+    return before if event.source == "repair" and event.rule in REWRITE_RULES else floor

@@ -235,7 +235,7 @@ def _lost_after(checker: Checker, edit: Edit, *, final: bool, floor: int, steps:
 
 #: Edits that lose none of the draft's answer: a known slip written in the grammar's spelling, a
 #: word written twice, prose left out.
-_LOSSLESS: frozenset[str] = frozenset({"rewrite", "repeat", "prose"})
+_LOSSLESS: frozenset[str] = frozenset({"rewrite", "inert", "repeat", "prose"})
 
 
 #: The parts of a lexeme an edit may keep: its words and marks, not the quotes around a name.

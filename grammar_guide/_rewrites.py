@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ._errors import GrammarError
+from ._events import EditRule
 
 __all__ = ["Rewrite", "load_rewrites"]
 
@@ -60,6 +61,10 @@ class Rewrite:
     #: (SQL's ``LEFT(d, 6)`` inside MySQL's ``RIGHT(..., 2)``). Not for a slip whose meaning depends
     #: on the text around it (JSON's quote inside a string).
     within: bool = False
+    #: Whether the slip is a clause of another dialect with no effect where the text runs, left
+    #: out (SQL's ``GROUP BY ()``, ``FOR UPDATE``): recorded as an ``inert`` rewrite, the draft's
+    #: meaning kept, not as its words dropped.
+    inert: bool = False
 
     def __post_init__(self) -> None:
         for source in (self.pattern, self.head, *(pattern for pattern, _ in self.inner)):
@@ -67,6 +72,11 @@ class Rewrite:
                 re.compile(source)
             except re.error as exc:
                 raise GrammarError(f"rewrite pattern {source!r}: {exc}", offset=exc.pos) from None
+
+    @property
+    def rule(self) -> EditRule:
+        """The rule its repairs are recorded under."""
+        return "inert" if self.inert else "rewrite"
 
     @functools.cached_property
     def regex(self) -> re.Pattern[str]:
@@ -102,7 +112,7 @@ class Rewrite:
 def load_rewrites(path: Path) -> tuple[Rewrite, ...]:
     """The rewrites in a ``<grammar>.rewrites.json`` file: a list of objects with ``pattern``,
     ``replacement``, ``reason`` and (optional) ``head``, ``min_read``, ``inner`` (a list of
-    ``[pattern, replacement]`` pairs), ``reach`` and ``within``."""
+    ``[pattern, replacement]`` pairs), ``reach``, ``within`` and ``inert``."""
     try:
         entries = json.loads(path.read_text(encoding="utf-8"))
         return tuple(
@@ -115,6 +125,7 @@ def load_rewrites(path: Path) -> tuple[Rewrite, ...]:
                 tuple((pattern, replacement) for pattern, replacement in e.get("inner", ())),
                 e.get("reach", 200),
                 e.get("within", False),
+                e.get("inert", False),
             )
             for e in entries
         )

@@ -334,6 +334,34 @@ def rewrite(text: str) -> str:
             "SELECT 4 NOT IN (SELECT x FROM (SELECT 2 AS x UNION ALL SELECT 5))",
             1,
         ),
+        # Written without spaces around the operator; over VALUES; over PostgreSQL's ARRAY[...].
+        ("SELECT 5=ANY(SELECT 5)", "SELECT 5 IN (SELECT 5)", 1),
+        ("SELECT 5 = ANY (VALUES (4), (5))", "SELECT 5 IN (VALUES (4), (5))", 1),
+        ("SELECT 5 = ANY(ARRAY[4, 5])", "SELECT 5 IN (4, 5)", 1),
+        ("SELECT 'b' <> ALL (ARRAY['a', 'b'])", "SELECT 'b' NOT IN ('a', 'b')", 0),
+        # Standard SQL's empty grouping set: one group of all the rows, on no rows too.
+        (
+            "SELECT COUNT(*) FROM (SELECT 1 UNION ALL SELECT 2) GROUP BY ()",
+            "SELECT COUNT(*) FROM (SELECT 1 UNION ALL SELECT 2)",
+            2,
+        ),
+        ("SELECT COUNT(*) FROM (SELECT 1 WHERE 0) GROUP BY ()", "SELECT COUNT(*) FROM (SELECT 1 WHERE 0)", 0),
+        # An OFFSET without a LIMIT; a row lock; a bracketed SELECT before UNION.
+        (
+            "SELECT x FROM (SELECT 1 AS x UNION ALL SELECT 2) ORDER BY x OFFSET 1",
+            "SELECT x FROM (SELECT 1 AS x UNION ALL SELECT 2) ORDER BY x LIMIT -1 OFFSET 1",
+            2,
+        ),
+        (
+            "SELECT x FROM (SELECT 3 AS x) WHERE x > 1 FOR UPDATE OF t NOWAIT",
+            "SELECT x FROM (SELECT 3 AS x) WHERE x > 1",
+            3,
+        ),
+        (
+            "SELECT COUNT(*) FROM ((SELECT 1 AS x) UNION (SELECT 2))",
+            "SELECT COUNT(*) FROM (SELECT 1 AS x UNION SELECT 2)",
+            2,
+        ),
         (
             "SELECT 6 > MAX(SELECT x FROM (SELECT 2 AS x UNION ALL SELECT 5))",
             "SELECT 6 > (SELECT MAX(x) FROM (SELECT 2 AS x UNION ALL SELECT 5))",
@@ -818,6 +846,20 @@ def test_the_guide_loop_applies_them_to_real_answers(answer: str, fixed: str, re
     assert result.text == fixed
     details = [e.detail for e in result.events if isinstance(e, Correction)]
     assert len(details) == 1 and re.search(rf"\({re.escape(reason)}\)$", details[0])
+
+
+@pytest.mark.parametrize(
+    ("answer", "fixed"),
+    [
+        ("SELECT count(*) FROM singer GROUP BY ()", "SELECT count(*) FROM singer"),
+        ("SELECT Name FROM singer WHERE Age > 30 FOR UPDATE", "SELECT Name FROM singer WHERE Age > 30"),
+    ],
+)
+def test_a_clause_with_no_effect_is_left_out_and_the_answer_kept(answer: str, fixed: str) -> None:
+    # Its words are gone, but not the draft's meaning: an inert rewrite, faithful (not '1 dropped').
+    result = guide(lambda prompt: answer, SQLITE, "Answer in SQLite.", target=False)
+    assert result.text == fixed and result.faithful
+    assert [e.rule for e in result.events if isinstance(e, Correction)] == ["inert"]
 
 
 @pytest.mark.parametrize(

@@ -394,7 +394,7 @@ def test_a_quantified_comparison_is_rewritten_not_quoted_as_a_name(sqlite: Gramm
         lambda prompt: "SELECT n FROM boats WHERE NOT id = ANY (SELECT boat FROM crews)", sqlite, "q", target=False
     )
     assert result.text == "SELECT n FROM boats WHERE NOT id IN (SELECT boat FROM crews)"
-    assert _corrections(result) == [("rewrite", "= ANY (SELECT", "IN (SELECT")] and result.faithful
+    assert _corrections(result) == [("rewrite", " = ANY (SELECT", " IN (SELECT")] and result.faithful
 
 
 def test_no_keyword_is_invented_where_dropping_the_draft_s_word_is_the_least_change(sqlite: Grammar) -> None:
