@@ -558,10 +558,30 @@ def _invents_between(before: str, literal: str, after: str, keywords: frozenset[
     its bracket (``line_1 & INCLUDE``, ``T2.Average&(LifeExpectancy)``: an operation nobody
     wrote; before a value, ``age 30``, the comparison left out is a reading, which a target may
     choose of the ties), or a ``.`` that makes a qualified name of what the draft wrote as no
-    name (``_qualifies_no_name``)."""
+    name (``_qualifies_no_name``), or a ``,`` that parts a construct of another dialect
+    (``_parts_construct``)."""
     if is_operator(literal) and _ends_in_name(before.rstrip(), keywords) and _starts_name(after.lstrip(), keywords):
         return True
+    if literal == "," and _parts_construct(before.rstrip(), after, keywords):
+        return True
     return _qualifies_no_name(before, literal, after, keywords)
+
+
+_BRACKET_AFTER = re.compile(r"[ \t]?([(\[])")  # a bracket right after a word, a space between or none
+
+
+def _parts_construct(before: str, after: str, keywords: frozenset[str]) -> bool:
+    """Whether a ``,`` between ``before`` and ``after`` would part a word and the bracket the draft
+    opened right after it, where the two are one construct of another dialect: a ``[`` (an
+    array's, ``array,[1, 2]``: SQLite reads ``[1, 2]`` as a quoted name), or a ``(`` after a word
+    in capitals that is no keyword of the grammar (``JOIN LATERAL, (SELECT``, ``KEEP, (DENSE_RANK``:
+    a join or a call made two items nobody wrote)."""
+    bracket = _BRACKET_AFTER.match(after)
+    last = _last_lexemes(before, 1)
+    word = last[0].group() if last else ""
+    if bracket is None or not is_word(word):
+        return False
+    return bracket.group(1) == "[" or (len(word) > 1 and word.isupper() and word.lower() not in keywords)
 
 
 def _makes_keyword_a_name(checker: Checker, start: int, insert: str, after: str) -> bool:
@@ -1457,9 +1477,10 @@ def names_with_spaces(
         titled = all(w[0].isupper() or written_as_name(w) for w in words if w.lower() not in keywords)
         if any(_keyword_in_name(w, i, titled, shape, keywords) for i, w in enumerate(words)):
             break
-        if len(parts) > 1 and (parts[-1].lower() not in keywords or parts[-1] == shape.rejected):
-            rejected = parts[-1] == shape.rejected and shape.rejected in keywords
-            lexemes = 0 if titled or parts[-1][0] == "(" or rejected else 1
+        # (A rejected keyword ends a name of words in lower case alone: ``Pets outer`` is a table's alias.)
+        ends_rejected = parts[-1] == shape.rejected and not titled
+        if len(parts) > 1 and (parts[-1].lower() not in keywords or ends_rejected):
+            lexemes = 0 if titled or parts[-1][0] == "(" or (ends_rejected and shape.rejected in keywords) else 1
             names.append((draft[:end], _cost(lexemes, 3)))
         if part.group()[0] == "(" and not _TITLED_WORD_NEXT.match(draft, end):
             break  # a bracketed part ends a name, unless a word in title case goes on with it

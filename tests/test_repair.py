@@ -715,3 +715,31 @@ def test_a_point_glued_after_a_keyword_is_dropped_and_the_query_kept(chunk: int 
     # After a keyword with white space between, nothing joins: the point alone is dropped, no space added.
     decision = repair.decide(*at_violation(Grammar.builtin("sqlite"), "SELECT . name FROM t"), final=True, floor=0)  # type: ignore[arg-type]
     assert not (isinstance(decision, repair.Edit) and decision.text == " ")
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "SELECT Name FROM stadium s JOIN LATERAL (SELECT COUNT(*) c FROM concert) t ON true",
+        "SELECT MAX(Year) KEEP (DENSE_RANK FIRST ORDER BY cnt DESC) FROM t",
+        "SELECT unnest(array[avg(Capacity), max(Capacity)]) FROM stadium",
+    ],
+)
+def test_no_comma_parts_a_construct_of_another_dialect(sqlite: Grammar, answer: str) -> None:
+    # 'JOIN LATERAL, (SELECT', 'KEEP, (SELECT DENSE_RANK', 'array,[…]' before: items nobody wrote.
+    result = guide(lambda prompt: answer, sqlite, "q", target=False)
+    assert "," not in [c.text.strip() for c in result.events if isinstance(c, Correction)]
+
+
+def test_a_comma_still_parts_a_name_and_the_subquery_after_it(sqlite: Grammar) -> None:
+    result = guide(lambda prompt: "SELECT T1.name (SELECT count(*) FROM t) FROM u", sqlite, "q", target=False)
+    assert result.text == "SELECT T1.name, (SELECT count(*) FROM t) FROM u"
+
+
+def test_a_rejected_keyword_ends_a_name_of_words_in_lower_case_alone(sqlite: Grammar) -> None:
+    from grammar_guide._edit_search import NameShape, names_with_spaces
+
+    keywords = sqlite.keywords
+    # 'outer' rejected where the draft wrote it: a word of 'normal outer', not of 'Pets outer' (an alias).
+    assert names_with_spaces("normal outer AND b", keywords, shape=NameShape(rejected="outer"))[0][0] == "normal outer"
+    assert names_with_spaces("Pets outer GROUP BY a", keywords, shape=NameShape(rejected="outer")) == []
