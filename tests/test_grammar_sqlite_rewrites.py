@@ -346,6 +346,13 @@ def rewrite(text: str) -> str:
             2,
         ),
         ("SELECT COUNT(*) FROM (SELECT 1 WHERE 0) GROUP BY ()", "SELECT COUNT(*) FROM (SELECT 1 WHERE 0)", 0),
+        # A whole statement in brackets; two bracketed queries with an operator between them.
+        ("(SELECT 1 + 1)", "SELECT 1 + 1", 2),
+        (
+            "(SELECT COUNT(*) FROM (SELECT 1 UNION ALL SELECT 2)) + (SELECT 3)",
+            "SELECT (SELECT COUNT(*) FROM (SELECT 1 UNION ALL SELECT 2)) + (SELECT 3)",
+            5,
+        ),
         # An OFFSET without a LIMIT; a row lock; a bracketed SELECT before UNION.
         (
             "SELECT x FROM (SELECT 1 AS x UNION ALL SELECT 2) ORDER BY x OFFSET 1",
