@@ -334,6 +334,24 @@ def rewrite(text: str) -> str:
             "SELECT 4 NOT IN (SELECT x FROM (SELECT 2 AS x UNION ALL SELECT 5))",
             1,
         ),
+        # = ALL: equal to the least and the greatest value; over one aggregate's single row, that row.
+        (
+            "SELECT COUNT(*) FROM (SELECT 5 AS k) WHERE k = ALL (SELECT x FROM (SELECT 5 AS x UNION ALL SELECT 5))",
+            "SELECT COUNT(*) FROM (SELECT 5 AS k) WHERE (k = (SELECT MIN(x) FROM (SELECT 5 AS x UNION ALL SELECT 5))"
+            " AND k = (SELECT MAX(x) FROM (SELECT 5 AS x UNION ALL SELECT 5)))",
+            1,
+        ),
+        (
+            "SELECT COUNT(*) FROM (SELECT 5 AS k) WHERE NOT k = ALL (SELECT x FROM (SELECT 5 AS x UNION ALL SELECT 6))",
+            "SELECT COUNT(*) FROM (SELECT 5 AS k) WHERE NOT (k = (SELECT MIN(x) FROM (SELECT 5 AS x UNION ALL"
+            " SELECT 6)) AND k = (SELECT MAX(x) FROM (SELECT 5 AS x UNION ALL SELECT 6)))",
+            1,
+        ),
+        (
+            "SELECT 6 = ALL (SELECT MAX(x) FROM (SELECT 5 AS x UNION ALL SELECT 6))",
+            "SELECT 6 = (SELECT MAX(x) FROM (SELECT 5 AS x UNION ALL SELECT 6))",
+            1,
+        ),
         # Written without spaces around the operator; over VALUES; over PostgreSQL's ARRAY[...].
         ("SELECT 5=ANY(SELECT 5)", "SELECT 5 IN (SELECT 5)", 1),
         ("SELECT 5 = ANY (VALUES (4), (5))", "SELECT 5 IN (VALUES (4), (5))", 1),
