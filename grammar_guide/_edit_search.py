@@ -349,6 +349,8 @@ def _swap_mark(v: Violation) -> Iterator[Candidate]:
     if not evidence or evidence[0] not in _SWAPPABLE or splits_operator(text, len(text), len(text) + 1, evidence):
         return
     bad = evidence[0]
+    if _qualifier_point(text, evidence):
+        return
     if bad in QUOTES and _escaped(text):
         return  # a quote after a backslash is escaped (the backslash may be dropped), no string's quote
     if bad == ";":
@@ -1235,7 +1237,7 @@ def _candidates(
         # draft dropped (``FROM ORDER BY`` is not ``FROM FULL ORDER BY``, a keyword made a name).
         invented = _invented_lexemes(literal)
         out.append((literal + sep, 0, f"inserted {literal!r}", _cost(invented, len(literal) + 2), "edit"))
-        replaced = _replacement_cost(word, literal, keywords)
+        replaced = None if _qualifier_point(before, draft) else _replacement_cost(word, literal, keywords)
         if replaced is not None:
             description = f"replaced {word!r} with {literal!r}"
             out.append((draft[:gap] + literal, gap + len(word), description, replaced, "edit"))
@@ -1622,6 +1624,12 @@ def _empty_before_closer(before: str, insert: str, rest: str) -> bool:
 def _escaped(text: str) -> bool:
     """Whether ``text`` ends with an odd number of backslashes (what follows it is escaped)."""
     return (len(text) - len(text.rstrip("\\"))) % 2 == 1
+
+
+def _qualifier_point(before: str, draft: str) -> bool:
+    """Whether ``draft`` begins with the ``.`` of a qualified name, a word on each side of it
+    (``c2.Stadium_ID``): it is never replaced (``c2,Stadium_ID``, a name made a join's two tables)."""
+    return draft[:1] == "." and is_word_char(before[-1:]) and is_word_char(draft[1:2])
 
 
 def _same_class(a: str, b: str) -> bool:

@@ -743,3 +743,10 @@ def test_a_rejected_keyword_ends_a_name_of_words_in_lower_case_alone(sqlite: Gra
     # 'outer' rejected where the draft wrote it: a word of 'normal outer', not of 'Pets outer' (an alias).
     assert names_with_spaces("normal outer AND b", keywords, shape=NameShape(rejected="outer"))[0][0] == "normal outer"
     assert names_with_spaces("Pets outer GROUP BY a", keywords, shape=NameShape(rejected="outer")) == []
+
+
+def test_a_qualified_names_point_is_never_replaced(sqlite: Grammar) -> None:
+    # PostgreSQL's nested join, 'JOIN s2 JOIN c2 ON … ON …': 'c2,Stadium_ID' had made the name two tables.
+    answer = "SELECT s1.a FROM s1 JOIN s2 JOIN c2 ON s2.id = c2.Stadium_ID ON s1.id = s2.id WHERE s1.b = 1"
+    result = guide(lambda prompt: answer, sqlite, "q", target=False)
+    assert "c2.Stadium_ID" in result.text
