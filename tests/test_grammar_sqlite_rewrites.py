@@ -352,8 +352,18 @@ def rewrite(text: str) -> str:
             "SELECT 6 = (SELECT MAX(x) FROM (SELECT 5 AS x UNION ALL SELECT 6))",
             1,
         ),
+        # Over one row with no FROM (SELECT e, one VALUES row): that row; over a list, IN.
+        ("SELECT 30 > ALL (SELECT 20)", "SELECT 30 > (SELECT 20)", 1),
+        ("SELECT 30 <= ALL(VALUES(40))", "SELECT 30 <= (VALUES(40))", 1),
+        ("SELECT 2014 != ALL (2013, 2016)", "SELECT 2014 NOT IN (2013, 2016)", 1),
+        (
+            "SELECT COUNT(*) FROM (SELECT 1) WHERE 1=ALL(SELECT x FROM (SELECT 1 AS x UNION ALL SELECT 2))",
+            "SELECT COUNT(*) FROM (SELECT 1) WHERE (1 = (SELECT MIN(x) FROM (SELECT 1 AS x UNION ALL SELECT 2))"
+            " AND 1 = (SELECT MAX(x) FROM (SELECT 1 AS x UNION ALL SELECT 2)))",
+            0,
+        ),
         # Written without spaces around the operator; over VALUES; over PostgreSQL's ARRAY[...].
-        ("SELECT 5=ANY(SELECT 5)", "SELECT 5 IN (SELECT 5)", 1),
+        ("SELECT 5=ANY(SELECT x FROM (SELECT 5 AS x))", "SELECT 5 IN (SELECT x FROM (SELECT 5 AS x))", 1),
         ("SELECT 5 = ANY (VALUES (4), (5))", "SELECT 5 IN (VALUES (4), (5))", 1),
         ("SELECT 5 = ANY(ARRAY[4, 5])", "SELECT 5 IN (4, 5)", 1),
         ("SELECT 'b' <> ALL (ARRAY['a', 'b'])", "SELECT 'b' NOT IN ('a', 'b')", 0),
