@@ -304,8 +304,22 @@ def _excused_where_removed(
             unplaced.append(text)
             continue
         best = max(starts, key=lambda a: len(left.intersection(range(a, a + len(run)))))
+        twins = _lost_twins(left, keys, best, best + len(run) - 1)
         left.difference_update(range(best, best + len(run)))
+        left.difference_update(twins)
     return sorted(left), tuple(unplaced)
+
+
+def _lost_twins(left: set[int], keys: list[tuple[str, str]], first: int, last: int) -> set[int]:
+    """The lost tokens right before and right after a removed run (``first`` to ``last``) that are
+    twins of its end tokens, where those were kept (``FROM ((SELECT … u)) T``, the run's brackets
+    taken away): the alignment may have kept either of two like marks side by side, and the one
+    it called lost is the one the run took."""
+    twins = set()
+    for inner, outer in ((first, first - 1), (last, last + 1)):
+        if outer in left and inner not in left and keys[outer] == keys[inner]:
+            twins.add(outer)
+    return twins
 
 
 #: Closing marks: adding one (to end what the draft opened) changes nothing the draft wrote.

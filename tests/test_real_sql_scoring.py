@@ -55,6 +55,15 @@ def test_a_recorded_rewrite_is_faithful_and_the_same_change_unrecorded_is_not() 
     assert unrecorded.lost == ["::"] and not unrecorded.faithful
 
 
+def test_a_bracket_a_rewrite_took_is_excused_where_its_twin_was_aligned() -> None:
+    # 'FROM ((SELECT': difflib keeps the rewrite's '(' and calls the group's lost; the run took one.
+    draft = "SELECT a FROM ((SELECT a FROM t WHERE b = 1) UNION (SELECT a FROM u)) T"
+    result = _guide(draft)
+    assert result.text == "SELECT a FROM (SELECT a FROM t WHERE b = 1 UNION SELECT a FROM u) T"
+    assert faithfulness(draft, result.text, excuses_of(result.events)).faithful
+    assert faithfulness(draft, result.text).lost == ["(", ")", "(", ")"]  # unrecorded: each member's brackets lost
+
+
 def test_words_quoted_whole_as_one_name_are_excused_only_when_the_result_quoted_them() -> None:
     draft = "SELECT a FROM t JOIN Ben Jones AS T3 ON T3.b = t.b"
     result = _guide(draft)
