@@ -374,6 +374,17 @@ def rewrite(text: str) -> str:
             2,
         ),
         ("SELECT COUNT(*) FROM (SELECT 1 WHERE 0) GROUP BY ()", "SELECT COUNT(*) FROM (SELECT 1 WHERE 0)", 0),
+        # GROUP BY written after HAVING, after LIMIT.
+        (
+            "SELECT k FROM (SELECT 1 AS k UNION ALL SELECT 1 UNION ALL SELECT 2) HAVING COUNT(*) > 1 GROUP BY k",
+            "SELECT k FROM (SELECT 1 AS k UNION ALL SELECT 1 UNION ALL SELECT 2) GROUP BY k HAVING COUNT(*) > 1",
+            1,
+        ),
+        (
+            "SELECT COUNT(*) FROM (SELECT 1 AS k UNION ALL SELECT 1 UNION ALL SELECT 2) LIMIT 5 GROUP BY k",
+            "SELECT COUNT(*) FROM (SELECT 1 AS k UNION ALL SELECT 1 UNION ALL SELECT 2) GROUP BY k LIMIT 5",
+            2,
+        ),
         # A whole statement in brackets; two bracketed queries with an operator between them.
         ("(SELECT 1 + 1)", "SELECT 1 + 1", 2),
         (
@@ -606,6 +617,21 @@ def test_each_rewrite_means_what_the_slip_meant(slip: str, meant: str, value: ob
     with sqlite3.connect(":memory:") as db:
         row = db.execute(meant).fetchone()
         assert (row[0] if row else None) == value
+
+
+@pytest.mark.parametrize(
+    ("slip", "meant", "value"),
+    [
+        ("SELECT 'Hey you' ~ 'y.u'", "SELECT 'Hey you' REGEXP 'y.u'", 1),
+        ("SELECT 'Hey' !~ '^y'", "SELECT 'Hey' NOT REGEXP '^y'", 1),
+    ],
+)
+def test_a_regular_expression_match_is_regexp_where_sqlite_has_the_function(slip: str, meant: str, value: int) -> None:
+    assert not SQLITE.is_complete(slip)
+    assert rewrite(slip) == meant
+    with sqlite3.connect(":memory:") as db:
+        db.create_function("regexp", 2, lambda pattern, text: re.search(pattern, text) is not None)
+        assert db.execute(meant).fetchone()[0] == value
 
 
 @pytest.mark.parametrize(
