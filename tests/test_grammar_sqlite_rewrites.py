@@ -374,6 +374,26 @@ def rewrite(text: str) -> str:
             2,
         ),
         ("SELECT COUNT(*) FROM (SELECT 1 WHERE 0) GROUP BY ()", "SELECT COUNT(*) FROM (SELECT 1 WHERE 0)", 0),
+        # SIMILAR TO with no regular-expression operator: GLOB (case kept, whole text); STRAIGHT_JOIN.
+        ("SELECT 'Hey you' SIMILAR TO '%Hey%'", "SELECT 'Hey you' GLOB '*Hey*'", 1),
+        ("SELECT 'hey' SIMILAR TO 'H_y'", "SELECT 'hey' GLOB 'H?y'", 0),
+        ("SELECT '2015' NOT SIMILAR TO '201[4-5]'", "SELECT '2015' NOT GLOB '201[4-5]'", 0),
+        (
+            "SELECT COUNT(*) FROM (SELECT 1 AS k) AS a STRAIGHT_JOIN (SELECT 1 AS k) AS b ON a.k = b.k",
+            "SELECT COUNT(*) FROM (SELECT 1 AS k) AS a JOIN (SELECT 1 AS k) AS b ON a.k = b.k",
+            1,
+        ),
+        # FETCH FIRST ROWS ONLY (no count: one row); an OFFSET after a number, with no LIMIT.
+        (
+            "SELECT x FROM (SELECT 1 AS x UNION ALL SELECT 2) FETCH FIRST ROWS ONLY",
+            "SELECT x FROM (SELECT 1 AS x UNION ALL SELECT 2) LIMIT 1",
+            1,
+        ),
+        (
+            "SELECT x FROM (SELECT 1 AS x UNION ALL SELECT 2) WHERE x < 3 OFFSET 1",
+            "SELECT x FROM (SELECT 1 AS x UNION ALL SELECT 2) WHERE x < 3 LIMIT -1 OFFSET 1",
+            2,
+        ),
         # GROUP BY written after HAVING, after LIMIT.
         (
             "SELECT k FROM (SELECT 1 AS k UNION ALL SELECT 1 UNION ALL SELECT 2) HAVING COUNT(*) > 1 GROUP BY k",
