@@ -394,6 +394,17 @@ def rewrite(text: str) -> str:
             "SELECT x FROM (SELECT 1 AS x UNION ALL SELECT 2) WHERE x < 3 LIMIT -1 OFFSET 1",
             2,
         ),
+        # ORDER BY written after FETCH FIRST: the limit after it.
+        (
+            "SELECT x FROM (SELECT 1 AS x UNION ALL SELECT 2) FETCH FIRST 1 ROWS ONLY ORDER BY x DESC",
+            "SELECT x FROM (SELECT 1 AS x UNION ALL SELECT 2) ORDER BY x DESC LIMIT 1",
+            2,
+        ),
+        (
+            "SELECT x FROM (SELECT 1 AS x UNION ALL SELECT 2) FETCH FIRST ROW ONLY ORDER BY x DESC",
+            "SELECT x FROM (SELECT 1 AS x UNION ALL SELECT 2) ORDER BY x DESC LIMIT 1",
+            2,
+        ),
         # GROUP BY written after HAVING, after LIMIT.
         (
             "SELECT k FROM (SELECT 1 AS k UNION ALL SELECT 1 UNION ALL SELECT 2) HAVING COUNT(*) > 1 GROUP BY k",
