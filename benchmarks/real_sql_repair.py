@@ -660,13 +660,10 @@ _SPIDER_QUESTION: dict[str, Callable[[str], int]] = {
 }
 
 
-def _no_question(key: str) -> int:
-    return -1
-
-
 def gold_question(a: Answer, gold: SpiderGold) -> int | None:
     """The index of the Spider dev question ``a`` answers, where the clone has its database."""
-    index = _SPIDER_QUESTION.get(a.collection, _no_question)(a.key)
+    question_of = _SPIDER_QUESTION.get(a.collection)
+    index = -1 if question_of is None else question_of(a.key)
     if not 0 <= index < len(gold.questions) or gold.questions[index]["db_id"] != a.db_id:
         return None
     return index if gold.database(a.db_id) is not None else None

@@ -246,7 +246,9 @@ def _kept_as_written(correction: Any) -> bool:
     """Whether a repair's text is the draft's as it wrote it: a rewrite, or words quoted whole. A
     misspelt word respelt (``DICTINCT`` as ``DISTINCT``) is a word replaced: a loss, as the result
     counts it (``respelt``, not faithful)."""
-    return correction.rule in ("rewrite", "inert") or _quotes_whole(correction)
+    from grammar_guide._events import REWRITE_RULES
+
+    return correction.rule in REWRITE_RULES or _quotes_whole(correction)
 
 
 def _quotes_whole(correction: Any) -> bool:

@@ -1229,6 +1229,7 @@ def _candidates(
     out: list[_Option] = []
     before = checker.text[:start]
     literals = dict.fromkeys(_expected_literals(checker, start, like=word))
+    point = _qualifier_point(before, draft)  # a qualified name's '.' is never replaced
     for literal in sorted(literals, key=lambda mark: not _written_after_word(before, mark)):
         if _invents_mark(checker, before, literal, draft):
             continue
@@ -1237,7 +1238,7 @@ def _candidates(
         # draft dropped (``FROM ORDER BY`` is not ``FROM FULL ORDER BY``, a keyword made a name).
         invented = _invented_lexemes(literal)
         out.append((literal + sep, 0, f"inserted {literal!r}", _cost(invented, len(literal) + 2), "edit"))
-        replaced = None if _qualifier_point(before, draft) else _replacement_cost(word, literal, keywords)
+        replaced = None if point else _replacement_cost(word, literal, keywords)
         if replaced is not None:
             description = f"replaced {word!r} with {literal!r}"
             out.append((draft[:gap] + literal, gap + len(word), description, replaced, "edit"))

@@ -37,7 +37,7 @@ from ._edit_search import (
     try_edit,
     whole_words,
 )
-from ._events import CutReason
+from ._events import REWRITE_RULES, CutReason
 from ._lexemes import LEXEME, is_word
 from ._reader import (
     has_function_word,
@@ -235,7 +235,7 @@ def _lost_after(checker: Checker, edit: Edit, *, final: bool, floor: int, steps:
 
 #: Edits that lose none of the draft's answer: a known slip written in the grammar's spelling, a
 #: word written twice, prose left out.
-_LOSSLESS: frozenset[str] = frozenset({"rewrite", "inert", "repeat", "prose"})
+_LOSSLESS: frozenset[str] = REWRITE_RULES | {"repeat", "prose"}
 
 
 #: The parts of a lexeme an edit may keep: its words and marks, not the quotes around a name.
