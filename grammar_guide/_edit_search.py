@@ -1540,8 +1540,10 @@ _QUALIFIED_NAME = re.compile(r"[A-Za-z_]\w*\.[A-Za-z_]")
 def _reads_as_code(inside: str, keywords: frozenset[str]) -> bool:
     """Whether a bracketed part is the draft's code, not part of a name: it begins with a keyword
     (``(SELECT boat FROM crews)``, ``(select ...)``), has one written in capitals, or holds a
-    qualified name (``amount (l.date)`` is no column's name). ``(K-12)`` and ``(Ages 5-17)`` are
-    names' parts."""
+    qualified name (``amount (l.date)`` is no column's name), or is Oracle's outer-join mark
+    ``(+)``. ``(K-12)``, ``(%)`` and ``(Ages 5-17)`` are names' parts."""
+    if inside.strip() == "+":
+        return True
     words = re.findall(r"[A-Za-z_]\w*", inside)
     first = inside.lstrip()[:1].isalpha() and words[:1] and words[0].lower() in keywords
     capitals = any(w.isupper() and len(w) > 1 and w.lower() in keywords for w in words)
