@@ -758,6 +758,12 @@ class _PercentileCont:
             "SELECT PERCENTILE_CONT(column1, 0.25) FROM (VALUES (10), (20), (30))",
             15.0,
         ),
+        # Descending: the fraction counted from the other end (the interpolation is the same).
+        (
+            "SELECT PERCENTILE_CONT(0.25) WITHIN GROUP (ORDER BY column1 DESC) FROM (VALUES (10), (20), (30))",
+            "SELECT PERCENTILE_CONT(column1, 1 - 0.25) FROM (VALUES (10), (20), (30))",
+            25.0,
+        ),
     ],
 )
 def test_an_ordered_set_percentile_is_sqlites_percentile_function(slip: str, meant: str, value: float) -> None:
@@ -834,6 +840,7 @@ def test_an_age_in_years_counts_whole_years(slip: str, years: int) -> None:
         "SELECT PERCENTILE_DISC(0.5) WITHIN GROUP (ORDER BY x DESC) FROM t",
         "SELECT PERCENTILE_CONT(0.5) WITHIN GROUP (ORDER BY x, y) FROM t",  # two sort keys
         "SELECT a.x FROM t a, u b WHERE a.k = b.k (+) AND b.y = 1",  # b.y = 1 would go into the join's ON
+        "SELECT a.x FROM t a, u b WHERE b.k = a.k (+)",  # the first table is the optional one
         "SELECT a FROM t LEFT JOIN u JOIN v ON u.k = v.k ON t.k = u.k",  # an outer join: ON is not WHERE
         "SELECT a FROM t JOIN u JOIN v ON u.k = v.k OR u.j = 1 ON t.k = u.k",  # AND binds tighter than OR
         "SELECT first_value(a) IGNORE NULLS OVER () FROM t",  # a value function: NULLs would count
