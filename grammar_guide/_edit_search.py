@@ -785,7 +785,7 @@ def _rewrite_slips(v: Violation) -> Iterator[Candidate]:
     text, evidence = v.text, v.evidence
     read = try_edit(v.checker, len(text), "", evidence)
     fails = len(text) + (read[0] if read else 0)
-    complete = v.checker.is_complete
+    complete = _complete_before_word(v)
     sentence = sentence_start(evidence, v.keywords)
     statement = None if sentence is None else evidence[:sentence].rstrip()
     for rewrite in v.checker.grammar.rewrites:
@@ -794,6 +794,16 @@ def _rewrite_slips(v: Violation) -> Iterator[Candidate]:
             continue
         for window, before_sentence in _rewrite_windows(text[window_start:], evidence, statement):
             yield from _rewrite_matches(v, rewrite, window_start, window, fails, before_sentence)
+
+
+def _complete_before_word(v: Violation) -> bool:
+    """Whether the text is complete at the violation, or before the word it is in (``FROM t
+    QUALIFY R|OW_NUMBER()``: the checker read ``R`` as the start of a keyword)."""
+    if v.checker.is_complete or not v.in_word:
+        return v.checker.is_complete
+    with v.checker.trial() as trial:
+        trial.rollback_chars(v.word_start)
+        return trial.is_complete
 
 
 def _rewrite_windows(text: str, evidence: str, statement: str | None) -> Iterator[tuple[str, bool]]:

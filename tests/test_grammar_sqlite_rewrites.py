@@ -646,6 +646,14 @@ def rewrite(text: str) -> str:
             "SELECT x FROM (SELECT 1 AS x UNION SELECT 2) EXCEPT SELECT 2",
             1,
         ),
+        # QUALIFY after a select list of names: the window functions' filter in a subquery.
+        (
+            "SELECT column1 FROM (VALUES ('a', 30), ('b', 20), ('c', 40)) "
+            "QUALIFY ROW_NUMBER() OVER (ORDER BY column2) = 1 ORDER BY column1",
+            'SELECT column1 FROM (SELECT column1, ROW_NUMBER() OVER (ORDER BY column2) = 1 AS "qualify" '
+            "FROM (VALUES ('a', 30), ('b', 20), ('c', 40))) WHERE \"qualify\" ORDER BY column1",
+            "b",
+        ),
         # A common table expression written as a table's name alone: that table's rows.
         (
             "WITH t(k) AS (SELECT 4 UNION ALL SELECT 5), s AS (t) SELECT MAX(s.k) FROM s",
@@ -841,6 +849,9 @@ def test_an_age_in_years_counts_whole_years(slip: str, years: int) -> None:
         "SELECT PERCENTILE_CONT(0.5) WITHIN GROUP (ORDER BY x, y) FROM t",  # two sort keys
         "SELECT a.x FROM t a, u b WHERE a.k = b.k (+) AND b.y = 1",  # b.y = 1 would go into the join's ON
         "SELECT a.x FROM t a, u b WHERE b.k = a.k (+)",  # the first table is the optional one
+        "SELECT * FROM t QUALIFY ROW_NUMBER() OVER (ORDER BY a) = 1",  # '*' would take the filter's column
+        "SELECT DISTINCT a FROM t QUALIFY COUNT(*) OVER (PARTITION BY a) > 1",  # DISTINCT before or after it?
+        "SELECT t.a FROM t QUALIFY ROW_NUMBER() OVER (ORDER BY t.a) = 1",  # t.a is no name outside
         "SELECT a FROM t LEFT JOIN u JOIN v ON u.k = v.k ON t.k = u.k",  # an outer join: ON is not WHERE
         "SELECT a FROM t JOIN u JOIN v ON u.k = v.k OR u.j = 1 ON t.k = u.k",  # AND binds tighter than OR
         "SELECT first_value(a) IGNORE NULLS OVER () FROM t",  # a value function: NULLs would count
@@ -1063,6 +1074,13 @@ def test_no_rewrite_where_the_meaning_would_change(text: str) -> None:
             "SELECT COUNT(*) FROM concert WHERE Year IN (SELECT y FROM (WITH years(y) AS (VALUES (2014), (2015)) "
             "SELECT * FROM years) AS years)",
             "a derived table's column names, (…) AS t(a, b): a WITH clause inside it names them",
+        ),
+        (
+            "SELECT Name, Age FROM singer QUALIFY ROW_NUMBER() OVER (ORDER BY Age DESC) = 1 ORDER BY Age DESC",
+            'SELECT Name, Age FROM (SELECT Name, Age, ROW_NUMBER() OVER (ORDER BY Age DESC) = 1 AS "qualify" '
+            'FROM singer) WHERE "qualify" ORDER BY Age DESC',
+            "QUALIFY (a filter on window functions' values) after a select list of names: their rows filtered in a "
+            "subquery",
         ),
         (
             "SELECT Major FROM Student MINUS (SELECT Major FROM Student WHERE Age > 20)",
