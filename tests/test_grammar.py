@@ -469,7 +469,8 @@ def test_rewrites_come_from_the_argument_or_a_sibling_file(tmp_path: Path):
         "ORDER BY or LIMIT on each arm of a set operation: each SELECT as a subquery",
         "an alias of several words: the name with its spaces quoted whole",
         "an alias that is a number: the name quoted",
-        "QUALIFY (a filter on window functions' values) after a select list of names: their rows filtered in a subquery",
+        "QUALIFY (a filter on window functions' values) after a select list of names: their rows filtered in a "
+        "subquery",
     ]
 
 
