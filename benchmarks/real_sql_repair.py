@@ -6,7 +6,8 @@ Spider dev (dev) and BIRD dev and Spider test (held-out); LLM-NL2SQL's open mode
 Spider dev and chatgpt-sql's ChatGPT answers on Spider's variants (held-out 2, a split of its own so
 that held-out's figures stay comparable); BIRD's own gpt-3.5-turbo answers on BIRD dev (held-out 4, its
 own split likewise); VeriSQL's deepseek-chat, Grok and gpt-5-mini candidates on Spider dev (held-out 5,
-its own split likewise)); nothing of them is vendored here.
+its own split likewise); NL2SQL-Benchmark's DeepSeek-R1, QwQ, Qwen2.5/3 and gpt-4o answers on BIRD dev and
+Spider dev (held-out 6, its own split likewise)); nothing of them is vendored here.
 
 Of each collection's answers, those SQLite rejects as one statement (``sqlite_oracle.check_one_statement``:
 a syntax error, or more than one statement; a missing table or column is no error) are replayed,
@@ -30,7 +31,7 @@ answer, and a slip-only fix written by hand for a sample (``data/spider_hand_fix
 ``data/verisql_hand_fixes.json``).
 
 Run: ``python -m benchmarks.real_sql_repair [MINI_DEV_CLONE] [--nl2sql360 CLONE] [--llm-nl2sql CLONE]
-[--chatgpt-sql CLONE] [--bird-turbo CLONE] [--verisql CLONE] [--spider CLONE]
+[--chatgpt-sql CLONE] [--bird-turbo CLONE] [--verisql CLONE] [--nl2sql-bench CLONE] [--spider CLONE]
 [--limit N] [--skip N] [--split dev] [--quick] [--questions FILE] [--target] [--gg0011] [--name NAME]``.
 """
 
@@ -61,6 +62,8 @@ from benchmarks.sql_sources import (  # noqa: E402
     CHATGPT_SQL_COLLECTION,
     LLM_NL2SQL_SPLITS,
     NL2SQL360_SPLITS,
+    NL2SQL_BENCH_COLLECTION,
+    NL2SQL_BENCH_SPLITS,
     VERISQL_COLLECTION,
     Answer,
     SpiderGold,
@@ -69,6 +72,7 @@ from benchmarks.sql_sources import (  # noqa: E402
     load_chatgpt_sql,
     load_llm_nl2sql,
     load_nl2sql360,
+    load_nl2sql_bench,
     load_spider_gold,
     load_verisql,
 )
@@ -94,6 +98,7 @@ SPLIT = {
     CHATGPT_SQL_COLLECTION: "held-out 2",
     BIRD_TURBO_COLLECTION: "held-out 4",
     VERISQL_COLLECTION: "held-out 5",
+    **{f"{NL2SQL_BENCH_COLLECTION} {split}": "held-out 6" for split in NL2SQL_BENCH_SPLITS},
 }
 SPIDER = "NL2SQL360 spider_dev"
 #: Slip-only fixes written by hand: NL2SQL360's Spider dev answers (dev), VeriSQL's (held-out 5).
@@ -657,6 +662,7 @@ def dialect_table(rows_by_method: dict[str, list[dict[str, Any]]], items: list[A
 _SPIDER_QUESTION: dict[str, Callable[[str], int]] = {
     SPIDER: int,
     VERISQL_COLLECTION: lambda key: int(key.split(".", 1)[0]),  # '<question>.<candidate>'
+    f"{NL2SQL_BENCH_COLLECTION} spider": int,  # a line of a file in the order of Spider dev's questions
 }
 
 
@@ -732,6 +738,9 @@ def _parser() -> argparse.ArgumentParser:
         "--verisql", type=Path, default=None, help="a local clone of awaisaziz/uncertainity-text2sql (held-out 5)"
     )
     parser.add_argument(
+        "--nl2sql-bench", type=Path, default=None, help="a local clone of Artessay/NL2SQL-Benchmark (held-out 6)"
+    )
+    parser.add_argument(
         "--spider", type=Path, default=None, help="a clone with Spider's dev.json and database/*/*.sqlite"
     )
     parser.add_argument(
@@ -781,15 +790,21 @@ def _collections(args: argparse.Namespace, gold: SpiderGold | None) -> list[tupl
         out.append((BIRD_TURBO_COLLECTION, load_bird_turbo(args.bird_turbo)))
     if args.verisql:
         out.append((VERISQL_COLLECTION, load_verisql(args.verisql)))
+    if args.nl2sql_bench:
+        out += [
+            (f"{NL2SQL_BENCH_COLLECTION} {split}", load_nl2sql_bench(args.nl2sql_bench, split))
+            for split in NL2SQL_BENCH_SPLITS
+        ]
     return [(name, answers) for name, answers in out if args.split in (None, SPLIT[name])]
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     args = _parser().parse_args(argv)
-    if not (args.clone or args.nl2sql360 or args.llm_nl2sql or args.chatgpt_sql or args.bird_turbo or args.verisql):
+    sources = (args.nl2sql360, args.llm_nl2sql, args.chatgpt_sql, args.bird_turbo, args.verisql, args.nl2sql_bench)
+    if not (args.clone or any(sources)):
         _parser().error(
-            "name a BIRD mini-dev clone, --nl2sql360, --llm-nl2sql, --chatgpt-sql, --bird-turbo or --verisql CLONE, "
-            "or several"
+            "name a BIRD mini-dev clone, --nl2sql360, --llm-nl2sql, --chatgpt-sql, --bird-turbo, --verisql or "
+            "--nl2sql-bench CLONE, or several"
         )
     limit = 6 if args.quick and args.limit is None else args.limit
     gold = load_spider_gold(args.spider) if args.spider else None
@@ -860,6 +875,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             **({"chatgpt_sql": str(args.chatgpt_sql)} if args.chatgpt_sql else {}),
             **({"bird_turbo": str(args.bird_turbo)} if args.bird_turbo else {}),
             **({"verisql": str(args.verisql)} if args.verisql else {}),
+            **({"nl2sql_bench": str(args.nl2sql_bench)} if args.nl2sql_bench else {}),
             "spider": str(args.spider) if args.spider else None,
             "collections": counts,
             "split": {c: SPLIT[c] for c in counts},

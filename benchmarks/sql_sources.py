@@ -35,6 +35,16 @@
   "candidates": [{"sql"}]}]}``, the ``sql`` strings as the runner's ``clean_json_array`` read them
   from the reply (a reply it could not read has no candidates). ``outputs/reranked/`` and
   ``extracted_sql_for_evaluation/`` pick among the same candidates and are not read.
+- **NL2SQL-Benchmark** (https://github.com/Artessay/NL2SQL-Benchmark @ 37c1fc563921, no licence file;
+  LLM-NL2SQL's runner carried on): ``output/<split>/<method>/<org>/<model>/<linker>/dev_pred.sql`` for
+  split ``bird`` (BIRD dev) and ``spider`` (Spider dev), one file per method (Base, CoT, Agent, Rule,
+  Vote, SketchRetriever, Hero*), model (DeepSeek-R1, DeepSeek-R1-32B/70B, QwQ-32B/plus, Qwen2-72B,
+  Qwen2.5-32B/72B, Qwen2.5-Coder-7B/32B, Qwen3-8B, Qwen-plus, DeepSeek-Coder-V2, gpt-4o) and schema
+  linker, given the SQLite database's schema (CoT's prompts name SQLite); one answer a line in the
+  order of the clone's ``data/<split>/dev.json``: the reply's first fenced block (or the reply) less its
+  ``<think>`` part and comments, newlines made spaces by its runner, ``;`` for an empty one; some runs
+  stopped early (fewer lines, or none). ``dev_pred_gt.sql`` is the gold; ``mini/exp_result`` holds
+  copies of mini-dev's baselines and is not read.
 - **Spider dev's gold and databases** (a clone holding Spider's ``dev.json`` and
   ``database/<db_id>/<db_id>.sqlite``, e.g. https://github.com/xi-ix/spider_evaluation @ 80a9084cbae5,
   which keeps them under ``database/``).
@@ -58,6 +68,7 @@ __all__ = [
     "load_chatgpt_sql",
     "load_llm_nl2sql",
     "load_nl2sql360",
+    "load_nl2sql_bench",
     "load_spider_gold",
     "load_verisql",
 ]
@@ -80,6 +91,10 @@ BIRD_TURBO_DIR = "bird/llm/exp_result"
 BIRD_TURBO_COLLECTION = "BIRD dev gpt-3.5-turbo"
 VERISQL_DIR = "outputs/llm"
 VERISQL_COLLECTION = "VeriSQL Spider dev candidates"
+NL2SQL_BENCH_DIR = "output"
+#: NL2SQL-Benchmark's splits (``output/<split>``), each a collection of its own: ``NL2SQL_BENCH_COLLECTION <split>``.
+NL2SQL_BENCH_SPLITS = ("bird", "spider")
+NL2SQL_BENCH_COLLECTION = "NL2SQL-Benchmark"
 
 
 @dataclass(frozen=True)
@@ -254,6 +269,29 @@ def load_verisql(clone: Path) -> list[Answer]:
             for j, candidate in enumerate(item["candidates"]):
                 key, model = f"{item['id']}.{j}", run["default_model"]
                 out.append(Answer(name, key, model, "sqlite", item["db_id"], candidate["sql"], VERISQL_COLLECTION))
+    return out
+
+
+# -- NL2SQL-Benchmark ----------------------------------------------------------------------------
+
+
+def load_nl2sql_bench(clone: Path, split: str) -> list[Answer]:
+    """Every answer of an NL2SQL-Benchmark clone's ``output/<split>/**/dev_pred.sql`` files, in file then
+    line order; the model is ``<org>/<model>`` (the path's second and third folders, after the method),
+    the source the file's path under ``output/<split>``, the database the one ``data/<split>/dev.json``
+    names at that line. ``mini/`` (copies of BIRD mini-dev's baselines) is not read."""
+    questions = _files(clone, f"data/{split}", "dev.json").get(f"data/{split}/dev.json")
+    db_ids = [q["db_id"] for q in json.loads(questions)] if questions else []
+    folder = f"{NL2SQL_BENCH_DIR}/{split}"
+    out = []
+    for path, text in _files(clone, folder, LLM_NL2SQL_FILE).items():
+        name = path.removeprefix(folder + "/")
+        if name.rsplit("/", 1)[-1] != LLM_NL2SQL_FILE:
+            continue
+        model = "/".join(name.split("/")[1:3])
+        for i, answer in enumerate(_lines(text)):
+            db_id = db_ids[i] if i < len(db_ids) else ""
+            out.append(Answer(name, str(i), model, "sqlite", db_id, answer, f"{NL2SQL_BENCH_COLLECTION} {split}"))
     return out
 
 

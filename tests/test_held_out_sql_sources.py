@@ -4,8 +4,9 @@ the gold ``dev_pred_gt.sql``, the questions in ``data/<split>/dev.json``; one cl
 whose last commit removed ``output/`` as the real one's did) and THU-BPM/chatgpt-sql
 (``<variant>/predict*.json``); the third's, AlibabaResearch/DAMO-ConvAI
 (``bird/llm/exp_result/turbo_output[_kg]/predict_dev.json``); held-out 5's, awaisaziz/uncertainity-text2sql
-(``outputs/llm/<model>_k=<n>.json``); and real_sql_repair's ``--llm-nl2sql``, ``--chatgpt-sql``,
-``--bird-turbo`` and ``--verisql``. The answers are written here."""
+(``outputs/llm/<model>_k=<n>.json``); held-out 6's, Artessay/NL2SQL-Benchmark
+(``output/<split>/<method>/<org>/<model>/<linker>/dev_pred.sql``); and real_sql_repair's ``--llm-nl2sql``,
+``--chatgpt-sql``, ``--bird-turbo``, ``--verisql`` and ``--nl2sql-bench``. The answers are written here."""
 
 from __future__ import annotations
 
@@ -16,8 +17,15 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.real_sql_repair import Answer, main, run_sqlglot
-from benchmarks.sql_sources import load_bird_turbo, load_chatgpt_sql, load_llm_nl2sql, load_verisql
+from benchmarks.real_sql_repair import Answer, gold_question, main, run_sqlglot
+from benchmarks.sql_sources import (
+    SpiderGold,
+    load_bird_turbo,
+    load_chatgpt_sql,
+    load_llm_nl2sql,
+    load_nl2sql_bench,
+    load_verisql,
+)
 
 PREDICTIONS = {
     "output/bird/Qwen/Qwen1.5-7B-Chat/dev_pred.sql": "SELECT name FROM t WHERE a = 1 OR\nSELECT count(*) FROM t\n",
@@ -69,6 +77,19 @@ VERISQL = {
         ],
     },
     "outputs/reranked/deepseek_chat_k=2_reranked.json": {"generated": []},  # picks among the same: not read
+}
+R1_70B = "output/bird/Base/DeepSeek/DeepSeek-R1-70B/VanillaLinker"
+CODER_7B = "output/spider/Agent/Qwen/Qwen2.5-Coder-7B-Instruct/VanillaLinker"
+NL2SQL_BENCH = {
+    # output/<split>/<method>/<org>/<model>/<linker>/dev_pred.sql, one answer a line, ';' for an empty reply.
+    f"{R1_70B}/dev_pred.sql": "SELECT a FROM t WHERE\nSELECT count(*) FROM u\n",
+    f"{R1_70B}/dev_pred_gt.sql": "SELECT gold FROM t\tdb_a\n",  # the gold: no answer
+    "output/bird/CoT/Qwen/Qwen2.5-32B-Instruct/SchemaInfo/dev_pred.sql": "",  # a run stopped before its first answer
+    f"{CODER_7B}/dev_pred.sql": "SELECT name FROM singer ORDER\n;\n",
+    # Copies of BIRD mini-dev's baselines: not read.
+    "mini/exp_result/sql_output_kg/predict_mini_dev_gpt-4_sqlite.json": '{"0": "SELECT x FROM"}',
+    "data/bird/dev.json": '[{"db_id": "db_a", "question": "q0"}, {"db_id": "db_b", "question": "q1"}]',
+    "data/spider/dev.json": '[{"db_id": "concert_singer", "question": "q0"}, {"db_id": "pets_1", "question": "q1"}]',
 }
 QUESTIONS = {
     "data/bird/dev.json": [{"db_id": "db_a", "question": "q0"}, {"db_id": "db_b", "question": "q1"}],
@@ -244,3 +265,67 @@ def test_sqlglot_prints_no_answer(caplog: pytest.LogCaptureFixture) -> None:
     with caplog.at_level(logging.WARNING):
         assert run_sqlglot([prose])[0]["error"] is None
     assert "stadiums" not in caplog.text
+
+
+def _text_files(root: Path, files: dict[str, str]) -> Path:
+    """A work tree holding ``files`` (path -> text)."""
+    for path, text in files.items():
+        (root / path).parent.mkdir(parents=True, exist_ok=True)
+        (root / path).write_text(text, encoding="utf-8")
+    return root
+
+
+def test_reads_nl2sql_benchmarks_predictions_by_line_and_not_its_gold_or_copies(tmp_path: Path) -> None:
+    clone = _text_files(tmp_path / "work", NL2SQL_BENCH)
+    bird = load_nl2sql_bench(clone, "bird")
+    source = "Base/DeepSeek/DeepSeek-R1-70B/VanillaLinker/dev_pred.sql"
+    assert [(a.source, a.key, a.model, a.db_id, a.text) for a in bird] == [
+        (source, "0", "DeepSeek/DeepSeek-R1-70B", "db_a", "SELECT a FROM t WHERE"),
+        (source, "1", "DeepSeek/DeepSeek-R1-70B", "db_b", "SELECT count(*) FROM u"),
+    ]
+    spider = load_nl2sql_bench(clone, "spider")
+    assert [(a.source, a.key, a.model, a.db_id, a.text) for a in spider] == [
+        (
+            "Agent/Qwen/Qwen2.5-Coder-7B-Instruct/VanillaLinker/dev_pred.sql",
+            "0",
+            "Qwen/Qwen2.5-Coder-7B-Instruct",
+            "concert_singer",
+            "SELECT name FROM singer ORDER",
+        ),
+        (
+            "Agent/Qwen/Qwen2.5-Coder-7B-Instruct/VanillaLinker/dev_pred.sql",
+            "1",
+            "Qwen/Qwen2.5-Coder-7B-Instruct",
+            "pets_1",
+            ";",
+        ),
+    ]
+    assert {(a.dialect, a.collection) for a in bird} == {("sqlite", "NL2SQL-Benchmark bird")}
+    assert {a.collection for a in spider} == {"NL2SQL-Benchmark spider"}
+    assert load_nl2sql_bench(_bare_copy(clone), "bird") == bird
+
+
+def test_nl2sql_benchmarks_spider_answers_are_executed_by_their_line(tmp_path: Path) -> None:
+    spider = load_nl2sql_bench(_text_files(tmp_path / "clone", NL2SQL_BENCH), "spider")
+    for db_id in ("concert_singer", "pets_1"):
+        (tmp_path / "db" / db_id).mkdir(parents=True)
+        (tmp_path / "db" / db_id / f"{db_id}.sqlite").write_bytes(b"x" * 2048)
+    questions = [{"question": "q", "query": "SELECT 1", "db_id": d} for d in ("concert_singer", "pets_1")]
+    gold = SpiderGold(questions, tmp_path / "db")
+    assert [gold_question(a, gold) for a in spider] == [0, 1]
+    bird = load_nl2sql_bench(tmp_path / "clone", "bird")
+    assert [gold_question(a, gold) for a in bird] == [None, None]  # BIRD: no Spider gold
+
+
+def test_command_line_reports_nl2sql_benchmark_as_a_held_out_split_of_its_own(tmp_path: Path) -> None:
+    clone = _text_files(tmp_path / "clone", NL2SQL_BENCH)
+    out = ["--results-dir", str(tmp_path / "out")]
+    payload = main(["--nl2sql-bench", str(clone), "--no-target", *out])
+    assert payload["settings"]["collections"] == {
+        "NL2SQL-Benchmark bird": {"answers": 2, "rejected": 1, "replayed": 1},
+        "NL2SQL-Benchmark spider": {"answers": 2, "rejected": 1, "replayed": 1},  # ';' is no draft
+    }
+    assert payload["settings"]["nl2sql_bench"] == str(clone)
+    assert set(payload["by_split"]) == {"held-out 6"} and "| held-out 6 | 2 |" in payload["goals"]
+    written = (tmp_path / "out" / "real_sql_repair.json").read_text()
+    assert "FROM t WHERE" not in written and "singer ORDER" not in written  # ids and scores, not answers
