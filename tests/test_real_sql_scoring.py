@@ -176,6 +176,17 @@ def test_a_repeated_tail_is_excused_only_where_the_output_has_every_token_of_it(
     assert not faithfulness(alias, alias.removesuffix(" AS COUNT"), Excuses(repeated=(" AS COUNT",))).faithful
 
 
+def test_a_run_written_twice_is_excused_up_to_a_length_beyond_which_it_is_a_loop() -> None:
+    # A run the draft wrote twice in a row, one copy kept: excused; a run of more lost tokens than
+    # the search reads (a model's loop, searched in time cubic in its length) is a loss.
+    short = "SELECT a FROM t ORDER BY a FROM t ORDER BY a DESC"
+    assert faithfulness(short, "SELECT a FROM t ORDER BY a DESC").faithful
+    run = " ".join(f"c{k}" for k in range(400))
+    long = f"SELECT {run} FROM t WHERE {run} {run}"
+    judged = faithfulness(long, f"SELECT {run} FROM t WHERE {run}")
+    assert not judged.faithful and len(judged.lost) == 400
+
+
 def test_a_word_written_twice_at_once_is_one_word_and_a_lone_quote_is_a_stray_mark() -> None:
     # 'DISTINCT DISTINCT' written once keeps the draft's meaning; both copies dropped do not.
     stutter = "SELECT COUNT(DISTINCT DISTINCT kind) FROM t"
