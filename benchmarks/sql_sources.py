@@ -203,18 +203,26 @@ def load_llm_nl2sql(clone: Path, split: str, rev: str = LLM_NL2SQL_COMMIT) -> li
     """Every answer of an LLM-NL2SQL clone's ``output/<split>/**/dev_pred.sql`` files (at ``rev`` in
     a bare clone), in file then line order; the model is ``<org>/<model>``, the source the file's
     path under ``output/<split>``, the database the one ``data/<split>/dev.json`` names at that line."""
+    return _runner_answers(clone, f"{LLM_NL2SQL_DIR}/{split}", split, slice(0, 2), f"LLM-NL2SQL {split}", rev)
+
+
+def _runner_answers(
+    clone: Path, folder: str, split: str, model_parts: slice, collection: str, rev: str = "HEAD"
+) -> list[Answer]:
+    """The answers of LLM-NL2SQL's runner's files (NL2SQL-Benchmark's too): every ``dev_pred.sql``
+    under ``folder``, one answer a line in the order of ``data/<split>/dev.json`` (which names its
+    database); the model is the file's path under ``folder``, its folders ``model_parts``."""
     questions = _files(clone, f"data/{split}", "dev.json", rev).get(f"data/{split}/dev.json")
     db_ids = [q["db_id"] for q in json.loads(questions)] if questions else []
-    folder = f"{LLM_NL2SQL_DIR}/{split}"
     out = []
     for path, text in _files(clone, folder, LLM_NL2SQL_FILE, rev).items():
         name = path.removeprefix(folder + "/")
         if name.rsplit("/", 1)[-1] != LLM_NL2SQL_FILE:
             continue
-        model = "/".join(name.split("/")[:2])
+        model = "/".join(name.split("/")[model_parts])
         for i, answer in enumerate(_lines(text)):  # a tab in a line is the answer's own
             db_id = db_ids[i] if i < len(db_ids) else ""
-            out.append(Answer(name, str(i), model, "sqlite", db_id, answer, f"LLM-NL2SQL {split}"))
+            out.append(Answer(name, str(i), model, "sqlite", db_id, answer, collection))
     return out
 
 
@@ -280,19 +288,8 @@ def load_nl2sql_bench(clone: Path, split: str) -> list[Answer]:
     line order; the model is ``<org>/<model>`` (the path's second and third folders, after the method),
     the source the file's path under ``output/<split>``, the database the one ``data/<split>/dev.json``
     names at that line. ``mini/`` (copies of BIRD mini-dev's baselines) is not read."""
-    questions = _files(clone, f"data/{split}", "dev.json").get(f"data/{split}/dev.json")
-    db_ids = [q["db_id"] for q in json.loads(questions)] if questions else []
     folder = f"{NL2SQL_BENCH_DIR}/{split}"
-    out = []
-    for path, text in _files(clone, folder, LLM_NL2SQL_FILE).items():
-        name = path.removeprefix(folder + "/")
-        if name.rsplit("/", 1)[-1] != LLM_NL2SQL_FILE:
-            continue
-        model = "/".join(name.split("/")[1:3])
-        for i, answer in enumerate(_lines(text)):
-            db_id = db_ids[i] if i < len(db_ids) else ""
-            out.append(Answer(name, str(i), model, "sqlite", db_id, answer, f"{NL2SQL_BENCH_COLLECTION} {split}"))
-    return out
+    return _runner_answers(clone, folder, split, slice(1, 3), f"{NL2SQL_BENCH_COLLECTION} {split}")
 
 
 # -- Spider's gold queries and databases --------------------------------------------------------

@@ -799,8 +799,10 @@ def _rewrite_slips(v: Violation) -> Iterator[Candidate]:
 def _complete_before_word(v: Violation) -> bool:
     """Whether the text is complete at the violation, or before the word it is in (``FROM t
     QUALIFY R|OW_NUMBER()``: the checker read ``R`` as the start of a keyword)."""
-    if v.checker.is_complete or not v.in_word:
-        return v.checker.is_complete
+    if v.checker.is_complete:
+        return True
+    if not v.in_word:
+        return False
     with v.checker.trial() as trial:
         trial.rollback_chars(v.word_start)
         return trial.is_complete
