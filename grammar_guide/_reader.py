@@ -307,7 +307,9 @@ def partial_match(text: str, marker: str) -> int:
     return 0
 
 
-_INTRODUCTION_END = re.compile(r"(?<=[A-Za-z])[:!?.][ \t]+")
+#: The mark that closes an introduction on its line, after a word, a number, a quote or a bracket
+#: (``equals 10.  SELECT``, ``is 'x'.  SELECT``), Markdown's emphasis closed after it (``**Answer:**  SELECT``).
+_INTRODUCTION_END = re.compile(r"(?<=[\w'\"`)])[:!?.](?:\*\*|\*|__)?[ \t]+")
 #: A backtick that opens Markdown's inline code in prose (not a fence's, not a word's own).
 _INLINE_CODE_OPENING = re.compile(r"(?<![`\w])`(?!`)")
 
@@ -626,13 +628,18 @@ def _reads_as_english(words: list[str], keywords: frozenset[str]) -> bool:
 def _word_run(text: str, start: int) -> tuple[list[str], int]:
     """The words of a sentence (``_PROSE_WORD``, punctuation after them) from ``start`` in ``text``,
     one space between each, and where the run ends."""
-    words = []
-    end = start
+    words: list[str] = []
+    ends = [start]
     for match in _PROSE_WORD.finditer(text, start):
-        if match.start() != end and text[end : match.start()] != " ":
+        if match.start() != ends[-1] and text[ends[-1] : match.start()] != " ":
+            break
+        if match.start() == ends[-1] and words and words[-1].endswith("."):
+            words.pop()  # a qualified name (``s.code``) is code, no sentence's words
+            ends.pop()
             break
         words.append(match.group())
-        end = match.end()
+        ends.append(match.end())
+    end = ends[-1]
     return words, end
 
 

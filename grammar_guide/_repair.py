@@ -305,22 +305,35 @@ def _prose_instead(
     """A ``prose`` cut of ``text`` (the accepted text; the checker may be in a trial) and
     ``evidence`` from ``start`` on, where ``edit`` there would make words that are no code into
     code (``_code_for_words``); ``None`` otherwise."""
-    if _respells_word(edit) or not _code_for_words(checker, text[:start], edit.text, text[start:] + evidence):
+    if _respells_word(edit) or not _code_for_words(checker, text[:start], edit, text[start:] + evidence):
         return None
     return Cut(max(len(text[:start].rstrip()), floor), "prose", start if at is None else at)
 
 
-def _code_for_words(checker: Checker, before: str, inserted: str, moved: str) -> bool:
+def _code_for_words(checker: Checker, before: str, edit: Edit, moved: str) -> bool:
     """Whether an edit would make words that are no code into code: nothing of the answer is
     written yet, the edit writes a word the draft did not (a keyword), and the draft's text has
-    none of the grammar's keywords (``error`` is not ``DETACH error``; ``name FROM users`` does
-    read as SQL missing its ``SELECT``). Such text is cut as prose instead."""
+    none of the grammar's keywords (``error`` is not ``DETACH error``), or it stops being code
+    right after a word the edit inserted (``_reads_on_as_code``: ``To determine how`` is not ``ROLLBACK
+    To "determine how"``). ``name FROM users`` does read as SQL missing its ``SELECT``. Such
+    text is cut as prose instead."""
     if before.strip():
         return False
     drafted = {word.lower() for word in _WORD.findall(moved)}
-    if all(word.lower() in drafted for word in _WORD.findall(inserted)):
+    if all(word.lower() in drafted for word in _WORD.findall(edit.text)):
         return False
-    return not drafted & checker.grammar.keywords
+    keywords = checker.grammar.keywords
+    inserted = edit.rule == "edit" and not edit.removed.strip()
+    return not drafted & keywords or (inserted and not _reads_on_as_code(edit.kept, keywords))
+
+
+def _reads_on_as_code(kept: str, keywords: frozenset[str]) -> bool:
+    """Whether the draft's text that an edit at the start of the answer reads (``kept``) is
+    three lexemes or more, with a keyword of the draft's own after its first word (``name FROM
+    users`` after ``select``); not ``To`` of ``To determine how`` after ``rollback``, nor
+    ``python import`` after ``select``."""
+    lexemes = LEXEME.findall(kept)
+    return len(lexemes) >= 3 and any(is_word(w) and w.lower() in keywords for w in lexemes[1:])
 
 
 _ONE_WORD = re.compile(r"\s*\w+\s*")

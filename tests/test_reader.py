@@ -98,6 +98,10 @@ def test_the_answer_may_start_after_the_colon_that_introduces_it_on_its_line() -
     assert answer_start("At 10:30 {", accepts_json) is None  # a colon between digits introduces nothing
     assert answer_start('Sure! {"key": "value"}', accepts_json) == len("Sure! ")  # or a sentence's end
     assert answer_start("It costs 3.5 {", accepts_json) is None
+    # After a number, a quote or Markdown's emphasis (held-out 6's reasoning before the query).
+    assert answer_start("equals 10.  {", accepts_json) == len("equals 10.  ")
+    assert answer_start("equals 'x'.  {", accepts_json) == len("equals 'x'.  ")
+    assert answer_start("table.  **Answer:**  {", accepts_json) == len("table.  **Answer:**  ")
     accepts_short = lambda text: 9 if text.startswith("{") else 0  # noqa: E731
     assert answer_start('Here:\n{"a": 1}\nBye', accepts_short) == len("Here:\n")  # a whole short line
     result = gg.guide(lambda prompt: 'Here is your JSON: {"key": "value', "json", "p", target=False)
