@@ -144,6 +144,9 @@ def interleave(answers: list[Answer], limit: int | None, skip: int = 0) -> list[
 _FENCE = re.compile(r"```[A-Za-z]*[ \t]*\n?(.*?)(?:```|$)", re.DOTALL)
 #: A statement's start: SELECT, or WITH that begins a CTE (``WITH t AS (``; "with the title" is prose).
 _STATEMENT = re.compile(r"\bSELECT\b|\bWITH\s+(?:RECURSIVE\s+)?\w+\s*(?:\([^()]*\)\s*)?AS\s*\(", re.IGNORECASE)
+#: After the word ``select`` of a sentence: an English word no query has there (``select the one with``,
+#: ``Select from the ship table``, ``SELECT statement to``), or a heading's colon (``**Select Data:**``).
+_PROSE_AFTER_KEYWORD = re.compile(r"\s+(?:(?:the|both|from|statement|to)\b|\w+(?:\*\*)?:)", re.IGNORECASE)
 _STATEMENT_LINE = re.compile(r"^\s*(?:SELECT|WITH)\b", re.IGNORECASE | re.MULTILINE)
 _CODE_LINE = re.compile(r"[()=]|\w_\w|^\w+\s+AS\b", re.IGNORECASE)  # "avg_salaries AS (": a CTE goes on
 #: '\end{code}' closes a block like a fence; so does a square-bracket tag's close (sqlcoder's '[/SOL]').
@@ -165,7 +168,8 @@ def answer_sql(answer: str) -> str:
     answer begins with a query, ``_two_queries``; the text before alone where that has
     a SELECT/WITH and the block holds prose: it begins with a word that is no keyword, or, where the
     text before begins with SELECT/WITH, has no line that does), else the text from the first
-    SELECT/WITH on, up to markup that ends a code block (``\\end{code}``, ``</code>``); prose after
+    SELECT/WITH on (not a sentence's ``select the``), up to markup that ends a code block
+    (``\\end{code}``, ``</code>``); prose after
     it (a blank line then a word that is not a keyword, on a line with no bracket, ``=`` or
     snake_case name, or a line that begins as a sentence; or a line starting with
     This/The/Note/Here/Explanation) is left out; a word alone on its line before a query
@@ -181,7 +185,7 @@ def answer_sql(answer: str) -> str:
     if markup:
         text = text[: markup.start()]
     text = _inline_code(text)
-    start = _STATEMENT.search(text)
+    start = next((m for m in _STATEMENT.finditer(text) if not _PROSE_AFTER_KEYWORD.match(text, m.end())), None)
     if start and re.search(r"[A-Za-z]", text[: start.start()]):
         text = text[start.start() :]
     for m in _PROSE_LINE.finditer(text):

@@ -24,8 +24,8 @@ from ._grammar import Grammar
 from ._reader import (
     PREAMBLE_LIMIT,
     AnswerReader,
+    answer_closer,
     answer_start,
-    inline_code_opened,
     looks_like_aside,
     looks_like_prose,
     sentence_start,
@@ -325,7 +325,7 @@ class Drafting:
         fence = chunk.find("```")
         if fence < 0 or not chunk[:fence].strip():
             return False
-        return answer_start(chunk[:fence], self.checker.accepts) == 0
+        return answer_start(chunk[:fence], self.checker.accepts, self.checker.grammar.keywords) == 0
 
     def _choose_alignment(self, rnd: Round) -> None:
         """A provider may fall back to another mode for this call (a model that rejects
@@ -454,17 +454,18 @@ class Drafting:
 
     def _leave_preamble(self, rnd: Round, preamble: str) -> str | None:
         """Where the answer starts in prose the draft wrote first, or None if not yet seen."""
-        start = answer_start(preamble, self.checker.accepts)
+        start = answer_start(preamble, self.checker.accepts, self.checker.grammar.keywords)
         if start is None:
             return None
         if start:
             self.emit(Cut(len(self.checker.text), preamble[:start], reason="preamble", call=rnd.index))
             self.count_discarded(preamble[:start])
         answer = preamble[start:]
-        if inline_code_opened(preamble, start):
-            close = answer.find("`")
+        closer = answer_closer(preamble, start)
+        if closer is not None:
+            close = answer.find(closer)
             if close < 0:
-                rnd.reader.close_with("`")
+                rnd.reader.close_with(closer)
             else:
                 answer = rnd.reader.stop_in(answer, close)
         return answer

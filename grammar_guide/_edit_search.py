@@ -198,7 +198,9 @@ class _Best:
         """Score an edit by how far into the evidence the checker reads after it."""
         v = self.violation
         text = v.text
-        if _opens_comment(text[: c.start], c.insert, c.kept):
+        if _opens_comment(text[: c.start], c.insert, c.kept) or _unends_comment(
+            text[: c.start], c.removed, c.insert, c.kept
+        ):
             return
         tried = _read_in_code(try_edit(v.checker, c.start, c.insert, c.kept), c.insert, c.kept)
         if tried is None:
@@ -1109,7 +1111,7 @@ def search_edits(checker: Checker, evidence: str, *, final: bool, floor: int = 0
     of the evidence, or all of a finished draft's text.
     """
     text = checker.text
-    lexemes = _last_lexemes(text, _SEARCH_LEXEMES)
+    lexemes = _last_lexemes(text, _SEARCH_LEXEMES, checker.grammar.ignored_text)
     known = quoted_names(text)
     # Each lexeme's start, and its end where white space follows (a missing comma goes there).
     positions = {m.start() for m in lexemes} | {m.end() for m in lexemes if text[m.end() : m.end() + 1].isspace()}
@@ -1122,9 +1124,9 @@ def search_edits(checker: Checker, evidence: str, *, final: bool, floor: int = 0
         draft = text[start:] + evidence
         for insert, skip, description, cost, rule in _candidates(checker, start, draft, keywords, known, rejected):
             rest = draft[skip:]
-            if _opens_comment(text[:start], insert, rest) or not (
-                _quotes_balanced(insert, draft[:skip]) or _drops_stray_quote(insert, draft, skip)
-            ):
+            if _opens_comment(text[:start], insert, rest) or _unends_comment(text[:start], draft[:skip], insert, rest):
+                continue
+            if not (_quotes_balanced(insert, draft[:skip]) or _drops_stray_quote(insert, draft, skip)):
                 continue
             if _joins_words(text[:start] + insert, rest):
                 continue  # 'b.title' must not become 'btitle'
@@ -1204,16 +1206,35 @@ def _edited(text: str, edit: Edit) -> str:
     return text[: edit.start] + edit.text + edit.kept
 
 
-def _last_lexemes(text: str, n: int) -> list[re.Match[str]]:
-    """The last ``n`` lexemes of ``text``, read from the end as far as they need."""
+def _last_lexemes(text: str, n: int, ignored: re.Pattern[str] | None = None) -> list[re.Match[str]]:
+    """The last ``n`` lexemes of ``text``, read from the end as far as they need; none inside the
+    text the grammar ignores (``ignored``: a comment's words are no lexemes to edit, nor do they
+    put the code before the comment out of the search's reach)."""
     window = 256
     while True:
         pos = max(0, len(text) - window)
         lexemes = list(LEXEME.finditer(text, pos))
+        if ignored is not None:
+            lexemes = _outside(text, lexemes, ignored)
         # Only the first lexeme found may be the cut end of a longer one.
         if pos == 0 or len(lexemes) > n:
             return lexemes[-n:]
         window *= 4
+
+
+def _outside(text: str, lexemes: list[re.Match[str]], ignored: re.Pattern[str]) -> list[re.Match[str]]:
+    """``lexemes`` less those in the ignored text that one of them begins (``/* … */``)."""
+    kept: list[re.Match[str]] = []
+    skip_to = -1
+    for m in lexemes:
+        if m.start() < skip_to:
+            continue
+        gap = ignored.match(text, m.start())
+        if gap is not None and gap.end() > m.start():
+            skip_to = gap.end()
+            continue
+        kept.append(m)
+    return kept
 
 
 _Option = tuple[str, int, str, int, EditRule]  # text inserted, draft characters replaced, description, cost, rule
@@ -1390,8 +1411,8 @@ def _replacement_cost(word: str, literal: str, keywords: frozenset[str]) -> int 
     return _cost(1, 2 * len(word) + len(literal) + 1)
 
 
-_NAME_PART = re.compile(r"[A-Za-z_][\w-]*|\([^()'\"\n]*\)")
-_MAX_NAME_PARTS = 6
+_NAME_PART = re.compile(r"[A-Za-z_][\w-]*|\((?:[^()'\"\n]|\([^()'\"\n]*\))*\)")
+_MAX_NAME_PARTS = 8
 #: A word with a digit or an underscore is written as code names are (``T2``, ``Teacher_ID``), not
 #: as the words of a name with spaces (``Free Meal Count``).
 _CODE_IDENTIFIER = re.compile(r"[\d_]")
@@ -1471,7 +1492,7 @@ def names_with_spaces(
     end = 0
     while len(parts) < _MAX_NAME_PARTS:
         attached = shape.qualified and len(parts) == 1 and parts[0][0] != "(" and draft[end : end + 1] == "("
-        if attached and _CALL_ARGUMENT.match(draft, end):
+        if attached and _CALL_ARGUMENT.match(draft, end) and not parts[0].endswith("_"):
             break  # 'T2.Average(LifeExpectancy)', 'T2.COUNT(*)': a call's argument, no name's part
         part = _NAME_PART.match(draft, end + (1 if parts and not attached else 0))
         if part is None or (parts and not attached and draft[end] != " ") or (not parts and part.group()[0] == "("):
@@ -1522,8 +1543,12 @@ def _bracketed_after(draft: str, part: re.Match[str], shape: NameShape) -> bool:
     """Whether ``part``, a word written as code names are (``FRPM_Count_``), is the first word of
     a name after a table's qualifier with a name's bracketed part after it (``f.FRPM_Count_(K-12)``,
     ``frpm.FRPM_Count (Ages 5-17)``: BIRD's ``FRPM Count (K-12)`` written with underscores; SQLite
-    has no ``schema.func()``, and an operator inserted before the bracket is an operation nobody wrote)."""
-    return part.start() == 0 and shape.qualified and _NAME_BRACKET.match(draft, part.end()) is not None
+    has no ``schema.func()``, and an operator inserted before the bracket is an operation nobody wrote;
+    ``T1.Percent_(_Eligible_Free)``, the bracket right after the word's underscore, whatever it holds)."""
+    if part.start() != 0 or not shape.qualified:
+        return False
+    glued = part.group().endswith("_") and draft[part.end() : part.end() + 1] == "("  # 'Percent_(_Eligible)'
+    return glued or _NAME_BRACKET.match(draft, part.end()) is not None
 
 
 def _keyword_in_name(word: str, index: int, titled: bool, shape: NameShape, keywords: frozenset[str]) -> bool:
@@ -1602,6 +1627,18 @@ def _opens_comment(before: str, insert: str, rest: str) -> bool:
     inside a string the edit writes whole (``"https://x"``) is the string's text."""
     joined = before[-1:] + _QUOTED.sub('""', insert) + rest[:2]
     return any(marker in joined and marker not in rest[:2] for marker in ("/*", "--", "//", "#"))
+
+
+def _unends_comment(before: str, removed: str, insert: str, rest: str) -> bool:
+    """Whether the edit takes apart a comment's end (``… schema */ GROUP BY`` is not ``… schema *
+    GROUP BY``: the rest of the draft made part of the comment)."""
+    was, now = before[-1:] + removed + rest[:1], before[-1:] + insert + rest[:1]
+    return _comment_ends(was) > _comment_ends(now)  # (a whole comment dropped, its start too, is no end taken apart)
+
+
+def _comment_ends(text: str) -> int:
+    """How many comment ends ``text`` has beyond the comment starts it has."""
+    return text.count("*/") - text.count("/*")
 
 
 _QUOTED = re.compile(r'"[^"]*"|\'[^\']*\'')

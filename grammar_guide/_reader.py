@@ -19,11 +19,11 @@ from ._text import QUOTES
 
 __all__ = [
     "AnswerReader",
+    "answer_closer",
     "answer_start",
     "closing_fence",
     "fenced_blocks",
     "has_function_word",
-    "inline_code_opened",
     "looks_like_aside",
     "looks_like_prose",
     "names_before_sentence",
@@ -307,28 +307,50 @@ def partial_match(text: str, marker: str) -> int:
     return 0
 
 
-#: The mark that closes an introduction on its line, after a word, a number, a quote or a bracket
-#: (``equals 10.  SELECT``, ``is 'x'.  SELECT``), Markdown's emphasis closed after it (``**Answer:**  SELECT``).
-_INTRODUCTION_END = re.compile(r"(?<=[\w'\"`)])[:!?.](?:\*\*|\*|__)?[ \t]+")
+#: A list item's number before its stop (``2. Select distinct …``: a step of the reasoning, no introduction's end).
+_LIST_NUMBER = re.compile(r"(?:\A|[^\w\s,'\"`)]\s*|\n\s*)\d{1,2}\Z")
+
+
+def _list_number_before(text: str, stop: int) -> bool:
+    """Whether ``text`` has a list item's number right before the stop at ``stop``."""
+    return _LIST_NUMBER.search(text, max(0, stop - 8), stop) is not None
+
+
+#: The mark that closes an introduction on its line: a colon after a word (not after a quote: JSON's
+#: ``"ok": [1]``), a sentence's stop after a word, a number, a quote or a bracket (``equals 10.  SELECT``,
+#: ``is 'x'.  SELECT``), Markdown's emphasis closed after either (``**Answer:**  SELECT``).
+_INTRODUCTION_END = re.compile(r"(?:(?<=[A-Za-z]):|(?<=[\w'\"`)])[!?.])(?:\*\*|\*|__)?[ \t]+")
+#: The start of a JSON object, where the grammar takes none (a model's answer written as JSON fields).
+_JSON_OBJECT_START = re.compile(r'\{\s*"')
+#: A JSON field a model writes its answer in, after its reasoning in another (``"SQL": "SELECT …"``).
+_ANSWER_FIELD = re.compile(r'"(?:sql|query|answer|code)"\s*:\s*"', re.IGNORECASE)
 #: A backtick that opens Markdown's inline code in prose (not a fence's, not a word's own).
 _INLINE_CODE_OPENING = re.compile(r"(?<![`\w])`(?!`)")
 
 
-def inline_code_opened(preamble: str, start: int) -> bool:
-    """Whether the answer found at ``start`` of ``preamble`` (``answer_start``) begins inside
-    Markdown's inline code (``The query is `SELECT a FROM t`.``): its next backtick ends it."""
-    return start > 0 and _INLINE_CODE_OPENING.match(preamble, start - 1) is not None
+def answer_closer(preamble: str, start: int) -> str | None:
+    """The mark that ends the answer found at ``start`` of ``preamble`` (``answer_start``), where
+    it begins inside Markdown's inline code (``The query is `SELECT a FROM t`.``: a backtick) or
+    a JSON field's string (``"SQL": "SELECT a FROM t" }``: a double quote); ``None`` otherwise."""
+    if start > 0 and _INLINE_CODE_OPENING.match(preamble, start - 1) is not None:
+        return "`"
+    if any(m.end() == start for m in _ANSWER_FIELD.finditer(preamble, max(0, start - 40), start)):
+        return '"'
+    return None
 
 
-def answer_start(preamble: str, accepts: Callable[[str], int]) -> int | None:
+def answer_start(preamble: str, accepts: Callable[[str], int], keywords: frozenset[str] = frozenset()) -> int | None:
     """Where the answer starts in prose the draft wrote first (a line start, the line after an
     opening fence, or after a colon or sentence end that closes the introduction on its line:
     ``Here is your JSON: {...``, ``Sure! {...``), or ``None`` if not yet seen.
-    ``accepts(text)`` says how many characters of ``text`` the grammar accepts."""
+    ``accepts(text)`` says how many characters of ``text`` the grammar accepts; an answer that
+    begins with words has none of ``_is_function_word`` among its first three (``Select the
+    names of the shops`` is a sentence; ``keywords``: the grammar's, in lower case)."""
     lines = [0] + [i + 1 for i, ch in enumerate(preamble) if ch == "\n"]
-    ends = [m.end() for m in _INTRODUCTION_END.finditer(preamble)]
+    ends = [m.end() for m in _INTRODUCTION_END.finditer(preamble) if not _list_number_before(preamble, m.start())]
     ends += [m.end() for m in _OPENING_TAG.finditer(preamble)]  # after '<sql>', '[SOL]' on its line
     ends += [m.end() for m in _INLINE_CODE_OPENING.finditer(preamble)]  # "The query is `SELECT …`."
+    ends += [m.end() for m in _ANSWER_FIELD.finditer(preamble)]  # '{"reasoning": "…", "SQL": "SELECT …"}'
     fenced = {m.end() for m in list(_FENCE_LINE.finditer(preamble))[::2]}  # after an opening fence
     for start in sorted({*lines, *ends, *fenced}):
         rest = preamble[start:]
@@ -336,6 +358,8 @@ def answer_start(preamble: str, accepts: Callable[[str], int]) -> int | None:
             continue
         if start in fenced:
             return start  # a fenced block is the answer, however it begins (``(1, 2)``)
+        if _begins_sentence(rest, keywords):
+            continue
         accepted = accepts(rest)
         line = rest.find("\n")
         if (
@@ -346,6 +370,13 @@ def answer_start(preamble: str, accepts: Callable[[str], int]) -> int | None:
         ):
             return start  # (or a whole line the grammar reads: a short answer before more prose)
     return None
+
+
+def _begins_sentence(rest: str, keywords: frozenset[str]) -> bool:
+    """Whether ``rest`` begins with a word and has an English function word that is no keyword
+    among its first three words (``Select the names``)."""
+    words = rest.split(maxsplit=3)[:3]
+    return rest.lstrip()[:1].isalpha() and any(_is_function_word(w.strip("().,!?:;").lower(), keywords) for w in words)
 
 
 def _bracketed(rest: str, accepted: int) -> bool:
@@ -362,6 +393,8 @@ def looks_like_prose(kept: str, rejected: str) -> bool:
         return False
     if not kept.strip() and (_OPENING_TAG.match(rejected.lstrip()) or _square_tag_begun(rejected.strip())):
         return True  # sqlcoder's '[SOL] SELECT …': markup before the answer, as '<sql>' is
+    if not kept.strip() and _JSON_OBJECT_START.match(rejected.lstrip()):
+        return True  # '{"reasoning": "…", "SQL": "SELECT …"}': the answer may be in a field (``_ANSWER_FIELD``)
     return bool(re.match(r"[A-Za-z ,.!'’:-]", rejected)) or (not kept.strip() and rejected.startswith("```"))
 
 

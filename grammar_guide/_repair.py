@@ -320,7 +320,8 @@ def _code_for_words(checker: Checker, before: str, edit: Edit, moved: str) -> bo
     if before.strip():
         return False
     drafted = {word.lower() for word in _WORD.findall(moved)}
-    if all(word.lower() in drafted for word in _WORD.findall(edit.text)):
+    own = {word.lower() for word in _WORD.findall(edit.removed + edit.kept)}  # the words the edit reads
+    if all(word.lower() in own for word in _WORD.findall(edit.text)):
         return False
     keywords = checker.grammar.keywords
     inserted = edit.rule == "edit" and not edit.removed.strip()

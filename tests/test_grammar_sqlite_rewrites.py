@@ -749,6 +749,34 @@ def rewrite(text: str) -> str:
             "SELECT AVG(height_cm) FROM (SELECT 150 AS height_cm UNION ALL SELECT 170) WHERE height_cm > 1",
             160.0,
         ),
+        # A WHERE written after ORDER BY (and LIMIT): a condition on rows, ANDed with the first WHERE
+        # or placed before the grouping.
+        (
+            "SELECT x FROM (SELECT 1 AS x UNION ALL SELECT 2 UNION ALL SELECT 3) WHERE x > 1 ORDER BY x DESC "
+            "WHERE x < 3",
+            "SELECT x FROM (SELECT 1 AS x UNION ALL SELECT 2 UNION ALL SELECT 3) WHERE x > 1 AND x < 3 ORDER BY x DESC",
+            2,
+        ),
+        (
+            "SELECT k FROM (SELECT 1 AS k, 5 AS v UNION ALL SELECT 2, 1 UNION ALL SELECT 2, 2) GROUP BY k "
+            "ORDER BY SUM(v) DESC LIMIT 1 WHERE v < 5",
+            "SELECT k FROM (SELECT 1 AS k, 5 AS v UNION ALL SELECT 2, 1 UNION ALL SELECT 2, 2) WHERE v < 5 "
+            "GROUP BY k ORDER BY SUM(v) DESC LIMIT 1",
+            2,
+        ),
+        (
+            "SELECT COUNT(*) FROM (SELECT 1 AS a, 0 AS c UNION ALL SELECT 2, 0) WHERE a = 1 OR a = 2 ORDER BY a "
+            "WHERE c = 1",
+            "SELECT COUNT(*) FROM (SELECT 1 AS a, 0 AS c UNION ALL SELECT 2, 0) WHERE (a = 1 OR a = 2) AND (c = 1) "
+            "ORDER BY a",
+            0,
+        ),
+        # An apostrophe inside a string, left single: written twice.
+        (
+            "SELECT 'O'Gallagher' = 'O' || char(39) || 'Gallagher'",
+            "SELECT 'O''Gallagher' = 'O' || char(39) || 'Gallagher'",
+            1,
+        ),
     ],
 )
 def test_each_rewrite_means_what_the_slip_meant(slip: str, meant: str, value: object) -> None:
@@ -901,6 +929,7 @@ def test_an_age_in_years_counts_whole_years(slip: str, years: int) -> None:
         "SELECT a FROM t WHERE c NOT EXISTS (SELECT 1 FROM u WHERE u.k = t.k) AND c = 1",  # c not in the subquery
         "SELECT a FROM t WHERE k EXISTS (SELECT k FROM u)",  # which reading: EXISTS or IN?
         "SELECT GROUP_CONCAT(DISTINCT x SEPARATOR '-') FROM t",  # SQLite's DISTINCT takes no separator
+        "SELECT k FROM t GROUP BY k ORDER BY k WHERE COUNT(*) > 1",  # an aggregate's condition: HAVING?
         "SELECT ONTime FROM t WHERE SELECTION = 1 AND x IN (SELECT a FROM u",  # a keyword's letters, no glue
     ],
 )

@@ -827,8 +827,10 @@ def test_reasoning_prose_that_begins_with_a_keyword_is_not_edited_into_sql():
         "district's A11 value represents the average salary.",
         "python import pandas as pd  # Assuming frpm_df and satscores_df are DataFrames  merged_df = frpm_df.merge(s)",
         "Query Dimensions: Document ID Filter Conditions: None Aggregation Functions: COUNT() Grouping Requirements:",
+        # 'select' written later in the prose is no word of the draft's where the keyword is inserted.
+        "python import pandas as pd  # Assuming df holds the rows, we select relevant columns  df = df[df.a > 4]",
     ],
-    ids=["sentence", "python", "notes"],
+    ids=["sentence", "python", "notes", "python-select"],
 )
 def test_no_keyword_is_inserted_before_prose_to_make_it_a_statement(answer):
     with pytest.raises(GuideExhausted) as caught:
@@ -870,7 +872,22 @@ def test_a_statement_missing_its_first_keyword_still_gets_it():
 def test_the_answer_after_reasoning_on_the_same_line_is_found(answer, query):
     result = run(lambda prompt: answer, "sqlite")
     assert result.text == query and result.faithful
-    assert [c.reason for c in result.events if isinstance(c, Cut)][0] == "preamble"
+    assert next(c.reason for c in result.events if isinstance(c, Cut)) == "preamble"
+
+
+def test_an_answer_in_a_json_field_after_the_reasoning_is_the_answer():
+    # Held-out 6 (read as dev 6): Qwen2.5-Coder's '{"chain_of_thought_reasoning": "…", "SQL": "SELECT …"}'
+    # gave no answer (the object cut whole); a step of the reasoning that begins 'Select the names of'
+    # is a sentence, not the answer, and the field's closing quote ends it.
+    answer = (
+        '{ "chain_of_thought_reasoning": "1. Find the average. 2. Select the names of the shops from the shop '
+        'table where the count is greater.", "SQL": "SELECT Name FROM shop WHERE n > (SELECT AVG(n) FROM shop)" }'
+    )
+    result = run(lambda prompt: answer, "sqlite")
+    assert result.text == "SELECT Name FROM shop WHERE n > (SELECT AVG(n) FROM shop)" and result.faithful
+    with pytest.raises(GuideExhausted) as caught:
+        run(lambda prompt: '{ "chain_of_thought_reasoning": "No table has it.", "SQL": "" }', "sqlite")
+    assert caught.value.reason == "no answer"
 
 
 def test_an_answer_does_not_resume_inside_the_prose():

@@ -102,6 +102,7 @@ def test_the_answer_may_start_after_the_colon_that_introduces_it_on_its_line() -
     assert answer_start("equals 10.  {", accepts_json) == len("equals 10.  ")
     assert answer_start("equals 'x'.  {", accepts_json) == len("equals 'x'.  ")
     assert answer_start("table.  **Answer:**  {", accepts_json) == len("table.  **Answer:**  ")
+    assert answer_start("Steps: 2. {", accepts_json) is None  # a list item's number, no sentence's end
     accepts_short = lambda text: 9 if text.startswith("{") else 0  # noqa: E731
     assert answer_start('Here:\n{"a": 1}\nBye', accepts_short) == len("Here:\n")  # a whole short line
     result = gg.guide(lambda prompt: 'Here is your JSON: {"key": "value', "json", "p", target=False)

@@ -461,3 +461,14 @@ def test_answer_sql_reads_inline_code_and_ends_before_a_sentence_sqlite_ends_it_
     assert answer_sql("SELECT COUNT(*) FROM United Airlines flights WHERE x = 1") == (
         "SELECT COUNT(*) FROM United Airlines flights WHERE x = 1"
     )
+
+
+def test_a_sentences_select_is_no_start_of_the_drafts_sql() -> None:
+    # Held-out 6 (read as dev 6): 'select the corresponding id from the sets table.' in the reasoning
+    # before the query was scored as the start of the draft's SQL, and the output, the query alone,
+    # as losing those words.
+    reasoning = "To find it, we then select the corresponding id from the sets table.  **Answer:**  "
+    assert answer_sql(reasoning + "SELECT id FROM sets;") == "SELECT id FROM sets;"
+    steps = "We count. 1. **Select Data:** Use a SELECT statement to read it. **Answer:** "
+    assert answer_sql(steps + "SELECT COUNT(*) FROM m") == "SELECT COUNT(*) FROM m"
+    assert answer_sql("select name from singer") == "select name from singer"
