@@ -777,6 +777,9 @@ def rewrite(text: str) -> str:
             "SELECT 'O''Gallagher' = 'O' || char(39) || 'Gallagher'",
             1,
         ),
+        # A LIKE pattern's % written after its closing quote (a modulo with no operand as written).
+        ("SELECT 'a mana ability.' LIKE '%ability.'%", "SELECT 'a mana ability.' LIKE '%ability.%'", 1),
+        ("SELECT 'ability. x' LIKE '%ability.'% AND 1", "SELECT 'ability. x' LIKE '%ability.%' AND 1", 1),
     ],
 )
 def test_each_rewrite_means_what_the_slip_meant(slip: str, meant: str, value: object) -> None:
