@@ -1240,6 +1240,19 @@ def _outside(text: str, lexemes: list[re.Match[str]], ignored: re.Pattern[str]) 
 _Option = tuple[str, int, str, int, EditRule]  # text inserted, draft characters replaced, description, cost, rule
 
 
+def _in_keyword_case(literal: str, before: str, keywords: frozenset[str]) -> str:
+    """A keyword to insert in the case the draft writes its keywords in (``ELSE 0 END`` after
+    ``CASE WHEN … ELSE``): capitals where most of the last keywords before it are."""
+    if not literal.isalpha():
+        return literal
+    words = [w for w in _WORD_RUN.findall(before[-200:]) if w.lower() in keywords][-6:]
+    upper = sum(w.isupper() for w in words)
+    return literal.upper() if words and upper * 2 > len(words) else literal
+
+
+_WORD_RUN = re.compile(r"[A-Za-z_]+")
+
+
 def _candidates(
     checker: Checker,
     start: int,
@@ -1267,10 +1280,12 @@ def _candidates(
         if _invents_mark(checker, before, literal, draft):
             continue
         sep = " " if literal[-1].isalnum() and draft[:1].isalnum() else ""
+        lead = " " if is_word_char(literal[0]) and is_word_char(before[-1:]) else ""  # 'ELSE 0 END', not '0END'
         # A word written where the draft has none is invented: it costs more than a lexeme of the
         # draft dropped (``FROM ORDER BY`` is not ``FROM FULL ORDER BY``, a keyword made a name).
         invented = _invented_lexemes(literal)
-        out.append((literal + sep, 0, f"inserted {literal!r}", _cost(invented, len(literal) + 2), "edit"))
+        written = _in_keyword_case(literal, before, keywords)
+        out.append((lead + written + sep, 0, f"inserted {written!r}", _cost(invented, len(literal) + 2), "edit"))
         replaced = None if point else _replacement_cost(word, literal, keywords)
         if replaced is not None:
             description = f"replaced {word!r} with {literal!r}"

@@ -606,8 +606,15 @@ def test_the_least_edit_may_lie_before_the_violation():
     # (An aggregate's, '(COUNT(*) FROM t', is a rewrite of the grammar's: a call that is none here.)
     draft = "SELECT (length(a) FROM t WHERE a = 1) - (length(a) FROM t WHERE a = 2)"
     result = run(lambda prompt: draft, "sqlite")
-    assert result.text == "SELECT (select length(a) FROM t WHERE a = 1) - (select length(a) FROM t WHERE a = 2)"
-    assert [c.detail for c in corrections(result)] == ["inserted 'select'", "inserted 'select'"]
+    # (Inserted in the case the draft writes its keywords in.)
+    assert result.text == "SELECT (SELECT length(a) FROM t WHERE a = 1) - (SELECT length(a) FROM t WHERE a = 2)"
+    assert [c.detail for c in corrections(result)] == ["inserted 'SELECT'", "inserted 'SELECT'"]
+
+
+def test_a_keyword_inserted_after_a_word_is_spaced_from_it():
+    # Held-out 6 (read as dev 6): 'ELSE 0)' missing its END ended in GuideExhausted ('0end' is no lexeme).
+    result = run(lambda prompt: "SELECT SUM(CASE WHEN a = 1 THEN 1 ELSE 0) AS c FROM t", "sqlite")
+    assert result.text == "SELECT SUM(CASE WHEN a = 1 THEN 1 ELSE 0 END) AS c FROM t"
 
 
 def test_a_misspelt_keyword_read_as_an_alias_is_repaired_not_truncated():
