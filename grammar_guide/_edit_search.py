@@ -1285,6 +1285,8 @@ def _candidates(
         # draft dropped (``FROM ORDER BY`` is not ``FROM FULL ORDER BY``, a keyword made a name).
         invented = _invented_lexemes(literal)
         written = _in_keyword_case(literal, before, keywords)
+        if written != literal and try_edit(checker, start, lead + written, "") is None:
+            written = literal  # a grammar whose keywords have one case (JSON's ``null``)
         out.append((lead + written + sep, 0, f"inserted {written!r}", _cost(invented, len(literal) + 2), "edit"))
         replaced = None if point else _replacement_cost(word, literal, keywords)
         if replaced is not None:
