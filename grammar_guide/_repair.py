@@ -317,7 +317,7 @@ def _code_for_words(checker: Checker, before: str, edit: Edit, moved: str) -> bo
     right after a word the edit inserted (``_reads_on_as_code``: ``To determine how`` is not ``ROLLBACK
     To "determine how"``). ``name FROM users`` does read as SQL missing its ``SELECT``. Such
     text is cut as prose instead."""
-    if before.strip():
+    if before.strip() or _respaced(edit):
         return False
     drafted = {word.lower() for word in _WORD.findall(moved)}
     own = {word.lower() for word in _WORD.findall(edit.removed + edit.kept)}  # the words the edit reads
@@ -326,6 +326,12 @@ def _code_for_words(checker: Checker, before: str, edit: Edit, moved: str) -> bo
     keywords = checker.grammar.keywords
     inserted = edit.rule == "edit" and not edit.removed.strip()
     return not drafted & keywords or (inserted and not _reads_on_as_code(edit.kept, keywords))
+
+
+def _respaced(edit: Edit) -> bool:
+    """Whether ``edit`` only changes the white space in the draft's text it removes
+    (``SELECTFirstName`` as ``SELECT FirstName``): it writes no word the draft did not."""
+    return bool(edit.removed.strip()) and "".join(edit.text.split()) == "".join(edit.removed.split())
 
 
 def _reads_on_as_code(kept: str, keywords: frozenset[str]) -> bool:

@@ -750,3 +750,14 @@ def test_a_qualified_names_point_is_never_replaced(sqlite: Grammar) -> None:
     answer = "SELECT s1.a FROM s1 JOIN s2 JOIN c2 ON s2.id = c2.Stadium_ID ON s1.id = s2.id WHERE s1.b = 1"
     result = guide(lambda prompt: answer, sqlite, "q", target=False)
     assert "c2.Stadium_ID" in result.text
+
+
+def test_a_rewrite_that_only_respaces_the_drafts_text_makes_no_prose_into_code() -> None:
+    # A keyword glued to a name, rewritten whole at the answer's start ('SELECTFirstName' as 'SELECT
+    # FirstName'), writes no word the draft did not: no prose cut (a held-out 6b answer, seen only by
+    # its counts, had become 'no answer' when the rewrite's match grew to the whole word).
+    checker = Grammar.builtin("sqlite").checker()
+    edit = repair.Edit(0, "SELECT FirstName", " x", "SELECTFirstName", "rewrote", rule="rewrite")
+    assert not repair._code_for_words(checker, "", edit, "SELECTFirstName x")
+    invented = repair.Edit(0, "select ", "To ", "", "inserted 'select'")
+    assert repair._code_for_words(checker, "", invented, "To determine how many")
