@@ -198,9 +198,7 @@ class _Best:
         """Score an edit by how far into the evidence the checker reads after it."""
         v = self.violation
         text = v.text
-        if _opens_comment(text[: c.start], c.insert, c.kept) or _unends_comment(
-            text[: c.start], c.removed, c.insert, c.kept
-        ):
+        if _alters_comment(text[: c.start], c.removed, c.insert, c.kept):
             return
         tried = _read_in_code(try_edit(v.checker, c.start, c.insert, c.kept), c.insert, c.kept)
         if tried is None:
@@ -1124,7 +1122,7 @@ def search_edits(checker: Checker, evidence: str, *, final: bool, floor: int = 0
         draft = text[start:] + evidence
         for insert, skip, description, cost, rule in _candidates(checker, start, draft, keywords, known, rejected):
             rest = draft[skip:]
-            if _opens_comment(text[:start], insert, rest) or _unends_comment(text[:start], draft[:skip], insert, rest):
+            if _alters_comment(text[:start], draft[:skip], insert, rest):
                 continue
             if not (_quotes_balanced(insert, draft[:skip]) or _drops_stray_quote(insert, draft, skip)):
                 continue
@@ -1240,14 +1238,15 @@ def _outside(text: str, lexemes: list[re.Match[str]], ignored: re.Pattern[str]) 
 _Option = tuple[str, int, str, int, EditRule]  # text inserted, draft characters replaced, description, cost, rule
 
 
-def _in_keyword_case(literal: str, before: str, keywords: frozenset[str]) -> str:
-    """A keyword to insert in the case the draft writes its keywords in (``ELSE 0 END`` after
-    ``CASE WHEN … ELSE``): capitals where most of the last keywords before it are."""
-    if not literal.isalpha():
-        return literal
+def _keyword_spellings(checker: Checker, start: int, before: str, keywords: frozenset[str]) -> dict[str, str]:
+    """The grammar's case-insensitive literals expected at ``start``, in capitals, by their lower
+    case, where the draft writes its keywords in capitals (most of the last six before ``start``):
+    an inserted keyword is written as the draft writes them (``ELSE 0 END`` after ``CASE WHEN …
+    ELSE``); empty otherwise (a literal of one case, JSON's ``null``, is never respelt)."""
     words = [w for w in _WORD_RUN.findall(before[-200:]) if w.lower() in keywords][-6:]
-    upper = sum(w.isupper() for w in words)
-    return literal.upper() if words and upper * 2 > len(words) else literal
+    if not words or sum(w.isupper() for w in words) * 2 <= len(words):
+        return {}
+    return {literal.lower(): literal for literal in _expected_literals(checker, start, like="A")}
 
 
 _WORD_RUN = re.compile(r"[A-Za-z_]+")
@@ -1275,6 +1274,7 @@ def _candidates(
     out: list[_Option] = []
     before = checker.text[:start]
     literals = dict.fromkeys(_expected_literals(checker, start, like=word))
+    spellings = _keyword_spellings(checker, start, before, keywords)
     point = _qualifier_point(before, draft)  # a qualified name's '.' is never replaced
     for literal in sorted(literals, key=lambda mark: not _written_after_word(before, mark)):
         if _invents_mark(checker, before, literal, draft):
@@ -1284,9 +1284,7 @@ def _candidates(
         # A word written where the draft has none is invented: it costs more than a lexeme of the
         # draft dropped (``FROM ORDER BY`` is not ``FROM FULL ORDER BY``, a keyword made a name).
         invented = _invented_lexemes(literal)
-        written = _in_keyword_case(literal, before, keywords)
-        if written != literal and try_edit(checker, start, lead + written, "") is None:
-            written = literal  # a grammar whose keywords have one case (JSON's ``null``)
+        written = spellings.get(literal.lower(), literal) if literal.isalpha() else literal
         out.append((lead + written + sep, 0, f"inserted {written!r}", _cost(invented, len(literal) + 2), "edit"))
         replaced = None if point else _replacement_cost(word, literal, keywords)
         if replaced is not None:
@@ -1644,6 +1642,12 @@ def _opens_comment(before: str, insert: str, rest: str) -> bool:
     inside a string the edit writes whole (``"https://x"``) is the string's text."""
     joined = before[-1:] + _QUOTED.sub('""', insert) + rest[:2]
     return any(marker in joined and marker not in rest[:2] for marker in ("/*", "--", "//", "#"))
+
+
+def _alters_comment(before: str, removed: str, insert: str, rest: str) -> bool:
+    """Whether an edit that writes ``insert`` for ``removed`` between ``before`` and ``rest`` opens
+    a comment (``_opens_comment``) or takes a comment's end apart (``_unends_comment``)."""
+    return _opens_comment(before, insert, rest) or _unends_comment(before, removed, insert, rest)
 
 
 def _unends_comment(before: str, removed: str, insert: str, rest: str) -> bool:

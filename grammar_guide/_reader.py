@@ -375,8 +375,14 @@ def answer_start(preamble: str, accepts: Callable[[str], int], keywords: frozens
 def _begins_sentence(rest: str, keywords: frozenset[str]) -> bool:
     """Whether ``rest`` begins with a word and has an English function word that is no keyword
     among its first three words (``Select the names``)."""
-    words = rest.split(maxsplit=3)[:3]
-    return rest.lstrip()[:1].isalpha() and any(_is_function_word(w.strip("().,!?:;").lower(), keywords) for w in words)
+    return rest.lstrip()[:1].isalpha() and _function_word_first(rest, keywords)
+
+
+def _function_word_first(text: str, keywords: frozenset[str]) -> bool:
+    """Whether one of the first three words of ``text`` (punctuation around them aside) is an
+    English function word that is no keyword."""
+    words = [w.strip("().,!?:;") for w in text.split(maxsplit=3)[:3]]
+    return any(_is_function_word(w.lower(), keywords) for w in words)
 
 
 def _bracketed(rest: str, accepted: int) -> bool:
@@ -759,9 +765,9 @@ def reads_as_code(text: str, keywords: frozenset[str]) -> bool:
     """Whether an answer may resume at the start of ``text`` after prose: none of its first
     three words is an English function word (``here``, ``the``) that is not a keyword, at most
     one of them a plain lower-case word that is not a keyword, and it does not begin a sentence."""
-    words = [w.strip("().,!?:;") for w in text.split(maxsplit=3)[:3]]
-    if any(_is_function_word(w.lower(), keywords) for w in words):
+    if _function_word_first(text, keywords):
         return False
+    words = [w.strip("().,!?:;") for w in text.split(maxsplit=3)[:3]]
     plain = [w for w in words if re.fullmatch(r"[a-z]+(?:-[a-z]+)*", w) and w not in keywords]
     if len(plain) >= 2:
         return False  # 'a step-by-step breakdown': words of a sentence, not names of code
