@@ -4,7 +4,8 @@ project's worker loads this file by path in its own venv).
 The first call returns the whole answer. A later call gets the text accepted so far (after a
 repair it differs from the answer) and returns the rest of the answer from where that text left
 it: the answer position after the latest occurrence of the prefix's last lexemes (4, then 3, 2, 1
-of them, case ignored), the one nearest to where the prefix's length puts it. Nothing found: the
+of them, case ignored), the one nearest to where the prefix's length puts it, counted from where
+the prefix's first lexemes stand in the answer (a cut introduction is not in the prefix). Nothing found: the
 draft has nothing more to say (""). This is what a model that keeps to its own answer would write
 when asked to continue a prefix; it never sees the grammar.
 """
@@ -53,6 +54,7 @@ class ReplayDraft:
     def _rest(self, prefix: str) -> str:
         mine = [lx for lx, _, _ in lexemes(prefix)]
         words = [lx for lx, _, _ in self._lexemes]
+        here = _start(words, mine[:4]) + len(mine)
         for k in (4, 3, 2, 1):
             if len(mine) < k:
                 continue
@@ -65,7 +67,13 @@ class ReplayDraft:
             ]
             if ends:
                 # The occurrence nearest to where the prefix's own length puts it.
-                best = min(ends, key=lambda e: (abs(e - len(mine)), -e))
+                best = min(ends, key=lambda e: (abs(e - here), -e))
                 _, start, end = self._lexemes[best - 1]
                 return self.answer[start + _raw_offset(self.answer[start:end], len(last)) :]
         return ""
+
+
+def _start(words: list[str], head: list[str]) -> int:
+    """Where ``head`` (a prefix's first lexemes) first stands in ``words``; 0 where it does not."""
+    k = len(head)
+    return next((i for i in range(len(words) - k + 1) if words[i : i + k] == head), 0)

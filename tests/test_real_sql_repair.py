@@ -125,6 +125,10 @@ def test_replayed_answer_continues_from_a_repaired_prefix() -> None:
     assert draft.continue_from("SELECT e.event_name FROM event") == " e WHERE x = 'it\\'s'"
     assert draft.continue_from("SELECT e.event\\_na") == "me FROM event e WHERE x = 'it\\'s'"
     assert draft.continue_from("SELECT nothing like it") == ""
+    # After a cut introduction the prefix's lexemes stand later in the answer than their count
+    # says: the whole answer was read, and a tail that repeats earlier is not given again.
+    intro = ReplayDraft("To count them we can use the following SQL query:  SELECT a FROM t WHERE f(b) > 0 OR g(b) > 0")
+    assert intro.continue_from("SELECT a FROM t WHERE f(b) > 0 OR g(b) > 0") == ""
     # A fence's backticks are a lexeme of their own, not the start of a quoted name running on
     # to the closing fence (the answer inside was then one lexeme, and nothing continued it).
     fenced = ReplayDraft("Sure! ```sql\nSELECT name FROM users WHERE name ILIKE 'a%' LIMT 5\n```")
