@@ -173,7 +173,12 @@ def answer_sql(answer: str) -> str:
     it (a blank line then a word that is not a keyword, on a line with no bracket, ``=`` or
     snake_case name, or a line that begins as a sentence; or a line starting with
     This/The/Note/Here/Explanation) is left out; a word alone on its line before a query
-    (``MINUS``) joins two queries and is no prose."""
+    (``MINUS``) joins two queries and is no prose. Where reasoning comes first and labels the
+    answer (``**Answer:** SELECT …``), the text after its last label is read, not the code quoted
+    above it."""
+    labels = [m for m in _ANSWER_LABEL.finditer(answer) if _STATEMENT.match(answer, m.end())]
+    if labels and not _STATEMENT_LINE.match(answer):
+        answer = answer[labels[-1].end() :]
     fenced = _FENCE.search(answer)
     text = fenced.group(1) if fenced else answer
     before = answer[: fenced.start()] if fenced else ""
@@ -199,6 +204,10 @@ def answer_sql(answer: str) -> str:
             text = text[: m.start()]
             break
     return _without_full_stop(_before_sentence(_before_prose_after_end(text)).strip())
+
+
+#: A label a model gives its answer, then the statement: ``**Answer:** SELECT …``, ``Final answer:``.
+_ANSWER_LABEL = re.compile(r"(?:\*\*|__)?\b(?:final\s+)?answer(?:\*\*|__)?\s*:(?:\*\*|__)?\s*(?:```\w*\s*)?", re.I)
 
 
 def _without_full_stop(text: str) -> str:

@@ -326,6 +326,9 @@ _JSON_OBJECT_START = re.compile(r'\{\s*"')
 _ANSWER_FIELD = re.compile(r'"(?:sql|query|answer|code)"\s*:\s*"', re.IGNORECASE)
 #: A backtick that opens Markdown's inline code in prose (not a fence's, not a word's own).
 _INLINE_CODE_OPENING = re.compile(r"(?<![`\w])`(?!`)")
+#: A label the draft gives its answer (``**Answer:** SELECT …``, ``Final answer:``): what follows
+#: it is the answer, before any code quoted in the reasoning above it.
+_ANSWER_LABEL = re.compile(r"(?:\*\*|__)?\b(?:final\s+)?answer(?:\*\*|__)?\s*:(?:\*\*|__)?[ \t]*\n?", re.IGNORECASE)
 
 
 def answer_closer(preamble: str, start: int) -> str | None:
@@ -352,7 +355,8 @@ def answer_start(preamble: str, accepts: Callable[[str], int], keywords: frozens
     ends += [m.end() for m in _INLINE_CODE_OPENING.finditer(preamble)]  # "The query is `SELECT …`."
     ends += [m.end() for m in _ANSWER_FIELD.finditer(preamble)]  # '{"reasoning": "…", "SQL": "SELECT …"}'
     fenced = {m.end() for m in list(_FENCE_LINE.finditer(preamble))[::2]}  # after an opening fence
-    for start in sorted({*lines, *ends, *fenced}):
+    labelled = [m.end() for m in _ANSWER_LABEL.finditer(preamble)][::-1]  # the last label's first
+    for start in [*labelled, *sorted({*lines, *ends, *fenced})]:
         rest = preamble[start:]
         if not rest.strip() or rest.lstrip().startswith("```"):
             continue

@@ -103,6 +103,10 @@ def test_the_answer_may_start_after_the_colon_that_introduces_it_on_its_line() -
     assert answer_start("equals 'x'.  {", accepts_json) == len("equals 'x'.  ")
     assert answer_start("table.  **Answer:**  {", accepts_json) == len("table.  **Answer:**  ")
     assert answer_start("Steps: 2. {", accepts_json) is None  # a list item's number, no sentence's end
+    # A labelled answer is the answer, not code quoted in the reasoning above it (dev 6).
+    quoted = 'Use `{"a": 1}` to start. Then add b.  **Answer:** {"a": 1, "b": 2}'
+    assert answer_start(quoted, accepts_json) == quoted.index('{"a": 1, ')
+    assert answer_start('Use `{"a": 1}` to start.', accepts_json) == len("Use `")
     accepts_short = lambda text: 9 if text.startswith("{") else 0  # noqa: E731
     assert answer_start('Here:\n{"a": 1}\nBye', accepts_short) == len("Here:\n")  # a whole short line
     result = gg.guide(lambda prompt: 'Here is your JSON: {"key": "value', "json", "p", target=False)

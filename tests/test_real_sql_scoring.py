@@ -472,3 +472,6 @@ def test_a_sentences_select_is_no_start_of_the_drafts_sql() -> None:
     steps = "We count. 1. **Select Data:** Use a SELECT statement to read it. **Answer:** "
     assert answer_sql(steps + "SELECT COUNT(*) FROM m") == "SELECT COUNT(*) FROM m"
     assert answer_sql("select name from singer") == "select name from singer"
+    # Code quoted in the reasoning is not the answer where a label gives it (dev 6).
+    quoted = "1. **SELECT COUNT(*)**: This counts rows. 2. Use `SELECT a FROM t`.  **Answer:** "
+    assert answer_sql(quoted + "SELECT COUNT(*) FROM t WHERE b > 6;") == "SELECT COUNT(*) FROM t WHERE b > 6;"
