@@ -233,6 +233,8 @@ def rewrite(text: str) -> str:
             1,
         ),
         ("SELECT 'Women\\'s Soccer'", "SELECT 'Women''s Soccer'", "Women's Soccer"),
+        # MySQL's double-quoted string with a quote a backslash escapes (dev 6's gpt-4o): doubled.
+        ('SELECT "Define \\"valuable\\"..."', 'SELECT "Define ""valuable""..."', 'Define "valuable"...'),
         ("SELECT 'a = \\'b\\''", "SELECT 'a = ''b'''", "a = 'b'"),  # two quotes escaped, MySQL's way
         ("SELECT 'Ancestor's Chosen'", "SELECT 'Ancestor''s Chosen'", "Ancestor's Chosen"),
         # An alias written inside its expression's bracket: after it (not CAST's AS).
@@ -898,6 +900,7 @@ def test_an_age_in_years_counts_whole_years(slip: str, years: int) -> None:
         "SELECT RIGHT(s, 0)",  # substr(s, -0) would be the whole string
         "SELECT SUBSTRING(s FROM -1 FOR 3)",  # a start below 1 counts differently in SQLite
         "SELECT 'C:\\' || name FROM t",  # valid SQLite: a backslash is a character
+        'SELECT "C:\\" || name, "x" FROM t',  # a quoted name's backslash, then another name
         "SELECT a FROM t WHERE b = 'x'AND c = 'it'",  # 'x' then AND: no apostrophe inside a word
         "SELECT a FROM t WHERE b = 'more than' AND c IN ('less than')",  # words inside strings
         "SELECT a FROM t WHERE a < ANY (SELECT b, c FROM u)",  # which column would the aggregate take?
@@ -968,6 +971,12 @@ def test_no_rewrite_where_the_meaning_would_change(text: str) -> None:
             "SELECT COUNT(*) FROM event WHERE event_name = 'Women\\'s Soccer' AND type = 'Game'",
             "SELECT COUNT(*) FROM event WHERE event_name = 'Women''s Soccer' AND type = 'Game'",
             "backslash-escaped quote",
+        ),
+        (
+            # Dev 6's gpt-4o: before, the string ended at the escaped quote and the rest was cut.
+            'SELECT u.UpVotes FROM users u WHERE u.Text = "Define \\"valuable\\"..."',
+            'SELECT u.UpVotes FROM users u WHERE u.Text = "Define ""valuable""..."',
+            "backslash-escaped double quote",
         ),
         (
             # Held-out 2's Qwen2 (read in session 23): two quotes escaped in one string; the rest
