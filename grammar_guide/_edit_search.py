@@ -31,6 +31,7 @@ from ._events import REWRITE_RULES, EditRule
 from ._grammar import Rewrite
 from ._lexemes import (
     LEXEME,
+    MARKER_WORDS,
     OPERATOR_SYNONYMS,
     is_operator,
     is_word,
@@ -1008,7 +1009,9 @@ def _invented_lexemes(literal: str) -> int:
     or an opening bracket is invented meaning (``age > 30`` for ``age 30``, an operation nobody
     wrote; ``CreationDate() FROM``, a call or a group nobody wrote, whose close is the draft's
     stray one), so it costs more than one of the draft's lexemes dropped; a mark that shapes the
-    text (``,``, ``)``) one."""
+    text (``,``, ``)``) one; a marker word (``MARKER_WORDS``: ``AS``) none."""
+    if literal.lower() in MARKER_WORDS:
+        return 0
     invents = is_word(literal) or is_operator(literal) or literal in _OPENERS
     return _INVENTED_WORD if invents else 1
 
@@ -1427,6 +1430,8 @@ def _replacement_cost(word: str, literal: str, keywords: frozenset[str]) -> int 
 
 
 _NAME_PART = re.compile(r"[A-Za-z_][\w-]*|\((?:[^()'\"\n]|\([^()'\"\n]*\))*\)")
+#: A number that goes on with a name's words in title case (``Lunch Provision 2``, ``Address Line 1``).
+_NAME_NUMBER = re.compile(r"\d+(?=[\s),;]|\Z)")
 _MAX_NAME_PARTS = 8
 #: A word with a digit or an underscore is written as code names are (``T2``, ``Teacher_ID``), not
 #: as the words of a name with spaces (``Free Meal Count``).
@@ -1505,17 +1510,20 @@ def names_with_spaces(
     names: list[tuple[str, int]] = []
     parts: list[str] = []
     end = 0
+    titled = False
     while len(parts) < _MAX_NAME_PARTS:
         attached = shape.qualified and len(parts) == 1 and parts[0][0] != "(" and draft[end : end + 1] == "("
         if attached and _CALL_ARGUMENT.match(draft, end) and not parts[0].endswith("_"):
             break  # 'T2.Average(LifeExpectancy)', 'T2.COUNT(*)': a call's argument, no name's part
-        part = _NAME_PART.match(draft, end + (1 if parts and not attached else 0))
+        at = end + (1 if parts and not attached else 0)
+        part = _NAME_PART.match(draft, at) or (_NAME_NUMBER.match(draft, at) if parts and titled else None)
         if part is None or (parts and not attached and draft[end] != " ") or (not parts and part.group()[0] == "("):
             break
         if part.group()[0] == "(" and _reads_as_code(part.group()[1:-1], keywords):
             break
         if (
             part.group()[0] != "("
+            and not part.group().isdigit()
             and _CODE_IDENTIFIER.search(part.group())
             and not _bracketed_after(draft, part, shape)
         ):
@@ -1524,7 +1532,7 @@ def names_with_spaces(
             break  # 'AVG COUNT(*)', 't.age AVG(t.age)': a word right before its bracket is a call
         parts.append(part.group())
         end = part.end()
-        words = [p for p in parts if p[0] != "("]
+        words = [p for p in parts if p[0] != "(" and not p.isdigit()]
         titled = all(w[0].isupper() or written_as_name(w) for w in words if w.lower() not in keywords)
         if any(_keyword_in_name(w, i, titled, shape, keywords) for i, w in enumerate(words)):
             break

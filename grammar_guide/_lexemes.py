@@ -66,6 +66,12 @@ OPERATOR_SYNONYMS = {
     "<>": ("!=",),
 }
 
+#: Keywords that only say what the draft's next word is (SQL's ``AS`` before an alias, a type, a
+#: common table's body): written where the grammar needs one (``FROM Pets AS outer``, where
+#: ``outer`` can be no alias without it), they change no meaning, where a ``,`` would make the
+#: word a table of its own.
+MARKER_WORDS = frozenset({"as"})
+
 _OPERATOR_CHARS = frozenset("".join(MULTI_CHAR_OPERATORS))
 _OPERATOR_MARKS = frozenset("+-*/%^<>=!&|~")
 

@@ -614,15 +614,19 @@ def another_answer_cut(checker: Checker, evidence: str, floor: int) -> Cut | Non
     complete (at the violation, or before one of the last two words, read as an alias or the
     start of a longer keyword: ``REPLACE INT|O``) and the draft begins another answer there (its
     first word begins the grammar's text), and no separator would join the two (a config's
-    ``retries = 1 timeout = 5`` lacks only a new line). Cut at the end of the first answer, with
-    the ignored text (white space, comments) after it."""
+    ``retries = 1 timeout = 5`` lacks only a new line); or the text is complete before a ``,``
+    it ends in, the other answer after it (``… LIMIT 1, SELECT …``: read on, the comma would make
+    the limit an offset). Cut at the end of the first answer, with the ignored text (white space,
+    comments) after it."""
     text = checker.text
     words = [m.start() for m in _WORD.finditer(text, max(0, len(text) - _ANOTHER_ANSWER_READ))][-2:]
-    for at in (len(text), *reversed(words)):
+    starts = [(at, at) for at in (len(text), *reversed(words))]
+    starts += [(len(text[:at].rstrip()) - 1, at) for at, _ in starts if text[:at].rstrip().endswith(",")]
+    for at, after in starts:
         if at < floor or not _complete_at(checker, at):
             continue
-        rest = (text[at:] + evidence)[:_ANOTHER_ANSWER_READ]
-        if is_word_char(text[at - 1 : at]) and is_word_char(rest[:1]):
+        rest = (text[after:] + evidence)[:_ANOTHER_ANSWER_READ]
+        if is_word_char(text[after - 1 : after]) and is_word_char(rest[:1]):
             continue  # one word the draft wrote (JSON's '0123'), not a second answer glued to the first
         fresh = _answer_read(checker.grammar, rest)
         if fresh and _begins_apart(checker, text[:at], rest) and not _joinable(checker, at, rest, fresh):

@@ -182,6 +182,11 @@ def test_a_word_read_as_an_alias_before_a_second_query_is_rewritten_before_the_q
             "SELECT a FROM frpm f WHERE f.Percent_(_Eligible_FRPM_(K-12)) = 2",
             'SELECT a FROM frpm f WHERE f."Percent_(_Eligible_FRPM_(K-12))" = 2',
         ),
+        # Dev 6: a number goes on with a name's words in title case; before, the rest was cut.
+        (
+            "SELECT a FROM t AS T1 WHERE T1.Lunch Provision 2 = 1 AND T1.b = 'x'",
+            "SELECT a FROM t AS T1 WHERE T1.\"Lunch Provision 2\" = 1 AND T1.b = 'x'",
+        ),
     ],
 )
 def test_a_qualified_code_name_with_a_names_bracketed_part_is_quoted_whole(
@@ -200,3 +205,20 @@ def test_a_comments_end_is_never_taken_apart(sqlite: Grammar) -> None:
     answer = "SELECT a.d FROM account a WHERE /* we would filter here, but it's not possible */ GROUP BY a.d;"
     result = _guided(sqlite, answer)
     assert result.text == "SELECT a.d FROM account a /* we would filter here, but it's not possible */ GROUP BY a.d;"
+
+
+def test_a_second_query_after_a_comma_is_another_answer(sqlite: Grammar) -> None:
+    # Dev 6's Qwen2 and Qwen2.5-Coder: 'LIMIT 1, SELECT …' had lost its SELECT, and the comma made
+    # the limit an offset ('LIMIT 1, T1.school_name'). The text is complete before the comma.
+    result = _guided(sqlite, "SELECT a FROM t ORDER BY b DESC LIMIT 1, SELECT c FROM t ORDER BY b LIMIT 1")
+    assert result.text == "SELECT a FROM t ORDER BY b DESC LIMIT 1"
+    assert result.changes.other_answers == 1
+    # A comma that goes on with the text is no second answer's.
+    assert _guided(sqlite, "SELECT a FROM t LIMIT 1, 5").text == "SELECT a FROM t LIMIT 1, 5"
+
+
+def test_an_alias_the_grammar_takes_only_after_as_gets_its_as(sqlite: Grammar) -> None:
+    # Dev 5's grok: 'FROM Pets outer' had become 'FROM Pets, outer', a second table nobody wrote;
+    # SQLite takes the keyword OUTER as an alias after AS only, and AS changes no meaning.
+    draft = "SELECT PetType, (SELECT MAX(w) FROM Pets WHERE PetType = outer.PetType) FROM Pets outer GROUP BY PetType"
+    assert _guided(sqlite, draft).text == draft.replace("Pets outer", "Pets AS outer")
