@@ -1430,7 +1430,8 @@ def _replacement_cost(word: str, literal: str, keywords: frozenset[str]) -> int 
 
 
 _NAME_PART = re.compile(r"[A-Za-z_][\w-]*|\((?:[^()'\"\n]|\([^()'\"\n]*\))*\)")
-#: A number that goes on with a name's words in title case (``Lunch Provision 2``, ``Address Line 1``).
+#: A number that goes on with a name's words in title case (``Lunch Provision 2``, ``Address Line 1``;
+#: not after a word in capitals, T-SQL's ``TOP 5``).
 _NAME_NUMBER = re.compile(r"\d+(?=[\s),;]|\Z)")
 _MAX_NAME_PARTS = 8
 #: A word with a digit or an underscore is written as code names are (``T2``, ``Teacher_ID``), not
@@ -1516,7 +1517,8 @@ def names_with_spaces(
         if attached and _CALL_ARGUMENT.match(draft, end) and not parts[0].endswith("_"):
             break  # 'T2.Average(LifeExpectancy)', 'T2.COUNT(*)': a call's argument, no name's part
         at = end + (1 if parts and not attached else 0)
-        part = _NAME_PART.match(draft, at) or (_NAME_NUMBER.match(draft, at) if parts and titled else None)
+        numbered = parts and titled and not any(w.isupper() for w in parts)  # 'Line 1', not 'TOP 5'
+        part = _NAME_PART.match(draft, at) or (_NAME_NUMBER.match(draft, at) if numbered else None)
         if part is None or (parts and not attached and draft[end] != " ") or (not parts and part.group()[0] == "("):
             break
         if part.group()[0] == "(" and _reads_as_code(part.group()[1:-1], keywords):

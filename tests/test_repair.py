@@ -541,6 +541,9 @@ def test_words_written_as_code_names_are_no_name_with_spaces(sqlite: Grammar) ->
     assert names_with_spaces("T2 Teacher_ID WHERE x = 1", keywords) == []
     assert names_with_spaces("STUDENT_ENROLMENT COURSES AS T2", keywords) == []
     assert names_with_spaces("United Airlines flights WHERE", keywords)[0][0] == "United Airlines"
+    # A number goes on with words in title case (dev 6), not after a word in capitals (T-SQL's TOP).
+    assert names_with_spaces("Lunch Provision 2 = 1", keywords)[-1][0] == "Lunch Provision 2"
+    assert all("5" not in name for name, _ in names_with_spaces("TOP 5 OwnerDistrictCode ,", keywords))
     # A word right before its bracket is a call ('AVG COUNT(*)' meant AVG(COUNT(*))), no name's part.
     assert names_with_spaces("AVG COUNT(*)) FROM city", keywords) == []
     assert names_with_spaces("Free Meal Count (K-12) / 2", keywords)[-1][0] == "Free Meal Count (K-12)"
