@@ -432,8 +432,8 @@ def looks_like_aside(text: str, rejected: str, answer_ended: bool, keywords: fro
     return "\n" in gap and looks_like_sentence(head, keywords)
 
 
-#: A capitalised word that begins a sentence, then a space.
-_NEW_SENTENCE = re.compile(r"([A-Z][a-z]+)\s")
+#: A capitalised word that begins a sentence, then a space (a comma or a colon between: ``However, ``).
+_NEW_SENTENCE = re.compile(r"([A-Z][a-z]+)[,:]?\s")
 
 
 def looks_like_sentence(text: str, keywords: frozenset[str] = frozenset()) -> bool:

@@ -135,6 +135,10 @@ def test_prose_and_asides_are_told_from_broken_answers() -> None:
     assert not looks_like_aside("SELECT a FROM t", "\nLimit the rows (b = 1)", False)
     assert looks_like_aside("SELECT a FROM t", "\n\nThis query selects a from t.", False)
     assert looks_like_aside("SELECT a FROM t", "\n---", False)
+    # After the answer's own ';', a sentence whose first word a comma follows (dev 6's Qwen2: the
+    # explanation had been cut as an unrepaired part of the answer, the result unfaithful).
+    assert looks_like_aside("SELECT a FROM t WHERE id = 130;   ", "However, there is no client 130.", False)
+    assert not looks_like_aside("SELECT a FROM t   ", "However, there is no client 130.", False)
 
 
 def test_a_heading_or_a_sentence_in_other_words_after_a_complete_answer_is_an_aside() -> None:
