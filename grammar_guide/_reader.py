@@ -432,8 +432,9 @@ def looks_like_aside(text: str, rejected: str, answer_ended: bool, keywords: fro
     return "\n" in gap and looks_like_sentence(head, keywords)
 
 
-#: A capitalised word that begins a sentence, then a space (a comma or a colon between: ``However, ``).
-_NEW_SENTENCE = re.compile(r"([A-Z][a-z]+)[,:]?\s")
+#: A capitalised word that begins a sentence, then a space (a comma or a colon between: ``However, ``;
+#: Markdown's emphasis or a heading's marks around it: ``**Note:** ``).
+_NEW_SENTENCE = re.compile(r"(?:[*_]{1,2}|#+[ \t]*)?([A-Z][a-z]+)[*_]{0,2}[,:]?[*_]{0,2}\s")
 
 
 def looks_like_sentence(text: str, keywords: frozenset[str] = frozenset()) -> bool:

@@ -139,6 +139,7 @@ def test_prose_and_asides_are_told_from_broken_answers() -> None:
     # explanation had been cut as an unrepaired part of the answer, the result unfaithful).
     assert looks_like_aside("SELECT a FROM t WHERE id = 130;   ", "However, there is no client 130.", False)
     assert not looks_like_aside("SELECT a FROM t   ", "However, there is no client 130.", False)
+    assert looks_like_aside("SELECT a FROM t;   ", "**Note:** The provided SQL might not", False)
 
 
 def test_a_heading_or_a_sentence_in_other_words_after_a_complete_answer_is_an_aside() -> None:
