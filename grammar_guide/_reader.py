@@ -425,11 +425,37 @@ def looks_like_aside(text: str, rejected: str, answer_ended: bool, keywords: fro
         return True
     # A new line alone is no evidence: code goes on over lines. Cut only before a sentence; or, after
     # the answer's own ';', before a capitalised word that is no keyword (a base model going on with
-    # its prompt's pattern on the same line: '...; Write Sql for the following question: ...').
-    sentence = _NEW_SENTENCE.match(head) if text.rstrip().endswith(";") else None
-    if sentence is not None and sentence.group(1).lower() not in keywords:
+    # its prompt's pattern on the same line: '...; Write Sql for the following question: ...') or
+    # words with two English function words ('In this query, we …', '(Note: the table is …'); on the
+    # same line with no ';', before a capitalised word that is no keyword and a comma or a colon
+    # after it, the line plain words ('… = 1  However, there is no such row.', '[1, 2]  Note: the
+    # two items'; not 'f.School Name, s.Phone ORDER BY …', a name with a space).
+    ended = text.rstrip().endswith(";")
+    line = head.split("\n", 1)[0]
+    if _sentence_begun(head, keywords, comma=not ended) and (ended or _plain_words(line, keywords)):
+        return True
+    if ended and function_words(head.split("\n", 1)[0], keywords) >= 2:
         return True
     return "\n" in gap and looks_like_sentence(head, keywords)
+
+
+def _plain_words(line: str, keywords: frozenset[str]) -> bool:
+    """Whether ``line`` reads as words, not code: no code mark (``_CODE_TOKEN``: ``s.Phone``, a
+    bracket, ``=``), no keyword written in capitals (``FROM``), and three words after its first
+    at least, two of them in small letters (``However, there's no such row``, not ``Name, Phone``)."""
+    words = line.split()
+    if _CODE_TOKEN.search(line) or any(w.isupper() and w.strip(",.:;!?").lower() in keywords for w in words):
+        return False
+    return len(words) >= 4 and sum(w.strip(",.:;!?'").islower() for w in words[1:]) >= 2
+
+
+def _sentence_begun(head: str, keywords: frozenset[str], comma: bool) -> bool:
+    """Whether ``head`` begins with a capitalised word that is no keyword (``_NEW_SENTENCE``),
+    where ``comma``, a comma or a colon after it (``However, ``, ``Note: ``)."""
+    sentence = _NEW_SENTENCE.match(head)
+    if sentence is None or sentence.group(1).lower() in keywords:
+        return False
+    return not comma or sentence.group(0).rstrip(" \t*_")[-1] in ",:"
 
 
 #: A capitalised word that begins a sentence, then a space (a comma or a colon between: ``However, ``;
@@ -468,7 +494,13 @@ def _sentence_words(line: str, keywords: frozenset[str]) -> bool:
     words = line.split()
     if len(words) < 3 or not _CAPITALISED.fullmatch(words[0]) or words[0].strip(",:").lower() in keywords:
         return False
-    return sum(_is_function_word(w.strip("().,!?:;'\"`").lower(), keywords) for w in words) >= 2
+    return function_words(line, keywords) >= 2
+
+
+def function_words(line: str, keywords: frozenset[str]) -> int:
+    """How many of ``line``'s words (punctuation around them aside) are English function words
+    that are no keyword of the grammar (``keywords``)."""
+    return sum(_is_function_word(w.strip("().,!?:;'\"`*_—-").lower(), keywords) for w in line.split())
 
 
 def prose_after_answer(text: str, rejected: str, floor: int, complete_at: Callable[[int], bool]) -> int | None:

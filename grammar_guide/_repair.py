@@ -154,17 +154,15 @@ def decide(
             else None
         )
         return cut if rewrite is None else rewrite
+    for start in _aside_starts(checker, _word_start(text, at, moved, floor), floor):
+        aside = _aside_cut(checker, start, evidence, final=final, floor=floor)
+        if aside is not None:
+            return aside
     local = _edit_at(checker, at, moved, final=final, floor=floor, rewrite_floor=rewrite_floor) if fresh else None
     if isinstance(local, Cut):
         return local
     if local is not None:
         return _outlasting(checker, at, moved, local, final=final, floor=floor, steps=lookahead * no_target)
-    with checker.trial() as trial:
-        trial.rollback_chars(at)
-        if trial.is_complete and looks_like_aside(text[:at], moved, final, checker.grammar.keywords):
-            # A complete text followed by something that cannot extend it: a closing fence, an
-            # explanation. Cut it, with the white space before it, and stop.
-            return Cut(at - len(_trailing_space(trial, floor)), "after complete text", at)
     edits = search_edits(checker, evidence, final=final, floor=floor) if fresh else []
     if edits:
         start = edits[0].start
@@ -183,6 +181,44 @@ def decide(
     if dropped is not None:
         return dropped
     return NeedTarget(start, at)
+
+
+def _aside_starts(checker: Checker, at: int, floor: int) -> list[int]:
+    """Where an aside may begin: at the violation's word, or at the capitalised word before it
+    that is no keyword, read as an alias (``FROM t⏎This query returns``: ``This``)."""
+    before = checker.text[:at].rstrip(" \t")
+    word = trailing_word(before)
+    start = len(before) - len(word)
+    if start > floor and _SENTENCE_START.fullmatch(word) and word.lower() not in checker.grammar.keywords:
+        return [at, start]
+    return [at]
+
+
+def _aside_cut(checker: Checker, at: int, evidence: str, *, final: bool, floor: int) -> Cut | None:
+    """A complete text at ``at`` followed by something that cannot extend it: a closing fence, an
+    explanation (``looks_like_aside``). Cut it, with the white space before it, and stop; no edit
+    reads on into it (``= 1  However, there is`` is no ``LIMIT However``, the ``H`` the checker
+    read as the start of ``HAVING`` taken back with the word)."""
+    text = checker.text
+    rest = text[at:] + evidence
+    with checker.trial() as trial:
+        trial.rollback_chars(at)
+        if not (trial.is_complete and looks_like_aside(text[:at], rest, final, checker.grammar.keywords)):
+            return None
+        cut = at - len(_trailing_space(trial, floor))
+    return None if _read_on_new_line(checker, at, rest) else Cut(cut, "after complete text", at)
+
+
+def _read_on_new_line(checker: Checker, at: int, rest: str) -> bool:
+    """Whether ``rest``, put on a new line after the first ``at`` characters of the text, reads on
+    for two lexemes at least: the answer's next line, only its line break missing (a config's
+    ``Name: x Age: 5``), no aside."""
+    with checker.trial() as trial:
+        trial.rollback_chars(at)
+        if trial.feed("\n") != 1:
+            return False
+        head = rest.lstrip(" \t")
+        return len(_LEXEME.findall(head[: _whole_words_read(trial, head)])) >= 2
 
 
 def _word_start(text: str, at: int, moved: str, floor: int) -> int:

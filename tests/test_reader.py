@@ -138,7 +138,11 @@ def test_prose_and_asides_are_told_from_broken_answers() -> None:
     # After the answer's own ';', a sentence whose first word a comma follows (dev 6's Qwen2: the
     # explanation had been cut as an unrepaired part of the answer, the result unfaithful).
     assert looks_like_aside("SELECT a FROM t WHERE id = 130;   ", "However, there is no client 130.", False)
-    assert not looks_like_aside("SELECT a FROM t   ", "However, there is no client 130.", False)
+    # With no ';', a capitalised word and a comma begin a sentence only where plain words follow:
+    # 'Name, s.Phone ORDER BY' is a name with a space ('f.School Name') and code (dev 6).
+    assert looks_like_aside("SELECT a FROM t WHERE b = 1  ", "However, there is no client 130.", False)
+    assert not looks_like_aside("SELECT a FROM f GROUP BY f.School ", "Name, s.Phone ORDER BY a", False)
+    assert not looks_like_aside("SELECT a FROM f GROUP BY f.School ", "Name, Phone", False)
     assert looks_like_aside("SELECT a FROM t;   ", "**Note:** The provided SQL might not", False)
 
 

@@ -222,3 +222,22 @@ def test_an_alias_the_grammar_takes_only_after_as_gets_its_as(sqlite: Grammar) -
     # SQLite takes the keyword OUTER as an alias after AS only, and AS changes no meaning.
     draft = "SELECT PetType, (SELECT MAX(w) FROM Pets WHERE PetType = outer.PetType) FROM Pets outer GROUP BY PetType"
     assert _guided(sqlite, draft).text == draft.replace("Pets outer", "Pets AS outer")
+
+
+@pytest.mark.parametrize(
+    ("draft", "kept"),
+    [
+        # An explanation after the complete answer, on its line, is cut: never read on into by an
+        # edit ('= 1  LIMIT However, there&'s …' before, a keyword and an operator in the prose),
+        # nor made a bracket of ('t  ( small)'), nor cut as a dropped part of the answer.
+        ("SELECT a FROM t WHERE b = 1  However, there's no such row.", "SELECT a FROM t WHERE b = 1"),
+        ("SELECT a FROM t;  (Note: the table is small)", "SELECT a FROM t;"),
+        ("SELECT a FROM t;  In this query, we select a.", "SELECT a FROM t;"),
+        ("SELECT a FROM t WHERE b = 1;  — this returns the rows.", "SELECT a FROM t WHERE b = 1;"),
+        # On the next line, its first word read as an alias ('t This'): cut before that word.
+        ("SELECT a FROM t  -- returns a\nThis query returns a.", "SELECT a FROM t  -- returns a"),
+    ],
+)
+def test_an_explanation_after_a_complete_answer_is_cut_whole(sqlite: Grammar, draft: str, kept: str) -> None:
+    result = _guided(sqlite, draft)
+    assert result.text == kept and result.faithful
