@@ -426,27 +426,34 @@ def looks_like_aside(text: str, rejected: str, answer_ended: bool, keywords: fro
     # A new line alone is no evidence: code goes on over lines. Cut only before a sentence; or, after
     # the answer's own ';', before a capitalised word that is no keyword (a base model going on with
     # its prompt's pattern on the same line: '...; Write Sql for the following question: ...') or
-    # words with two English function words ('In this query, we …', '(Note: the table is …'); on the
-    # same line with no ';', before a capitalised word that is no keyword and a comma or a colon
-    # after it, the line plain words ('… = 1  However, there is no such row.', '[1, 2]  Note: the
-    # two items'; not 'f.School Name, s.Phone ORDER BY …', a name with a space).
+    # words with two English function words and no code ('In this query, we …', '(Note: the table
+    # is …)', a bracket around the remark aside); on the same line with no ';', before a
+    # capitalised word that is no keyword, a comma or a colon after it, the line plain words
+    # ('… = 1  However, there is no such row.', '[1, 2]  Note: the two items'; not
+    # 'f.School Name, s.Phone ORDER BY …', a name with a space).
     ended = text.rstrip().endswith(";")
     line = head.split("\n", 1)[0]
     if _sentence_begun(head, keywords, comma=not ended) and (ended or _plain_words(line, keywords)):
         return True
-    if ended and function_words(head.split("\n", 1)[0], keywords) >= 2:
+    if ended and function_words(line, keywords) >= 2 and not _code_in(line.strip().strip("()"), keywords):
         return True
     return "\n" in gap and looks_like_sentence(head, keywords)
 
 
 def _plain_words(line: str, keywords: frozenset[str]) -> bool:
-    """Whether ``line`` reads as words, not code: no code mark (``_CODE_TOKEN``: ``s.Phone``, a
-    bracket, ``=``), no keyword written in capitals (``FROM``), and three words after its first
-    at least, two of them in small letters (``However, there's no such row``, not ``Name, Phone``)."""
+    """Whether ``line`` reads as words, not code (``_code_in``), three words after its first at
+    least, two of them in small letters (``However, there's no such row``, not ``Name, Phone``)."""
     words = line.split()
-    if _CODE_TOKEN.search(line) or any(w.isupper() and w.strip(",.:;!?").lower() in keywords for w in words):
+    if _code_in(line, keywords):
         return False
     return len(words) >= 4 and sum(w.strip(",.:;!?'").islower() for w in words[1:]) >= 2
+
+
+def _code_in(line: str, keywords: frozenset[str]) -> bool:
+    """Whether ``line`` has a code mark (``_CODE_TOKEN``: ``s.Phone``, a bracket, ``=``) or a
+    keyword written in capitals (``FROM``)."""
+    words = line.split()
+    return bool(_CODE_TOKEN.search(line)) or any(w.isupper() and w.strip(",.:;!?").lower() in keywords for w in words)
 
 
 def _sentence_begun(head: str, keywords: frozenset[str], comma: bool) -> bool:
