@@ -7,7 +7,8 @@ Spider dev and chatgpt-sql's ChatGPT answers on Spider's variants (held-out 2, a
 that held-out's figures stay comparable); BIRD's own gpt-3.5-turbo answers on BIRD dev (held-out 4, its
 own split likewise); VeriSQL's deepseek-chat, Grok and gpt-5-mini candidates on Spider dev (held-out 5,
 its own split likewise); NL2SQL-Benchmark's DeepSeek-R1, QwQ, Qwen2.5/3 and gpt-4o answers on BIRD dev and
-Spider dev (held-out 6, its own split likewise)); nothing of them is vendored here.
+Spider dev (held-out 6, its own split likewise); DAIL-SQL's gpt-4 answers on BIRD dev and a fine-tuned
+Llama's raw replies on Spider dev (held-out 7, its own split likewise)); nothing of them is vendored here.
 
 Of each collection's answers, those SQLite rejects as one statement (``sqlite_oracle.check_one_statement``:
 a syntax error, or more than one statement; a missing table or column is no error) are replayed,
@@ -31,7 +32,8 @@ answer, and a slip-only fix written by hand for a sample (``data/spider_hand_fix
 ``data/verisql_hand_fixes.json``).
 
 Run: ``python -m benchmarks.real_sql_repair [MINI_DEV_CLONE] [--nl2sql360 CLONE] [--llm-nl2sql CLONE]
-[--chatgpt-sql CLONE] [--bird-turbo CLONE] [--verisql CLONE] [--nl2sql-bench CLONE] [--spider CLONE]
+[--chatgpt-sql CLONE] [--bird-turbo CLONE] [--verisql CLONE] [--nl2sql-bench CLONE]
+[--dail-sql CLONE --bird-dev CLONE] [--lamini CLONE] [--spider CLONE]
 [--limit N] [--skip N] [--split dev] [--quick] [--questions FILE] [--target] [--gg0011] [--name NAME]``.
 """
 
@@ -60,6 +62,8 @@ from benchmarks.sql_faithful import Excuses, excuses_of, faithfulness, read_clos
 from benchmarks.sql_sources import (  # noqa: E402
     BIRD_TURBO_COLLECTION,
     CHATGPT_SQL_COLLECTION,
+    DAIL_SQL_COLLECTION,
+    LAMINI_COLLECTION,
     LLM_NL2SQL_SPLITS,
     NL2SQL360_SPLITS,
     NL2SQL_BENCH_COLLECTION,
@@ -67,9 +71,12 @@ from benchmarks.sql_sources import (  # noqa: E402
     VERISQL_COLLECTION,
     Answer,
     SpiderGold,
+    bird_dev_db_ids,
     load_answers,
     load_bird_turbo,
     load_chatgpt_sql,
+    load_dail_sql_bird,
+    load_lamini_spider,
     load_llm_nl2sql,
     load_nl2sql360,
     load_nl2sql_bench,
@@ -99,6 +106,8 @@ SPLIT = {
     BIRD_TURBO_COLLECTION: "held-out 4",
     VERISQL_COLLECTION: "held-out 5",
     **{f"{NL2SQL_BENCH_COLLECTION} {split}": "held-out 6" for split in NL2SQL_BENCH_SPLITS},
+    DAIL_SQL_COLLECTION: "held-out 7",
+    LAMINI_COLLECTION: "held-out 7",
 }
 SPIDER = "NL2SQL360 spider_dev"
 #: Slip-only fixes written by hand: NL2SQL360's Spider dev answers (dev), VeriSQL's (held-out 5).
@@ -676,6 +685,7 @@ _SPIDER_QUESTION: dict[str, Callable[[str], int]] = {
     SPIDER: int,
     VERISQL_COLLECTION: lambda key: int(key.split(".", 1)[0]),  # '<question>.<candidate>'
     f"{NL2SQL_BENCH_COLLECTION} spider": int,  # a line of a file in the order of Spider dev's questions
+    LAMINI_COLLECTION: int,
 }
 
 
@@ -753,6 +763,19 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--nl2sql-bench", type=Path, default=None, help="a local clone of Artessay/NL2SQL-Benchmark (held-out 6)"
     )
+    parser.add_argument("--dail-sql", type=Path, default=None, help="a local clone of BeachWang/DAIL-SQL (held-out 7)")
+    parser.add_argument(
+        "--bird-dev",
+        type=Path,
+        default=None,
+        help="a clone with BIRD dev's data/bird/dev.json (LLM-NL2SQL, NL2SQL-Benchmark): DAIL-SQL's databases",
+    )
+    parser.add_argument(
+        "--lamini",
+        type=Path,
+        default=None,
+        help="a local clone of samlhuillier/text-sql-with-execution-evaluation (held-out 7)",
+    )
     parser.add_argument(
         "--spider", type=Path, default=None, help="a clone with Spider's dev.json and database/*/*.sqlite"
     )
@@ -808,16 +831,23 @@ def _collections(args: argparse.Namespace, gold: SpiderGold | None) -> list[tupl
             (f"{NL2SQL_BENCH_COLLECTION} {split}", load_nl2sql_bench(args.nl2sql_bench, split))
             for split in NL2SQL_BENCH_SPLITS
         ]
+    if args.dail_sql:
+        db_ids = bird_dev_db_ids(args.bird_dev) if args.bird_dev else []
+        out.append((DAIL_SQL_COLLECTION, load_dail_sql_bird(args.dail_sql, db_ids)))
+    if args.lamini:
+        spider_ids = [q["db_id"] for q in gold.questions] if gold else []
+        out.append((LAMINI_COLLECTION, load_lamini_spider(args.lamini, spider_ids)))
     return [(name, answers) for name, answers in out if args.split in (None, SPLIT[name])]
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     args = _parser().parse_args(argv)
-    sources = (args.nl2sql360, args.llm_nl2sql, args.chatgpt_sql, args.bird_turbo, args.verisql, args.nl2sql_bench)
+    sources = [args.nl2sql360, args.llm_nl2sql, args.chatgpt_sql, args.bird_turbo, args.verisql, args.nl2sql_bench]
+    sources += [args.dail_sql, args.lamini]
     if not (args.clone or any(sources)):
         _parser().error(
-            "name a BIRD mini-dev clone, --nl2sql360, --llm-nl2sql, --chatgpt-sql, --bird-turbo, --verisql or "
-            "--nl2sql-bench CLONE, or several"
+            "name a BIRD mini-dev clone, --nl2sql360, --llm-nl2sql, --chatgpt-sql, --bird-turbo, --verisql, "
+            "--nl2sql-bench, --dail-sql or --lamini CLONE, or several"
         )
     limit = 6 if args.quick and args.limit is None else args.limit
     gold = load_spider_gold(args.spider) if args.spider else None

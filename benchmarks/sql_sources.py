@@ -45,6 +45,20 @@
   ``<think>`` part and comments, newlines made spaces by its runner, ``;`` for an empty one; some runs
   stopped early (fewer lines, or none). ``dev_pred_gt.sql`` is the gold; ``mini/exp_result`` holds
   copies of mini-dev's baselines and is not read.
+- **DAIL-SQL's GPT-4 on BIRD** (https://github.com/BeachWang/DAIL-SQL @ 2965e8daeccd, Apache-2.0; BIRD
+  CC BY-SA 4.0): ``results/BIRD_WITH_EVIDENCE-TEST_SQL_<k>-SHOT_<selector>_QA-EXAMPLE_CTX-150_ANS-4096[_TH-<t>].txt``,
+  five gpt-4 runs (the commit "exp for bird in GPT-4", 2024-06) on BIRD dev with its evidence, 7- or
+  9-shot, two example selectors; one answer a line in BIRD dev's order (the repository's "test" split);
+  the prompt ends in ``SELECT`` and names no dialect; its runner (``ask_llm.py``) made the reply one
+  line, dropped repeated parts and put ``SELECT`` before a reply that lacked it; at most 200 tokens
+  were asked for. ``QUESTIONMASK_GPT-4_for_bird.txt`` (a byte copy of a 7-shot file) and the Spider
+  files are not read. BIRD dev's ``dev.json`` (which names each line's database) is not in the
+  repository: it is read from a clone that has ``data/bird/dev.json`` (LLM-NL2SQL, NL2SQL-Benchmark).
+- **A fine-tuned Llama's raw replies on Spider dev** (https://github.com/samlhuillier/text-sql-with-execution-evaluation
+  @ 5b5139eb32b2, no licence file; Spider CC BY-SA 4.0): ``lamini/output_sql_queries.txt``, one reply a
+  line for Spider dev's first 875 questions in order, prose and all (``The SQL query to answer the
+  question "…" is: SELECT …``), from a Llama-format fine-tune run through Lamini (the model is not
+  named); the database is Spider dev's at that line.
 - **Spider dev's gold and databases** (a clone holding Spider's ``dev.json`` and
   ``database/<db_id>/<db_id>.sqlite``, e.g. https://github.com/xi-ix/spider_evaluation @ 80a9084cbae5,
   which keeps them under ``database/``).
@@ -66,6 +80,8 @@ __all__ = [
     "load_answers",
     "load_bird_turbo",
     "load_chatgpt_sql",
+    "load_dail_sql_bird",
+    "load_lamini_spider",
     "load_llm_nl2sql",
     "load_nl2sql360",
     "load_nl2sql_bench",
@@ -95,6 +111,12 @@ NL2SQL_BENCH_DIR = "output"
 #: NL2SQL-Benchmark's splits (``output/<split>``), each a collection of its own: ``NL2SQL_BENCH_COLLECTION <split>``.
 NL2SQL_BENCH_SPLITS = ("bird", "spider")
 NL2SQL_BENCH_COLLECTION = "NL2SQL-Benchmark"
+DAIL_SQL_DIR = "results"
+#: DAIL-SQL's BIRD dev answer files begin so (a byte copy of one, ``QUESTIONMASK_GPT-4_for_bird.txt``, does not).
+DAIL_SQL_BIRD_PREFIX = "BIRD_WITH_EVIDENCE-TEST_SQL_"
+DAIL_SQL_COLLECTION = "DAIL-SQL BIRD dev gpt-4"
+LAMINI_FILE = "lamini/output_sql_queries.txt"
+LAMINI_COLLECTION = "Lamini Llama Spider dev"
 
 
 @dataclass(frozen=True)
@@ -290,6 +312,44 @@ def load_nl2sql_bench(clone: Path, split: str) -> list[Answer]:
     names at that line. ``mini/`` (copies of BIRD mini-dev's baselines) is not read."""
     folder = f"{NL2SQL_BENCH_DIR}/{split}"
     return _runner_answers(clone, folder, split, slice(1, 3), f"{NL2SQL_BENCH_COLLECTION} {split}")
+
+
+# -- DAIL-SQL's GPT-4 on BIRD dev ---------------------------------------------------------------
+
+
+def bird_dev_db_ids(clone: Path) -> list[str]:
+    """BIRD dev's databases in question order, from a clone holding ``data/bird/dev.json``
+    (LLM-NL2SQL, NL2SQL-Benchmark); [] where it has none."""
+    text = _files(clone, "data/bird", "dev.json").get("data/bird/dev.json")
+    return [q["db_id"] for q in json.loads(text)] if text else []
+
+
+def load_dail_sql_bird(clone: Path, db_ids: list[str]) -> list[Answer]:
+    """Every answer of a DAIL-SQL clone's BIRD dev files (``DAIL_SQL_BIRD_PREFIX``), in file then
+    line order; the key is the line's index, the database ``db_ids`` names there."""
+    out = []
+    for path, text in _files(clone, DAIL_SQL_DIR, ".txt").items():
+        name = path.removeprefix(DAIL_SQL_DIR + "/")
+        if name.startswith(DAIL_SQL_BIRD_PREFIX):
+            for i, answer in enumerate(_lines(text)):
+                db_id = db_ids[i] if i < len(db_ids) else ""
+                out.append(Answer(name, str(i), "gpt-4", "sqlite", db_id, answer, DAIL_SQL_COLLECTION))
+    return out
+
+
+# -- a fine-tuned Llama's replies on Spider dev --------------------------------------------------
+
+
+def load_lamini_spider(clone: Path, db_ids: list[str]) -> list[Answer]:
+    """Every reply of a text-sql-with-execution-evaluation clone's ``LAMINI_FILE``, in line order;
+    the key is the line's index (Spider dev's question), the database ``db_ids`` names there."""
+    folder, _, name = LAMINI_FILE.rpartition("/")
+    text = _files(clone, folder, name).get(LAMINI_FILE, "")
+    out = []
+    for i, answer in enumerate(_lines(text)):
+        db_id = db_ids[i] if i < len(db_ids) else ""
+        out.append(Answer(LAMINI_FILE, str(i), "lamini-llama", "sqlite", db_id, answer, LAMINI_COLLECTION))
+    return out
 
 
 # -- Spider's gold queries and databases --------------------------------------------------------

@@ -435,7 +435,7 @@ def looks_like_aside(text: str, rejected: str, answer_ended: bool, keywords: fro
     line = head.split("\n", 1)[0]
     if _sentence_begun(head, keywords, comma=not ended) and (ended or _plain_words(line, keywords)):
         return True
-    if ended and function_words(line, keywords) >= 2 and not _code_in(line.strip().strip("()"), keywords):
+    if ended and _function_words(line, keywords) >= 2 and not _code_in(line.strip().strip("()"), keywords):
         return True
     return "\n" in gap and looks_like_sentence(head, keywords)
 
@@ -501,10 +501,10 @@ def _sentence_words(line: str, keywords: frozenset[str]) -> bool:
     words = line.split()
     if len(words) < 3 or not _CAPITALISED.fullmatch(words[0]) or words[0].strip(",:").lower() in keywords:
         return False
-    return function_words(line, keywords) >= 2
+    return _function_words(line, keywords) >= 2
 
 
-def function_words(line: str, keywords: frozenset[str]) -> int:
+def _function_words(line: str, keywords: frozenset[str]) -> int:
     """How many of ``line``'s words (punctuation around them aside) are English function words
     that are no keyword of the grammar (``keywords``)."""
     return sum(_is_function_word(w.strip("().,!?:;'\"`*_—-").lower(), keywords) for w in line.split())

@@ -6,7 +6,10 @@ whose last commit removed ``output/`` as the real one's did) and THU-BPM/chatgpt
 (``bird/llm/exp_result/turbo_output[_kg]/predict_dev.json``); held-out 5's, awaisaziz/uncertainity-text2sql
 (``outputs/llm/<model>_k=<n>.json``); held-out 6's, Artessay/NL2SQL-Benchmark
 (``output/<split>/<method>/<org>/<model>/<linker>/dev_pred.sql``); and real_sql_repair's ``--llm-nl2sql``,
-``--chatgpt-sql``, ``--bird-turbo``, ``--verisql`` and ``--nl2sql-bench``. The answers are written here."""
+``--chatgpt-sql``, ``--bird-turbo``, ``--verisql`` and ``--nl2sql-bench``; held-out 7's, BeachWang/DAIL-SQL
+(``results/BIRD_WITH_EVIDENCE-*.txt``, BIRD dev's databases from another clone's ``data/bird/dev.json``)
+and samlhuillier/text-sql-with-execution-evaluation (``lamini/output_sql_queries.txt``), and
+``--dail-sql``, ``--bird-dev`` and ``--lamini``. The answers are written here."""
 
 from __future__ import annotations
 
@@ -20,8 +23,11 @@ import pytest
 from benchmarks.real_sql_repair import Answer, gold_question, main, run_sqlglot
 from benchmarks.sql_sources import (
     SpiderGold,
+    bird_dev_db_ids,
     load_bird_turbo,
     load_chatgpt_sql,
+    load_dail_sql_bird,
+    load_lamini_spider,
     load_llm_nl2sql,
     load_nl2sql_bench,
     load_verisql,
@@ -329,3 +335,63 @@ def test_command_line_reports_nl2sql_benchmark_as_a_held_out_split_of_its_own(tm
     assert set(payload["by_split"]) == {"held-out 6"} and "| held-out 6 | 2 |" in payload["goals"]
     written = (tmp_path / "out" / "real_sql_repair.json").read_text()
     assert "FROM t WHERE" not in written and "singer ORDER" not in written  # ids and scores, not answers
+
+
+DAIL_SQL = {
+    # One gpt-4 run a file, one answer a line in BIRD dev's order.
+    "results/BIRD_WITH_EVIDENCE-TEST_SQL_7-SHOT_EUCDISQUESTIONMASK_QA-EXAMPLE_CTX-150_ANS-4096.txt": (
+        "SELECT a FROM t WHERE\nSELECT count(*) FROM u\n"
+    ),
+    # A byte copy of a run under another name, and a Spider run: not read.
+    "results/QUESTIONMASK_GPT-4_for_bird.txt": "SELECT a FROM t WHERE\nSELECT count(*) FROM u\n",
+    "results/DAIL-SQL+GPT-4.txt": "SELECT name FROM singer ORDER\n",
+}
+LAMINI = {
+    "lamini/output_sql_queries.txt": 'The SQL query to answer the question "q0" is:  SELECT name FROM\nSELECT 1;\n',
+    "lamini/validation_queries.txt": "SELECT gold FROM singer\n",  # the gold: no answer
+}
+
+
+def test_reads_dail_sqls_bird_runs_with_bird_devs_databases_from_another_clone(tmp_path: Path) -> None:
+    db_ids = bird_dev_db_ids(_text_files(tmp_path / "bird", NL2SQL_BENCH))
+    assert db_ids == ["db_a", "db_b"]
+    clone = _text_files(tmp_path / "work", DAIL_SQL)
+    answers = load_dail_sql_bird(clone, db_ids)
+    source = "BIRD_WITH_EVIDENCE-TEST_SQL_7-SHOT_EUCDISQUESTIONMASK_QA-EXAMPLE_CTX-150_ANS-4096.txt"
+    assert [(a.source, a.key, a.model, a.db_id, a.text) for a in answers] == [
+        (source, "0", "gpt-4", "db_a", "SELECT a FROM t WHERE"),
+        (source, "1", "gpt-4", "db_b", "SELECT count(*) FROM u"),
+    ]
+    assert {(a.dialect, a.collection) for a in answers} == {("sqlite", "DAIL-SQL BIRD dev gpt-4")}
+    assert load_dail_sql_bird(_bare_copy(clone), db_ids) == answers
+    assert [a.db_id for a in load_dail_sql_bird(clone, [])] == ["", ""]  # no dev.json: no database
+
+
+def test_reads_laminis_raw_replies_by_line_and_runs_them_on_spiders_databases(tmp_path: Path) -> None:
+    answers = load_lamini_spider(_text_files(tmp_path / "clone", LAMINI), ["concert_singer", "pets_1"])
+    assert [(a.key, a.db_id, a.text) for a in answers] == [
+        ("0", "concert_singer", 'The SQL query to answer the question "q0" is:  SELECT name FROM'),
+        ("1", "pets_1", "SELECT 1;"),
+    ]
+    assert {(a.source, a.model, a.collection) for a in answers} == {
+        ("lamini/output_sql_queries.txt", "lamini-llama", "Lamini Llama Spider dev")
+    }
+    for db_id in ("concert_singer", "pets_1"):
+        (tmp_path / "db" / db_id).mkdir(parents=True)
+        (tmp_path / "db" / db_id / f"{db_id}.sqlite").write_bytes(b"x" * 2048)
+    questions = [{"question": "q", "query": "SELECT 1", "db_id": d} for d in ("concert_singer", "pets_1")]
+    assert [gold_question(a, SpiderGold(questions, tmp_path / "db")) for a in answers] == [0, 1]
+
+
+def test_command_line_reports_dail_sql_and_lamini_as_held_out_7(tmp_path: Path) -> None:
+    dail = _text_files(tmp_path / "dail", DAIL_SQL)
+    bird = _text_files(tmp_path / "bird", NL2SQL_BENCH)
+    lamini = _text_files(tmp_path / "lamini", LAMINI)
+    out = ["--results-dir", str(tmp_path / "out"), "--no-target"]
+    payload = main(["--dail-sql", str(dail), "--bird-dev", str(bird), "--lamini", str(lamini), *out])
+    assert payload["settings"]["collections"] == {
+        "DAIL-SQL BIRD dev gpt-4": {"answers": 2, "rejected": 1, "replayed": 1},
+        "Lamini Llama Spider dev": {"answers": 2, "rejected": 1, "replayed": 1},
+    }
+    assert set(payload["by_split"]) == {"held-out 7"} and "| held-out 7 | 2 |" in payload["goals"]
+    assert main(["--dail-sql", str(dail), "--split", "held-out 6", *out])["settings"]["collections"] == {}
