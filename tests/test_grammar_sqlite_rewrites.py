@@ -648,6 +648,17 @@ def rewrite(text: str) -> str:
             "SELECT x FROM (SELECT 1 AS x UNION SELECT 2) EXCEPT SELECT 2",
             1,
         ),
+        # T-SQL's CROSS APPLY and OUTER APPLY: SQLite's table-valued functions read the left side's columns.
+        (
+            "SELECT SUM(j.value) FROM (SELECT '[1,2]' AS c UNION ALL SELECT '[4]') t CROSS APPLY json_each(t.c) j",
+            "SELECT SUM(j.value) FROM (SELECT '[1,2]' AS c UNION ALL SELECT '[4]') t CROSS JOIN json_each(t.c) j",
+            7,
+        ),
+        (
+            "SELECT COUNT(*) FROM (SELECT '[]' AS c UNION ALL SELECT '[1]') t OUTER APPLY json_each(t.c) j",
+            "SELECT COUNT(*) FROM (SELECT '[]' AS c UNION ALL SELECT '[1]') t LEFT JOIN json_each(t.c) j",
+            2,
+        ),
         # QUALIFY after a select list of names: the window functions' filter in a subquery.
         (
             "SELECT column1 FROM (VALUES ('a', 30), ('b', 20), ('c', 40)) "
