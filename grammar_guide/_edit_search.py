@@ -862,8 +862,8 @@ def _chained(rewrite: Rewrite, before: str, insert: str, kept: str) -> bool:
     after ``WHERE a AND b``, ``WHERE a AND b WHERE c``): the rewrite needs no more evidence, the
     next one takes its text back and joins the third."""
     own = insert[len(before) :]
-    window = own + kept
-    return any(m.start() < len(own) < m.end() and m.start() == 0 for m in _matches(rewrite.regex, window))
+    match = rewrite.regex.match(own + kept)  # (a match at the start only: not every match in the rest)
+    return match is not None and 0 < len(own) < match.end()
 
 
 def _rewritten(
