@@ -17,7 +17,7 @@ with nothing in it, only at the draft's end) are not lost when dropped; nor is a
 wrote twice in a row where the output keeps the other (``DISTINCT DISTINCT``, ``MAX MAX(age)``: a
 word is one word however often it is written at once). An
 output token that the alignment does not match is *added* (an inserted operator changes the meaning
-as a replaced one does), unless it is a closing mark (``)``, ``]``, ``;``) or a rewrite or forced
+as a replaced one does), unless it is a closing mark (``)``, ``]``, ``;``, the ``END`` of a ``CASE`` the draft left open) or a rewrite or forced
 text of the result wrote it. *Faithful*: nothing lost and nothing added. *Invented literals*: output
 strings and numbers whose value the draft does not have (nor a recorded rewrite). A method with no
 record (sqlglot, a fix written by hand) has nothing excused.
@@ -328,6 +328,20 @@ def _lost_twins(left: set[int], keys: list[tuple[str, str]], first: int, last: i
 _CLOSING = frozenset({")", "]", ";"})
 
 
+def _closes_excused(added: list[Token], draft: list[Token]) -> list[Token]:
+    """``added`` less its closing marks (``_CLOSING``) and each ``END`` that closes a ``CASE`` the
+    draft left open (``ELSE 0) AS n``: as many as it opened and did not end)."""
+    words = Counter(t.raw.upper() for t in draft if t.kind == "keyword")
+    open_cases = words["CASE"] - words["END"]
+    out = []
+    for t in added:
+        if t.raw in _CLOSING or (t.raw.upper() == "END" and open_cases > 0):
+            open_cases -= t.raw.upper() == "END"
+            continue
+        out.append(t)
+    return out
+
+
 def _stray_closes_excused(lost: list[Token], draft: list[Token]) -> list[Token]:
     """``lost`` less the draft's ``;``, its ``)`` beyond those it opened (a stray close dropped)
     and a lone quote mark (an unclosed quote with nothing in it: a stray mark, as a stray ``)``)."""
@@ -456,7 +470,7 @@ def faithfulness(
     kept_at, unplaced = _excused_where_removed(lost_at - _stutters(draft, lost_at), draft, excuses)
     repeats = _repetitions(excuses.repeated, out)
     lost = _excused(_stray_closes_excused([draft[k] for k in kept_at], draft), unplaced + repeats, excuses.formatting)
-    added = _excused([t for t in added if t.raw not in _CLOSING], excuses.written, excuses.formatting)
+    added = _excused(_closes_excused(added, draft), excuses.written, excuses.formatting)
     draft_literals = {t.key for t in draft if t.literal} | {t.key for s in excuses.written for t in sql_tokens(s)}
     invented = [t.raw for t in out if t.literal and t.key not in draft_literals]
     return Faithfulness([t.raw for t in lost], [t.raw for t in added], invented)

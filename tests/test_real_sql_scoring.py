@@ -228,6 +228,11 @@ def test_losses_additions_and_invented_literals() -> None:
     assert faithfulness(
         "SELECT a FROM t WHERE b IN (SELECT c FROM u", "SELECT a FROM t WHERE b IN (SELECT c FROM u)"
     ).faithful
+    # The END of a CASE the draft left open is a closing mark; an END the draft did not need is added.
+    case = "SELECT SUM(CASE WHEN a = 1 THEN 1 ELSE 0) FROM t"
+    assert faithfulness(case, "SELECT SUM(CASE WHEN a = 1 THEN 1 ELSE 0 END) FROM t").faithful
+    ended = faithfulness("SELECT SUM(CASE WHEN a THEN 1 END) FROM t", "SELECT SUM(CASE WHEN a THEN 1 END END) FROM t")
+    assert ended.added == ["END"] and not ended.faithful
     # A value the draft did not start: invented.
     cut = faithfulness("SELECT a FROM t WHERE b = ", "SELECT a FROM t WHERE b = 1")
     assert cut.invented_literals == ["1"] and cut.added == ["1"] and not cut.faithful
