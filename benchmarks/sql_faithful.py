@@ -17,10 +17,11 @@ with nothing in it, only at the draft's end) are not lost when dropped; nor is a
 wrote twice in a row where the output keeps the other (``DISTINCT DISTINCT``, ``MAX MAX(age)``: a
 word is one word however often it is written at once). An
 output token that the alignment does not match is *added* (an inserted operator changes the meaning
-as a replaced one does), unless it is a closing mark (``)``, ``]``, ``;``, the ``END`` of a ``CASE`` the draft left open) or a rewrite or forced
-text of the result wrote it. *Faithful*: nothing lost and nothing added. *Invented literals*: output
-strings and numbers whose value the draft does not have (nor a recorded rewrite). A method with no
-record (sqlglot, a fix written by hand) has nothing excused.
+as a replaced one does), unless it is a closing mark (``)``, ``]``, ``;``, the ``END`` of a ``CASE``
+the draft left open) or a rewrite or forced text of the result wrote it. *Faithful*: nothing lost
+and nothing added. *Invented literals*: output strings and numbers whose value the draft does not
+have (nor a recorded rewrite). A method with no record (sqlglot, a fix written by hand) has nothing
+excused.
 
 Names are compared without case and quotes (``order`` and ``"order"`` are one name: SQLite's names
 ignore case); a keyword and a name of the same spelling are one word; strings by value.

@@ -1107,18 +1107,21 @@ def search_edits(checker: Checker, evidence: str, *, final: bool, floor: int = 0
 
     Candidates are ranked by how far into the draft's text (the accepted text from the edit on,
     then the evidence) the checker reads after the edit, then by the smaller edit. All the edits
-    of the best rank are returned, the one nearest the violation first (the evidence cannot
-    choose between them; a target model may). An edit must read at least ``_MIN_READ`` lexemes
-    of the evidence, or all of a finished draft's text.
+    of the best rank are returned (the evidence cannot choose between them; a target model may):
+    of a finished draft, one that leaves its whole text complete first (`` COUNT(x) = 1``: not
+    ``ATTACH`` put before it, which wants ``AS name`` after), then one whose words the draft wrote
+    itself (``SELECT``, where a subquery has it, not ``DETACH``), then the one nearest the violation.
+    An edit must read at least ``_MIN_READ`` lexemes of the evidence, or all of a finished draft's text.
     """
     text = checker.text
     lexemes = _last_lexemes(text, _SEARCH_LEXEMES, checker.grammar.ignored_text)
     known = quoted_names(text)
     # Each lexeme's start, and its end where white space follows (a missing comma goes there).
     positions = {m.start() for m in lexemes} | {m.end() for m in lexemes if text[m.end() : m.end() + 1].isspace()}
-    ranked: list[tuple[tuple[int, int, int], Edit]] = []
+    ranked: list[tuple[tuple[int, int, bool, bool, int], Edit]] = []
     keywords = checker.grammar.keywords
     rejected = _rejected_word(text, evidence)
+    written = {w.lower() for w in _WORD_RUN.findall(text + evidence)}
     for start in sorted(p for p in positions | {len(text)} if p >= floor):
         if splits_operator(text, start, start, evidence):
             continue  # nothing is written inside the draft's '**'
@@ -1143,7 +1146,7 @@ def search_edits(checker: Checker, evidence: str, *, final: bool, floor: int = 0
             if not whole and len(_TOKEN.findall(evidence[: max(read_evidence, 0)])) < _MIN_READ:
                 continue
             edit = Edit(start, insert, rest[:accepted], draft[:skip], description, rest[accepted:], rule=rule)
-            ranked.append(((start + skip + read, -cost, start), edit))
+            ranked.append(((start + skip + read, -cost, whole, _words_written(insert, written), start), edit))
     if not ranked:
         return []
     ranked.sort(key=lambda item: item[0], reverse=True)  # stable: equal edits keep their order
@@ -1158,6 +1161,11 @@ def search_edits(checker: Checker, evidence: str, *, final: bool, floor: int = 0
             seen.add(result)
             ties.append(edit)
     return ties
+
+
+def _words_written(insert: str, written: set[str]) -> bool:
+    """Whether every word of ``insert`` is one of the draft's (``written``, in small letters)."""
+    return all(w.lower() in written for w in _WORD_RUN.findall(insert))
 
 
 def _rejected_word(text: str, evidence: str) -> str:

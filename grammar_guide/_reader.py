@@ -326,6 +326,10 @@ _JSON_OBJECT_START = re.compile(r'\{\s*"')
 _ANSWER_FIELD = re.compile(r'"(?:sql|query|answer|code)"\s*:\s*"', re.IGNORECASE)
 #: A backtick that opens Markdown's inline code in prose (not a fence's, not a word's own).
 _INLINE_CODE_OPENING = re.compile(r"(?<![`\w])`(?!`)")
+#: A fence on the code's own line (``is:  ```sql SELECT a FROM t; ``` ``, a reply made one line): the
+#: code starts after a language tag and a space, or after the backticks where the word after them is
+#: whole (streamed, ``s`` may be the tag's start).
+_INLINE_FENCE = re.compile(r"(?<!`)```(?=(?P<tag>[A-Za-z][\w+-]*[ \t]+(?=\S))?)(?=[^`\s]\w*\W)")
 #: A label the draft gives its answer (``**Answer:** SELECT …``, ``Final answer:``): what follows
 #: it is the answer, before any code quoted in the reasoning above it.
 _ANSWER_LABEL = re.compile(r"(?:\*\*|__)?\b(?:final\s+)?answer(?:\*\*|__)?\s*:(?:\*\*|__)?[ \t]*\n?", re.IGNORECASE)
@@ -353,6 +357,7 @@ def answer_start(preamble: str, accepts: Callable[[str], int], keywords: frozens
     ends = [m.end() for m in _INTRODUCTION_END.finditer(preamble) if not _list_number_before(preamble, m.start())]
     ends += [m.end() for m in _OPENING_TAG.finditer(preamble)]  # after '<sql>', '[SOL]' on its line
     ends += [m.end() for m in _INLINE_CODE_OPENING.finditer(preamble)]  # "The query is `SELECT …`."
+    ends += [e for m in _INLINE_FENCE.finditer(preamble) for e in (m.end(), m.end() + len(m.group("tag") or ""))]
     ends += [m.end() for m in _ANSWER_FIELD.finditer(preamble)]  # '{"reasoning": "…", "SQL": "SELECT …"}'
     fenced = {m.end() for m in list(_FENCE_LINE.finditer(preamble))[::2]}  # after an opening fence
     labelled = [m.end() for m in _ANSWER_LABEL.finditer(preamble)][::-1]  # the last label's first

@@ -257,6 +257,22 @@ def test_inline_code_in_prose_is_the_answer(chunk: int | None, answer: str) -> N
     assert cut_texts(result, "preamble")[0].endswith("`")
 
 
+@pytest.mark.parametrize("chunk", [None, 1, 3])
+@pytest.mark.parametrize(
+    ("answer", "fence"),
+    [
+        ('The SQL query to answer the question "How many?" is:  ```sql SELECT count(*) FROM singer; ``` ', "```sql "),
+        ("The query is:  ```SELECT count(*) FROM singer; ``` It counts them.", "```"),
+    ],
+)
+def test_a_fence_on_the_codes_own_line_opens_the_answer(chunk: int | None, answer: str, fence: str) -> None:
+    # A reply made one line (a runner's flattening): the fence, its tag, then the code on the same
+    # line. The whole reply had been cut as prose (or its words made code: 'select The, query is').
+    result = streamed(answer, chunk)
+    assert result.text.strip() == "SELECT count(*) FROM singer;" and result.faithful
+    assert cut_texts(result, "preamble")[0].rstrip().endswith(fence.rstrip())
+
+
 def test_backticks_inside_an_answer_stay_names() -> None:
     # A quoted name is no inline code: the answer began before it.
     draft = "SELECT `name` FROM `singer` WHERE `age` > 3"

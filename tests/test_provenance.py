@@ -143,13 +143,13 @@ _PIECES = st.sampled_from(
 
 
 def test_a_cut_running_past_the_accepted_text_is_accounted_for() -> None:
-    # "SELECT" was accepted, then cut with the evidence after it ("SELECT name", another answer):
-    # the cut takes back the accepted part and records the rest (found by the test below).
+    # Found by the test below: "SELECT" was accepted, then cut with the evidence after it. A fence
+    # on the code's own line now opens the answer: the backticks are the preamble, "SELECT name"
+    # the answer, the second call's restatement cut; every character accounted for.
     result = run("sqlite", " ``` ```SELECT name")
     spans = assert_accounted(result)
-    assert "SELECT" not in result.text[spans[-1].start :]
-    assert [(d.text, d.reason) for d in result.dropped if "name" in d.text] == [(" name", "another answer")]
-    assert "".join(d.text for d in result.dropped if d.reason == "another answer") == "SELECT name"
+    assert result.text == "SELECT name" and [s.source for s in spans] == ["draft"]
+    assert (result.dropped[0].text, result.dropped[0].reason) == (" ``` ```", "preamble")
 
 
 @settings(max_examples=60, deadline=None)
@@ -183,10 +183,10 @@ def test_any_streamed_draft_of_sql_pieces_is_accounted_for(pieces: list[str], co
 
 def test_a_cut_of_the_accepted_end_and_the_rejected_text_after_it_is_accounted_for() -> None:
     # Another answer begun in the accepted text ('SELECT') and read on in the rejected (' name'):
-    # one cut holds both (hypothesis found it: the events did not rebuild the text).
-    result = run("sqlite", " ``` ```SELECT name")
+    # one cut holds both (hypothesis found it, after fences: the events did not rebuild the text).
+    result = run("sqlite", "SELECT 1 SELECT name")
     assert_accounted(result)
-    assert any(d.text.startswith("SELECT") and d.reason == "another answer" for d in result.dropped)
+    assert [(d.text, d.reason) for d in result.dropped] == [(" SELECT name", "another answer")]
 
 
 def test_prose_before_the_answer_is_dropped_as_prose(arithmetic: Grammar) -> None:
