@@ -326,10 +326,10 @@ _JSON_OBJECT_START = re.compile(r'\{\s*"')
 _ANSWER_FIELD = re.compile(r'"(?:sql|query|answer|code)"\s*:\s*"', re.IGNORECASE)
 #: A backtick that opens Markdown's inline code in prose (not a fence's, not a word's own).
 _INLINE_CODE_OPENING = re.compile(r"(?<![`\w])`(?!`)")
-#: A fence on the code's own line (``is:  ```sql SELECT a FROM t; ``` ``, a reply made one line): the
-#: code starts after a language tag and a space, or after the backticks where the word after them is
-#: whole (streamed, ``s`` may be the tag's start).
-_INLINE_FENCE = re.compile(r"(?<!`)```(?=(?P<tag>[A-Za-z][\w+-]*[ \t]+(?=\S))?)(?=[^`\s]\w*\W)")
+#: A fence on the code's own line (``is:  ```sql SELECT a FROM t; ``` ``, ``is: ``` SELECT …``, a reply
+#: made one line): the code starts after a language tag and a space, or after the backticks (and
+#: spaces) where the word after them is whole (streamed, ``s`` may be the tag's start).
+_INLINE_FENCE = re.compile(r"(?<!`)```[ \t]*(?=(?P<tag>[A-Za-z][\w+-]*[ \t]+(?=\S))?)(?=[^`\s]\w*\W)")
 #: A label the draft gives its answer (``**Answer:** SELECT …``, ``Final answer:``): what follows
 #: it is the answer, before any code quoted in the reasoning above it.
 _ANSWER_LABEL = re.compile(r"(?:\*\*|__)?\b(?:final\s+)?answer(?:\*\*|__)?\s*:(?:\*\*|__)?[ \t]*\n?", re.IGNORECASE)

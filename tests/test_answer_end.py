@@ -263,6 +263,7 @@ def test_inline_code_in_prose_is_the_answer(chunk: int | None, answer: str) -> N
     [
         ('The SQL query to answer the question "How many?" is:  ```sql SELECT count(*) FROM singer; ``` ', "```sql "),
         ("The query is:  ```SELECT count(*) FROM singer; ``` It counts them.", "```"),
+        ("The query is:  ``` SELECT count(*) FROM singer; ```", "``` "),
     ],
 )
 def test_a_fence_on_the_codes_own_line_opens_the_answer(chunk: int | None, answer: str, fence: str) -> None:
