@@ -42,6 +42,7 @@ from ._lexemes import LEXEME, is_word
 from ._reader import (
     has_function_word,
     looks_like_aside,
+    looks_like_sentence,
     names_before_sentence,
     opening_tag,
     prose_after_answer,
@@ -351,7 +352,8 @@ def _code_for_words(checker: Checker, before: str, edit: Edit, moved: str) -> bo
     written yet, the edit writes a word the draft did not (a keyword), and the draft's text has
     none of the grammar's keywords (``error`` is not ``DETACH error``), or it stops being code
     right after a word the edit inserted (``_reads_on_as_code``: ``To determine how`` is not ``ROLLBACK
-    To "determine how"``). ``name FROM users`` does read as SQL missing its ``SELECT``. Such
+    To "determine how"``), or the edit inserts before a sentence (``looks_like_sentence``: ``The
+    query is:  xyz FROM t``). ``name FROM users`` does read as SQL missing its ``SELECT``. Such
     text is cut as prose instead."""
     if before.strip() or _respaced(edit):
         return False
@@ -361,6 +363,8 @@ def _code_for_words(checker: Checker, before: str, edit: Edit, moved: str) -> bo
         return False
     keywords = checker.grammar.keywords
     inserted = edit.rule == "edit" and not edit.removed.strip()
+    if inserted and looks_like_sentence(moved.lstrip(), keywords):
+        return True  # 'The query is:  xyz FROM t' is no 'select The, query is'
     return not drafted & keywords or (inserted and not _reads_on_as_code(edit.kept, keywords))
 
 

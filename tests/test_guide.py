@@ -836,8 +836,10 @@ def test_reasoning_prose_that_begins_with_a_keyword_is_not_edited_into_sql():
         "Query Dimensions: Document ID Filter Conditions: None Aggregation Functions: COUNT() Grouping Requirements:",
         # 'select' written later in the prose is no word of the draft's where the keyword is inserted.
         "python import pandas as pd  # Assuming df holds the rows, we select relevant columns  df = df[df.a > 4]",
+        # A sentence before words that are no statement: 'select The, query is  xyz FROM singer'.
+        "The query is:  xyz FROM singer",
     ],
-    ids=["sentence", "python", "notes", "python-select"],
+    ids=["sentence", "python", "notes", "python-select", "sentence-colon"],
 )
 def test_no_keyword_is_inserted_before_prose_to_make_it_a_statement(answer):
     with pytest.raises(GuideExhausted) as caught:
