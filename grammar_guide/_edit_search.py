@@ -1443,8 +1443,9 @@ _NAME_PART = re.compile(r"[A-Za-z_][\w-]*|\((?:[^()'\"\n]|\([^()'\"\n]*\))*\)")
 _NAME_NUMBER = re.compile(r"\d+(?=[\s),;]|\Z)")
 _MAX_NAME_PARTS = 8
 #: A word with a digit or an underscore is written as code names are (``T2``, ``Teacher_ID``), not
-#: as the words of a name with spaces (``Free Meal Count``).
-_CODE_IDENTIFIER = re.compile(r"[\d_]")
+#: as the words of a name with spaces (``Free Meal Count``); but not one joined by a hyphen, which no
+#: code name has (``Ages5-17``: the minus would read it as two).
+_CODE_IDENTIFIER = re.compile(r"^(?!.*\w-\w)[^\d_]*[\d_]")
 
 
 #: After a name's bracketed part, a word in title case that goes on with the name

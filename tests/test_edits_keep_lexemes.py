@@ -84,3 +84,13 @@ def test_of_equal_insertions_one_that_completes_with_the_drafts_own_words_comes_
     assert [e.text for e in edits][:1] == ["SELECT "] and {"ATTACH ", "DETACH "} <= {e.text for e in edits}
     result = guide(lambda prompt: draft, sqlite, "q", target=False)
     assert result.text.startswith(" SELECT COUNT(DISTINCT p.id)") and result.complete
+
+
+def test_a_word_joined_by_a_hyphen_is_a_names_word_not_a_minus(sqlite: Grammar) -> None:
+    # BIRD's 'Free Meal Count (Ages 5-17)' written 'FreeMealCount Ages5-17': dropping 'Ages5' left
+    # '-17', a minus (f.FreeMealCount - 17 > 800, silently another query). A word with a digit is
+    # still code where no hyphen joins it ('T2 Teacher_ID' is an alias and a column).
+    draft = "SELECT s.School FROM frpm f WHERE f.County_name = 'Monterey' AND f.FreeMealCount Ages5-17 > 800"
+    result = guide(lambda prompt: draft, sqlite, "q", target=False)
+    assert result.text.endswith('AND f."FreeMealCount Ages5-17" > 800') and result.faithful
+    assert names_with_spaces("T2 Teacher_ID FROM t", sqlite.keywords) == []
