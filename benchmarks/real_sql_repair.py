@@ -810,14 +810,13 @@ def _parser() -> argparse.ArgumentParser:
 
 def _collections(args: argparse.Namespace, gold: SpiderGold | None) -> list[tuple[str, list[Answer]]]:
     out = []
+    spider_ids = [q["db_id"] for q in gold.questions] if gold else []  # Spider dev's databases, in order
     if args.clone:
         out.append(("BIRD mini-dev", load_answers(args.clone)))
     if args.nl2sql360:
-        db_ids = [q["db_id"] for q in gold.questions] if gold else None
         for split in NL2SQL360_SPLITS:
-            out.append(
-                (f"NL2SQL360 {split}", load_nl2sql360(args.nl2sql360, split, db_ids if split == "spider_dev" else None))
-            )
+            db_ids = spider_ids if split == "spider_dev" else None
+            out.append((f"NL2SQL360 {split}", load_nl2sql360(args.nl2sql360, split, db_ids)))
     if args.llm_nl2sql:
         out += [(f"LLM-NL2SQL {split}", load_llm_nl2sql(args.llm_nl2sql, split)) for split in LLM_NL2SQL_SPLITS]
     if args.chatgpt_sql:
@@ -835,7 +834,6 @@ def _collections(args: argparse.Namespace, gold: SpiderGold | None) -> list[tupl
         db_ids = bird_dev_db_ids(args.bird_dev) if args.bird_dev else []
         out.append((DAIL_SQL_COLLECTION, load_dail_sql_bird(args.dail_sql, db_ids)))
     if args.lamini:
-        spider_ids = [q["db_id"] for q in gold.questions] if gold else []
         out.append((LAMINI_COLLECTION, load_lamini_spider(args.lamini, spider_ids)))
     return [(name, answers) for name, answers in out if args.split in (None, SPLIT[name])]
 

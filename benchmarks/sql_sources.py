@@ -234,8 +234,7 @@ def _runner_answers(
     """The answers of LLM-NL2SQL's runner's files (NL2SQL-Benchmark's too): every ``dev_pred.sql``
     under ``folder``, one answer a line in the order of ``data/<split>/dev.json`` (which names its
     database); the model is the file's path under ``folder``, its folders ``model_parts``."""
-    questions = _files(clone, f"data/{split}", "dev.json", rev).get(f"data/{split}/dev.json")
-    db_ids = [q["db_id"] for q in json.loads(questions)] if questions else []
+    db_ids = _dev_db_ids(clone, split, rev)
     out = []
     for path, text in _files(clone, folder, LLM_NL2SQL_FILE, rev).items():
         name = path.removeprefix(folder + "/")
@@ -243,9 +242,19 @@ def _runner_answers(
             continue
         model = "/".join(name.split("/")[model_parts])
         for i, answer in enumerate(_lines(text)):  # a tab in a line is the answer's own
-            db_id = db_ids[i] if i < len(db_ids) else ""
-            out.append(Answer(name, str(i), model, "sqlite", db_id, answer, collection))
+            out.append(Answer(name, str(i), model, "sqlite", _db_id_at(db_ids, i), answer, collection))
     return out
+
+
+def _dev_db_ids(clone: Path, split: str, rev: str = "HEAD") -> list[str]:
+    """The databases of ``data/<split>/dev.json``'s questions in order ([] where the clone has none)."""
+    questions = _files(clone, f"data/{split}", "dev.json", rev).get(f"data/{split}/dev.json")
+    return [q["db_id"] for q in json.loads(questions)] if questions else []
+
+
+def _db_id_at(db_ids: list[str], i: int) -> str:
+    """The database ``db_ids`` names for question ``i`` ("" beyond its end)."""
+    return db_ids[i] if i < len(db_ids) else ""
 
 
 # -- chatgpt-sql ---------------------------------------------------------------------------------
@@ -320,8 +329,7 @@ def load_nl2sql_bench(clone: Path, split: str) -> list[Answer]:
 def bird_dev_db_ids(clone: Path) -> list[str]:
     """BIRD dev's databases in question order, from a clone holding ``data/bird/dev.json``
     (LLM-NL2SQL, NL2SQL-Benchmark); [] where it has none."""
-    text = _files(clone, "data/bird", "dev.json").get("data/bird/dev.json")
-    return [q["db_id"] for q in json.loads(text)] if text else []
+    return _dev_db_ids(clone, "bird")
 
 
 def load_dail_sql_bird(clone: Path, db_ids: list[str]) -> list[Answer]:
@@ -332,8 +340,7 @@ def load_dail_sql_bird(clone: Path, db_ids: list[str]) -> list[Answer]:
         name = path.removeprefix(DAIL_SQL_DIR + "/")
         if name.startswith(DAIL_SQL_BIRD_PREFIX):
             for i, answer in enumerate(_lines(text)):
-                db_id = db_ids[i] if i < len(db_ids) else ""
-                out.append(Answer(name, str(i), "gpt-4", "sqlite", db_id, answer, DAIL_SQL_COLLECTION))
+                out.append(Answer(name, str(i), "gpt-4", "sqlite", _db_id_at(db_ids, i), answer, DAIL_SQL_COLLECTION))
     return out
 
 
@@ -345,11 +352,10 @@ def load_lamini_spider(clone: Path, db_ids: list[str]) -> list[Answer]:
     the key is the line's index (Spider dev's question), the database ``db_ids`` names there."""
     folder, _, name = LAMINI_FILE.rpartition("/")
     text = _files(clone, folder, name).get(LAMINI_FILE, "")
-    out = []
-    for i, answer in enumerate(_lines(text)):
-        db_id = db_ids[i] if i < len(db_ids) else ""
-        out.append(Answer(LAMINI_FILE, str(i), "lamini-llama", "sqlite", db_id, answer, LAMINI_COLLECTION))
-    return out
+    return [
+        Answer(LAMINI_FILE, str(i), "lamini-llama", "sqlite", _db_id_at(db_ids, i), answer, LAMINI_COLLECTION)
+        for i, answer in enumerate(_lines(text))
+    ]
 
 
 # -- Spider's gold queries and databases --------------------------------------------------------
