@@ -57,6 +57,7 @@ if str(ROOT) not in sys.path:
 
 from benchmarks._common import attempt, machine, machine_line, markdown_table, write_results  # noqa: E402
 from benchmarks._replay_draft import ReplayDraft, lexemes  # noqa: E402
+from benchmarks.draft_shapes import draft_shape  # noqa: E402
 from benchmarks.sql_execution import Rows, gold_is_ordered, run_query, same_rows  # noqa: E402
 from benchmarks.sql_faithful import Excuses, excuses_of, faithfulness, read_closed, sqlite_keywords, string_value  # noqa: E402
 from benchmarks.sql_sources import (  # noqa: E402
@@ -547,30 +548,6 @@ def score_row(row: dict[str, Any], a: Answer) -> None:
     row["shape"] = draft_shape(answer_sql(a.text))
 
 
-_SHAPE_LEXEME = re.compile(r"\w+|'[^']*'|\"[^\"]*\"|[^\w\s]")
-#: Last lexemes that need more after them: the model's query was cut off there.
-_OPEN_ENDS = frozenset({"=", "<>", "<", ">", ",", ".", "(", "and", "or", "not", "in", "like"})
-_OPEN_ENDS |= {"where", "from", "select", "on", "join", "by", "as"}
-_LOOP_RUN = 6  # lexemes in a run that, written 3 or more times, is a decoding loop
-
-
-def draft_shape(sql: str) -> str:
-    """What the model wrote, read from its SQL alone (for the unfaithful answers' totals): "no
-    query" (no SELECT, or under 4 lexemes: ``sql placeholder``), "repeats itself" (a run of
-    ``_LOOP_RUN`` lexemes written 3 or more times: a decoding loop, mostly cut by the model's
-    budget), "cut off" (a bracket left open, or a last lexeme that needs more), else "query".
-    With nothing to invent, a cut-off query cannot come back whole, and no query has nothing to keep."""
-    lexemes = [x.lower() for x in _SHAPE_LEXEME.findall(sql)]
-    if len(lexemes) < 4 or "select" not in lexemes:
-        return "no query"
-    runs = Counter(tuple(lexemes[i : i + _LOOP_RUN]) for i in range(len(lexemes) - _LOOP_RUN + 1))
-    if runs and runs.most_common(1)[0][1] >= 3:
-        return "repeats itself"
-    if lexemes.count("(") > lexemes.count(")") or lexemes[-1] in _OPEN_ENDS:
-        return "cut off"
-    return "query"
-
-
 def _only_cut_off(a: Answer, text: str, excuses: Excuses) -> bool:
     """Whether the output would be faithful but for the answer's unfinished end, taken back and
     recorded (the answer's SQL ends with it: the model's answer was cut off there)."""
@@ -986,6 +963,16 @@ def _report(
     return out
 
 
+def _expressible(rows: list[dict[str, Any]]) -> str:
+    """Faithful among the answers with a SQLite form (``draft_shapes.NO_SQLITE_FORM``): those that use
+    a construct SQLite 3.40 has no form for cannot come back faithful."""
+    rest = [r for r in rows if r.get("shape") != "no SQLite form"]
+    kept = sum(r["faithful"] for r in rest)
+    return (
+        f" Faithful among the {len(rest)} answers that use no construct without a SQLite form: {_pct(kept, len(rest))}."
+    )
+
+
 def goals_table(rows: list[dict[str, Any]], items: list[Answer], sample: dict[str, float] | None) -> str:
     """Issue 28's goals per split: one-statement valid 100%, no crash, faithful >= 90%, 0 invented
     literals, <= 1.5 s per answer; and (Spider sample) gold rows >= 90% of the hand fix's rate."""
@@ -1001,13 +988,15 @@ def goals_table(rows: list[dict[str, Any]], items: list[Answer], sample: dict[st
         )
     text = markdown_table(header, out)
     for split in dict.fromkeys(SPLIT[a.collection] for a in items):
-        m = summarize([rows[i] for i, a in enumerate(items) if SPLIT[a.collection] == split])
+        mine = [rows[i] for i, a in enumerate(items) if SPLIT[a.collection] == split]
+        m = summarize(mine)
         text += (
             f"\n\n{split}: {m['faithful_but_cut_off']} more would be faithful but for the answer's unfinished "
             "end, taken back and recorded (the model's answer was cut off: issue 28 item 4)."
         )
         shapes = ", ".join(f"{k} {v}" for k, v in sorted(m["unfaithful_shapes"].items()))
         text += f" The unfaithful ones by what the model wrote (`draft_shape`): {shapes or 'none'}."
+        text += _expressible(mine)
     if sample:
         hand, ours = sample.get("hand fix (slip only)", 0.0), sample.get("ours", 0.0)
         ratio = f"{ours / hand:.0%}" if hand else "-"

@@ -5,16 +5,18 @@ the query, answers cut at a stop string). No timings are asserted."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 from benchmarks._replay_draft import ReplayDraft
+from benchmarks.draft_shapes import draft_shape
 from benchmarks.real_sql_repair import (
     Answer,
     answer_sql,
     compare,
     dialect_table,
-    draft_shape,
     edit_size,
+    goals_table,
     gold_question,
     interleave,
     load_answers,
@@ -198,3 +200,15 @@ def test_hand_fixes_are_read_from_every_file_there_is(tmp_path: Path) -> None:
         (tmp_path / name).write_text(json.dumps({"fixes": [fix]}), encoding="utf-8")
     fixes = load_hand_fixes([tmp_path / "a.json", tmp_path / "b.json", tmp_path / "absent.json"])
     assert sorted(f["fix"] for f in fixes.values()) == ["SELECT 1", "SELECT 2"]
+
+
+def test_the_goals_say_how_many_are_faithful_where_sqlite_has_a_form() -> None:
+    items = [
+        Answer("f.json", "0", "m", "sqlite", "db", "SELECT a FROM t JOIN LATERAL (SELECT 1 FROM u WHERE u.k = t.k) x"),
+        Answer("f.json", "1", "m", "sqlite", "db", "SELECT a FROM t WHERE b = 1)"),
+    ]
+    items = [replace(a, collection="NL2SQL360 spider_dev") for a in items]
+    rows = run_ours(items, {}, target=False)
+    summary = score(rows, items)
+    assert summary["unfaithful_shapes"] == {"no SQLite form": 1}
+    assert "that use no construct without a SQLite form: 100% (1/1)" in goals_table(rows, items, None)
