@@ -385,6 +385,19 @@ def rewrite(text: str) -> str:
             "SELECT COUNT(*) FROM (SELECT 1 AS k) AS a JOIN (SELECT 1 AS k) AS b ON a.k = b.k",
             1,
         ),
+        # A join's keyword as a bare alias, with no JOIN after it: AS before it (SQLite needs it there).
+        (
+            "SELECT (SELECT COUNT(*) FROM (SELECT 1 AS k UNION ALL SELECT 2) WHERE k = outer.k) "
+            "FROM (SELECT 2 AS k) outer WHERE outer.k > 1",
+            "SELECT (SELECT COUNT(*) FROM (SELECT 1 AS k UNION ALL SELECT 2) WHERE k = outer.k) "
+            "FROM (SELECT 2 AS k) AS outer WHERE outer.k > 1",
+            1,
+        ),
+        (
+            "SELECT inner.k FROM (SELECT 3 AS k) inner, (SELECT 4 AS j)",
+            "SELECT inner.k FROM (SELECT 3 AS k) AS inner, (SELECT 4 AS j)",
+            3,
+        ),
         # FETCH FIRST ROWS ONLY (no count: one row); an OFFSET after a number, with no LIMIT.
         (
             "SELECT x FROM (SELECT 1 AS x UNION ALL SELECT 2) FETCH FIRST ROWS ONLY",
@@ -894,6 +907,8 @@ def test_an_age_in_years_counts_whole_years(slip: str, years: int) -> None:
     "text",
     [
         "SELECT TOP 5 a FROM t LIMIT 3",  # which limit was meant?
+        "SELECT a FROM t left JOIN u ON 1",  # a join's keyword before its JOIN is the join's
+        "SELECT a FROM t FULL OUTER JOIN u ON 1",
         "SELECT TOP 5 PERCENT a FROM t",  # a share of the rows, not a count
         "SELECT TOP 2 a FROM t UNION SELECT b FROM u",  # a limit at the end would limit the union
         "SELECT x::regclass",  # no SQLite meaning
@@ -1178,6 +1193,14 @@ def test_no_rewrite_where_the_meaning_would_change(text: str) -> None:
             'FROM singer) WHERE "qualify" ORDER BY Age DESC',
             "QUALIFY (a filter on window functions' values) after a select list of names: their rows filtered in a "
             "subquery",
+        ),
+        (
+            "SELECT PetType, (SELECT MAX(weight) FROM Pets WHERE PetType = outer.PetType) FROM Pets outer"
+            " GROUP BY PetType",
+            "SELECT PetType, (SELECT MAX(weight) FROM Pets WHERE PetType = outer.PetType) FROM Pets AS outer"
+            " GROUP BY PetType",
+            "a join's keyword as a bare alias (FROM singer outer WHERE: no JOIN after it): AS before it,"
+            " which SQLite needs there",
         ),
         (
             "SELECT Major FROM Student MINUS (SELECT Major FROM Student WHERE Age > 20)",
