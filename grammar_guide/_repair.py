@@ -155,15 +155,17 @@ def decide(
             else None
         )
         return cut if rewrite is None else rewrite
-    for start in _aside_starts(checker, _word_start(text, at, moved, floor), floor):
-        aside = _aside_cut(checker, start, evidence, final=final, floor=floor)
-        if aside is not None:
-            return aside
+    starts = _aside_starts(checker, _word_start(text, at, moved, floor), floor)
+    aside = next(filter(None, (_aside_cut(checker, s, evidence, final=final, floor=floor) for s in starts)), None)
+    if aside is not None and not _CLOSES_ONLY.fullmatch(moved):
+        return aside
     local = _edit_at(checker, at, moved, final=final, floor=floor, rewrite_floor=rewrite_floor) if fresh else None
     if isinstance(local, Cut):
         return local
     if local is not None:
         return _outlasting(checker, at, moved, local, final=final, floor=floor, steps=lookahead * no_target)
+    if aside is not None:
+        return aside
     edits = search_edits(checker, evidence, final=final, floor=floor) if fresh else []
     if edits:
         start = edits[0].start
@@ -182,6 +184,12 @@ def decide(
     if dropped is not None:
         return dropped
     return NeedTarget(start, at)
+
+
+#: Closing brackets alone after a complete answer: a stray close, or one the draft closed too soon
+#: before (``IN (SELECT a FROM t) INTERSECT SELECT b FROM u)``): an edit may say which, before the
+#: aside's cut.
+_CLOSES_ONLY = re.compile(r"\s*\)[\s)]*")
 
 
 def _aside_starts(checker: Checker, at: int, floor: int) -> list[int]:

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import sqlite3
+
 import pytest
 
 from grammar_guide import Cut, Grammar, GuideResult, guide
@@ -241,3 +243,29 @@ def test_an_alias_the_grammar_takes_only_after_as_gets_its_as(sqlite: Grammar) -
 def test_an_explanation_after_a_complete_answer_is_cut_whole(sqlite: Grammar, draft: str, kept: str) -> None:
     result = _guided(sqlite, draft)
     assert result.text == kept and result.faithful
+
+
+@pytest.mark.parametrize(
+    ("draft", "meant"),
+    [
+        # Dev's CodeLlama: the subquery closed before its set operation and again after it. The set
+        # operation is the subquery's (its second ')' says so), not the outer query's: before, the
+        # last ')' was cut as an aside and the INTERSECT joined names to ids.
+        (
+            "SELECT name FROM s WHERE id IN (SELECT k FROM f) INTERSECT SELECT k FROM g)",
+            "SELECT name FROM s WHERE id IN (SELECT k FROM f INTERSECT SELECT k FROM g)",
+        ),
+        # A ')' with no bracket open and no set operation before it is a stray close, cut.
+        ("SELECT name FROM s WHERE id IN (SELECT k FROM f))", "SELECT name FROM s WHERE id IN (SELECT k FROM f)"),
+    ],
+)
+def test_a_close_after_a_complete_answer_says_where_its_bracket_ends(sqlite: Grammar, draft: str, meant: str) -> None:
+    result = _guided(sqlite, draft)
+    assert result.text == meant and result.faithful
+    with sqlite3.connect(":memory:") as db:
+        db.executescript(
+            "CREATE TABLE s(id, name); CREATE TABLE f(k); CREATE TABLE g(k);"
+            "INSERT INTO s VALUES (1, 'a'), (2, 'b'); INSERT INTO f VALUES (1), (2); INSERT INTO g VALUES (2);"
+        )
+        rows = db.execute(result.text).fetchall()
+    assert rows == ([("b",)] if "INTERSECT" in draft else [("a",), ("b",)])
