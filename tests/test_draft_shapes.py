@@ -19,7 +19,7 @@ NO_FORM = {
     "SELECT MAX(Year) KEEP (DENSE_RANK FIRST ORDER BY cnt DESC) FROM concert": "KEEP (DENSE_RANK …)",
     "SELECT Name FROM singer MATCH_RECOGNIZE (ORDER BY Age PATTERN (A) DEFINE A AS TRUE)": "MATCH_RECOGNIZE",
     "SELECT Capacity FROM stadium PIVOT (count(id) FOR id IN (1, 2))": "PIVOT, UNPIVOT",
-    "SELECT unnest(ARRAY[1, 2]) FROM stadium": "arrays",
+    "SELECT unnest(ARRAY[1, 2]) FROM stadium": "ARRAY[…]",
     "SELECT Location FROM stadium WHERE MATCH (Name) AGAINST ('x')": "MATCH … AGAINST",
     "SELECT id INTO @top FROM stadium": "SELECT … INTO a variable",
     "SELECT id FROM t START WITH p IS NULL CONNECT BY PRIOR id = p": "CONNECT BY",
@@ -33,6 +33,7 @@ KEPT = [
     "SELECT Name FROM stadium WHERE Name = 'lateral array[1] distinct on ('",  # in a string
     "SELECT Name FROM stadium UNION ALL SELECT Name FROM stadium",
     "SELECT count(*) FROM stadium AS lateral_view",
+    "SELECT unnest(string_to_array(Name, ',')) FROM stadium",  # calls SQLite parses (no such function)
 ]
 
 
