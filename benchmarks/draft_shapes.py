@@ -34,7 +34,10 @@ NO_SQLITE_FORM: dict[str, str] = {
     "LATERAL": r"\blateral\b",
     "DISTINCT ON": r"\bdistinct\s+on\s*\(",
     "EXCEPT ALL, INTERSECT ALL": r"\b(?:except|intersect)\s+all\b",
-    "an aggregate's own ORDER BY": r"\b(?:group_concat|string_agg|array_agg|json_arrayagg|listagg)\s*\(",
+    "an aggregate's own ORDER BY": (  # at the call's own depth: brackets inside it, two deep, skipped
+        r"\b(?:group_concat|string_agg|array_agg|json_arrayagg|listagg)\s*\("
+        r"(?:[^()]|\((?:[^()]|\([^()]*\))*\))*?\border\s+by\b"
+    ),
     "an ordered-set aggregate other than PERCENTILE_CONT/DISC": (
         r"\b(?!percentile_(?:cont|disc)\b)\w+\s*\([^()]*\)\s*within\s+group\b"
     ),
@@ -51,7 +54,6 @@ _NO_FORM = {name: re.compile(pattern, re.IGNORECASE) for name, pattern in NO_SQL
 _STRING = re.compile(r"'(?:[^']|'')*'")
 #: Uses a rewrite keeps (``grammars/README.md``): PostgreSQL's ``x = ANY (ARRAY[a, b])``.
 _REWRITTEN = re.compile(r"\b(?:any|some|all)\s*\(\s*array\s*\[", re.IGNORECASE)
-_AGGREGATE_ORDER = re.compile(r"\border\s+by\b", re.IGNORECASE)
 
 
 def draft_shape(sql: str) -> str:
@@ -73,32 +75,4 @@ def draft_shape(sql: str) -> str:
 def no_sqlite_form(sql: str) -> list[str]:
     """The constructs of ``NO_SQLITE_FORM`` that ``sql`` uses, outside its strings."""
     code = _REWRITTEN.sub("IN (", _STRING.sub("''", sql))
-    found = [name for name, pattern in _NO_FORM.items() if pattern.search(code)]
-    aggregate = "an aggregate's own ORDER BY"
-    if aggregate in found and not _orders_inside(code, _NO_FORM[aggregate]):
-        found.remove(aggregate)
-    return found
-
-
-def _orders_inside(code: str, call: re.Pattern[str]) -> bool:
-    """Whether one of ``call``'s matches has ORDER BY inside its bracket, at its own depth."""
-    for match in call.finditer(code):
-        inner = _bracket(code, match.end())
-        if any(_depth(inner, m.start()) == 0 for m in _AGGREGATE_ORDER.finditer(inner)):
-            return True
-    return False
-
-
-def _bracket(code: str, start: int) -> str:
-    """The text from ``start``, just inside an open bracket, to its closing one (or the end)."""
-    depth = 1
-    for end in range(start, len(code)):
-        depth += {"(": 1, ")": -1}.get(code[end], 0)
-        if depth == 0:
-            return code[start:end]
-    return code[start:]
-
-
-def _depth(text: str, at: int) -> int:
-    """The bracket depth at ``at`` in ``text``."""
-    return text.count("(", 0, at) - text.count(")", 0, at)
+    return [name for name, pattern in _NO_FORM.items() if pattern.search(code)]

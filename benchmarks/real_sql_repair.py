@@ -978,25 +978,25 @@ def goals_table(rows: list[dict[str, Any]], items: list[Answer], sample: dict[st
     literals, <= 1.5 s per answer; and (Spider sample) gold rows >= 90% of the hand fix's rate."""
     header = ["split", "answers", "one statement valid (100%)", "crashes (0)", "faithful (>= 90%)"]
     header += ["invented literals (0)", "s / answer (<= 1.5)"]
+    by_split: dict[str, list[dict[str, Any]]] = {}
+    for row, a in zip(rows, items, strict=True):
+        by_split.setdefault(SPLIT[a.collection], []).append(row)
+    summaries = {split: summarize(mine) for split, mine in by_split.items()}
     out = []
-    for split in dict.fromkeys(SPLIT[a.collection] for a in items):
-        mine = [rows[i] for i, a in enumerate(items) if SPLIT[a.collection] == split]
-        m = summarize(mine)
+    for split, m in summaries.items():
         n = m["answers"]
         out.append(
             [split, n, _pct(m["single"], n), m["crashes"], _pct(m["faithful"], n), m["invented_literals"], m["seconds"]]
         )
     text = markdown_table(header, out)
-    for split in dict.fromkeys(SPLIT[a.collection] for a in items):
-        mine = [rows[i] for i, a in enumerate(items) if SPLIT[a.collection] == split]
-        m = summarize(mine)
+    for split, m in summaries.items():
         text += (
             f"\n\n{split}: {m['faithful_but_cut_off']} more would be faithful but for the answer's unfinished "
             "end, taken back and recorded (the model's answer was cut off: issue 28 item 4)."
         )
         shapes = ", ".join(f"{k} {v}" for k, v in sorted(m["unfaithful_shapes"].items()))
         text += f" The unfaithful ones by what the model wrote (`draft_shape`): {shapes or 'none'}."
-        text += _expressible(mine)
+        text += _expressible(by_split[split])
     if sample:
         hand, ours = sample.get("hand fix (slip only)", 0.0), sample.get("ours", 0.0)
         ratio = f"{ours / hand:.0%}" if hand else "-"
