@@ -538,7 +538,7 @@ def score_row(row: dict[str, Any], a: Answer) -> None:
     row.update(compare(a.text, text))
     row["intact"] = row["intact"] and row["valid"]  # kept everything, in SQL that SQLite takes
     draft, excuses = read_closed(_APOSTROPHE.sub("''", a.text), text, Excuses.from_dict(row.get("excuses", {})))
-    judged = faithfulness(answer_sql(draft), text, excuses, code_ended=code_ended(a.text))
+    judged = faithfulness(answer_sql(draft), text, excuses, code_ended=code_ended(a.text), whole=draft)
     row["tokens_lost"] = judged.lost
     row["tokens_added"] = judged.added
     row["invented_literals"] = judged.invented_literals

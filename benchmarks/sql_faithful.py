@@ -451,10 +451,12 @@ def _closed_as_output(draft_sql: str, out: list[Token], closed: tuple[str, ...])
 
 
 def faithfulness(
-    draft_sql: str, output: str, excuses: Excuses = Excuses(), *, code_ended: bool = False
+    draft_sql: str, output: str, excuses: Excuses = Excuses(), *, code_ended: bool = False, whole: str = ""
 ) -> Faithfulness:
     """Align the draft's SQL tokens with the output's (see the module's docstring; ``code_ended``:
-    see ``sql_tokens``)."""
+    see ``sql_tokens``). ``whole``: the whole answer ``draft_sql`` was read from; a literal it has
+    anywhere is the model's, not invented (``INSERT … VALUES (6, …); SELECT …``, whose answer is
+    the SELECT, kept as its INSERT: the INSERT's values are lost and added, not invented)."""
     draft_sql, excuses = read_closed(draft_sql, output, excuses)
     draft = _unescaped(
         sql_tokens(_undo_formatting(draft_sql) if excuses.formatting else draft_sql, code_ended), excuses.formatting
@@ -472,6 +474,7 @@ def faithfulness(
     repeats = _repetitions(excuses.repeated, out)
     lost = _excused(_stray_closes_excused([draft[k] for k in kept_at], draft), unplaced + repeats, excuses.formatting)
     added = _excused(_closes_excused(added, draft), excuses.written, excuses.formatting)
-    draft_literals = {t.key for t in draft if t.literal} | {t.key for s in excuses.written for t in sql_tokens(s)}
+    written = (whole, *excuses.written)
+    draft_literals = {t.key for t in draft if t.literal} | {t.key for s in written for t in sql_tokens(s) if t.literal}
     invented = [t.raw for t in out if t.literal and t.key not in draft_literals]
     return Faithfulness([t.raw for t in lost], [t.raw for t in added], invented)

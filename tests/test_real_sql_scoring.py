@@ -166,6 +166,26 @@ def test_an_answer_cut_off_is_unfaithful_and_counted_apart_when_its_end_was_take
     assert not row["faithful"] and row["faithful_but_cut_off"] and not row["invented_literals"]
 
 
+def test_a_statement_kept_before_the_answer_loses_the_answer_and_invents_none_of_its_own_values() -> None:
+    # The model's setup statement, then its answer: one statement is kept, the first; the answer
+    # (the SELECT, cut as another answer) is not the output, and the INSERT's values, which the
+    # model wrote, are not invented.
+    from benchmarks.real_sql_repair import score_row
+    from benchmarks.sql_sources import Answer
+
+    draft = "INSERT INTO race (id, race) VALUES (6, 'Demi-God');  SELECT name FROM hero WHERE race_id = 6 LIMIT 5;"
+    result = _guide(draft)
+    assert result.text == "INSERT INTO race (id, race) VALUES (6, 'Demi-God');"
+    row = {"text": result.text, "excuses": excuses_of(result.events).to_dict()}
+    score_row(row, Answer("f.sql", "0", "m", "sqlite", "db", draft, "NL2SQL-Benchmark bird"))
+    assert not row["faithful"] and row["tokens_added"][:2] == ["INSERT", "INTO"] and row["invented_literals"] == []
+    # Read from the answer alone, as the score did before: the INSERT's name invented.
+    alone = faithfulness(answer_sql(draft), result.text)
+    assert alone.invented_literals == ["'Demi-God'"]  # (its 6 the SELECT has too)
+    # A value the draft has nowhere is invented still.
+    assert faithfulness(answer_sql(draft), result.text.replace("6", "7"), whole=draft).invented_literals == ["7"]
+
+
 def test_a_repeated_tail_is_excused_only_where_the_output_has_every_token_of_it() -> None:
     draft = "SELECT a FROM t ORDER BY a FROM t"
     assert faithfulness(draft, "SELECT a FROM t ORDER BY a", Excuses(repeated=(" FROM t",))).faithful
