@@ -59,7 +59,15 @@ from benchmarks._common import attempt, machine, machine_line, markdown_table, w
 from benchmarks._replay_draft import ReplayDraft, lexemes  # noqa: E402
 from benchmarks.draft_shapes import draft_shape  # noqa: E402
 from benchmarks.sql_execution import Rows, gold_is_ordered, run_query, same_rows  # noqa: E402
-from benchmarks.sql_faithful import Excuses, excuses_of, faithfulness, read_closed, sqlite_keywords, string_value  # noqa: E402
+from benchmarks.sql_faithful import (  # noqa: E402
+    Excuses,
+    excuses_of,
+    faithfulness,
+    read_broken,
+    read_closed,
+    sqlite_keywords,
+    string_value,
+)
 from benchmarks.sql_sources import (  # noqa: E402
     BIRD_TURBO_COLLECTION,
     CHATGPT_SQL_COLLECTION,
@@ -173,6 +181,13 @@ _JOINING_WORD = re.compile(r"[A-Za-z]+(?:[ \t]+ALL)?[ \t]*\n\s*\(?\s*(?:SELECT|W
 _SENTENCE_START = re.compile(r"[(*]*([A-Z][a-z]+)([*:,]*)((?:\s+[\w'`]+[,:.]?){3,5})")
 
 
+def _begins_statement(text: str, match: re.Match[str]) -> bool:
+    """Whether ``match`` of ``_STATEMENT`` begins the answer's statement: no sentence's ``select
+    the`` (``_PROSE_AFTER_KEYWORD``), no word of a line comment (``-- Select the names``)."""
+    line = text[text.rfind("\n", 0, match.start()) + 1 : match.start()]
+    return not _PROSE_AFTER_KEYWORD.match(text, match.end()) and "--" not in line
+
+
 def answer_sql(answer: str) -> str:
     """The SQL an answer means: a fenced block's content (after the text before the fence where the
     answer begins with a query, ``_two_queries``; the text before alone where that has
@@ -200,7 +215,7 @@ def answer_sql(answer: str) -> str:
     if markup:
         text = text[: markup.start()]
     text = _inline_code(text)
-    start = next((m for m in _STATEMENT.finditer(text) if not _PROSE_AFTER_KEYWORD.match(text, m.end())), None)
+    start = next((m for m in _STATEMENT.finditer(text) if _begins_statement(text, m)), None)
     if start and re.search(r"[A-Za-z]", text[: start.start()]):
         text = text[start.start() :]
     for m in _PROSE_LINE.finditer(text):
@@ -537,7 +552,8 @@ def score_row(row: dict[str, Any], a: Answer) -> None:
     )
     row.update(compare(a.text, text))
     row["intact"] = row["intact"] and row["valid"]  # kept everything, in SQL that SQLite takes
-    draft, excuses = read_closed(_APOSTROPHE.sub("''", a.text), text, Excuses.from_dict(row.get("excuses", {})))
+    draft, excuses = read_broken(_APOSTROPHE.sub("''", a.text), Excuses.from_dict(row.get("excuses", {})))
+    draft, excuses = read_closed(draft, text, excuses)
     judged = faithfulness(answer_sql(draft), text, excuses, code_ended=code_ended(a.text), whole=draft)
     row["tokens_lost"] = judged.lost
     row["tokens_added"] = judged.added

@@ -184,6 +184,10 @@ class Excuses:
     #: Quote marks a repair wrote, and nothing else, to close a string or name the draft left
     #: open (a closing mark): the draft is read with each closed where the output closes it.
     closed: tuple[str, ...] = ()
+    #: The draft's text that each line break a repair wrote begins (a line comment that swallowed
+    #: its code, its line breaks lost): the draft is read with a break before that text where a
+    #: line comment mark before it on its line has it.
+    broken: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -193,6 +197,7 @@ class Excuses:
             "cut_off": list(self.cut_off),
             "repeated": list(self.repeated),
             "closed": list(self.closed),
+            "broken": list(self.broken),
         }
 
     @classmethod
@@ -204,6 +209,7 @@ class Excuses:
             tuple(data.get("cut_off", ())),
             tuple(data.get("repeated", ())),
             tuple(data.get("closed", ())),
+            tuple(data.get("broken", ())),
         )
 
 
@@ -215,8 +221,13 @@ def excuses_of(events: Iterable[Any]) -> Excuses:
     cut_off: list[str] = []
     repeated: list[str] = []
     closed: list[str] = []
+    broken: list[str] = []
+    after_break = False
     for event in events:
         kind = getattr(event, "kind", "")
+        if after_break and kind == "draft":
+            broken.append(event.text[:_BROKEN_CONTEXT])
+        after_break = (after_break and kind != "draft") or (kind == "correction" and event.rule == "line break")
         if kind == "cut" and event.reason == "formatting":
             formatting = True
         elif kind == "cut" and event.reason == "unfinished":
@@ -233,10 +244,13 @@ def excuses_of(events: Iterable[Any]) -> Excuses:
             written.append(event.text)
         elif kind == "correction" and event.source == "forced":
             written.append(event.text)
-    return Excuses(formatting, tuple(removed), tuple(written), tuple(cut_off), tuple(repeated), tuple(closed))
+    return Excuses(
+        formatting, tuple(removed), tuple(written), tuple(cut_off), tuple(repeated), tuple(closed), tuple(broken)
+    )
 
 
 _QUOTE_MARKS = frozenset("'\"`")
+_BROKEN_CONTEXT = 40  # characters of the draft's text after a line break that say where it goes
 
 
 #: A code fence with its language tag: formatting around a second answer, no SQL token.
@@ -428,6 +442,26 @@ def read_closed(draft: str, output: str, excuses: Excuses) -> tuple[str, Excuses
     if not excuses.closed:
         return draft, excuses
     return _closed_as_output(draft, sql_tokens(output), excuses.closed), replace(excuses, closed=())
+
+
+def read_broken(draft: str, excuses: Excuses) -> tuple[str, Excuses]:
+    """``draft`` with a line break before each text the result recorded a line break before
+    (``excuses.broken``), where the draft has that text after a line comment mark on its line,
+    and the excuses less those breaks: checked, not trusted. A line break changes no word the
+    draft wrote; read so, what its line comment swallowed is its code again."""
+    at = 0
+    for text in excuses.broken:
+        found = draft.find(text, at)
+        while found >= 0 and not _LINE_COMMENT.search(draft[draft.rfind("\n", 0, found) + 1 : found]):
+            found = draft.find(text, found + 1)
+        if found < 0:
+            continue
+        draft = draft[:found] + "\n" + draft[found:]
+        at = found + 1
+    return draft, replace(excuses, broken=())
+
+
+_LINE_COMMENT = re.compile(r"--")
 
 
 def _closed_as_output(draft_sql: str, out: list[Token], closed: tuple[str, ...]) -> str:

@@ -11,6 +11,9 @@ The events are the record of where each part of the text came from (``DraftSpan`
 - ``rewrites``: the grammar's known slips of another dialect, rewritten to what they mean;
 - ``quoted``: the draft's words quoted whole as one name (``Ben Jones`` as ``"Ben Jones"``: the
   words kept, only the quotes around them written), formatting;
+- ``line_breaks``: a line break the draft's text lost, written where a line comment of it
+  swallowed its code (``-- Step 1: … WITH s AS (…`` of an answer stored on one line): the words
+  kept, only the break written, formatting;
 - ``closed``: closing marks only (brackets, quotes, ``;``) that end an unfinished text, or a
   closing bracket or a ``;`` the draft wrote too many, dropped;
 - ``edits``: the least edit of the draft's text (a lexeme dropped, inserted or replaced), and
@@ -59,6 +62,7 @@ class Changes:
     respelt: int = 0
     rewrites: int = 0
     quoted: int = 0
+    line_breaks: int = 0
     invented: int = 0
     dropped: int = 0
     closed: int = 0
@@ -92,6 +96,7 @@ class Changes:
         kept = _counted(
             (self.rewrites, "rewrite"),
             (self.quoted, "quoted"),
+            (self.line_breaks, "line break"),
             (self.closed, "closed"),
             (self.other_answers, "other answer cut"),
         )
@@ -217,6 +222,8 @@ def _correction_kind(event: Correction) -> str | None:
     if event.source == "repair":
         if event.rule in ("prose", "repeat"):
             return None  # a sentence left out (not the draft's answer), a word written twice once
+        if event.rule == "line break" and event.text == "\n" and not event.removed:
+            return "line_breaks"  # checked, not trusted: a line break and nothing else
         if event.rule != "inert" and not event.text.strip() and any(c.isalnum() for c in event.removed):
             return "dropped"  # words of the draft taken away, by any rule but an inert clause's (a dangling key)
         return "rewrites" if event.rule in REWRITE_RULES else _edit_kind(event)

@@ -45,6 +45,7 @@ from ._text import QUOTES, is_word_char, run_start
 
 __all__ = [
     "Edit",
+    "break_swallowing_comment",
     "close_swallowed_at_end",
     "conclusive",
     "levenshtein",
@@ -716,6 +717,54 @@ def close_swallowed_at_end(checker: Checker, floor: int) -> Edit | None:
             if trial.feed(closers) == len(closers) and trial.is_complete:
                 return Edit(start, quote, text[start:], "", _closed(quote))
     return None
+
+
+def break_swallowing_comment(checker: Checker, floor: int) -> Edit | None:
+    """At the end of a finished draft, a line comment that swallowed the draft's code, its line
+    breaks lost (an answer stored on one line: ``-- Step 1: find the schools WITH s AS (SELECT …``):
+    a line break inserted before the word where the code begins, the first after the comment's
+    first word whose text, up to the next comment mark or the end, the checker reads as code,
+    ``_MIN_CODE_LEXEMES`` lexemes at least; ``None`` if there is none. The edit's ``kept`` is the
+    draft's text after the break, read again."""
+    text = checker.text
+    start = _line_comment_start(checker, floor)
+    if start is None:
+        return None
+    words = [m.start(1) for m in _COMMENT_WORD.finditer(text, start)][1 : _MAX_COMMENT_WORDS + 1]
+    for at in words:
+        rest = text[at:]
+        mark = _COMMENT_MARK.search(rest)
+        if len(LEXEME.findall(rest[: mark.start() if mark else len(rest)])) < _MIN_CODE_LEXEMES:
+            continue
+        with checker.trial() as trial:
+            trial.rollback_chars(at)
+            if trial.feed("\n") == 1 and trial.feed(rest) == len(rest):
+                return Edit(at, "\n", rest, "", _BROKEN, rule="line break")
+    return None
+
+
+def _line_comment_start(checker: Checker, floor: int) -> int | None:
+    """Where the line comment that the text ends in begins (a comment mark on its last line, after
+    ``floor``, after which the grammar reads any character and a line break ends what it reads)."""
+    text = checker.text
+    for mark in _COMMENT_MARK.finditer(text, max(floor, text.rfind("\n") + 1)):
+        with checker.trial() as trial:
+            trial.rollback_chars(mark.end())
+            if trial.feed(_ANY) != len(_ANY):
+                continue
+        with checker.trial() as trial:
+            trial.rollback_chars(mark.end())
+            if trial.feed("\n" + _ANY) != 1 + len(_ANY):
+                return mark.start()
+    return None
+
+
+_COMMENT_MARK = re.compile(r"--|#|//")
+_COMMENT_WORD = re.compile(r"\s(\S)")
+_ANY = "\u00a7"  # a character that only a comment (or a literal) reads
+_MIN_CODE_LEXEMES = 3
+_MAX_COMMENT_WORDS = 64
+_BROKEN = "inserted a line break (the draft's line comment ended where its code begins)"
 
 
 def _swallowing_opening(text: str, end: int, quote: str, floor: int, keywords: frozenset[str]) -> int | None:

@@ -32,7 +32,7 @@ grammar allowed only this text before the draft went on), ``finish`` (a budget r
 was completed; ``detail`` names the budget), ``stalled`` (the draft added nothing the grammar
 allows)."""
 
-EditRule = Literal["edit", "rewrite", "inert", "prose", "repeat", "resync"]
+EditRule = Literal["edit", "rewrite", "inert", "prose", "repeat", "resync", "line break"]
 """What kind of repair an edit was: ``rewrite``, one of the grammar's known slips of another
 dialect rewritten to what it means (``x::int`` to ``CAST(x AS int)``: the draft's meaning kept);
 ``inert``, a rewrite that leaves out a clause of another dialect with no effect where the text
@@ -43,7 +43,9 @@ answer goes (``The answer is 3 + 4``) left out, the answer read on after it; ``r
 the draft wrote twice in a row (``MAX MAX(age)``) written once (nothing it meant changed);
 ``resync``, where no edit fixed a violation and no model may write, the fewest of the draft's
 lexemes dropped after which its own text reads on (``THEN x`` of ``SUM(a = 1 THEN x) - …``):
-the draft's text dropped, recorded, never faithful)."""
+the draft's text dropped, recorded, never faithful); ``line break``, a line break the draft's
+text lost, written where a line comment of it swallowed its code (an answer stored on one line:
+``-- Step 1: … WITH s AS (…``): the draft's words all kept, the break named)."""
 
 #: The rules of the grammar's known slips, each written as what it means.
 REWRITE_RULES: frozenset[str] = frozenset({"rewrite", "inert"})

@@ -27,6 +27,7 @@ from ._checker import CheckedGrammar, Checker
 from ._edit_search import (
     TIGHT,
     Edit,
+    break_swallowing_comment,
     close_swallowed_at_end,
     conclusive,
     levenshtein,
@@ -61,6 +62,7 @@ __all__ = [
     "Edit",
     "NeedTarget",
     "begins_answer",
+    "break_swallowing_comment",
     "close_swallowed_at_end",
     "dead_end",
     "decide",

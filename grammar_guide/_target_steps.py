@@ -38,6 +38,7 @@ _OPERATOR_MARKS = frozenset("=<>!+-*/%|&^~")
 _TAKE_BACK_LEXEMES = 6  # how many of the draft's last lexemes the finish may take back to close
 _CUT_BACK_LEXEMES = 64  # how far the last resort of the finish takes the text back
 _MAX_STEP_TERMINALS = 3  # a finishing step that adds nothing is tried again for up to this many terminals
+_MAX_BREAKS = 8  # line comments that swallowed code, ended at the finish
 _TIE_CONTEXT = 40  # characters of the draft's text after an edit that its likelihood is read over
 #: How far the check before a ``needs invention`` refusal searches for a close of marks alone.
 _WIDE_CLOSE = {"max_length": 64, "max_nodes": 4_000}
@@ -166,6 +167,7 @@ class TargetSteps:
         close is not completed: ``GuideExhausted``."""
         if self.checker.is_complete:
             return
+        self._break_swallowing_comments()
         self._close_swallowed_at_end()
         if self.checker.is_complete:
             return
@@ -227,13 +229,30 @@ class TargetSteps:
             return "budget reached"
         return "needs invention" if self.checker.text.strip() else "no answer"
 
+    def _break_swallowing_comments(self) -> None:
+        """A line comment the draft's text ends in that swallowed its code, the draft's line
+        breaks lost, ends where its code begins (``repair.break_swallowing_comment``), and so does
+        each such comment in the code read again (``-- Step 2: … INTERSECT SELECT …``): each
+        recorded as a violation there, the line break, and the draft's text."""
+        floor = self.floor
+        for _ in range(_MAX_BREAKS):
+            edit = repair.break_swallowing_comment(self.checker, floor)
+            if edit is None:
+                return
+            self._reread(edit)
+            floor = edit.start + 1
+
     def _close_swallowed_at_end(self) -> None:
         """A quoted literal the draft left open at its end that swallowed code is closed where
         its text ends, the draft's text after it read again (``repair.close_swallowed_at_end``):
         recorded as a violation there, the closing quote, and the draft's text."""
         edit = repair.close_swallowed_at_end(self.checker, self.floor)
-        if edit is None:
-            return
+        if edit is not None:
+            self._reread(edit)
+
+    def _reread(self, edit: repair.Edit) -> None:
+        """``edit`` at the end of a finished draft, the draft's text after it read again: recorded
+        as a violation there, the edit, and the draft's text."""
         call = self.stats.draft_calls
         self.emit(self._violation_event(edit.start, edit.kept, call))
         self._apply(edit, "violation")
