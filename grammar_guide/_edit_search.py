@@ -761,7 +761,7 @@ def _line_comment_start(checker: Checker, floor: int) -> int | None:
 
 _COMMENT_MARK = re.compile(r"--|#|//")
 _COMMENT_WORD = re.compile(r"\s(\S)")
-_ANY = "\u00a7"  # a character that only a comment (or a literal) reads
+_ANY = "\x01"  # a character that only a comment (or a literal) reads (SQLite names take any above 0x7f)
 _MIN_CODE_LEXEMES = 3
 _MAX_COMMENT_WORDS = 64
 _BROKEN = "inserted a line break (the draft's line comment ended where its code begins)"

@@ -48,6 +48,11 @@ _BOTH = (
         ("-- The visitors of 2012  WITH v12 AS (SELECT visitor_id FROM visit WHERE year = 2012)"
          " SELECT name FROM visitor WHERE id IN (SELECT visitor_id FROM v12) ORDER BY name;", "1 line break",
          [("Ann",), ("Cy",)]),
+        # Three times, between a query's parts, where a name can go as well as a keyword (a name
+        # above 0x7f is a name to SQLite: the comment is told by a mark no name holds).
+        ("-- Step 1: the visits of 2012 WITH v12 AS (SELECT visitor_id FROM visit WHERE year = 2012),  -- Step 2:"
+         " their names names AS (SELECT name FROM visitor WHERE id IN (SELECT visitor_id FROM v12))  -- Step 3:"
+         " in order SELECT name FROM names ORDER BY name;", "3 line breaks", [("Ann",), ("Cy",)]),
         # Twice: the code read again after the first break ends in a comment that swallowed more of
         # it (without the second break the text is complete, its INTERSECT a comment).
         (_BOTH, "2 line breaks", [("Ann",)]),
