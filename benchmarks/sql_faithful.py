@@ -226,7 +226,7 @@ def excuses_of(events: Iterable[Any]) -> Excuses:
     for event in events:
         kind = getattr(event, "kind", "")
         if after_break and kind == "draft":
-            broken.append(event.text[:_BROKEN_CONTEXT])
+            broken.append(event.text[:_BROKEN_CONTEXT].rstrip())  # (its white space may be a later call's)
         after_break = (after_break and kind != "draft") or (kind == "correction" and event.rule == "line break")
         if kind == "cut" and event.reason == "formatting":
             formatting = True

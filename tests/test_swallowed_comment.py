@@ -103,6 +103,16 @@ def test_the_score_reads_the_draft_with_the_breaks_the_result_recorded_and_check
     bare = {"text": result.text, "excuses": {}}
     score_row(bare, Answer("f.sql", "0", "m", "sqlite", "db", _BOTH, "NL2SQL-Benchmark bird"))
     assert not bare["faithful"] and bare["tokens_added"][:2] == ["SELECT", "v"]
+    # The draft's last line after its break, with white space a later draft call added: the break
+    # is found all the same (the text after it is matched less its white space at the end).
+    ended = "SELECT name FROM visitor WHERE id = 1 AND -- the first one  year < 2009 -- old ones  ORDER BY name; "
+    calls = iter((ended, " "))
+    draft = FunctionDraft(lambda prompt, prefix: next(calls, ""))
+    spaced = guide(draft, SQLITE, "q", target=False)
+    assert spaced.changes.line_breaks == 2 and spaced.text.endswith("ORDER BY name;  ")
+    row = {"text": spaced.text, "excuses": excuses_of(spaced.events).to_dict()}
+    score_row(row, Answer("f.sql", "0", "m", "sqlite", "db", ended, "LLM-NL2SQL"))
+    assert row["faithful"] and row["tokens_added"] == []
     # A recorded break is put only where a line comment on its line has the text after it.
     assert read_broken("SELECT a FROM t WHERE b = 1", Excuses(broken=("WHERE b",)))[0] == "SELECT a FROM t WHERE b = 1"
     # The comment's words are no answer: the answer begins at the statement after it.
