@@ -48,6 +48,10 @@ _BOTH = (
         ("-- The visitors of 2012  WITH v12 AS (SELECT visitor_id FROM visit WHERE year = 2012)"
          " SELECT name FROM visitor WHERE id IN (SELECT visitor_id FROM v12) ORDER BY name;", "1 line break",
          [("Ann",), ("Cy",)]),
+        # Once, inside a clause: the condition the comment swallowed is the draft's, kept (before, it
+        # was taken back with the comment as an unfinished end).
+        ("SELECT name FROM visitor WHERE id > 0 AND -- only the rows the report still needs     id < 3",
+         "1 line break", [("Ann",), ("Bo",)]),
         # Three times, between a query's parts, where a name can go as well as a keyword (a name
         # above 0x7f is a name to SQLite: the comment is told by a mark no name holds).
         ("-- Step 1: the visits of 2012 WITH v12 AS (SELECT visitor_id FROM visit WHERE year = 2012),  -- Step 2:"
