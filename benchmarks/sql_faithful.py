@@ -452,16 +452,13 @@ def read_broken(draft: str, excuses: Excuses) -> tuple[str, Excuses]:
     at = 0
     for text in excuses.broken:
         found = draft.find(text, at)
-        while found >= 0 and not _LINE_COMMENT.search(draft[draft.rfind("\n", 0, found) + 1 : found]):
+        while found >= 0 and "--" not in draft[draft.rfind("\n", 0, found) + 1 : found]:
             found = draft.find(text, found + 1)
         if found < 0:
             continue
         draft = draft[:found] + "\n" + draft[found:]
         at = found + 1
     return draft, replace(excuses, broken=())
-
-
-_LINE_COMMENT = re.compile(r"--")
 
 
 def _closed_as_output(draft_sql: str, out: list[Token], closed: tuple[str, ...]) -> str:
