@@ -11,6 +11,7 @@ from collections.abc import Iterator
 import pytest
 
 from grammar_guide import Correction, FunctionDraft, Grammar, guide
+from tests.support.streamed import streamed
 
 SQLITE = Grammar.builtin("sqlite")
 
@@ -1445,13 +1446,7 @@ def test_two_aggregates_each_with_its_from_mean_the_operator_between_their_value
     db = sqlite3.connect(":memory:")
     db.executescript("CREATE TABLE t(a, x); INSERT INTO t VALUES ('A', 5), ('B', 2), ('A', 1);")
     for chunk in (len(answer), 5):
-        pieces = [answer[i : i + chunk] for i in range(0, len(answer), chunk)]
-        result = guide(
-            FunctionDraft(lambda prompt, prefix, pieces=pieces: iter(() if prefix else pieces)),
-            SQLITE,
-            "q",
-            target=False,
-        )
+        result = guide(streamed(answer, chunk), SQLITE, "q", target=False)
         details = [e.detail for e in result.events if isinstance(e, Correction)]
         assert len(details) == 1 and "(two aggregates, each with" in details[0]
         assert result.changes.rewrites == 1 and result.faithful
@@ -1495,10 +1490,7 @@ def test_an_alias_after_the_second_aggregates_table_is_the_tables() -> None:
 def _guided(answer: str, chunk: int) -> tuple[str, list[str], bool, int]:
     """The guide loop's text for ``answer`` streamed in chunks, its corrections, whether it says it is
     faithful, and how many rewrites it recorded."""
-    pieces = [answer[i : i + chunk] for i in range(0, len(answer), chunk)]
-    result = guide(
-        FunctionDraft(lambda prompt, prefix, pieces=pieces: iter(() if prefix else pieces)), SQLITE, "q", target=False
-    )
+    result = guide(streamed(answer, chunk), SQLITE, "q", target=False)
     details = [e.detail for e in result.events if isinstance(e, Correction)]
     return result.text, details, result.faithful, result.changes.rewrites
 

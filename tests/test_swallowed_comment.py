@@ -14,14 +14,13 @@ from benchmarks.real_sql_repair import answer_sql, score_row
 from benchmarks.sql_faithful import Excuses, excuses_of, read_broken
 from benchmarks.sql_sources import Answer
 from grammar_guide import Correction, FunctionDraft, Grammar, GuideExhausted, GuideResult, guide
+from tests.support.streamed import streamed
 
 SQLITE = Grammar.builtin("sqlite")
 
 
 def _guided(answer: str, chunk: int) -> GuideResult:
-    pieces = [answer[i : i + chunk] for i in range(0, len(answer), chunk)]
-    draft = FunctionDraft(lambda prompt, prefix, pieces=pieces: iter(() if prefix else pieces))
-    return guide(draft, SQLITE, "q", target=False)
+    return guide(streamed(answer, chunk), SQLITE, "q", target=False)
 
 
 def _db() -> sqlite3.Connection:

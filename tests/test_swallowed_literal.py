@@ -8,16 +8,14 @@ import sqlite3
 
 import pytest
 
-from grammar_guide import Correction, FunctionDraft, Grammar, guide
+from grammar_guide import Correction, Grammar, guide
+from tests.support.streamed import streamed
 
 SQLITE = Grammar.builtin("sqlite")
 
 
 def _guided(answer: str, chunk: int) -> tuple[str, list[Correction], bool]:
-    pieces = [answer[i : i + chunk] for i in range(0, len(answer), chunk)]
-    result = guide(
-        FunctionDraft(lambda prompt, prefix, pieces=pieces: iter(() if prefix else pieces)), SQLITE, "q", target=False
-    )
+    result = guide(streamed(answer, chunk), SQLITE, "q", target=False)
     return result.text, [e for e in result.events if isinstance(e, Correction)], result.faithful
 
 
