@@ -32,6 +32,7 @@ from __future__ import annotations
 import ctypes
 import difflib
 import functools
+import itertools
 import re
 from collections import Counter
 from collections.abc import Iterable
@@ -221,13 +222,9 @@ def excuses_of(events: Iterable[Any]) -> Excuses:
     cut_off: list[str] = []
     repeated: list[str] = []
     closed: list[str] = []
-    broken: list[str] = []
-    after_break = False
+    events = list(events)
     for event in events:
         kind = getattr(event, "kind", "")
-        if after_break and kind == "draft":
-            broken.append(event.text[:_BROKEN_CONTEXT].rstrip())  # (its white space may be a later call's)
-        after_break = (after_break and kind != "draft") or (kind == "correction" and event.rule == "line break")
         if kind == "cut" and event.reason == "formatting":
             formatting = True
         elif kind == "cut" and event.reason == "unfinished":
@@ -245,7 +242,17 @@ def excuses_of(events: Iterable[Any]) -> Excuses:
         elif kind == "correction" and event.source == "forced":
             written.append(event.text)
     return Excuses(
-        formatting, tuple(removed), tuple(written), tuple(cut_off), tuple(repeated), tuple(closed), tuple(broken)
+        formatting, tuple(removed), tuple(written), tuple(cut_off), tuple(repeated), tuple(closed), _broken(events)
+    )
+
+
+def _broken(events: list[Any]) -> tuple[str, ...]:
+    """The draft's text each recorded line break was written before: the start of the draft span
+    that follows it, less its white space at the end (which may be a later draft call's)."""
+    return tuple(
+        after.text[:_BROKEN_CONTEXT].rstrip()
+        for event, after in itertools.pairwise(events)
+        if getattr(event, "kind", "") == "correction" and event.rule == "line break" and after.kind == "draft"
     )
 
 
