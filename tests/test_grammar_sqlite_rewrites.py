@@ -804,6 +804,11 @@ def rewrite(text: str) -> str:
             "SELECT 'O''Gallagher' = 'O' || char(39) || 'Gallagher'",
             1,
         ),
+        (  # letters of any script (ChatGPT's answer to a Chinese question: the airport 东方'机场)
+            "SELECT '东方'机场' = '东方' || char(39) || '机场'",
+            "SELECT '东方''机场' = '东方' || char(39) || '机场'",
+            1,
+        ),
         # A LIKE pattern's % written after its closing quote (a modulo with no operand as written).
         ("SELECT 'a mana ability.' LIKE '%ability.'%", "SELECT 'a mana ability.' LIKE '%ability.%'", 1),
         ("SELECT 'ability. x' LIKE '%ability.'% AND 1", "SELECT 'ability. x' LIKE '%ability.%' AND 1", 1),
