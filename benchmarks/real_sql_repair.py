@@ -391,15 +391,28 @@ def content(sql: str) -> tuple[set[str], set[str]]:
     return names, literals
 
 
-# An apostrophe between a word and an English contraction's ending inside a string the model wrote
-# unescaped ('Women's Soccer'): read as part of the string, as the model meant it.
+# An apostrophe between a word and an English contraction's ending ('Women's Soccer').
 _APOSTROPHE = re.compile(r"(?<=[A-Za-z])'(?=(?:s|t|re|ve|ll|d|m)\b[^'\n]*')")
+
+
+def escape_apostrophes(text: str) -> str:
+    """``text`` with each contraction's apostrophe inside a string the model wrote unescaped
+    (``'Women's Soccer'``) written twice: read as part of the string, as the model meant it. One
+    outside a string (the prose's ``the user's table 'x'``) stays: it opens no string."""
+    out, at, inside = [], 0, False  # inside: whether a string is open where ``at`` is (lines read alone)
+    for match in _APOSTROPHE.finditer(text):
+        between = text[at : match.start()]
+        line = between[between.rfind("\n") + 1 :]
+        inside = (inside and "\n" not in between) != (line.count("'") % 2 == 1)
+        out += [between, "''" if inside else "'"]
+        inside, at = True, match.end()  # escaped, the string goes on; kept single, it opens one
+    return "".join(out) + text[at:]
 
 
 def compare(answer: str, output: str) -> dict[str, Any]:
     """How much of the answer's SQL the output keeps: kept fraction, names invented, intact."""
     sql = answer_sql(answer)
-    a_names, a_lits = content(_APOSTROPHE.sub("''", sql))
+    a_names, a_lits = content(escape_apostrophes(sql))
     o_names, o_lits = content(output)
     wanted = {("n", n) for n in a_names} | {("l", v) for v in a_lits}
     have = {("n", n) for n in o_names} | {("l", v) for v in o_lits}
@@ -552,7 +565,7 @@ def score_row(row: dict[str, Any], a: Answer) -> None:
     )
     row.update(compare(a.text, text))
     row["intact"] = row["intact"] and row["valid"]  # kept everything, in SQL that SQLite takes
-    draft, excuses = read_broken(_APOSTROPHE.sub("''", a.text), Excuses.from_dict(row.get("excuses", {})))
+    draft, excuses = read_broken(escape_apostrophes(a.text), Excuses.from_dict(row.get("excuses", {})))
     draft, excuses = read_closed(draft, text, excuses)
     judged = faithfulness(answer_sql(draft), text, excuses, code_ended=code_ended(a.text), whole=draft)
     row["tokens_lost"] = judged.lost
@@ -567,12 +580,12 @@ def score_row(row: dict[str, Any], a: Answer) -> None:
 def _only_cut_off(a: Answer, text: str, excuses: Excuses) -> bool:
     """Whether the output would be faithful but for the answer's unfinished end, taken back and
     recorded (the answer's SQL ends with it: the model's answer was cut off there)."""
-    sql = answer_sql(_APOSTROPHE.sub("''", a.text)).rstrip()
+    sql = answer_sql(escape_apostrophes(a.text)).rstrip()
     ends = [t for t in excuses.cut_off if t.strip() and sql.endswith(t.rstrip())]
     if not ends:
         return False
     wider = replace(excuses, removed=excuses.removed + tuple(ends))
-    draft = answer_sql(_APOSTROPHE.sub("''", a.text))
+    draft = answer_sql(escape_apostrophes(a.text))
     return faithfulness(draft, text, wider, code_ended=code_ended(a.text)).faithful
 
 

@@ -11,7 +11,7 @@ import sqlite3
 from pathlib import Path
 
 import grammar_guide as gg
-from benchmarks.real_sql_repair import answer_sql, main
+from benchmarks.real_sql_repair import answer_sql, escape_apostrophes, main
 from benchmarks.sql_execution import Rows, gold_is_ordered, run_query, same_rows
 from benchmarks.sql_faithful import Excuses, excuses_of, faithfulness, sql_tokens
 from benchmarks.sql_sources import load_nl2sql360, load_spider_gold
@@ -264,6 +264,18 @@ def test_losses_additions_and_invented_literals() -> None:
     judged = faithfulness(
         "SELECT EXTRACT(YEAR FROM d) FROM t", "SELECT CAST(strftime('%Y', d) AS INTEGER) FROM t", rewrite
     )
+    assert judged.faithful and judged.invented_literals == []
+
+
+def test_a_contractions_apostrophe_is_the_strings_only_inside_a_string() -> None:
+    # Inside a string the model wrote unescaped: its text, written twice as SQLite escapes it.
+    assert escape_apostrophes("WHERE b = 'Women's Soccer'") == "WHERE b = 'Women''s Soccer'"
+    assert escape_apostrophes("b = 'don't' AND c = 'won't'") == "b = 'don''t' AND c = 'won''t'"
+    # In prose before the query (a string opens nowhere there): left single, so the query's string
+    # on the line is read as the draft wrote it, and a value the output keeps is the draft's.
+    prose = "The user's question asks for 'abc'.\nSELECT a FROM t WHERE b = 'abc'"
+    assert escape_apostrophes(prose) == prose
+    judged = faithfulness(answer_sql(escape_apostrophes(prose)), "SELECT a FROM t WHERE b = 'abc'")
     assert judged.faithful and judged.invented_literals == []
 
 
