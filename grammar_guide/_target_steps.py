@@ -36,6 +36,7 @@ _LEXEME = re.compile(r"\w+|[^\w\s]")
 _TAKE_BACK_LEXEME = re.compile(r"\w+(?:\.\w+)*|[^\w\s]+")
 _OPERATOR_MARKS = frozenset("=<>!+-*/%|&^~")
 _TAKE_BACK_LEXEMES = 6  # how many of the draft's last lexemes the finish may take back to close
+_UNAIDED_TAKE_BACK_LEXEMES = 64  # how many without a target, where the other way is no result
 _CUT_BACK_LEXEMES = 64  # how far the last resort of the finish takes the text back
 _MAX_STEP_TERMINALS = 3  # a finishing step that adds nothing is tried again for up to this many terminals
 _MAX_BREAKS = 8  # line comments that swallowed code, ended at the finish
@@ -184,6 +185,8 @@ class TargetSteps:
         if closing is None:
             closing = self._schema_least_values(why)
         has_target = await self._get_target() is not None
+        if closing is None and not has_target and not self._draft_left_out():
+            closing = self._take_back_unfinished(reach=_UNAIDED_TAKE_BACK_LEXEMES)
         if closing is None and has_target:
             start = len(self.checker.text)
             looped = False
@@ -360,21 +363,23 @@ class TargetSteps:
         written = [e for e in self.events if isinstance(e, Correction) and e.source in ("target", "healed")]
         return max((e.offset + len(e.text) for e in written), default=0)
 
-    def _take_back_unfinished(self) -> str | None:
+    def _take_back_unfinished(self, reach: int = _TAKE_BACK_LEXEMES) -> str | None:
         """The draft's last words, which only invented text could finish (``WHERE id = ``, a
-        dangling JSON key), taken back a lexeme at a time (``_TAKE_BACK_LEXEMES`` at most, never
-        before ``floor`` nor all of the draft's text) to where closing marks alone end the text.
+        dangling JSON key), taken back a lexeme at a time (``reach`` at most, never before
+        ``floor`` nor all of the draft's text) to where closing marks alone end the text.
         An operator is taken back with its left operand (``AND b.pages >`` whole, not ``>``
-        alone: ``b.pages`` would stand as a condition the draft never wrote), and a name's
-        qualifier with the name it was to qualify (``OR T2.`` whole: ``OR T2`` would make the
-        table a column; where no close is found that far back, the ``.`` alone). That close, with
-        the words taken back recorded as an ``unfinished`` cut, or ``None``."""
+        alone: ``b.pages`` would stand as a condition the draft never wrote), a call with its
+        name (``HAVING COUNT(*) >`` whole, not ``(*) >``: ``COUNT`` would stand as a column), and
+        a name's qualifier with the name it was to qualify (``OR T2.`` whole: ``OR T2`` would
+        make the table a column; where no close is found that far back, the ``.`` or the
+        brackets alone). That close, with the words taken back recorded as an ``unfinished``
+        cut, or ``None``."""
         text = self.checker.text
         starts = [m.start() for m in _TAKE_BACK_LEXEME.finditer(text, max(self.floor, len(text) - 1024))]
         comment = self._trailing_comment(text, starts)
         starts = [start for start in starts if start < comment]
-        end = self._close_point(text, starts, whole_names=True)
-        end = self._close_point(text, starts, whole_names=False) if end is None else end
+        end = self._close_point(text, starts[-reach:], whole_names=True)
+        end = self._close_point(text, starts[-reach:], whole_names=False) if end is None else end
         if end is None:
             return None
         with self.checker.trial() as trial:
@@ -383,6 +388,11 @@ class TargetSteps:
         self.emit(Cut(end, text[end:], "unfinished", self.stats.draft_calls, detail="taken back to a close"))
         self.checker.rollback_chars(end)
         return closing
+
+    def _draft_left_out(self) -> bool:
+        """Whether text the draft wrote was left out as unrepaired: then the text's end is no
+        end the draft wrote, and taking it back further would leave a stub of its answer."""
+        return any(isinstance(e, Cut) and e.reason == "unrepaired" for e in self.events)
 
     def _trailing_comment(self, text: str, starts: list[int]) -> int:
         """Where a comment the text ends in begins (``AND -- only finished races``), or
@@ -405,11 +415,11 @@ class TargetSteps:
     def _close_point(self, text: str, starts: list[int], *, whole_names: bool) -> int | None:
         """Where closing marks alone end ``text`` taken back to one of the last lexemes'
         ``starts`` (see ``_take_back_unfinished``), or ``None``."""
-        for start in reversed(starts[-_TAKE_BACK_LEXEMES:]):
+        for start in reversed(starts):
             end = len(text[:start].rstrip())
             if end < self.floor or not text[self.floor : end].strip():
                 return None
-            if text[start] in _OPERATOR_MARKS or (whole_names and _dangling_qualifier(text, start)):
+            if text[start] in _OPERATOR_MARKS or (whole_names and _splits_name(text, start)):
                 continue
             with self.checker.trial() as trial:
                 trial.rollback_chars(end)
@@ -569,6 +579,14 @@ def _dropping_no_more(edit: repair.Edit, ties: tuple[repair.Edit, ...]) -> tuple
         return max(len(e.removed) - len(e.text), 0)
 
     return (edit, *(e for e in ties if dropped(e) <= dropped(edit)))
+
+
+def _splits_name(text: str, start: int) -> bool:
+    """Whether taking ``text`` back to ``start`` leaves a name that was not all the draft wrote
+    of it: a qualifier without its name (``_dangling_qualifier``), or a call's name without the
+    brackets written right after it (``COUNT`` of ``COUNT(*)``)."""
+    called = text[start : start + 1] == "(" and start > 0 and is_word_char(text[start - 1])
+    return called or _dangling_qualifier(text, start)
 
 
 def _dangling_qualifier(text: str, start: int) -> bool:

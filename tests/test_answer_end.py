@@ -135,6 +135,21 @@ def test_an_answer_that_goes_on_is_not_cut(draft: str) -> None:
             " AND -- only the rows the report still needs, once",
         ),
         ("sqlite", "SELECT a FROM t WHERE x = 'a -- b' AND", "SELECT a FROM t WHERE x = 'a -- b'", " AND"),
+        # A call goes with its name: ``HAVING COUNT`` would make the function a column.
+        (
+            "sqlite",
+            "SELECT a FROM t WHERE c IN (SELECT d FROM u GROUP BY d HAVING COUNT(*) >",
+            "SELECT a FROM t WHERE c IN (SELECT d FROM u GROUP BY d)",
+            " HAVING COUNT(*) >",
+        ),
+        # Without a target, as far back as a close is found (here 7 lexemes; before, beyond 6,
+        # GuideExhausted): the answer's other columns kept, the one cut off named.
+        (
+            "sqlite",
+            "SELECT T1.name, CASE WHEN T1.age > 18 THEN",
+            "SELECT T1.name",
+            ", CASE WHEN T1.age > 18 THEN",
+        ),
         ("json", '{"a": 1, "b": ', '{"a": 1}', None),  # (the JSON rewrite that drops a dangling key)
     ],
 )
@@ -163,6 +178,17 @@ def test_closing_marks_come_before_taking_back() -> None:
 def test_the_draft_is_never_taken_back_whole() -> None:
     with pytest.raises(gg.GuideExhausted):
         guided("sqlite", "SELECT")
+
+
+def test_no_stub_is_made_of_an_answer_whose_rest_was_left_out() -> None:
+    # The rest after a violation no edit fixes is left out; the text's end is then no end the
+    # draft wrote, and taking back further than the finish's own few lexemes would leave a stub.
+    # (Taken back to a close, it would be ``SELECT name, age``: its FROM and ORDER BY gone.)
+    draft = "SELECT name, age, COUNT(CASE WHEN z > 1 AND w < 2 AND v = 3) AS q FROM t ORDER BY name"
+    with pytest.raises(gg.GuideExhausted) as raised:
+        guided("sqlite", draft)
+    assert raised.value.reason == "needs invention"
+    assert cut_texts(raised.value.result, "unrepaired") == ["3) AS q FROM t ORDER BY name"]
 
 
 CONFIG = r"""
