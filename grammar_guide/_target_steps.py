@@ -366,7 +366,7 @@ class TargetSteps:
     def _take_back_unfinished(self, reach: int = _TAKE_BACK_LEXEMES) -> str | None:
         """The draft's last words, which only invented text could finish (``WHERE id = ``, a
         dangling JSON key), taken back a lexeme at a time (``reach`` at most, never before
-        ``floor`` nor all of the draft's text) to where closing marks alone end the text.
+        ``_take_back_floor`` nor all of the draft's text) to where closing marks alone end the text.
         An operator is taken back with its left operand (``AND b.pages >`` whole, not ``>``
         alone: ``b.pages`` would stand as a condition the draft never wrote), a call with its
         name (``HAVING COUNT(*) >`` whole, not ``(*) >``: ``COUNT`` would stand as a column), and
@@ -375,11 +375,13 @@ class TargetSteps:
         brackets alone). That close, with the words taken back recorded as an ``unfinished``
         cut, or ``None``."""
         text = self.checker.text
-        starts = [m.start() for m in _TAKE_BACK_LEXEME.finditer(text, max(self.floor, len(text) - 1024))]
+        floor = self._take_back_floor()
+        starts = [m.start() for m in _TAKE_BACK_LEXEME.finditer(text, max(floor, len(text) - 1024))]
         comment = self._trailing_comment(text, starts)
-        starts = [start for start in starts if start < comment]
-        end = self._close_point(text, starts[-reach:], whole_names=True)
-        end = self._close_point(text, starts[-reach:], whole_names=False) if end is None else end
+        starts = [start for start in starts if start < comment][-reach:]
+        operators = self._operators(text, starts)
+        end = self._close_point(text, starts, floor, operators, whole_names=True)
+        end = self._close_point(text, starts, floor, operators, whole_names=False) if end is None else end
         if end is None:
             return None
         with self.checker.trial() as trial:
@@ -388,6 +390,13 @@ class TargetSteps:
         self.emit(Cut(end, text[end:], "unfinished", self.stats.draft_calls, detail="taken back to a close"))
         self.checker.rollback_chars(end)
         return closing
+
+    def _take_back_floor(self) -> int:
+        """How far back the finish may take the text: to the end of the last text a repair or a
+        model wrote. Text the grammar forced after the draft's may go with the draft's text it
+        was forced by (``/`` forces ``*`` after a table: ``FROM t /*``, a comment nobody wrote)."""
+        written = [e for e in self.events if isinstance(e, Correction) and e.source != "forced"]
+        return max((e.offset + len(e.text) for e in written if e.text or e.source != "repair"), default=0)
 
     def _draft_left_out(self) -> bool:
         """Whether text the draft wrote was left out as unrepaired: then the text's end is no
@@ -412,14 +421,27 @@ class TargetSteps:
                     return start
         return len(text)
 
-    def _close_point(self, text: str, starts: list[int], *, whole_names: bool) -> int | None:
+    def _operators(self, text: str, starts: list[int]) -> set[int]:
+        """The ``starts`` of lexemes of operator marks, less those the grammar forced text into
+        (``/`` + forced ``*``: a comment's opening, no operator with a left operand)."""
+        forced = [e.offset for e in self.events if isinstance(e, Correction) and e.source == "forced"]
+        ends = [*starts[1:], len(text)]
+        return {
+            start
+            for start, end in zip(starts, ends, strict=False)
+            if text[start] in _OPERATOR_MARKS and not any(start < at < end for at in forced)
+        }
+
+    def _close_point(
+        self, text: str, starts: list[int], floor: int, operators: set[int], *, whole_names: bool
+    ) -> int | None:
         """Where closing marks alone end ``text`` taken back to one of the last lexemes'
         ``starts`` (see ``_take_back_unfinished``), or ``None``."""
         for start in reversed(starts):
             end = len(text[:start].rstrip())
-            if end < self.floor or not text[self.floor : end].strip():
+            if end < floor or not text[floor:end].strip():
                 return None
-            if text[start] in _OPERATOR_MARKS or (whole_names and _splits_name(text, start)):
+            if start in operators or (whole_names and _splits_name(text, start)):
                 continue
             with self.checker.trial() as trial:
                 trial.rollback_chars(end)
