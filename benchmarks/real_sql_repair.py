@@ -201,6 +201,7 @@ def answer_sql(answer: str) -> str:
     (``MINUS``) joins two queries and is no prose. Where reasoning comes first and labels the
     answer (``**Answer:** SELECT …``), the text after its last label is read, not the code quoted
     above it."""
+    answer = _json_value(answer)
     labels = [m for m in _ANSWER_LABEL.finditer(answer) if _STATEMENT.match(answer, m.end())]
     if labels and not _STATEMENT_LINE.match(answer):
         answer = answer[labels[-1].end() :]
@@ -229,6 +230,20 @@ def answer_sql(answer: str) -> str:
             text = text[: m.start()]
             break
     return _without_full_stop(_before_sentence(_before_prose_after_end(text)).strip())
+
+
+#: A JSON object's string value that begins with a statement (``{"reasoning": "…", "SQL": "SELECT …"}``),
+#: its text as written, up to its closing quote and the ``,`` or ``}`` after it.
+_JSON_STATEMENT = re.compile(r'"\s*:\s*"\s*((?:SELECT|WITH)\b(?:[^"\\]|\\.)*)"\s*[,}]', re.IGNORECASE)
+
+
+def _json_value(answer: str) -> str:
+    """Where the answer is a JSON object, the last of its string values that begins with a
+    statement, as written (its closing quote and brace are JSON's, no SQL); else the answer."""
+    if not answer.lstrip().startswith("{"):
+        return answer
+    values = [m.group(1) for m in _JSON_STATEMENT.finditer(answer)]
+    return values[-1] if values else answer
 
 
 #: A label a model gives its answer, then the statement: ``**Answer:** SELECT …``, ``Final answer:``.
@@ -308,16 +323,21 @@ def _before_prose_after_end(text: str) -> str:
     follows on the same line: a word that is no keyword, or a sentence (``…; How many concerts are
     there? Answer : SELECT …``, a base model going on with its prompt's pattern, its new lines made
     spaces by the runner that recorded it). A second statement after the ``;`` stays (it is the
-    result's to cut and name)."""
+    result's to cut and name). So does a comment of another language there (``…; # Note: …``):
+    SQLite has no ``#`` or ``//``, and no statement begins with one."""
     depth = 0
     for m in _QUOTED_OR_MARK.finditer(text):
         mark = m.group()
         depth += (mark == "(") - (mark == ")")
         if mark == ";" and depth <= 0:
             rest = text[m.end() :].split("\n", 1)[0]
-            if _is_prose(rest) or _is_sentence(rest.lstrip()):
+            if _is_prose(rest) or _is_sentence(rest.lstrip()) or _FOREIGN_COMMENT.match(rest):
                 return text[: m.end()]
     return text
+
+
+#: A comment SQLite has no form of, opening the rest of a line after a statement's ``;``.
+_FOREIGN_COMMENT = re.compile(r"\s*(?:#|//)")
 
 
 def _is_sentence(line: str) -> bool:

@@ -279,6 +279,16 @@ def test_a_contractions_apostrophe_is_the_strings_only_inside_a_string() -> None
     assert judged.faithful and judged.invented_literals == []
 
 
+def test_the_sql_of_a_json_answer_is_its_statements_value_and_a_foreign_comment_ends_it() -> None:
+    # Qwen's chain-of-thought JSON: the statement is the value; its closing quote and brace are JSON's.
+    wrapped = '{"chain_of_thought_reasoning": "First select the rows.", "SQL": "SELECT a FROM t WHERE b > 1" }'
+    assert answer_sql(wrapped) == "SELECT a FROM t WHERE b > 1"
+    assert answer_sql('{"SQL": "SELECT a FROM t WHERE') == "SELECT a FROM t WHERE"  # cut off: read as before
+    # After a statement's own ';', a comment SQLite has no form of is no SQL (one line, as recorded).
+    assert answer_sql("SELECT a FROM t WHERE b = 1; # Note: t holds the rows") == "SELECT a FROM t WHERE b = 1;"
+    assert answer_sql("SELECT a FROM t; // the rows") == "SELECT a FROM t;"
+
+
 def test_one_statement_validity() -> None:
     one = sqlite_oracle.check_one_statement
     assert one("SELECT a FROM t").valid  # the missing table is no syntax error
