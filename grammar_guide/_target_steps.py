@@ -392,11 +392,12 @@ class TargetSteps:
         return closing
 
     def _take_back_floor(self) -> int:
-        """How far back the finish may take the text: to the end of the last text a repair or a
-        model wrote. Text the grammar forced after the draft's may go with the draft's text it
-        was forced by (``/`` forces ``*`` after a table: ``FROM t /*``, a comment nobody wrote)."""
-        written = [e for e in self.events if isinstance(e, Correction) and e.source != "forced"]
-        return max((e.offset + len(e.text) for e in written if e.text or e.source != "repair"), default=0)
+        """How far back the finish may take the text: ``floor``, as it was before the text the
+        grammar forced since. That may go with the draft's text it was forced by (``/`` forces
+        ``*`` after a table: ``FROM t /*``, a comment nobody wrote)."""
+        written = (e for e in self.events if isinstance(e, Correction) and (e.text or e.source != "repair"))
+        last = next((e for e in reversed(list(written)) if e.source != "forced"), None)
+        return 0 if last is None else last.offset + len(last.text)
 
     def _draft_left_out(self) -> bool:
         """Whether text the draft wrote was left out as unrepaired: then the text's end is no
