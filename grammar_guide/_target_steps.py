@@ -366,7 +366,8 @@ class TargetSteps:
     def _take_back_unfinished(self, reach: int = _TAKE_BACK_LEXEMES) -> str | None:
         """The draft's last words, which only invented text could finish (``WHERE id = ``, a
         dangling JSON key), taken back a lexeme at a time (``reach`` at most, never before
-        ``_take_back_floor`` nor all of the draft's text) to where closing marks alone end the text.
+        ``_take_back_floor``, though all the text after it may go, nor to an empty text) to where
+        closing marks alone end the text.
         An operator is taken back with its left operand (``AND b.pages >`` whole, not ``>``
         alone: ``b.pages`` would stand as a condition the draft never wrote), a call with its
         name (``HAVING COUNT(*) >`` whole, not ``(*) >``: ``COUNT`` would stand as a column), and
@@ -440,7 +441,7 @@ class TargetSteps:
         ``starts`` (see ``_take_back_unfinished``), or ``None``."""
         for start in reversed(starts):
             end = len(text[:start].rstrip())
-            if end < floor or not text[floor:end].strip():
+            if end < floor or not text[:end].strip():
                 return None
             if start in operators or (whole_names and _splits_name(text, start)):
                 continue

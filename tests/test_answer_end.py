@@ -145,6 +145,8 @@ def test_an_answer_that_goes_on_is_not_cut(draft: str) -> None:
         # A mark the grammar forced text into is no operator: ``/`` after a table can only open a
         # comment (``*`` forced); it goes with the forced text, the table stays (before: refused).
         ("sqlite", "SELECT a FROM t /", "SELECT a FROM t", " /*"),
+        # All of the draft's text after an edit may be taken back (the edit's own text stays).
+        ("sqlite", "SELECT a FROM t ORDER BY c DEC /", "SELECT a FROM t ORDER BY c DESC", " /*"),
         # Without a target, as far back as a close is found (here 7 lexemes; before, beyond 6,
         # GuideExhausted): the answer's other columns kept, the one cut off named.
         (
