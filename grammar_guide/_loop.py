@@ -102,6 +102,7 @@ class GuideLoop(TargetSteps):
         self.last_violation: tuple[int, str] | None = None
         self.floor = 0  # text someone other than the draft chose is never taken back
         self.rewrite_floor = 0  # nor by a rewrite, which may take back the loop's own rewrites
+        self.take_back_floor = 0  # nor by the finish, which may take back text forced since with the draft's
         self.reasked: set[str] = set()  # valid prefixes the draft was asked again from
         self.unanswered: Cut | None = None  # the rejected text the draft was last asked again after
         self.continued: set[str] = set()  # complete texts the draft was asked to continue
@@ -467,6 +468,8 @@ class GuideLoop(TargetSteps):
             # before it may still be edited, a trailing comma before a dropped comment.)
             self.floor = event.offset + len(event.text)
             self.rewrite_floor = _rewrite_floor(event, self.rewrite_floor, self.floor)
+            if event.source != "forced":
+                self.take_back_floor = self.floor
         self.events.append(event)
         if self.on_event is not None:
             self.on_event(event)

@@ -64,6 +64,7 @@ class TargetSteps:
     limits: GuideLimits
     stats: GuideStats
     floor: int
+    take_back_floor: int
     events: list[Event]
     budget_reached: str | None
     on_target_text: Callable[[str], None] | None
@@ -366,7 +367,7 @@ class TargetSteps:
     def _take_back_unfinished(self, reach: int = _TAKE_BACK_LEXEMES) -> str | None:
         """The draft's last words, which only invented text could finish (``WHERE id = ``, a
         dangling JSON key), taken back a lexeme at a time (``reach`` at most, never before
-        ``_take_back_floor``, though all the text after it may go, nor to an empty text) to where
+        ``take_back_floor``, though all the text after it may go, nor to an empty text) to where
         closing marks alone end the text.
         An operator is taken back with its left operand (``AND b.pages >`` whole, not ``>``
         alone: ``b.pages`` would stand as a condition the draft never wrote), a call with its
@@ -376,7 +377,7 @@ class TargetSteps:
         brackets alone). That close, with the words taken back recorded as an ``unfinished``
         cut, or ``None``."""
         text = self.checker.text
-        floor = self._take_back_floor()
+        floor = self.take_back_floor
         starts = [m.start() for m in _TAKE_BACK_LEXEME.finditer(text, max(floor, len(text) - 1024))]
         comment = self._trailing_comment(text, starts)
         starts = [start for start in starts if start < comment][-reach:]
@@ -391,14 +392,6 @@ class TargetSteps:
         self.emit(Cut(end, text[end:], "unfinished", self.stats.draft_calls, detail="taken back to a close"))
         self.checker.rollback_chars(end)
         return closing
-
-    def _take_back_floor(self) -> int:
-        """How far back the finish may take the text: ``floor``, as it was before the text the
-        grammar forced since. That may go with the draft's text it was forced by (``/`` forces
-        ``*`` after a table: ``FROM t /*``, a comment nobody wrote)."""
-        written = (e for e in self.events if isinstance(e, Correction) and (e.text or e.source != "repair"))
-        last = next((e for e in reversed(list(written)) if e.source != "forced"), None)
-        return 0 if last is None else last.offset + len(last.text)
 
     def _draft_left_out(self) -> bool:
         """Whether text the draft wrote was left out as unrepaired: then the text's end is no
