@@ -27,6 +27,8 @@ __all__ = ["KEPT_KINDS", "Context", "Dropped", "Origin", "Rebuilt", "Segment", "
 
 KEPT_KINDS = ("draft", "target", "forced", "healed", "repair", "completion")
 _DISCARDED_KINDS = ("violation", "cut")
+#: Kept text that is the draft's own (``healed``: the draft's text, its token boundary re-chosen).
+_DRAFTED_KINDS = ("draft", "healed")
 
 
 @dataclass
@@ -123,8 +125,10 @@ class _Builder:
         self.accepted = self.accepted[:start]
 
     def remove(self, start: int, stop: int, kind: str, event: int) -> None:
+        """Take back the kept text ``[start, stop)``; the draft's text among it (not what the
+        grammar forced, an edit or the target wrote there) stays as one discarded segment."""
         first, last = self._range(start, stop)
-        removed = "".join(seg.text for seg in self.segments[first:last] if not seg.discarded)
+        removed = "".join(seg.text for seg in self.segments[first:last] if seg.kind in _DRAFTED_KINDS)
         kept_discards = [seg for seg in self.segments[first:last] if seg.discarded]
         self.segments[first:last] = [*kept_discards, Segment(kind, removed, event)]
         self.accepted = self.accepted[:start] + self.accepted[stop:]
