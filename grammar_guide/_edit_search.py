@@ -534,10 +534,12 @@ def _insert_mark(v: Violation) -> Iterator[Candidate]:
     if splits_operator(text, len(text), len(text), evidence):
         return
     literals = _expected_literals(v.checker, len(text))
-    for literal in sorted(literals, key=lambda mark: not _written_after_word(text, mark)):
+    for literal in sorted(literals, key=lambda mark: not _written_after_word(text, mark, evidence)):
         if _invents_mark(v.checker, text, literal, evidence):
             continue
-        if len(literal) <= _MAX_INSERT_LEN and not literal.isalnum() and not set(literal) & set("([{'\"`"):
+        if literal == "." and text[-1:].isspace():
+            yield _tight_point(text, evidence)
+        elif len(literal) <= _MAX_INSERT_LEN and not literal.isalnum() and not set(literal) & set("([{'\"`"):
             # An operator written after white space gets white space after it too (``age > 30``).
             spaced = text[-1:].isspace() and not set(literal) <= TIGHT and evidence[:1].strip() != ""
             insert = literal + " " if spaced else literal
@@ -545,6 +547,16 @@ def _insert_mark(v: Violation) -> Iterator[Candidate]:
             yield Candidate(
                 len(text), insert, evidence, "", f"inserted {literal!r}", _cost(invented, 2 * len(literal) + 1)
             )
+
+
+def _tight_point(text: str, evidence: str) -> Candidate:
+    """A qualifier's ``.`` the draft left out between two words it wrote apart (``AVG(P
+    duration)``, where it writes ``P.driverId``): written between them in place of the white
+    space (``P.duration``; ``_qualifies_no_name`` says where one may be)."""
+    gap_start = run_start(text, len(text), str.isspace)
+    kept = evidence.lstrip()
+    space = text[gap_start:] + evidence[: len(evidence) - len(kept)]
+    return Candidate(gap_start, ".", kept, space, "inserted '.'", _cost(0, 3), base=len(evidence) - len(kept))
 
 
 def _invents_mark(checker: Checker, before: str, literal: str, after: str) -> bool:
@@ -631,7 +643,7 @@ def _qualifies_no_name(before: str, literal: str, after: str, keywords: frozense
     if literal != ".":
         return False
     apart = before[-1:].isspace() or after[:1].isspace()
-    if apart and not _written_after_word(before, literal):
+    if apart and not _written_after_word(before, literal, after):
         return True  # two words the draft wrote apart ('airport code') are not made one name
     last = _last_lexemes(before.rstrip(), 1)
     qualifier = last[0].group() if last else ""
@@ -640,16 +652,17 @@ def _qualifies_no_name(before: str, literal: str, after: str, keywords: frozense
     return not (named and following is not None and (is_word(following.group()) or following.group() == "*"))
 
 
-def _written_after_word(text: str, mark: str) -> bool:
-    """Whether the draft's text already writes ``mark`` right after the word that ends ``text``
-    (``T2.`` of ``T2.Name``, where ``T2 Teacher_ID`` lacks a mark): that mark keeps the word
-    meaning what it meant there (``T2.Teacher_ID``, not the table list ``T2, Teacher_ID``)."""
+def _written_after_word(text: str, mark: str, rest: str = "") -> bool:
+    """Whether the draft already writes ``mark`` right after the word that ends ``text`` (``T2.``
+    of ``T2.Name``, where ``T2 Teacher_ID`` lacks a mark), before it or in ``rest``, the draft's
+    text after the violation (``AVG(P duration) … ON D.driverId = P.driverId``): that mark keeps
+    the word meaning what it means there (``T2.Teacher_ID``, not the table list ``T2, Teacher_ID``)."""
     gap_start = run_start(text, len(text), str.isspace)
     word = text[run_start(text, gap_start, is_word_char) : gap_start]
     if not word or not is_word_char(word[0]):
         return False
-    pattern = rf"(?<!\w){re.escape(word)}\s*{re.escape(mark)}"
-    return re.search(pattern, text[: gap_start - len(word)]) is not None
+    pattern = re.compile(rf"(?<!\w){re.escape(word)}\s*{re.escape(mark)}")
+    return pattern.search(text[: gap_start - len(word)]) is not None or pattern.search(rest) is not None
 
 
 def _close_brackets(v: Violation) -> Iterator[Candidate]:
@@ -1336,8 +1349,14 @@ def _candidates(
     literals = dict.fromkeys(_expected_literals(checker, start, like=word))
     spellings = _keyword_spellings(checker, start, before, keywords)
     point = _qualifier_point(before, draft)  # a qualified name's '.' is never replaced
-    for literal in sorted(literals, key=lambda mark: not _written_after_word(before, mark)):
+    for literal in sorted(literals, key=lambda mark: not _written_after_word(before, mark, draft)):
         if _invents_mark(checker, before, literal, draft):
+            continue
+        if literal == "." and (gap or before[-1:].isspace()):
+            # A point is written tight, in place of the white space (``P.duration``), from the
+            # start before that space only.
+            if gap:
+                out.append((".", gap, "inserted '.'", _cost(0, 3), "edit"))
             continue
         sep = " " if literal[-1].isalnum() and draft[:1].isalnum() else ""
         lead = " " if is_word_char(literal[0]) and is_word_char(before[-1:]) else ""  # 'ELSE 0 END', not '0END'

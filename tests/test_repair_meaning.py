@@ -65,6 +65,34 @@ def test_a_mark_between_two_words_is_the_one_the_draft_writes_after_the_first(sq
     assert "T2," not in result.text
 
 
+@pytest.mark.parametrize(
+    ("draft", "meant"),
+    [
+        # The qualifier's point is written after the word later: the column of that table is meant
+        # (``AVG(P, duration)``, two arguments, was chosen before), written tight.
+        (
+            "SELECT AVG(P duration) FROM drivers AS D JOIN pitStops AS P ON D.driverId = P.driverId",
+            "SELECT AVG(P.duration) FROM drivers AS D JOIN pitStops AS P ON D.driverId = P.driverId",
+        ),
+        (
+            "SELECT SUM(g Goals)  FROM Matches m JOIN Goals g ON m.MatchID = g.MatchID WHERE g.Team = 'Away'",
+            "SELECT SUM(g.Goals)  FROM Matches m JOIN Goals g ON m.MatchID = g.MatchID WHERE g.Team = 'Away'",
+        ),
+        # Nowhere is ``originAirport.`` written: two columns (two words are not made one name).
+        (
+            "SELECT city FROM Flight GROUP BY originAirport city ORDER BY COUNT(*) DESC",
+            "SELECT city FROM Flight GROUP BY originAirport, city ORDER BY COUNT(*) DESC",
+        ),
+    ],
+)
+def test_a_point_left_out_is_put_in_where_the_draft_writes_it_after_the_word_later(
+    sqlite: Grammar, draft: str, meant: str
+) -> None:
+    result = _guided(sqlite, draft)
+    assert result.text == meant
+    assert result.changes.edits == 1 and not result.faithful
+
+
 def test_a_clause_written_again_with_a_new_word_is_read_once_with_the_word(sqlite: Grammar) -> None:
     # ``FROM Singer ORDER BY age`` written twice, the second time with ``DESC``: the repeat is
     # dropped (no lexeme of the draft's meaning lost), ``DESC`` kept.
