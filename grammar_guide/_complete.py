@@ -32,6 +32,12 @@ def shortest_completion(checker: Checker, *, max_nodes: int = 4_000) -> str | No
     accepted text, or ``None`` when none is found; ``""`` when it is already complete."""
     if checker.is_complete:
         return ""
+    if _in_line_comment(checker):
+        # Every character reads on inside the comment: the search would spend itself there.
+        with checker.trial() as trial:
+            trial.feed("\n")
+            rest = shortest_completion(trial, max_nodes=max_nodes)
+        return None if rest is None else "\n" + rest
     with checker.trial() as trial:
         found = [_search(trial, max_nodes)]
     if found[0] is None or len(found[0]) > 2:
@@ -46,6 +52,19 @@ def shortest_completion(checker: Checker, *, max_nodes: int = 4_000) -> str | No
         best = _after_closers(checker, max_nodes)
     costs = checker.grammar.terminal_costs if best is None else None
     return best if costs is None else terminal_completion(checker, costs)
+
+
+_PRINTABLE = frozenset(range(0x20, 0x7F))
+
+
+def _in_line_comment(checker: Checker) -> bool:
+    """Whether the text ends inside a comment that a line's end closes (``-- and then``): every
+    printable character reads on there, and after a line's end the text expects something else."""
+    allowed = checker.allowed_bytes()
+    if not allowed >= _PRINTABLE:
+        return False
+    with checker.trial() as trial:
+        return trial.feed("\n") == 1 and trial.allowed_bytes() != allowed
 
 
 def _after_closers(checker: Checker, max_nodes: int) -> str | None:

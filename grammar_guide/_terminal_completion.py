@@ -11,6 +11,8 @@ a budget of tries; the text it finds is complete, not necessarily the shortest.
 
 from __future__ import annotations
 
+import re
+
 from ._checker import Checker
 from ._text import is_word_char
 from .compiler.terminal_costs import CLOSING, TerminalCosts
@@ -25,16 +27,24 @@ def terminal_completion(
     docstring), or ``None`` within ``max_tries`` feeds and ``max_depth`` terminals."""
     if checker.is_complete:
         return ""
-    tries = [max_tries]
-    with checker.trial() as trial:
-        return _complete_from(trial, costs, tries, max_depth)
+    for fresh_first in (False, True):
+        # Then, where the cheapest-first order led into a construct opened again and again (a
+        # ``WITH`` inside ``WITH a AS (``), words the text's end has not written come first.
+        with checker.trial() as trial:
+            found = _complete_from(trial, costs, [max_tries], max_depth, fresh_first)
+        if found is not None:
+            return found
+    return None
 
 
-def _complete_from(state: Checker, costs: TerminalCosts, tries: list[int], depth: int) -> str | None:
+def _complete_from(state: Checker, costs: TerminalCosts, tries: list[int], depth: int, fresh_first: bool) -> str | None:
     if depth <= 0:
         return None
     mark = state.snapshot()
-    for piece in _pieces(state, costs):
+    pieces = _pieces(state, costs)
+    if fresh_first:
+        pieces.sort(key=lambda piece: _written_lately(state.text, piece))
+    for piece in pieces:
         if tries[0] <= 0:
             return None
         tries[0] -= 1
@@ -42,11 +52,22 @@ def _complete_from(state: Checker, costs: TerminalCosts, tries: list[int], depth
             if state.is_complete:
                 return piece
             if state.can_continue:
-                rest = _complete_from(state, costs, tries, depth - 1)
+                rest = _complete_from(state, costs, tries, depth - 1, fresh_first)
                 if rest is not None:
                     return piece + rest
         state.rollback(mark)
     return None
+
+
+_LATELY = 64  # the characters at the text's end in which a word counts as written lately
+
+
+def _written_lately(text: str, piece: str) -> bool:
+    """Whether ``piece`` is a word the last ``_LATELY`` characters of ``text`` hold (any case)."""
+    word = piece.strip()
+    if not word or not is_word_char(word[0]):
+        return False
+    return re.search(rf"(?<!\w){re.escape(word)}(?!\w)", text[-_LATELY:], re.IGNORECASE) is not None
 
 
 def _pieces(state: Checker, costs: TerminalCosts) -> list[str]:

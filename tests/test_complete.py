@@ -60,3 +60,23 @@ def test_a_close_opens_no_string() -> None:
     assert shortest_close(checker, max_length=64, max_nodes=4_000) is None
     assert len(fed) < 100
     assert shortest_close(checker_for(g, 'A | "b')) == '"'  # the text's own string is closed
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # Inside a line comment every character reads on; the comment is ended first (before,
+        # the search spent itself inside it: ``None``, and with a target ``GuideExhausted``).
+        "SELECT 1 UNION -- and then the rows whose c is",
+        "-- nothing but a comment",
+        # A construct the cheapest-first order opens again and again (``WITH`` in ``WITH a AS
+        # (``) is left for words the text's end has not written (before: ``None``).
+        "WITH a AS (",
+        "WITH a AS ( -- the first step",
+    ],
+)
+def test_the_grammars_completion_is_found_past_a_comment_and_a_recursion(text: str) -> None:
+    g = Grammar.builtin("sqlite")
+    found = shortest_completion(checker_for(g, text))
+    assert found is not None and g.is_complete(text + found)
+    assert found.startswith("\n") == ("--" in text)
