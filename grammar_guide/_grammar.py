@@ -350,7 +350,10 @@ class Grammar:
             return re.compile(r"\s*")
         terminals = (self.terminals.get(name) for name in self._lark.ignore_tokens)
         parts = [t.pattern for t in terminals if t is not None]
-        return re.compile("(?:" + "|".join(parts) + ")*" if parts else "")
+        # Each run taken whole, as a lexer takes it (an atomic group: a lookahead's capture, then
+        # that capture), never split again on a failed match: ``(?:[ \t]+)*`` before a word
+        # tried every split of 25 spaces (a second) before giving up.
+        return re.compile(r"(?:(?=(" + "|".join(parts) + r"))\1)*" if parts else "")
 
     @functools.cached_property
     def guard_terminals(self) -> frozenset[str]:

@@ -171,6 +171,16 @@ def test_ignored_text_before_and_after_is_accepted_like_lark(text, sample):
     assert verdict(g, sample) == "complete"
 
 
+def test_ignored_text_is_read_as_a_lexer_reads_it():
+    # Each run taken whole: before, ``(?:[ \t\n\f\r]+|--…)*`` tried every split of the white
+    # space before a word it could not match (25 spaces: a second; 40: hours).
+    ignored = Grammar.builtin("sqlite").ignored_text
+    assert ignored.fullmatch(" " * 40 + "x") is None
+    assert ignored.fullmatch("-- a\n  /* b */ \n") is not None
+    assert ignored.match(" " * 40 + "-- c\nx").end() == 45
+    assert ignored.fullmatch("/* not closed") is None
+
+
 def test_start_option_picks_the_rule():
     g = Grammar.from_lark('a: "x" b\nb: "y"\n', start="b")
     assert verdict(g, "y") == "complete"
