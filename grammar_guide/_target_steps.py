@@ -231,7 +231,13 @@ class TargetSteps:
         """Why, without a target, the text was not completed (``ExhaustedReason``)."""
         if self.budget_reached is not None:
             return "budget reached"
-        return "needs invention" if self.checker.text.strip() else "no answer"
+        return "no answer" if self._ignored_only(self.checker.text) else "needs invention"
+
+    def _ignored_only(self, text: str) -> bool:
+        """Whether ``text`` is all text the grammar ignores: white space, comments (``-- I cannot
+        answer that``, where a line's end would close it)."""
+        ignored = self.grammar.ignored_text
+        return not text.strip() or any(ignored.fullmatch(t) for t in (text, text + "\n"))
 
     def _break_swallowing_comments(self) -> None:
         """A line comment the draft's text ends in that swallowed its code, the draft's line

@@ -25,6 +25,13 @@ def test_a_draft_with_nothing_readable_is_no_answer(answer: str) -> None:
     assert not exhausted.result.text.strip()
 
 
+@pytest.mark.parametrize("answer", ["-- I cannot answer: the schema has no date column", "/* no answer */ "])
+def test_a_draft_of_comments_alone_is_no_answer(answer: str) -> None:
+    # Before: "needs invention", as if a value had been cut short.
+    exhausted = refusal(answer, Grammar.builtin("sqlite"))
+    assert exhausted.reason == "no answer"
+
+
 def test_a_value_only_invention_could_finish_needs_invention() -> None:
     exhausted = refusal("-")
     assert exhausted.reason == "needs invention" and "needs invention" in str(exhausted)
