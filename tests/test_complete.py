@@ -80,3 +80,13 @@ def test_the_grammars_completion_is_found_past_a_comment_and_a_recursion(text: s
     found = shortest_completion(checker_for(g, text))
     assert found is not None and g.is_complete(text + found)
     assert found.startswith("\n") == ("--" in text)
+
+
+def test_a_string_of_closers_is_no_close_of_the_brackets_open() -> None:
+    # A ``}`` or a mark inside a string closes no ``(``: counted as one, strings of ``}}}`` looked
+    # as cheap as the closes the text needs, and the search found a longer completion (20).
+    g = Grammar.builtin("sqlite")
+    text = "SELECT a FROM t WHERE b IN " + "(" * 16
+    found = shortest_completion(checker_for(g, text))
+    assert found is not None and g.is_complete(text + found)
+    assert len(found) <= 17 and found.count(")") == 16
