@@ -196,6 +196,7 @@ _PAIRS = ("()", "[]", "{}")
 
 
 def _open_by_kind(text: str) -> tuple[int, ...]:
+    """The brackets ``text`` leaves open of each kind (``_PAIRS``), counted as marks."""
     return tuple(text.count(pair[0]) - text.count(pair[1]) for pair in _PAIRS)
 
 
@@ -207,7 +208,7 @@ def _still_open(open_kinds: tuple[int, ...], suffix: str) -> int:
 
 def open_brackets(text: str) -> int:
     """How many brackets ``text`` leaves open, counted as marks (strings not told apart)."""
-    return sum(text.count(c) for c in "([{") - sum(text.count(c) for c in ")]}")
+    return sum(_open_by_kind(text))
 
 
 def _forced(state: Checker) -> str:
