@@ -5,7 +5,8 @@ the fewest characters the grammar allows: ``{"x": "unterminated`` gets ``"}``, `
 ``0]``, ``SELECT CASE WHEN 1 THEN 2`` gets `` END``. A breadth-first search over printable
 characters, where a large class of allowed characters (letters of a free name, digits) is tried
 through one representative, first from the text itself, then after each keyword the grammar
-expects there; each search gives up after ``max_nodes`` checker states (about 20 µs each).
+expects there; each search gives up after ``max_nodes`` checker states (about 20 µs each; the
+searches after keywords share one such budget).
 """
 
 from __future__ import annotations
@@ -39,21 +40,50 @@ def shortest_completion(checker: Checker, *, max_nodes: int = 4_000) -> str | No
             rest = shortest_completion(trial, max_nodes=max_nodes)
         return None if rest is None else "\n" + rest
     with checker.trial() as trial:
-        found = [_search(trial, max_nodes)]
+        found = [_search(trial, _Nodes(max_nodes))]
     # A keyword may begin a shorter one; not where what was found is all but the least any
     # completion needs (a close for each bracket open: a hundred, 4 ms a try on such a text).
-    if found[0] is None or len(found[0]) > max(open_brackets(checker.text), 0) + 2:
-        for literal in _keywords(checker):
-            for start in (literal, " " + literal):
-                with checker.trial() as trial:
-                    if trial.feed(start) == len(start):
-                        rest = _search(trial, max_nodes // 8)
-                        found.append(None if rest is None else start + rest)
+    opened = open_brackets(checker.text)
+    if found[0] is None or len(found[0]) > max(opened, 0) + 2:
+        found += _after_keywords(checker, _Nodes(max_nodes), max_nodes // 8)
     best = min((f for f in found if f is not None), key=len, default=None)
     if best is None:
         best = _after_closers(checker, max_nodes)
     costs = checker.grammar.terminal_costs if best is None else None
-    return best if costs is None else terminal_completion(checker, costs)
+    if costs is None:
+        return best
+    # A terminal for each bracket open, at least: a model looping ``((((`` leaves hundreds.
+    depth = 64 + max(opened, 0)
+    return terminal_completion(checker, costs, max_tries=400 + depth, max_depth=depth)
+
+
+class _Nodes:
+    """The checker states a search may still try, and the ``pool`` it shares with others."""
+
+    def __init__(self, left: int, pool: _Nodes | None = None) -> None:
+        self.left = left
+        self.pool = pool
+
+    def take(self) -> bool:
+        """Whether one more may be tried (and it is counted, in the pool too)."""
+        self.left -= 1
+        pooled = self.pool is None or self.pool.take()
+        return pooled and self.left >= 0
+
+
+def _after_keywords(checker: Checker, pool: _Nodes, each: int) -> list[str | None]:
+    """The completions found after each keyword the grammar expects (``KEYWORD`` and
+    `` KEYWORD``), each search trying at most ``each`` states, all of them ``pool``'s."""
+    found: list[str | None] = []
+    for literal in _keywords(checker):
+        for start in (literal, " " + literal):
+            if pool.left <= 0:
+                return found
+            with checker.trial() as trial:
+                if trial.feed(start) == len(start):
+                    rest = _search(trial, _Nodes(each, pool))
+                    found.append(None if rest is None else start + rest)
+    return found
 
 
 _PRINTABLE = frozenset(range(0x20, 0x7F))
@@ -77,7 +107,7 @@ def _after_closers(checker: Checker, max_nodes: int) -> str | None:
         return None
     with checker.trial() as trial:
         trial.feed(closers)
-        rest = _search(trial, max_nodes)
+        rest = _search(trial, _Nodes(max_nodes))
     return None if rest is None else closers + rest
 
 
@@ -110,7 +140,7 @@ def shortest_close(checker: Checker, *, max_length: int = 8, max_nodes: int = 40
     if key in _CLOSES:  # a failed search costs its whole budget: the loop asks again at the finish
         return _CLOSES[key]
     with checker.trial() as trial:
-        found = _search(trial, max_nodes, max_length, marks_only=True)
+        found = _search(trial, _Nodes(max_nodes), max_length, marks_only=True)
     if found is None:  # more open brackets than the search reaches: all of them closed
         found = _quote_then_closers(checker)
     if len(_CLOSES) >= _MAX_CLOSES:
@@ -148,30 +178,33 @@ def _keywords(checker: Checker) -> list[str]:
     return sorted(set(literals), key=len)[:40]
 
 
-def _search(checker: Checker, max_nodes: int, max_length: int = 48, *, marks_only: bool = False) -> str | None:
+def _search(checker: Checker, nodes: _Nodes, max_length: int = 48, *, marks_only: bool = False) -> str | None:
     """Best-first over suffixes, each tried on ``checker`` and taken back (a node costs its
     suffix's length, not the text's): the shortest first, counting each bracket still open as a
     character it will need (so that closing comes before opening more); a step is a character
-    and the literal rest it forces. Gives up after ``max_nodes`` tries or past ``max_length``."""
+    and the literal rest it forces. Gives up when ``nodes`` are spent or past ``max_length``."""
     if checker.is_complete:
         return ""
     with checker.trial() as state:
         start = state.snapshot()
         opened = open_brackets(checker.text)
         open_kinds = _open_by_kind(checker.text)
+        open_quote = _open_quote(checker.text)
         if not marks_only:
             max_length = max(max_length, opened + max_length // 2)  # each bracket open needs its close
-        frontier: list[tuple[int, int, str]] = [(opened, 0, "")]
+        # Among equal costs the longest suffix first (it is as cheap and further on): a text of
+        # forty open brackets is closed in forty steps, not after every tie at each depth.
+        frontier: list[tuple[int, int, int, str]] = [(opened, 0, 0, "")]
         seen: set[str] = set()  # suffixes that differ only in a space beside a mark are one
-        nodes = 0
+        tried = 0
         while frontier:
-            _, _, suffix = heapq.heappop(frontier)
+            _, _, _, suffix = heapq.heappop(frontier)
             state.rollback(start)
             state.feed(suffix)
             parent = state.snapshot()
             for ch in _steps(state, suffix, marks_only):
-                nodes += 1
-                if nodes > max_nodes:
+                tried += 1
+                if not nodes.take():
                     return None
                 fed = state.feed(ch) == len(ch)
                 if fed and state.is_complete:
@@ -183,8 +216,8 @@ def _search(checker: Checker, max_nodes: int, max_length: int = 48, *, marks_onl
                     key = _SPACE_BY_MARK.sub("", longer)
                     if len(longer) <= max_length and key not in seen:
                         seen.add(key)
-                        cost = len(longer) + _still_open(open_kinds, longer)
-                        heapq.heappush(frontier, (cost, nodes, longer))
+                        cost = len(longer) + _still_open(open_kinds, _outside_quotes(open_quote, longer))
+                        heapq.heappush(frontier, (cost, -len(longer), tried, longer))
                 state.rollback(parent)
     return None
 
@@ -204,6 +237,25 @@ def _still_open(open_kinds: tuple[int, ...], suffix: str) -> int:
     """The brackets the text leaves open that ``suffix`` does not close, each kind apart (a ``}``
     closes no ``(``: a string of ``}}}`` was taken for the close of three)."""
     return sum(max(n + d, 0) for n, d in zip(open_kinds, _open_by_kind(suffix), strict=True))
+
+
+def _open_quote(text: str) -> str | None:
+    """The quote of a string ``text`` leaves open (an odd number of them), if any."""
+    return next((q for q in sorted(QUOTES) if len(_UNESCAPED_QUOTE[q].findall(text)) % 2 == 1), None)
+
+
+def _outside_quotes(open_quote: str | None, suffix: str) -> str:
+    """What of ``suffix`` is outside quoted text, the text before it leaving ``open_quote`` open:
+    a ``)`` inside a string closes nothing (``")))`` looked as cheap as the ``)))`` it is not)."""
+    outside = []
+    for ch in suffix:
+        if open_quote is not None:
+            open_quote = None if ch == open_quote else open_quote
+        elif ch in QUOTES:
+            open_quote = ch
+        else:
+            outside.append(ch)
+    return "".join(outside)
 
 
 def open_brackets(text: str) -> int:

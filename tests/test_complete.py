@@ -90,3 +90,24 @@ def test_a_string_of_closers_is_no_close_of_the_brackets_open() -> None:
     found = shortest_completion(checker_for(g, text))
     assert found is not None and g.is_complete(text + found)
     assert len(found) <= 17 and found.count(")") == 16
+
+
+@pytest.mark.parametrize(
+    ("opened", "prefix", "loop"),
+    [
+        # 48 deep: a ``)`` inside a string closes nothing (``")))`` looked as cheap as ``)))``), and
+        # among equal costs the search goes on from the longest text (before: ``None`` past 40).
+        (48, "SELECT a FROM t WHERE b = ", "("),
+        # 160 deep, beyond the character search: a terminal for each bracket (before: ``None``,
+        # after the searches after keywords spent 40 times the budget).
+        (160, "SELECT ", "COALESCE(a, "),
+    ],
+)
+def test_a_model_looping_on_open_brackets_is_closed(opened: int, prefix: str, loop: str) -> None:
+    g = Grammar.builtin("sqlite")
+    text = prefix + loop * opened
+    checker = g.checker(probe_from=0)  # as the guide reads: its probes answer ``expected``
+    assert checker.feed(text) == len(text)
+    found = shortest_completion(checker)
+    assert found is not None and g.is_complete(text + found)
+    assert found.count(")") == opened and len(found) <= opened + 2
