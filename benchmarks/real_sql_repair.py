@@ -40,6 +40,7 @@ Run: ``python -m benchmarks.real_sql_repair [MINI_DEV_CLONE] [--nl2sql360 CLONE]
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import logging
 import re
@@ -639,10 +640,29 @@ def score(rows: list[dict[str, Any]], items: list[Answer]) -> dict[str, Any]:
     return summarize(rows)
 
 
+def _answer_id(answer: Answer | Mapping[str, Any]) -> tuple[str, ...]:
+    """What tells an answer apart in a results file (its text is not there)."""
+    fields = ("collection", "source", "key", "model", "db_id")
+    if isinstance(answer, Answer):
+        return tuple(str(getattr(answer, f)) for f in fields)
+    return tuple(str(answer[f]) for f in fields)
+
+
+def _invalid_in(path: Path) -> set[tuple[str, ...]]:
+    """The answers a results file of this benchmark left SQLite-invalid, by our first method:
+    the rows a run with the target is then asked about (``--invalid-in``)."""
+    payload = json.loads(path.read_text(encoding="utf-8"))
+    rows = next(rows for name, rows in payload["rows"].items() if name.startswith("ours"))
+    return {_answer_id(item) for item, row in zip(payload["items"], rows, strict=True) if not row["valid"]}
+
+
 def _scores_only(row: dict[str, Any]) -> dict[str, Any]:
     """A scored row without the answer's or the output's text (an error keeps its kind only:
-    sqlglot's messages quote the SQL; tokens are counted, not listed)."""
+    sqlglot's messages quote the SQL; tokens are counted, not listed). The output's digest stays:
+    two runs can be compared row by row without the text."""
     out = {k: v for k, v in row.items() if k not in ("text", "lost", "excuses", "tokens_lost", "tokens_added")}
+    if isinstance(row.get("text"), str):
+        out["text_sha1"] = hashlib.sha1(row["text"].encode()).hexdigest()[:12]
     out["tokens_lost"] = len(row.get("tokens_lost", []))
     out["tokens_added"] = len(row.get("tokens_added", []))
     out["invented_literals"] = len(row.get("invented_literals", []))
@@ -829,6 +849,13 @@ def _parser() -> argparse.ArgumentParser:
         default=None,
         help="replay only the collections of this split (e.g. dev: NL2SQL360 spider_dev); default all",
     )
+    parser.add_argument(
+        "--invalid-in",
+        type=Path,
+        default=None,
+        metavar="RESULTS",
+        help="replay only the answers a results file of this benchmark (same sources) left SQLite-invalid",
+    )
     parser.add_argument("--results-dir", type=Path, default=None)
     parser.add_argument("--name", default=NAME, help="the results file's name (benchmarks/results/NAME.json)")
     return parser
@@ -884,10 +911,13 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
 
     items: list[Answer] = []
     counts: dict[str, dict[str, int]] = {}
+    invalid = _invalid_in(args.invalid_in) if args.invalid_in else set()
     for collection, answers in _collections(args, gold):
         rejected = sqlite_rejects(answers)
         picked = interleave(rejected, limit, args.skip)
         counts[collection] = {"answers": len(answers), "rejected": len(rejected), "replayed": len(picked)}
+        if args.invalid_in:
+            picked = [a for a in picked if _answer_id(a) in invalid]
         items += picked
         print(
             f"[{NAME}] {collection}: {len(answers)} answers, {len(rejected)} distinct ones SQLite rejects; "

@@ -180,6 +180,20 @@ def test_command_line_on_a_clone(tmp_path: Path) -> None:
     assert all(answer not in written for texts in ANSWERS.values() for answer in texts)  # ids, not answers
 
 
+def test_a_run_replays_the_answers_an_earlier_run_left_invalid(tmp_path: Path) -> None:
+    clone = _clone(tmp_path / "clone")
+    first = main([str(clone), "--quick", "--no-target", "--results-dir", str(tmp_path / "a")])
+    rows = first["rows"]["ours (target=False)"]
+    assert all(len(row["text_sha1"]) == 12 for row in rows)  # outputs compared without their text
+    written = json.loads((tmp_path / "a" / "real_sql_repair.json").read_text())
+    written["rows"]["ours (target=False)"][2]["valid"] = False  # as if this one were left invalid
+    (tmp_path / "a" / "real_sql_repair.json").write_text(json.dumps(written))
+    args = ["--invalid-in", str(tmp_path / "a" / "real_sql_repair.json"), "--results-dir", str(tmp_path / "b")]
+    again = main([str(clone), "--quick", "--no-target", *args])
+    assert again["items"] == [first["items"][2]]
+    assert again["rows"]["ours (target=False)"][0]["text_sha1"] == rows[2]["text_sha1"]
+
+
 def test_answers_to_spider_questions_are_executed_by_their_question(tmp_path: Path) -> None:
     from benchmarks.real_sql_repair import SPIDER
     from benchmarks.sql_sources import VERISQL_COLLECTION, SpiderGold
