@@ -75,7 +75,7 @@ def _pieces(state: Checker, costs: TerminalCosts) -> list[str]:
     the text ends inside it; after a space, where the text ends in a word character)."""
     text = state.text
     glued = is_word_char(text[-1:])
-    pieces: dict[str, tuple[bool, int, bool]] = {}
+    pieces: dict[str, tuple[bool, int, bool, bool]] = {}
     for terminal in state.expected():
         whole = costs.texts.get(terminal.name)
         if whole is None:
@@ -85,8 +85,10 @@ def _pieces(state: Checker, costs: TerminalCosts) -> list[str]:
         # A word glued to the word the text ends in would be one longer word (``0`` + ``0``).
         whole_pieces = [" " + whole] if glued and is_word_char(whole[:1]) else [whole, " " + whole]
         for piece in [*started, *whole_pieces]:
-            # Closing brackets first (they invent nothing), then by cost; among equal costs,
-            # marks first.
-            key = (not set(piece.strip()) <= CLOSING, cost, is_word_char(piece.strip()[:1]))
+            # Closing brackets first (they invent nothing), then by cost; among equal costs, a
+            # number (a value that needs nothing more: SQL's ``?`` is a parameter the caller
+            # must bind), then marks.
+            first = piece.strip()[:1]
+            key = (not set(piece.strip()) <= CLOSING, cost, not first.isdigit(), is_word_char(first))
             pieces[piece] = min(pieces.get(piece, key), key)
     return sorted(pieces, key=lambda p: pieces[p])

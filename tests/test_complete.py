@@ -7,6 +7,7 @@ import pytest
 
 from grammar_guide import Grammar
 from grammar_guide._complete import shortest_close, shortest_completion
+from grammar_guide._terminal_completion import terminal_completion
 
 
 def checker_for(grammar: Grammar, text: str):
@@ -111,3 +112,12 @@ def test_a_model_looping_on_open_brackets_is_closed(opened: int, prefix: str, lo
     found = shortest_completion(checker)
     assert found is not None and g.is_complete(text + found)
     assert found.count(")") == opened and len(found) <= opened + 2
+
+
+def test_the_terminal_search_writes_a_value_not_a_parameter() -> None:
+    # Among terminals of equal cost a number comes first: SQL's ``?`` (before: first, a mark) is a
+    # parameter the caller would have to bind (``cursor.execute`` fails without one).
+    g = Grammar.builtin("sqlite")
+    text = "SELECT a FROM t WHERE b = (("
+    found = terminal_completion(checker_for(g, text), g.terminal_costs)
+    assert found == "0))" and g.is_complete(text + found)
