@@ -642,10 +642,8 @@ def score(rows: list[dict[str, Any]], items: list[Answer]) -> dict[str, Any]:
 
 def _answer_id(answer: Answer | Mapping[str, Any]) -> tuple[str, ...]:
     """What tells an answer apart in a results file (its text is not there)."""
-    fields = ("collection", "source", "key", "model", "db_id")
-    if isinstance(answer, Answer):
-        return tuple(str(getattr(answer, f)) for f in fields)
-    return tuple(str(answer[f]) for f in fields)
+    fields = asdict(answer) if isinstance(answer, Answer) else answer
+    return tuple(str(fields[f]) for f in ("collection", "source", "key", "model", "db_id"))
 
 
 def _invalid_in(path: Path) -> set[tuple[str, ...]]:
@@ -915,9 +913,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     for collection, answers in _collections(args, gold):
         rejected = sqlite_rejects(answers)
         picked = interleave(rejected, limit, args.skip)
-        counts[collection] = {"answers": len(answers), "rejected": len(rejected), "replayed": len(picked)}
         if args.invalid_in:
             picked = [a for a in picked if _answer_id(a) in invalid]
+        counts[collection] = {"answers": len(answers), "rejected": len(rejected), "replayed": len(picked)}
         items += picked
         print(
             f"[{NAME}] {collection}: {len(answers)} answers, {len(rejected)} distinct ones SQLite rejects; "

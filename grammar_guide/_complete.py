@@ -2,7 +2,7 @@
 
 When the draft has stopped and no model can (or should) write the end, the text is closed with
 the fewest characters the grammar allows: ``{"x": "unterminated`` gets ``"}``, ``[1, 2, `` gets
-``0]``, ``SELECT CASE WHEN 1 THEN 2`` gets `` END``. A breadth-first search over printable
+``0]``, ``SELECT CASE WHEN 1 THEN 2`` gets `` END``. A best-first search over printable
 characters, where a large class of allowed characters (letters of a free name, digits) is tried
 through one representative, first from the text itself, then after each keyword the grammar
 expects there; each search gives up after ``max_nodes`` checker states (about 20 µs each; the
@@ -187,8 +187,8 @@ def _search(checker: Checker, nodes: _Nodes, max_length: int = 48, *, marks_only
         return ""
     with checker.trial() as state:
         start = state.snapshot()
-        opened = open_brackets(checker.text)
         open_kinds = _open_by_kind(checker.text)
+        opened = sum(open_kinds)
         open_quote = _open_quote(checker.text)
         if not marks_only:
             max_length = max(max_length, opened + max_length // 2)  # each bracket open needs its close
@@ -241,7 +241,7 @@ def _still_open(open_kinds: tuple[int, ...], suffix: str) -> int:
 
 def _open_quote(text: str) -> str | None:
     """The quote of a string ``text`` leaves open (an odd number of them), if any."""
-    return next((q for q in sorted(QUOTES) if len(_UNESCAPED_QUOTE[q].findall(text)) % 2 == 1), None)
+    return next((q for q in sorted(QUOTES) if _leaves_open(text, q)), None)
 
 
 def _outside_quotes(open_quote: str | None, suffix: str) -> str:
@@ -278,7 +278,12 @@ def _closes_quote(text: str, suffix: str, quote: str) -> bool:
     text has an odd number of them (backslash escapes aside). A quote that opens a string is no
     close: inside it every mark reads on (``!A |"`` of a logic with quoted atoms), and the search
     spent its whole budget there."""
-    return quote not in suffix and len(_UNESCAPED_QUOTE[quote].findall(text)) % 2 == 1
+    return quote not in suffix and _leaves_open(text, quote)
+
+
+def _leaves_open(text: str, quote: str) -> bool:
+    """Whether ``text`` has an odd number of ``quote`` (backslash escapes aside)."""
+    return len(_UNESCAPED_QUOTE[quote].findall(text)) % 2 == 1
 
 
 def _steps(state: Checker, suffix: str, marks_only: bool = False) -> list[str]:
