@@ -45,6 +45,7 @@ from dataclasses import dataclass, fields
 
 from ._edit_search import levenshtein
 from ._events import REWRITE_RULES, Correction, Cut, DraftSpan, Event, GrammarViolation
+from ._text import plain_space
 
 __all__ = ["Changes", "changes_of"]
 
@@ -224,10 +225,22 @@ def _correction_kind(event: Correction) -> str | None:
             return None  # a sentence left out (not the draft's answer), a word written twice once
         if event.rule == "line break" and event.text == "\n" and not event.removed:
             return "line_breaks"  # checked, not trusted: a line break and nothing else
+        if event.rule == "space" and _respaced(event.removed, event.text):
+            return None  # formatting: white space of another kind written as plain white space
         if event.rule != "inert" and not event.text.strip() and any(c.isalnum() for c in event.removed):
             return "dropped"  # words of the draft taken away, by any rule but an inert clause's (a dangling key)
         return "rewrites" if event.rule in REWRITE_RULES else _edit_kind(event)
     return "invented"
+
+
+def _respaced(removed: str, text: str) -> bool:
+    """Whether ``text`` is ``removed``, white space only, with each character of another kind
+    written as the ASCII white space it stands for (checked, not trusted)."""
+    return (
+        removed.isspace()
+        and len(text) == len(removed)
+        and all(new == old or new == plain_space(old) for old, new in zip(removed, text, strict=True))
+    )
 
 
 def _edit_kind(edit: Correction) -> str:

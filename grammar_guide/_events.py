@@ -32,7 +32,7 @@ grammar allowed only this text before the draft went on), ``finish`` (a budget r
 was completed; ``detail`` names the budget), ``stalled`` (the draft added nothing the grammar
 allows)."""
 
-EditRule = Literal["edit", "rewrite", "inert", "prose", "repeat", "resync", "line break"]
+EditRule = Literal["edit", "rewrite", "inert", "prose", "repeat", "resync", "line break", "space"]
 """What kind of repair an edit was: ``rewrite``, one of the grammar's known slips of another
 dialect rewritten to what it means (``x::int`` to ``CAST(x AS int)``: the draft's meaning kept);
 ``inert``, a rewrite that leaves out a clause of another dialect with no effect where the text
@@ -45,7 +45,10 @@ the draft wrote twice in a row (``MAX MAX(age)``) written once (nothing it meant
 lexemes dropped after which its own text reads on (``THEN x`` of ``SUM(a = 1 THEN x) - …``):
 the draft's text dropped, recorded, never faithful); ``line break``, a line break the draft's
 text lost, written where a line comment of it swallowed its code (an answer stored on one line:
-``-- Step 1: … WITH s AS (…``): the draft's words all kept, the break named)."""
+``-- Step 1: … WITH s AS (…``): the draft's words all kept, the break named); ``space``, white
+space of a kind the grammar does not take where the draft wrote it (a vertical tab, a no-break
+space, U+2009) written as the plain space or line break it stands for: formatting, the draft's
+words all kept."""
 
 #: The rules of the grammar's known slips, each written as what it means.
 REWRITE_RULES: frozenset[str] = frozenset({"rewrite", "inert"})

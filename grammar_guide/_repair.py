@@ -54,7 +54,7 @@ from ._reader import (
     trailing_word,
 )
 from ._resync import resync
-from ._text import is_word_char
+from ._text import is_word_char, plain_space
 
 __all__ = [
     "Cut",
@@ -128,6 +128,9 @@ def decide(
     is cut; and an edit after which the draft's text soon fails again, and is cut, gives way to
     the drop that loses less of it (``_outlasting``: the next ``lookahead`` decisions after each).
     """
+    spaced = _plain_spaces(checker, evidence, floor)
+    if spaced is not None:
+        return spaced
     cut = prose_cut(checker, evidence, floor)
     if cut is not None:
         return cut
@@ -186,6 +189,31 @@ def decide(
     if dropped is not None:
         return dropped
     return NeedTarget(start, at)
+
+
+def _plain_spaces(checker: Checker, evidence: str, floor: int) -> Edit | None:
+    """White space of a kind the grammar does not take (a vertical tab, a no-break space), at the
+    violation or before it (nearest first, after ``floor``), written as the plain space or line
+    break it stands for, where the checker then reads past the violation: formatting. SQLite
+    reads a no-break space as part of a name, so the violation may come words later."""
+    text = checker.text
+    joined = text + evidence
+    for at in range(len(text), max(floor, len(text) - _SPACE_REACH) - 1, -1):
+        plain = plain_space(joined[at : at + 1])
+        if plain is None:
+            continue
+        rest = joined[at + 1 :]
+        with checker.trial() as trial:
+            trial.rollback_chars(at)
+            read = trial.feed(rest) if trial.feed(plain) == len(plain) else -1
+        if at + 1 + read > len(text):
+            kept = rest[:read]
+            return Edit(at, plain, kept, joined[at], _RESPACED, unread=rest[read:], at=at, rule="space")
+    return None
+
+
+_RESPACED = "white space of another kind written as a plain space"
+_SPACE_REACH = 256  # how far before the violation white space of another kind is looked for
 
 
 #: Closing brackets alone after a complete answer: a stray close, or one the draft closed too soon

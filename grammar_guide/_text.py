@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-__all__ = ["QUOTES", "is_word_char", "line_column", "offset_of", "run_start"]
+__all__ = ["QUOTES", "is_word_char", "line_column", "offset_of", "plain_space", "run_start"]
 
 QUOTES = frozenset("'\"`")  # the quotes a grammar's strings and quoted names are written in
 
@@ -25,6 +25,20 @@ def offset_of(text: str, line: int, column: int) -> int:
         if start == 0:
             return len(text)
     return start + column - 1
+
+
+#: White space of a line's end: written as a line break, every other kind as a space.
+_LINE_ENDS = frozenset("\x1c\x1d\x1e\x85\u2028\u2029")
+
+
+def plain_space(ch: str) -> str | None:
+    """The ASCII white space ``ch`` stands for, where it is white space of another kind (a
+    vertical tab, a no-break space, U+2009 and the other Unicode spaces): ``" "``, or ``"\\n"``
+    for a line or paragraph separator; ``None`` for ASCII's own (space, tab, line breaks) and for
+    every other character."""
+    if not ch.isspace() or ch in " \t\n\r":
+        return None
+    return "\n" if ch in _LINE_ENDS else " "
 
 
 def is_word_char(ch: str) -> bool:

@@ -764,3 +764,49 @@ def test_a_rewrite_that_only_respaces_the_drafts_text_makes_no_prose_into_code()
     assert not repair._code_for_words(checker, "", edit, "SELECTFirstName x")
     invented = repair.Edit(0, "select ", "To ", "", "inserted 'select'")
     assert repair._code_for_words(checker, "", invented, "To determine how many")
+
+
+# White space of another kind: a vertical tab, a no-break space, U+2009 (pasted or decoded text).
+FOREIGN_SPACES = ["\v", "\xa0", "\u2009", "\u3000"]
+
+
+@pytest.mark.parametrize("space", FOREIGN_SPACES)
+def test_white_space_of_another_kind_is_a_plain_space_and_the_answer_stays_whole(sqlite: Grammar, space: str) -> None:
+    """It used to cut the draft's answer at the vertical tab (``SELECT name``: its FROM and WHERE
+    dropped) or to insert an operator before the no-break space (``SELECT-\\xa0name``); SQLite
+    refuses both drafts, and takes the answer with a plain space."""
+    draft = f"SELECT{space}name FROM users{space}WHERE age > 30"
+    result = guide(lambda prompt: draft, sqlite, "q", target=False)
+    assert result.text == "SELECT name FROM users WHERE age > 30"
+    assert result.faithful and result.changes.summary() == "faithful"
+    respaced = [e for e in result.events if isinstance(e, Correction) and e.rule == "space"]
+    assert [(e.removed, e.text) for e in respaced] == [(space, " "), (space, " ")]
+    assert not sqlite_oracle.check_one_statement(draft).valid
+    assert sqlite_oracle.check_one_statement(result.text).valid
+
+
+def test_a_line_separator_is_a_line_break(json_grammar: Grammar) -> None:
+    result = guide(lambda prompt: '{"a": 1,\u2028"b": 2}', json_grammar, "q", target=False)
+    assert result.text == '{"a": 1,\n"b": 2}' and result.faithful
+
+
+def test_white_space_of_another_kind_inside_a_string_is_the_string_s_own(json_grammar: Grammar) -> None:
+    """Only where the grammar does not take it: a no-break space in a JSON string is kept."""
+    draft = '{"name":\xa0"Ben\xa0Jones"}'
+    result = guide(lambda prompt: draft, json_grammar, "q", target=False)
+    assert result.text == '{"name": "Ben\xa0Jones"}' and result.faithful
+    assert json.loads(result.text) == {"name": "Ben\xa0Jones"}
+
+
+def test_a_space_rule_that_is_not_white_space_is_counted_as_an_edit() -> None:
+    """The count is checked, not trusted: a ``space`` correction that took away a word is no
+    formatting."""
+    from grammar_guide._changes import changes_of
+
+    events = [
+        Correction(0, "SELECT", source="forced", reason="forced"),
+        Correction(6, " ", source="repair", reason="violation", rule="space", removed="x"),
+    ]
+    assert changes_of(events).dropped == 1
+    events[1] = Correction(6, " ", source="repair", reason="violation", rule="space", removed="\v")
+    assert not changes_of(events).changed
