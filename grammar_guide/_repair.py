@@ -127,6 +127,11 @@ def decide(
     the draft's lexemes are dropped after which its text reads on (``_resync``), before the rest
     is cut; and an edit after which the draft's text soon fails again, and is cut, gives way to
     the drop that loses less of it (``_outlasting``: the next ``lookahead`` decisions after each).
+
+    The steps, in order (``_STEPS``): white space of another kind; prose (a sentence before, in
+    or after the answer); a run-on after a full stop; another answer after a complete one; an
+    aside; the edit at the violation; the edits the search finds; then the fewest lexemes
+    dropped (no target) or the target.
     """
     spaced = _plain_spaces(checker, evidence, floor)
     if spaced is not None:
@@ -134,61 +139,142 @@ def decide(
     cut = prose_cut(checker, evidence, floor)
     if cut is not None:
         return cut
-    text = checker.text
     at = _rejected_start(checker, evidence, floor)
-    moved = text[at:] + evidence
-    # A sentence the answer began with, a statement after it: the sentence is preamble.
-    stop = sentence_end(moved)
-    preamble = None if stop is None else _sentence_before_answer(checker, at, moved, stop, final=final, floor=floor)
-    if preamble is not None:
-        return preamble
-    # Prose first: 'The answer is 3 + 4' is no second answer after the name 'The'.
-    sentence = _leave_prose(checker, at, moved, final=final, floor=floor)
-    if sentence is None and stop is not None:
-        sentence = _sentence_ends(checker, at, moved, floor)
-    if sentence is not None:
-        return sentence
-    run_on = _full_stop(checker, at, moved, floor)
-    if run_on is not None:
-        return run_on
-    fresh = signature(text, evidence, at) != last
-    cut = another_answer_cut(checker, evidence, floor)
-    if cut is not None:
-        rewrite = (
-            _rewrite_across(checker, at, moved, final=final, floor=floor, rewrite_floor=rewrite_floor)
-            if fresh
-            else None
-        )
-        return cut if rewrite is None else rewrite
-    starts = _aside_starts(checker, _word_start(text, at, moved, floor), floor)
-    aside = next(filter(None, (_aside_cut(checker, s, evidence, final=final, floor=floor) for s in starts)), None)
-    if aside is not None and not _CLOSES_ONLY.fullmatch(moved):
-        return aside
-    local = _edit_at(checker, at, moved, final=final, floor=floor, rewrite_floor=rewrite_floor) if fresh else None
+    v = _Violation(checker, evidence, at, final, floor, last, rewrite_floor, no_target, lookahead)
+    for step in _STEPS:
+        decision = step(v)
+        if decision is not None:
+            return decision
+    return _dropped_or_target(v)
+
+
+@dataclass(frozen=True)
+class _Violation:
+    """What ``decide``'s steps read: the violation, its rejected text (``moved``, from ``at`` on)
+    and the loop's settings."""
+
+    checker: Checker
+    evidence: str
+    at: int
+    final: bool
+    floor: int
+    last: tuple[int, str] | None
+    rewrite_floor: int | None
+    no_target: bool
+    lookahead: int
+
+    @property
+    def text(self) -> str:
+        return self.checker.text
+
+    @functools.cached_property
+    def moved(self) -> str:
+        return self.text[self.at :] + self.evidence
+
+    @functools.cached_property
+    def fresh(self) -> bool:
+        """Not the same violation as the last one (where no edit is tried again)."""
+        return signature(self.text, self.evidence, self.at) != self.last
+
+    @functools.cached_property
+    def word_at(self) -> int:
+        return _word_start(self.text, self.at, self.moved, self.floor)
+
+    @functools.cached_property
+    def aside(self) -> Cut | None:
+        starts = _aside_starts(self.checker, self.word_at, self.floor)
+        cuts = (_aside_cut(self.checker, s, self.evidence, final=self.final, floor=self.floor) for s in starts)
+        return next(filter(None, cuts), None)
+
+    def outlasting(self, at: int, edit: Edit) -> Edit:
+        steps = self.lookahead * self.no_target
+        moved = self.text[at:] + self.evidence
+        return _outlasting(self.checker, at, moved, edit, final=self.final, floor=self.floor, steps=steps)
+
+
+def _preamble(v: _Violation) -> Decision | None:
+    """A sentence the answer began with, a statement after it: the sentence is preamble."""
+    stop = sentence_end(v.moved)
+    if stop is None:
+        return None
+    return _sentence_before_answer(v.checker, v.at, v.moved, stop, final=v.final, floor=v.floor)
+
+
+def _sentence(v: _Violation) -> Decision | None:
+    """Prose first: 'The answer is 3 + 4' is no second answer after the name 'The'."""
+    sentence = _leave_prose(v.checker, v.at, v.moved, final=v.final, floor=v.floor)
+    if sentence is None and sentence_end(v.moved) is not None:
+        sentence = _sentence_ends(v.checker, v.at, v.moved, v.floor)
+    return sentence
+
+
+def _run_on(v: _Violation) -> Decision | None:
+    return _full_stop(v.checker, v.at, v.moved, v.floor)
+
+
+def _another_answer(v: _Violation) -> Decision | None:
+    """Another answer after a complete one is cut, unless a rewrite reads across it."""
+    cut = another_answer_cut(v.checker, v.evidence, v.floor)
+    if cut is None:
+        return None
+    rewrite = None
+    if v.fresh:
+        rewrite = _rewrite_across(v.checker, v.at, v.moved, final=v.final, floor=v.floor, rewrite_floor=v.rewrite_floor)
+    return cut if rewrite is None else rewrite
+
+
+def _aside_first(v: _Violation) -> Decision | None:
+    """An aside is cut before any edit, but for closing brackets alone (an edit may say which)."""
+    return v.aside if not _CLOSES_ONLY.fullmatch(v.moved) else None
+
+
+def _edit_here(v: _Violation) -> Decision | None:
+    """The edit at the violation, and then the aside it gave way to."""
+    local = None
+    if v.fresh:
+        local = _edit_at(v.checker, v.at, v.moved, final=v.final, floor=v.floor, rewrite_floor=v.rewrite_floor)
     if isinstance(local, Cut):
         return local
     if local is not None:
-        return _outlasting(checker, at, moved, local, final=final, floor=floor, steps=lookahead * no_target)
-    if aside is not None:
-        return aside
-    edits = search_edits(checker, evidence, final=final, floor=floor) if fresh else []
-    if edits:
-        start = edits[0].start
-        prose = _prose_instead(checker, text, evidence, start, edits[0], floor, at=min(at, start))
-        if prose is not None:
-            return prose
-        placed = [_before_space(checker, e, floor) for e in edits]
-        placed = [replace(e, at=min(at, e.start)) for e in placed]
-        chosen = replace(placed[0], ties=tuple(placed[1:]))
-        word_at = _word_start(text, at, moved, floor)
-        return _outlasting(
-            checker, word_at, text[word_at:] + evidence, chosen, final=final, floor=floor, steps=lookahead * no_target
-        )
-    start = _word_start(text, at, moved, floor)
-    dropped = _resync_at(checker, start, text[start:] + evidence, final=final) if no_target and fresh else None
-    if dropped is not None:
-        return dropped
-    return NeedTarget(start, at)
+        return v.outlasting(v.at, local)
+    return v.aside
+
+
+def _searched(v: _Violation) -> Decision | None:
+    """The least edits the search finds, placed before the space they follow; prose instead
+    where the first would make code of it."""
+    edits = search_edits(v.checker, v.evidence, final=v.final, floor=v.floor) if v.fresh else []
+    if not edits:
+        return None
+    start = edits[0].start
+    prose = _prose_instead(v.checker, v.text, v.evidence, start, edits[0], v.floor, at=min(v.at, start))
+    if prose is not None:
+        return prose
+    placed = [_before_space(v.checker, e, v.floor) for e in edits]
+    placed = [replace(e, at=min(v.at, e.start)) for e in placed]
+    return v.outlasting(v.word_at, replace(placed[0], ties=tuple(placed[1:])))
+
+
+def _dropped_or_target(v: _Violation) -> Decision:
+    """Without a target, the fewest of the draft's lexemes dropped after which it reads on; else
+    (or where none does) the target writes at the violation's word."""
+    start = v.word_at
+    if v.no_target and v.fresh:
+        dropped = _resync_at(v.checker, start, v.text[start:] + v.evidence, final=v.final)
+        if dropped is not None:
+            return dropped
+    return NeedTarget(start, v.at)
+
+
+_STEPS: tuple[Callable[[_Violation], Decision | None], ...] = (
+    _preamble,
+    _sentence,
+    _run_on,
+    _another_answer,
+    _aside_first,
+    _edit_here,
+    _searched,
+)
 
 
 def _plain_spaces(checker: Checker, evidence: str, floor: int) -> Edit | None:
