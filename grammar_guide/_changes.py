@@ -5,7 +5,8 @@ The events are the record of where each part of the text came from (``DraftSpan`
 ``changes_of`` counts them by what they did to the draft's answer:
 
 - kept as written: the draft's text, text the grammar forces (no choice was made), a token
-  re-chosen by healing (same text), formatting undone (Markdown escapes, a backtick pair), prose
+  re-chosen by healing (same text), formatting undone (Markdown escapes, a backtick pair, white
+  space of another kind written as a plain space: a ``space`` edit), prose
   before, after or within the answer left out (never made into code), a restated answer, a word
   written twice in a row written once (``DISTINCT DISTINCT``);
 - ``rewrites``: the grammar's known slips of another dialect, rewritten to what they mean;
