@@ -300,7 +300,9 @@ class Dropped:
     not allow, replaced by a repair or the target's text) or ``prose`` (text the grammar did not
     allow that the repair left out as prose, such as ``The answer is`` before the answer: not
     the answer, so not unfaithful) or ``resync`` (the draft's lexemes dropped where no edit
-    fixed the violation, so that its text after them reads on: unfaithful) or ``replaced`` (taken back by the
+    fixed the violation, so that its text after them reads on: unfaithful) or ``space`` (white
+    space of another kind, a vertical tab or a no-break space, written as a plain space:
+    formatting) or ``replaced`` (taken back by the
     correction that wrote in its place, with no violation: a rewrite at the end of the text).
     ``offset`` is where it stood."""
 
@@ -338,13 +340,14 @@ def _origin(start: int, end: int, kind: str, index: int, event: Event) -> Origin
 def _drop_reason(event: Event, context: Context) -> str:
     """A cut's reason; ``replaced`` for text a correction took back; for rejected text, ``prose``
     where the repair left it out as prose (``The answer is`` before ``3 + 4``), ``resync`` where a
-    resynchronisation dropped it (``_resync``), else ``rejected``."""
+    resynchronisation dropped it (``_resync``), ``space`` where it was white space of another
+    kind written plain, else ``rejected``."""
     if isinstance(event, Cut):
         return event.reason
     if isinstance(event, Correction):
         return "replaced"
     repair = context.repair
-    return repair.rule if repair is not None and repair.rule in ("prose", "resync") else "rejected"
+    return repair.rule if repair is not None and repair.rule in ("prose", "resync", "space") else "rejected"
 
 
 def dropped(events: Sequence[Event], text: str) -> tuple[Dropped, ...]:

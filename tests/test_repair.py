@@ -810,3 +810,9 @@ def test_a_space_rule_that_is_not_white_space_is_counted_as_an_edit() -> None:
     assert changes_of(events).dropped == 1
     events[1] = Correction(6, " ", source="repair", reason="violation", rule="space", removed="\v")
     assert not changes_of(events).changed
+
+
+def test_white_space_written_plain_is_dropped_as_space_not_rejected(sqlite: Grammar) -> None:
+    result = guide(lambda prompt: "SELECT name\vFROM users", sqlite, "q", target=False)
+    assert [(d.text, d.reason) for d in result.dropped] == [("\v", "space")]
+    assert [o.rule for o in result.origins if o.source == "repair"] == ["space"]
