@@ -16,7 +16,7 @@ import re
 
 from ._checker import Checker
 from ._terminal_completion import terminal_completion
-from ._text import QUOTES
+from ._text import QUOTES, leaves_open, open_quote
 
 __all__ = ["closing_brackets", "open_brackets", "shortest_close", "shortest_completion"]
 
@@ -189,7 +189,7 @@ def _search(checker: Checker, nodes: _Nodes, max_length: int = 48, *, marks_only
         start = state.snapshot()
         open_kinds = _open_by_kind(checker.text)
         opened = sum(open_kinds)
-        open_quote = _open_quote(checker.text)
+        quote = open_quote(checker.text)
         if not marks_only:
             max_length = max(max_length, opened + max_length // 2)  # each bracket open needs its close
         # Among equal costs the longest suffix first (it is as cheap and further on): a text of
@@ -216,7 +216,7 @@ def _search(checker: Checker, nodes: _Nodes, max_length: int = 48, *, marks_only
                     key = _SPACE_BY_MARK.sub("", longer)
                     if len(longer) <= max_length and key not in seen:
                         seen.add(key)
-                        cost = len(longer) + _still_open(open_kinds, _outside_quotes(open_quote, longer))
+                        cost = len(longer) + _still_open(open_kinds, _outside_quotes(quote, longer))
                         heapq.heappush(frontier, (cost, -len(longer), tried, longer))
                 state.rollback(parent)
     return None
@@ -237,11 +237,6 @@ def _still_open(open_kinds: tuple[int, ...], suffix: str) -> int:
     """The brackets the text leaves open that ``suffix`` does not close, each kind apart (a ``}``
     closes no ``(``: a string of ``}}}`` was taken for the close of three)."""
     return sum(max(n + d, 0) for n, d in zip(open_kinds, _open_by_kind(suffix), strict=True))
-
-
-def _open_quote(text: str) -> str | None:
-    """The quote of a string ``text`` leaves open (an odd number of them), if any."""
-    return next((q for q in sorted(QUOTES) if _leaves_open(text, q)), None)
 
 
 def _outside_quotes(open_quote: str | None, suffix: str) -> str:
@@ -270,20 +265,12 @@ def _forced(state: Checker) -> str:
     return forced[: state.feed(forced)] if forced else ""
 
 
-_UNESCAPED_QUOTE = {q: re.compile(rf"(?<!\\){re.escape(q)}") for q in QUOTES}
-
-
 def _closes_quote(text: str, suffix: str, quote: str) -> bool:
     """Whether ``quote`` may close a string the text left open: the suffix wrote none, and the
     text has an odd number of them (backslash escapes aside). A quote that opens a string is no
     close: inside it every mark reads on (``!A |"`` of a logic with quoted atoms), and the search
     spent its whole budget there."""
-    return quote not in suffix and _leaves_open(text, quote)
-
-
-def _leaves_open(text: str, quote: str) -> bool:
-    """Whether ``text`` has an odd number of ``quote`` (backslash escapes aside)."""
-    return len(_UNESCAPED_QUOTE[quote].findall(text)) % 2 == 1
+    return quote not in suffix and leaves_open(text, quote)
 
 
 def _steps(state: Checker, suffix: str, marks_only: bool = False) -> list[str]:

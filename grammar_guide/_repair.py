@@ -54,7 +54,7 @@ from ._reader import (
     trailing_word,
 )
 from ._resync import resync
-from ._text import is_word_char, plain_space
+from ._text import is_word_char, open_quote, plain_space
 
 __all__ = [
     "Cut",
@@ -280,14 +280,15 @@ _STEPS: tuple[Callable[[_Violation], Decision | None], ...] = (
 def _plain_spaces(checker: Checker, evidence: str, floor: int) -> Edit | None:
     """White space of a kind the grammar does not take (a vertical tab, a no-break space), at the
     violation or before it (nearest first, after ``floor``), written as the plain space or line
-    break it stands for, where the checker then reads past the violation: formatting. SQLite
-    reads a no-break space as part of a name, so the violation may come words later."""
+    break it stands for, outside quotes, where the checker then reads past the violation:
+    formatting. SQLite reads a no-break space as part of a name, so the violation may come words
+    later."""
     text = checker.text
     joined = text + evidence
     for at in range(len(text), max(floor, len(text) - _SPACE_REACH) - 1, -1):
         plain = plain_space(joined[at : at + 1])
-        if plain is None:
-            continue
+        if plain is None or open_quote(joined[floor:at]) is not None:
+            continue  # (inside a string it is the string's: a raw form feed is escaped, not spaced)
         rest = joined[at + 1 :]
         with checker.trial() as trial:
             trial.rollback_chars(at)

@@ -2,11 +2,32 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 
-__all__ = ["QUOTES", "is_word_char", "line_column", "offset_of", "plain_space", "run_start"]
+__all__ = [
+    "QUOTES",
+    "is_word_char",
+    "leaves_open",
+    "line_column",
+    "offset_of",
+    "open_quote",
+    "plain_space",
+    "run_start",
+]
 
 QUOTES = frozenset("'\"`")  # the quotes a grammar's strings and quoted names are written in
+_UNESCAPED_QUOTE = {q: re.compile(rf"(?<!\\){re.escape(q)}") for q in QUOTES}
+
+
+def leaves_open(text: str, quote: str) -> bool:
+    """Whether ``text`` has an odd number of ``quote`` (backslash escapes aside)."""
+    return len(_UNESCAPED_QUOTE[quote].findall(text)) % 2 == 1
+
+
+def open_quote(text: str) -> str | None:
+    """The quote of a string ``text`` leaves open (an odd number of them), if any."""
+    return next((q for q in sorted(QUOTES) if leaves_open(text, q)), None)
 
 
 def line_column(text: str, offset: int) -> tuple[int, int]:

@@ -816,3 +816,12 @@ def test_white_space_written_plain_is_dropped_as_space_not_rejected(sqlite: Gram
     result = guide(lambda prompt: "SELECT name\vFROM users", sqlite, "q", target=False)
     assert [(d.text, d.reason) for d in result.dropped] == [("\v", "space")]
     assert [o.rule for o in result.origins if o.source == "repair"] == ["space"]
+
+
+def test_a_raw_form_feed_inside_a_string_is_the_string_s_not_a_space(sqlite: Grammar, json_grammar: Grammar) -> None:
+    """Inside quotes white space of another kind is the string's: JSON escapes a raw form feed
+    (``"p\\fq"``), it is not spaced; outside them it is a space."""
+    result = guide(lambda prompt: '{"b": "p\fq"}', json_grammar, "q", target=False)
+    assert json.loads(result.text) == {"b": "p\fq"}
+    result = guide(lambda prompt: '{"b":\f"pq"}', json_grammar, "q", target=False)
+    assert result.text == '{"b": "pq"}' and result.faithful
