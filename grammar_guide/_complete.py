@@ -239,15 +239,15 @@ def _still_open(open_kinds: tuple[int, ...], suffix: str) -> int:
     return sum(max(n + d, 0) for n, d in zip(open_kinds, _open_by_kind(suffix), strict=True))
 
 
-def _outside_quotes(open_quote: str | None, suffix: str) -> str:
-    """What of ``suffix`` is outside quoted text, the text before it leaving ``open_quote`` open:
+def _outside_quotes(quote: str | None, suffix: str) -> str:
+    """What of ``suffix`` is outside quoted text, the text before it leaving ``quote`` open:
     a ``)`` inside a string closes nothing (``")))`` looked as cheap as the ``)))`` it is not)."""
     outside = []
     for ch in suffix:
-        if open_quote is not None:
-            open_quote = None if ch == open_quote else open_quote
+        if quote is not None:
+            quote = None if ch == quote else quote
         elif ch in QUOTES:
-            open_quote = ch
+            quote = ch
         else:
             outside.append(ch)
     return "".join(outside)

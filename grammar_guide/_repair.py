@@ -172,6 +172,11 @@ class _Violation:
         return self.text[self.at :] + self.evidence
 
     @functools.cached_property
+    def stop(self) -> int | None:
+        """Where the first sentence of the rejected text ends, if it does."""
+        return sentence_end(self.moved)
+
+    @functools.cached_property
     def fresh(self) -> bool:
         """Not the same violation as the last one (where no edit is tried again)."""
         return signature(self.text, self.evidence, self.at) != self.last
@@ -194,16 +199,15 @@ class _Violation:
 
 def _preamble(v: _Violation) -> Decision | None:
     """A sentence the answer began with, a statement after it: the sentence is preamble."""
-    stop = sentence_end(v.moved)
-    if stop is None:
+    if v.stop is None:
         return None
-    return _sentence_before_answer(v.checker, v.at, v.moved, stop, final=v.final, floor=v.floor)
+    return _sentence_before_answer(v.checker, v.at, v.moved, v.stop, final=v.final, floor=v.floor)
 
 
 def _sentence(v: _Violation) -> Decision | None:
     """Prose first: 'The answer is 3 + 4' is no second answer after the name 'The'."""
     sentence = _leave_prose(v.checker, v.at, v.moved, final=v.final, floor=v.floor)
-    if sentence is None and sentence_end(v.moved) is not None:
+    if sentence is None and v.stop is not None:
         sentence = _sentence_ends(v.checker, v.at, v.moved, v.floor)
     return sentence
 

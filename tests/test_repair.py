@@ -818,7 +818,7 @@ def test_white_space_written_plain_is_dropped_as_space_not_rejected(sqlite: Gram
     assert [o.rule for o in result.origins if o.source == "repair"] == ["space"]
 
 
-def test_a_raw_form_feed_inside_a_string_is_the_string_s_not_a_space(sqlite: Grammar, json_grammar: Grammar) -> None:
+def test_a_raw_form_feed_inside_a_string_is_the_string_s_not_a_space(json_grammar: Grammar) -> None:
     """Inside quotes white space of another kind is the string's: JSON escapes a raw form feed
     (``"p\\fq"``), it is not spaced; outside them it is a space."""
     result = guide(lambda prompt: '{"b": "p\fq"}', json_grammar, "q", target=False)
