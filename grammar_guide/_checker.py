@@ -33,6 +33,7 @@ from ._feed_costs import FeedCosts
 from ._rewrites import Rewrite
 from ._text import is_word_char, line_column, run_start
 from .compiler.compile import PROBE_IDS, PROBE_MARKERS, Terminal
+from .compiler.completion_chart import CompletionChart
 from .compiler.matcher import ByteMatcherFactory, regex_accepts_prefix
 from .compiler.terminal_costs import TerminalCosts
 
@@ -68,6 +69,8 @@ class CheckedGrammar(Protocol):
     def keywords(self) -> frozenset[str]: ...
     @property
     def terminal_costs(self) -> TerminalCosts | None: ...
+    @property
+    def completion_chart(self) -> CompletionChart | None: ...
     @property
     def probe_matchers(self) -> tuple[ByteMatcherFactory, Mapping[tuple[int, int], str]] | None: ...
     def new_matcher(self) -> llg.LLMatcher: ...

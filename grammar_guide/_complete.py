@@ -54,7 +54,8 @@ def shortest_completion(checker: Checker, *, max_nodes: int = 4_000) -> str | No
         return best
     # A terminal for each bracket open, at least: a model looping ``((((`` leaves hundreds.
     depth = 64 + max(opened, 0)
-    return terminal_completion(checker, costs, max_tries=400 + depth, max_depth=depth)
+    chart = checker.grammar.completion_chart
+    return terminal_completion(checker, costs, chart=chart, max_tries=400 + depth, max_depth=depth)
 
 
 class _Nodes:

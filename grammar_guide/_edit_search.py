@@ -35,6 +35,7 @@ from ._lexemes import (
     OPERATOR_SYNONYMS,
     is_operator,
     is_word,
+    keywords_in_capitals,
     merges,
     splits_operator,
     word_becomes_other,
@@ -1316,8 +1317,7 @@ def _keyword_spellings(checker: Checker, start: int, before: str, keywords: froz
     case, where the draft writes its keywords in capitals (most of the last six before ``start``):
     an inserted keyword is written as the draft writes them (``ELSE 0 END`` after ``CASE WHEN …
     ELSE``); empty otherwise (a literal of one case, JSON's ``null``, is never respelt)."""
-    words = [w for w in _WORD_RUN.findall(before[-200:]) if w.lower() in keywords][-6:]
-    if not words or sum(w.isupper() for w in words) * 2 <= len(words):
+    if not keywords_in_capitals(before, keywords):
         return {}
     return {literal.lower(): literal for literal in _expected_literals(checker, start, like="A")}
 

@@ -36,6 +36,7 @@ from ._json_schema import SOLIDUS_REWRITE, llguidance_schema, refused_value
 from ._lexemes import keywords_of
 from ._rewrites import Rewrite, load_rewrites
 from .compiler.compile import Lexer, Terminal, compile_lark, probe_grammar, validate
+from .compiler.completion_chart import CompletionChart
 from .compiler.load import load_lark
 from .compiler.matcher import ByteMatcherFactory, regex_start_bytes
 from .compiler.terminal_costs import TerminalCosts
@@ -318,6 +319,15 @@ class Grammar:
             return None
         rules = ((r.origin.name, [(s.name, s.is_term) for s in r.expansion]) for r in self._lark.rules)
         return TerminalCosts.of(self.terminals, rules)
+
+    @functools.cached_property
+    def completion_chart(self) -> CompletionChart | None:
+        """What the terminal-at-a-time completion reads the text's open rules with (``None``: not
+        a Lark grammar)."""
+        if self._lark is None:
+            return None
+        rules = ((r.origin.name, [s.name for s in r.expansion]) for r in self._lark.rules)
+        return CompletionChart.of(self.terminals, rules, start=self._lark.options.start[0], ignored=self.ignored_text)
 
     @functools.cached_property
     def keywords(self) -> frozenset[str]:

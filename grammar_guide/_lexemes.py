@@ -17,6 +17,7 @@ __all__ = [
     "OPERATOR_SYNONYMS",
     "is_operator",
     "is_word",
+    "keywords_in_capitals",
     "keywords_of",
     "merges",
     "splits_operator",
@@ -90,6 +91,17 @@ def is_operator(lexeme: str) -> bool:
 def keywords_of(literals: Iterable[str]) -> frozenset[str]:
     """The grammar's keywords (its literal terminals that are words), lower case."""
     return frozenset(lit.lower() for lit in literals if is_word(lit))
+
+
+_WORD_RUN = re.compile(r"[A-Za-z_]+")
+_KEYWORDS_READ = 6  # the draft's last keywords whose case says how it writes them
+
+
+def keywords_in_capitals(text: str, keywords: frozenset[str]) -> bool:
+    """Whether ``text`` writes the grammar's keywords in capitals (most of its last six, in its last
+    200 characters): a keyword inserted is then written so (``ELSE 0 END`` after ``CASE WHEN``)."""
+    words = [w for w in _WORD_RUN.findall(text[-200:]) if w.lower() in keywords][-_KEYWORDS_READ:]
+    return bool(words) and sum(w.isupper() for w in words) * 2 > len(words)
 
 
 def word_becomes_other(word: str, literal: str, keywords: frozenset[str]) -> bool:

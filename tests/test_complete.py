@@ -121,3 +121,31 @@ def test_the_terminal_search_writes_a_value_not_a_parameter() -> None:
     text = "SELECT a FROM t WHERE b = (("
     found = terminal_completion(checker_for(g, text), g.terminal_costs)
     assert found == "0))" and g.is_complete(text + found)
+
+
+@pytest.mark.parametrize(
+    ("text", "completion"),
+    [
+        ("SELECT CASE a | b | c | d |", "0 WHEN 0 THEN 0 END"),
+        ("SELECT COUNT(CASE WHEN x = 1", " THEN 0 END)"),
+        ("select case a | b |", "0 when 0 then 0 end"),  # keywords in the case the text writes them
+    ],
+)
+def test_the_chart_leads_the_terminal_search_through_the_construct_still_open(text: str, completion: str) -> None:
+    # Ranked by what each terminal's own rule needs after it, an operator then a number looked
+    # cheapest: the search wrote ``0 & 0 & 0 …`` to its depth and spent its budget (5 s on the
+    # first text) finding nothing. The chart counts the CASE's WHEN … END in every terminal's
+    # cost: a try a terminal.
+    g = Grammar.builtin("sqlite")
+    checker = g.checker(probe_from=0)
+    assert checker.feed(text) == len(text)
+    found = terminal_completion(checker, g.terminal_costs, chart=g.completion_chart, max_tries=8)
+    assert found == completion and g.is_complete(text + found)
+    assert terminal_completion(checker, g.terminal_costs, max_tries=8) is None
+
+
+def test_the_terminal_search_finishes_a_keyword_the_text_ends_inside() -> None:
+    g = Grammar.builtin("sqlite")
+    text = "SELECT a FROM t WHERE x BETW"
+    found = terminal_completion(checker_for(g, text), g.terminal_costs, chart=g.completion_chart, max_tries=8)
+    assert found == "EEN 0 AND 0" and g.is_complete(text + found)

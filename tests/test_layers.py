@@ -16,6 +16,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "grammar_guide"
 GRAMMAR_LAYER = [
     "_errors",
     "_text",
+    "_lexemes",
     "compiler.regex",
     "compiler.charclass",
     "compiler.unicode_classes",
@@ -33,6 +34,7 @@ GRAMMAR_LAYER = [
     "compiler.character_level",
     "compiler.compile",
     "compiler.terminal_costs",
+    "compiler.completion_chart",
     "compiler.first_path",
     "compiler.postlex",
     "compiler.lalr",

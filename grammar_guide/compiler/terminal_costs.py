@@ -16,6 +16,7 @@ from .compile import Terminal
 __all__ = ["CLOSING", "TerminalCosts", "shortest_text"]
 
 _UNKNOWN = 1 << 20
+_SURROGATES = (0xD800, 0xDFFF)  # code points no UTF-8 text holds
 CLOSING = frozenset(")]}")  # a symbol no finite text derives (or one the search knows nothing of)
 
 
@@ -79,6 +80,8 @@ def _regex_text(pattern: str) -> str | None:
                 return text
             for lo, hi, target in dfa.edges[state]:
                 cp = max(lo, 0x20) if hi >= 0x20 else lo
+                if _SURROGATES[0] <= cp <= _SURROGATES[1]:  # no text holds one: the next past them
+                    cp = _SURROGATES[1] + 1
                 if target not in seen and cp <= hi:
                     seen.add(target)
                     next_frontier.append((target, text + chr(cp)))
