@@ -87,3 +87,23 @@ def test_violation_bench_repairs_its_one_comma():
     assert run_once(grammar, clean, clean)["corrections"] == 0
     broken = run_once(grammar, bad, clean)  # asserts the result is the clean text
     assert broken["corrections"] == 1 and broken["draft_calls"] <= 2
+
+
+def test_sql_completion_cuts_and_completes_a_query(tmp_path):
+    # Its own data is a clone of Spider's evaluation repository: here a file of the same shape.
+    from benchmarks.sql_completion import complete, cuts, gold_queries
+
+    (tmp_path / "database").mkdir()
+    (tmp_path / "database" / "dev_gold.sql").write_text(
+        "SELECT CASE WHEN a > 1 THEN 'x' ELSE 'y' END FROM t\tdb\nSELECT count(*) FROM singer\tconcert_singer\n"
+    )
+    queries = gold_queries(tmp_path)
+    assert queries == ["SELECT CASE WHEN a > 1 THEN 'x' ELSE 'y' END FROM t", "SELECT count(*) FROM singer"]
+    grammar = Grammar.builtin("sqlite")
+    prefixes = cuts(queries * 20, 40, 0, grammar)
+    assert prefixes and all(any(q.startswith(p) for q in queries) for p in prefixes)
+    for prefix in prefixes[:3]:
+        row = complete(grammar, prefix, True)
+        assert row["found"] and row["sqlite_takes"]
+    before = complete(grammar, min(prefixes, key=len), False)  # the ranking before, on the easiest cut
+    assert before["found"] and before["sqlite_takes"]
