@@ -1335,7 +1335,8 @@ def _candidates(
 ) -> list[_Option]:
     """Edits at the start of ``draft`` (after the first ``start`` characters of ``checker``'s
     text), as ``_Option``s. Keywords the grammar expects are inserted, or replace the next lexeme
-    where that is a slip of it (a misspelt keyword, an operator another language writes); a name,
+    where that is a slip of it (a misspelt keyword, an operator another language writes; the one
+    keyword the grammar takes there, ``BY`` after ``GROUP``, costs nothing); a name,
     or a name with spaces, may be quoted whole; the next lexeme dropped (for no lexeme where it
     repeats the word before it). Each costs the lexemes it changes (``_cost``); ``known``: the
     names with spaces the text wrote quoted (``quoted_names``); ``rejected``: the word the
@@ -1347,6 +1348,7 @@ def _candidates(
     out: list[_Option] = []
     before = checker.text[:start]
     literals = dict.fromkeys(_expected_literals(checker, start, like=word))
+    forced = _forced_keyword(checker, start)
     spellings = _keyword_spellings(checker, start, before, keywords)
     point = _qualifier_point(before, draft)  # a qualified name's '.' is never replaced
     for literal in sorted(literals, key=lambda mark: not _written_after_word(before, mark, draft)):
@@ -1362,7 +1364,7 @@ def _candidates(
         lead = " " if is_word_char(literal[0]) and is_word_char(before[-1:]) else ""  # 'ELSE 0 END', not '0END'
         # A word written where the draft has none is invented: it costs more than a lexeme of the
         # draft dropped (``FROM ORDER BY`` is not ``FROM FULL ORDER BY``, a keyword made a name).
-        invented = _invented_lexemes(literal)
+        invented = 0 if literal.lower() == forced else _invented_lexemes(literal)
         written = spellings.get(literal.lower(), literal) if literal.isalpha() else literal
         out.append((lead + written + sep, 0, f"inserted {written!r}", _cost(invented, len(literal) + 2), "edit"))
         replaced = None if point else _replacement_cost(word, literal, keywords)
@@ -1807,6 +1809,17 @@ def _distance(word: str, literal: str) -> int:
         return 1
     folded = levenshtein(word.lower(), literal.lower(), transpositions=True)
     return folded if folded or word == literal else 1
+
+
+def _forced_keyword(checker: Checker, upto: int) -> str | None:
+    """The keyword (in small letters) that is the one terminal the grammar takes after the first
+    ``upto`` characters of ``checker``'s text (``BY`` after ``GROUP``), if one is: the draft's own
+    keyword before it means it, so writing it invents nothing."""
+    expected = checker.expected(upto)
+    if len(expected) != 1:
+        return None
+    literal = expected[0].literal
+    return literal.lower() if literal and is_word(literal) else None
 
 
 def _expected_literals(checker: Checker, upto: int, like: str = "") -> list[str]:

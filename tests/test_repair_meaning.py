@@ -304,3 +304,22 @@ def test_a_close_after_a_complete_answer_says_where_its_bracket_ends(
         )
         rows = db.execute(result.text).fetchall()
     assert rows == names
+
+
+@pytest.mark.parametrize(
+    ("draft", "repaired"),
+    [
+        # BY is the one word SQLite takes after GROUP: writing it invents nothing the draft's GROUP
+        # did not say. It cost as much as any invented word, more than GROUP dropped (the grouping
+        # lost: ``FROM t a HAVING``, ``a`` made the table's alias).
+        ("SELECT a FROM t GROUP a HAVING COUNT(*) > 1", "SELECT a FROM t GROUP BY a HAVING COUNT(*) > 1"),
+        ("SELECT COUNT(*) FROM t GROUP a", "SELECT COUNT(*) FROM t GROUP BY a"),
+        ("SELECT a FROM t ORDER a DESC", "SELECT a FROM t ORDER BY a DESC"),
+    ],
+)
+def test_the_one_keyword_the_grammar_takes_is_written_not_the_draft_s_dropped(
+    sqlite: Grammar, draft: str, repaired: str
+) -> None:
+    result = _guided(sqlite, draft)
+    assert result.text == repaired and sqlite_oracle.check_one_statement(result.text).valid
+    assert not result.dropped
