@@ -43,6 +43,7 @@ from ._lexemes import (
 )
 from ._reader import sentence_start, string_past_code_end
 from ._text import QUOTES, is_word_char, run_start
+from .compiler.compile import Terminal
 
 __all__ = [
     "Edit",
@@ -1347,8 +1348,9 @@ def _candidates(
     word = lexeme.group() if lexeme else ""
     out: list[_Option] = []
     before = checker.text[:start]
-    literals = dict.fromkeys(_expected_literals(checker, start, like=word))
-    forced = _forced_keyword(checker, start)
+    expected = checker.expected(start)
+    literals = dict.fromkeys(_literals_of(expected, like=word))
+    forced = _forced_keyword(expected)
     spellings = _keyword_spellings(checker, start, before, keywords)
     point = _qualifier_point(before, draft)  # a qualified name's '.' is never replaced
     for literal in sorted(literals, key=lambda mark: not _written_after_word(before, mark, draft)):
@@ -1811,11 +1813,10 @@ def _distance(word: str, literal: str) -> int:
     return folded if folded or word == literal else 1
 
 
-def _forced_keyword(checker: Checker, upto: int) -> str | None:
-    """The keyword (in small letters) that is the one terminal the grammar takes after the first
-    ``upto`` characters of ``checker``'s text (``BY`` after ``GROUP``), if one is: the draft's own
-    keyword before it means it, so writing it invents nothing."""
-    expected = checker.expected(upto)
+def _forced_keyword(expected: list[Terminal]) -> str | None:
+    """The keyword (in small letters) that is the one terminal ``expected`` holds, where it is
+    one (``BY`` after ``GROUP``): the draft's own keyword before it means it, so writing it invents
+    nothing."""
     if len(expected) != 1:
         return None
     literal = expected[0].literal
@@ -1825,8 +1826,14 @@ def _forced_keyword(checker: Checker, upto: int) -> str | None:
 def _expected_literals(checker: Checker, upto: int, like: str = "") -> list[str]:
     """Literal terminals expected after the first ``upto`` characters of ``checker``'s text;
     case-insensitive ones in ``like``'s case."""
+    return _literals_of(checker.expected(upto), like)
+
+
+def _literals_of(expected: list[Terminal], like: str = "") -> list[str]:
+    """The literals of ``expected`` (case-insensitive ones in ``like``'s case), and the operators
+    another language writes for ``like`` that a pattern among them matches."""
     literals = []
-    for terminal in checker.expected(upto):
+    for terminal in expected:
         if terminal.literal:
             literal = terminal.literal
             if terminal.case_insensitive and like:

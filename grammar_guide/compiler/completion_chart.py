@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 
 from .matcher import regex_accepts_prefix
 from .terminal import Terminal
-from .terminal_costs import shortest_text
+from .terminal_costs import least_sizes, shortest_text
 
 __all__ = ["Column", "CompletionChart"]
 
@@ -44,6 +44,7 @@ class Column:
     by_next: dict[str, list[_Item]]  # items by the symbol after their dot
     origins: list[Column]  # the columns before this one, oldest first
     _needs: dict[str, int] | None = field(default=None, repr=False)
+    _costs: dict[str, int] | None = field(default=None, repr=False)
 
 
 @dataclass(frozen=True)
@@ -73,7 +74,7 @@ class CompletionChart:
         that names a terminal is one)."""
         read = tuple((origin, tuple(expansion)) for origin, expansion in rules)
         texts = {name: text for name, t in terminals.items() if (text := shortest_text(t)) is not None}
-        least = _least_sizes(read, texts)
+        least = least_sizes(read, texts)
         by_origin: dict[str, list[int]] = {}
         for index, (origin, _) in enumerate(read):
             by_origin.setdefault(origin, []).append(index)
@@ -130,7 +131,10 @@ class CompletionChart:
 
     def costs(self, column: Column) -> dict[str, int]:
         """Per terminal the chart expects next: the fewest characters of a whole text that writes
-        it next, counted from ``column`` (its own shortest text included)."""
+        it next, counted from ``column`` (its own shortest text included). Read once a column:
+        the search asks again of the column before the text's last terminal."""
+        if column._costs is not None:
+            return column._costs
         columns = [*column.origins, column]
         found: dict[str, int] = {}
         for name, items in column.by_next.items():
@@ -142,6 +146,7 @@ class CompletionChart:
             )
             if after < _UNKNOWN:
                 found[name] = len(text) + after
+        column._costs = found
         return found
 
     # -- Earley ------------------------------------------------------------------------------
@@ -256,20 +261,6 @@ class CompletionChart:
                     heapq.heappush(heap, (cost + tail, child))
         column._needs = needs
         return needs
-
-
-def _least_sizes(rules: Sequence[tuple[str, tuple[str, ...]]], texts: Mapping[str, str]) -> dict[str, int]:
-    """The fewest characters each symbol derives: a least fixed point (a terminal with no known
-    text derives nothing the search can write)."""
-    least = {name: len(text) for name, text in texts.items()}
-    changed = True
-    while changed:
-        changed = False
-        for origin, expansion in rules:
-            size = sum(least.get(symbol, _UNKNOWN) for symbol in expansion)
-            if size < least.get(origin, _UNKNOWN):
-                least[origin], changed = size, True
-    return least
 
 
 def _tail_sizes(expansion: tuple[str, ...], least: Mapping[str, int]) -> tuple[int, ...]:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from .automaton import dfa_of
 from .compile import Terminal
 
-__all__ = ["CLOSING", "TerminalCosts", "shortest_text"]
+__all__ = ["CLOSING", "TerminalCosts", "least_sizes", "shortest_text"]
 
 _UNKNOWN = 1 << 20
 _SURROGATES = (0xD800, 0xDFFF)  # code points no UTF-8 text holds
@@ -37,19 +37,12 @@ class TerminalCosts:
         """From the grammar's terminals and its rules as ``(origin, [(symbol, is_terminal), ...])``."""
         rules = list(rules)
         texts = {name: text for name, t in terminals.items() if (text := shortest_text(t)) is not None}
-        least: dict[str, int] = {}
-        changed = True
-        while changed:  # the fewest characters each rule derives: a least fixed point
-            changed = False
-            for origin, expansion in rules:
-                size = sum(_size(symbol, term, texts, least) for symbol, term in expansion)
-                if size < least.get(origin, _UNKNOWN):
-                    least[origin], changed = size, True
+        least = least_sizes([(origin, [symbol for symbol, _ in expansion]) for origin, expansion in rules], texts)
         tails: dict[str, int] = {}
         for _, expansion in rules:
             for i, (symbol, term) in enumerate(expansion):
                 if term:
-                    rest = sum(_size(s, t, texts, least) for s, t in expansion[i + 1 :])
+                    rest = sum(least.get(s, _UNKNOWN) for s, _ in expansion[i + 1 :])
                     tails[symbol] = max(tails.get(symbol, 0), rest)
         return cls(texts, tails)
 
@@ -58,11 +51,18 @@ class TerminalCosts:
         return _UNKNOWN if text is None else len(text) + self.tails.get(name, 0)
 
 
-def _size(symbol: str, terminal: bool, texts: dict[str, str], least: dict[str, int]) -> int:
-    if terminal:
-        text = texts.get(symbol)
-        return _UNKNOWN if text is None else len(text)
-    return least.get(symbol, _UNKNOWN)
+def least_sizes(rules: Sequence[tuple[str, Sequence[str]]], texts: Mapping[str, str]) -> dict[str, int]:
+    """The fewest characters each symbol derives (a terminal: its shortest text; one with none
+    derives nothing a search can write): a least fixed point over ``(origin, [symbol, ...])``."""
+    least = {name: len(text) for name, text in texts.items()}
+    changed = True
+    while changed:
+        changed = False
+        for origin, expansion in rules:
+            size = sum(least.get(symbol, _UNKNOWN) for symbol in expansion)
+            if size < least.get(origin, _UNKNOWN):
+                least[origin], changed = size, True
+    return least
 
 
 @functools.lru_cache(maxsize=1024)
