@@ -1170,12 +1170,15 @@ def search_edits(checker: Checker, evidence: str, *, final: bool, floor: int = 0
     (``SELECT (COUNT(*) FROM t`` meant ``SELECT (SELECT COUNT(*) FROM t``); empty if none.
 
     Candidates are ranked by how far into the draft's text (the accepted text from the edit on,
-    then the evidence) the checker reads after the edit, then by the smaller edit. All the edits
-    of the best rank are returned (the evidence cannot choose between them; a target model may):
-    of a finished draft, one that leaves its whole text complete first (`` COUNT(x) = 1``: not
-    ``ATTACH`` put before it, which wants ``AS name`` after), then one whose words the draft wrote
-    itself (``SELECT``, where a subquery has it, not ``DETACH``), then the one nearest the violation.
-    An edit must read at least ``_MIN_READ`` lexemes of the evidence, or all of a finished draft's text.
+    then the evidence) the checker reads after the edit, then by the fewer lexemes changed; of a
+    finished draft, then one that leaves its whole text complete or to be closed by marks alone
+    (``BETWEEN 1 AND 5``, not the shorter ``BETWEEN 1 & 5``, which only an invented ``AND x``
+    could finish), then by the fewer
+    characters. All the edits of the best rank are returned (the evidence cannot choose between
+    them; a target model may): of those, one whose words the draft wrote itself first
+    (``SELECT``, where a subquery has it, not ``DETACH``), then the one nearest the violation.
+    An edit must read at least ``_MIN_READ`` lexemes of the evidence, or all of a finished draft's
+    text, which it leaves complete or to be closed by marks alone.
     """
     text = checker.text
     lexemes = _last_lexemes(text, _SEARCH_LEXEMES, checker.grammar.ignored_text)
@@ -1206,25 +1209,36 @@ def search_edits(checker: Checker, evidence: str, *, final: bool, floor: int = 0
             if _opens_unclosed(insert, rest[:accepted]) or _empty_before_closer(text[:start], insert, rest):
                 continue
             read_evidence = read + skip - (len(text) - start)
-            whole = final and accepted == len(rest) and complete
-            if not whole and len(_TOKEN.findall(evidence[: max(read_evidence, 0)])) < _MIN_READ:
+            # (Of a finished draft, an edit that reads all its text and leaves it complete, or
+            # to be closed by marks alone, needs read no more of it.)
+            ends = final and accepted == len(rest) and (complete or _closes_by_marks(checker, start, insert + rest))
+            if not ends and len(_TOKEN.findall(evidence[: max(read_evidence, 0)])) < _MIN_READ:
                 continue
             edit = Edit(start, insert, rest[:accepted], draft[:skip], description, rest[accepted:], rule=rule)
-            ranked.append(((start + skip + read, -cost, whole, _words_written(insert, written), start), edit))
+            lexemes = cost // _TIEBREAK
+            ranked.append(((start + skip + read, -lexemes, ends, -cost, _words_written(insert, written), start), edit))
     if not ranked:
         return []
     ranked.sort(key=lambda item: item[0], reverse=True)  # stable: equal edits keep their order
-    best = ranked[0][0][:2]
+    best = ranked[0][0][:4]
     ties: list[Edit] = []
     seen: set[str] = set()  # one edit per resulting text
     for rank, edit in ranked:
-        if rank[:2] != best or len(ties) == _MAX_TIES:
+        if rank[:4] != best or len(ties) == _MAX_TIES:
             break
         result = _edited(text, edit)
         if result not in seen:
             seen.add(result)
             ties.append(edit)
     return ties
+
+
+def _closes_by_marks(checker: Checker, start: int, written: str) -> bool:
+    """Whether, with ``written`` put after the first ``start`` characters of ``checker``'s text,
+    a close of marks alone ends it (``(b BETWEEN 1 AND 5`` is closed by ``)``)."""
+    with checker.trial() as trial:
+        trial.rollback_chars(start)
+        return trial.feed(written) == len(written) and shortest_close(trial) is not None
 
 
 def _words_written(insert: str, written: set[str]) -> bool:

@@ -24,6 +24,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 from ._checker import CheckedGrammar, Checker
+from ._complete import shortest_close
 from ._edit_search import (
     TIGHT,
     Edit,
@@ -240,8 +241,23 @@ def _edit_here(v: _Violation) -> Decision | None:
     if isinstance(local, Cut):
         return local
     if local is not None:
+        if _leaves_invention(v, local):
+            searched = _searched(v)  # (``BETWEEN 1 5``: ``AND``, not the mark ``&`` that wants ``AND x``)
+            if isinstance(searched, Edit) and not _leaves_invention(v, searched):
+                return searched
         return v.outlasting(v.at, local)
     return v.aside
+
+
+def _leaves_invention(v: _Violation, edit: Edit) -> bool:
+    """Whether ``edit`` reads all that is left of a finished draft and leaves a text that only
+    invented text finishes (no close of marks alone ends it)."""
+    if not v.final or edit.unread.strip():
+        return False
+    with v.checker.trial() as trial:
+        trial.rollback_chars(edit.start)
+        written = edit.text + edit.kept
+        return trial.feed(written) == len(written) and shortest_close(trial) is None
 
 
 def _searched(v: _Violation) -> Decision | None:

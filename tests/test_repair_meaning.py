@@ -323,3 +323,26 @@ def test_the_one_keyword_the_grammar_takes_is_written_not_the_draft_s_dropped(
     result = _guided(sqlite, draft)
     assert result.text == repaired and sqlite_oracle.check_one_statement(result.text).valid
     assert not result.dropped
+
+
+@pytest.mark.parametrize(
+    ("draft", "repaired"),
+    [
+        # ``&`` before the 5 reads as far as ``AND`` and is one character shorter, but at the
+        # answer's end ``BETWEEN 1 & 5`` still wants ``AND x``: only invention finishes it (it was
+        # GuideExhausted without a target). ``AND`` ends the text, or leaves it to a ``)``.
+        ("SELECT a FROM t WHERE b BETWEEN 1 5", "SELECT a FROM t WHERE b BETWEEN 1 AND 5"),
+        ("SELECT a FROM t WHERE (b BETWEEN 1 5", "SELECT a FROM t WHERE (b BETWEEN 1 AND 5)"),
+        # With text after it, the draft's own text chose ``AND`` before, and still does.
+        ("SELECT a FROM t WHERE b BETWEEN 1 5 ORDER BY a", "SELECT a FROM t WHERE b BETWEEN 1 AND 5 ORDER BY a"),
+    ],
+)
+def test_at_the_answers_end_an_edit_that_finishes_it_comes_before_a_shorter_one_that_needs_invention(
+    sqlite: Grammar, draft: str, repaired: str
+) -> None:
+    result = _guided(sqlite, draft)
+    assert result.text == repaired and sqlite_oracle.check_one_statement(result.text).valid
+    with sqlite3.connect(":memory:") as db:
+        db.executescript("CREATE TABLE t(a, b); INSERT INTO t VALUES (1, 0), (2, 3), (3, 9);")
+        assert db.execute(result.text).fetchall() == [(2,)]
+    assert result.changes.edits == 1 and not result.changes.invented
