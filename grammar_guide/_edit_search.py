@@ -22,6 +22,7 @@ from __future__ import annotations
 import functools
 import itertools
 import re
+import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 
@@ -1165,6 +1166,26 @@ _MAX_TIES = 16  # equally good edits handed on for the target to choose between
 
 
 def search_edits(checker: Checker, evidence: str, *, final: bool, floor: int = 0) -> list[Edit]:
+    """``_search_edits``, kept for the text it was asked of: the loop looks ahead at the
+    violations after an edit (``repair._outlasting``), and then reaches them and asks again."""
+    key = (checker.grammar, checker.text, evidence, final, floor)
+    with _SEARCHES_LOCK:
+        found = _SEARCHES.get(key)
+    if found is None:
+        found = _search_edits(checker, evidence, final=final, floor=floor)
+        with _SEARCHES_LOCK:
+            if len(_SEARCHES) >= _MAX_SEARCHES:
+                del _SEARCHES[next(iter(_SEARCHES))]
+            _SEARCHES[key] = found
+    return list(found)
+
+
+_SEARCHES: dict[tuple[object, str, str, bool, int], list[Edit]] = {}
+_MAX_SEARCHES = 64
+_SEARCHES_LOCK = threading.Lock()
+
+
+def _search_edits(checker: Checker, evidence: str, *, final: bool, floor: int = 0) -> list[Edit]:
     """The least edits that let the most of the draft's own text parse: insert, delete or replace
     one lexeme at the violation or up to ``_SEARCH_LEXEMES`` lexemes before it
     (``SELECT (COUNT(*) FROM t`` meant ``SELECT (SELECT COUNT(*) FROM t``); empty if none.

@@ -11,6 +11,7 @@ import sqlite3
 import pytest
 
 from grammar_guide import Correction, Grammar, guide
+from grammar_guide import _edit_search as edit_search
 from grammar_guide._edit_search import _replacement_cost, names_with_spaces, search_edits
 from grammar_guide._lexemes import word_becomes_other, written_as_name
 from tests.test_repair import at_violation as _at_violation
@@ -95,3 +96,28 @@ def test_a_word_joined_by_a_hyphen_is_a_names_word_not_a_minus(sqlite: Grammar) 
     result = guide(lambda prompt: draft, sqlite, "q", target=False)
     assert result.text.endswith('AND f."FreeMealCount Ages5-17" > 800') and result.faithful
     assert names_with_spaces("T2 Teacher_ID FROM t", sqlite.keywords) == []
+
+
+def test_the_search_at_a_text_is_made_once_though_the_look_ahead_asks_again(
+    sqlite: Grammar, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A keyword used as a table's name three times (dev 6's ``JOIN order ON … order.account_id``):
+    # the loop looks ahead at the violations after each quoting, and then reaches them. The
+    # search's answer is kept for the text it was asked of, not made again (17.8 s before).
+    searched: list[tuple[str, str]] = []
+    search = edit_search._search_edits
+
+    def counted(checker, evidence, *, final, floor=0):  # type: ignore[no-untyped-def]
+        searched.append((checker.text, evidence))
+        return search(checker, evidence, final=final, floor=floor)
+
+    monkeypatch.setattr(edit_search, "_search_edits", counted)
+    draft = (
+        "SELECT account.account_id FROM account JOIN order ON account.account_id = order.account_id"
+        " WHERE order.k_symbol = 'SIPO'; "
+    )
+    result = guide(lambda prompt: draft, sqlite, "q", target=False)
+    assert result.text == draft.replace("order", '"order"') and result.faithful
+    assert len(searched) >= 3 and len(set(searched)) == len(searched)
+    checker, evidence = _at_violation(sqlite, draft)
+    assert search_edits(checker, evidence, final=True) == search_edits(checker, evidence, final=True)
