@@ -1194,10 +1194,10 @@ def _search_edits(checker: Checker, evidence: str, *, final: bool, floor: int = 
     then the evidence) the checker reads after the edit, then by the fewer lexemes changed; of a
     finished draft, then one that leaves its whole text complete or to be closed by marks alone
     (``BETWEEN 1 AND 5``, not the shorter ``BETWEEN 1 & 5``, which only an invented ``AND x``
-    could finish), then by the fewer
-    characters. All the edits of the best rank are returned (the evidence cannot choose between
-    them; a target model may): of those, one whose words the draft wrote itself first
-    (``SELECT``, where a subquery has it, not ``DETACH``), then the one nearest the violation.
+    could finish), then by the fewer characters. All the edits of the best rank are returned
+    (the evidence cannot choose between them; a target model may): of those, one whose words the
+    draft wrote itself first (``SELECT``, where a subquery has it, not ``DETACH``), then the one
+    nearest the violation.
     An edit must read at least ``_MIN_READ`` lexemes of the evidence, or all of a finished draft's
     text, which it leaves complete or to be closed by marks alone.
     """
@@ -1206,7 +1206,7 @@ def _search_edits(checker: Checker, evidence: str, *, final: bool, floor: int = 
     known = quoted_names(text)
     # Each lexeme's start, and its end where white space follows (a missing comma goes there).
     positions = {m.start() for m in lexemes} | {m.end() for m in lexemes if text[m.end() : m.end() + 1].isspace()}
-    ranked: list[tuple[tuple[int, int, bool, bool, int], Edit]] = []
+    ranked: list[tuple[tuple[int, int, bool, int, bool, int], Edit]] = []
     keywords = checker.grammar.keywords
     rejected = _rejected_word(text, evidence)
     written = {w.lower() for w in _WORD_RUN.findall(text + evidence)}
@@ -1236,8 +1236,8 @@ def _search_edits(checker: Checker, evidence: str, *, final: bool, floor: int = 
             if not ends and len(_TOKEN.findall(evidence[: max(read_evidence, 0)])) < _MIN_READ:
                 continue
             edit = Edit(start, insert, rest[:accepted], draft[:skip], description, rest[accepted:], rule=rule)
-            lexemes = cost // _TIEBREAK
-            ranked.append(((start + skip + read, -lexemes, ends, -cost, _words_written(insert, written), start), edit))
+            changed = cost // _TIEBREAK  # the lexemes the edit changes
+            ranked.append(((start + skip + read, -changed, ends, -cost, _words_written(insert, written), start), edit))
     if not ranked:
         return []
     ranked.sort(key=lambda item: item[0], reverse=True)  # stable: equal edits keep their order
