@@ -322,6 +322,8 @@ class TargetSteps:
         if message is None:
             return
         point = self._within_limit(check)
+        if point is None and self.target is not False:
+            point = self._completed_within_limit(check)
         if point is None:
             return
         end, closing = point
@@ -357,6 +359,48 @@ class TargetSteps:
                 return end, closing
             too_deep = depth
         return None
+
+    def _completed_within_limit(self, check: Callable[[str], str | None]) -> tuple[int, str] | None:
+        """Where no point is closed by brackets alone (a loop of ``(SELECT (SELECT …``, whose every
+        point wants a value) and a target may write, so that the text may hold invented text: the
+        latest point, of the deepest nesting the engine takes, where the grammar's shortest
+        completion ends the text (its value invented, and counted so). The depths are halved
+        (the engine takes the shallower of two texts where it takes the deeper): a loop of 256
+        brackets costs a few completions, not hundreds."""
+        text = self.checker.text
+        floor = self._target_floor()
+        latest: dict[int, int] = {}  # the latest point at each depth of nesting
+        for lexeme in _TAKE_BACK_LEXEME.finditer(text, floor):
+            end = len(text[: lexeme.start()].rstrip())
+            if end > floor and text[floor:end].strip() and text[lexeme.start()] not in _OPERATOR_MARKS:
+                latest[open_brackets(text[:end])] = end
+        depths = sorted(latest)
+        found: tuple[int, str] | None = None
+        low, high = 0, len(depths) - 1
+        while low <= high:
+            middle = (low + high) // 2
+            point = self._completed_at(latest[depths[middle]], check)
+            if point is None:
+                high = middle - 1
+            else:
+                found, low = point, middle + 1
+        return found
+
+    def _completed_at(self, end: int, check: Callable[[str], str | None]) -> tuple[int, str] | None:
+        """(``end``, the grammar's shortest completion there) where that ends the text and ``check``
+        takes it; else ``None``. A completion that would be glued to the word before it is
+        written after a space (``SELECT 0``, not the name ``SELECT0``)."""
+        text = self.checker.text
+        with self.checker.trial() as trial:
+            trial.rollback_chars(end)
+            completion = shortest_completion(trial, max_nodes=500)
+            if completion and is_word_char(text[end - 1 : end]) and is_word_char(completion[0]):
+                completion = " " + completion
+                if trial.feed(completion) != len(completion) or not trial.is_complete:
+                    return None
+        if completion is None:
+            return None
+        return (end, completion) if check(text[:end] + completion) is None else None
 
     def _chosen_floor(self) -> int:
         """Where the text that no repair of the draft's own text wrote ends: the target's,

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+import sqlite3
 
 import pytest
 
@@ -287,6 +288,27 @@ def test_a_hundred_open_calls_are_closed_as_deep_as_sqlite_takes_them():
     assert 20 <= kept.count("(") < 130
     (cut,) = [e for e in result.events if isinstance(e, Cut) and e.reason == "limit"]
     assert "parser stack overflow" in cut.detail and not result.faithful
+
+
+def test_a_loop_of_subqueries_that_wants_a_value_at_every_point_is_kept_as_deep_as_sqlite_takes_it(target):
+    """A model looping ``(SELECT (SELECT …`` until its budget ran out (held-out 3 has one of 256):
+    with the target, the finish completes it (``0`` and a close for each), and SQLite's parser
+    stack overflows. No point of it is ended by closing brackets alone, so it was left so (a
+    result SQLite refuses). With a target a value may be invented: the text is taken back to the
+    deepest nesting SQLite takes, and completed there; the value is counted as invented."""
+    grammar = gg.Grammar.builtin("sqlite")
+    text = "SELECT " + "(SELECT " * 40
+    result = gg.guide(lambda prompt: text, grammar, SCHEMA_PROMPT, target, limits=GuideLimits(finish_tokens=1))
+    assert result.complete and grammar.is_complete(result.text)
+    assert grammar.engine_limit(result.text) is None and grammar.engine_limit(text + "0" + ")" * 40) is not None
+    kept = result.text.rstrip(")")
+    assert re.fullmatch(r"SELECT(?: \(SELECT)+ 0", kept) and 8 <= kept.count("(") < 40, result.text
+    assert result.text == kept + ")" * kept.count("(")
+    (cut,) = by_kind(result, Cut, reason="limit")
+    assert "parser stack overflow" in cut.detail
+    assert result.changes.invented >= 1 and not result.faithful
+    with sqlite3.connect(":memory:") as db:
+        assert db.execute(result.text).fetchall() == [(0,)]
 
 
 # A calendar language in the style of SMCalFlow's Lispress (written for this test): every call's
