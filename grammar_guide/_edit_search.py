@@ -606,8 +606,8 @@ def _parts_construct(before: str, after: str, keywords: frozenset[str]) -> bool:
 def _makes_keyword_a_name(checker: Checker, start: int, insert: str, after: str) -> bool:
     """Whether writing ``insert`` after the first ``start`` characters of ``checker``'s text makes
     the keyword the draft wrote next, in capitals, a name (``'French', END``, ``'French' & END``:
-    the grammar then reads ``END`` as a column; ``+ CASE`` keeps ``CASE`` a keyword), or leaves it
-    unread. Asked of the marks the search inserts, not of every edit: the grammar's expected
+    the grammar then reads ``END`` as a column; ``t, INNER u``: a table; ``+ CASE`` keeps ``CASE``
+    a keyword), or leaves it unread. Asked of the marks the search inserts, not of every edit: the grammar's expected
     literals cost a probe."""
     gap = after[: len(after) - len(after.lstrip())]
     first = LEXEME.match(after, len(gap))
@@ -620,7 +620,26 @@ def _makes_keyword_a_name(checker: Checker, start: int, insert: str, after: str)
             return False
         # (Not expected as a keyword there, it is read as a name or not at all: either way the
         # mark is no repair, and the search need not try what reads nothing further.)
-        return word.lower() not in {lit.lower() for lit in _expected_literals(trial, len(trial.text))}
+        if word.lower() not in {lit.lower() for lit in _expected_literals(trial, len(trial.text))}:
+            return True
+        return _read_as_name(trial, word)
+
+
+_PLAIN_NAME = "name_"  # a word no grammar here takes for a keyword
+
+
+def _read_as_name(checker: Checker, word: str) -> bool:
+    """Whether ``word``, a keyword that the grammar also takes for a name where ``checker``'s text
+    ends (SQLite names a table ``INNER``), is read there as a name: what may follow it is what
+    may follow a plain name (``FROM t, INNER u``: the join's keyword made a table). A keyword read
+    as one is followed by its own construct (``+ CASE WHEN``)."""
+    followers = []
+    for probe in (word, _PLAIN_NAME):
+        with checker.trial() as trial:
+            if trial.feed(probe + " ") != len(probe) + 1:
+                return False
+            followers.append({terminal.name for terminal in trial.expected()})
+    return followers[0] == followers[1]
 
 
 def _ends_in_name(text: str, keywords: frozenset[str]) -> bool:

@@ -121,3 +121,22 @@ def test_the_search_at_a_text_is_made_once_though_the_look_ahead_asks_again(
     assert len(searched) >= 3 and len(set(searched)) == len(searched)
     checker, evidence = _at_violation(sqlite, draft)
     assert search_edits(checker, evidence, final=True) == search_edits(checker, evidence, final=True)
+
+
+@pytest.mark.parametrize(
+    ("draft", "repaired"),
+    [
+        # SQLite names a table INNER or LEFT too: a ',' before the join's keyword read on
+        # (``FROM t, INNER u``, a second table INNER aliased u; the join's condition then a
+        # filter). The keyword is kept one: the JOIN the draft left out is written after it.
+        ("SELECT a FROM t INNER u ON t.id = u.id", "SELECT a FROM t INNER JOIN u ON t.id = u.id"),
+        ("SELECT a FROM t AS x LEFT u AS y ON x.id = y.id", "SELECT a FROM t AS x LEFT JOIN u AS y ON x.id = y.id"),
+    ],
+)
+def test_a_joins_keyword_is_never_made_a_table_by_a_mark_before_it(sqlite: Grammar, draft: str, repaired: str) -> None:
+    result = guide(lambda prompt: draft, sqlite, "q", target=False)
+    assert result.text == repaired and result.changes.edits == 1 and not result.faithful
+    db = sqlite3.connect(":memory:")
+    db.executescript("CREATE TABLE t(id, a); CREATE TABLE u(id, b); INSERT INTO t VALUES (1, 'x'), (2, 'y');")
+    db.execute("INSERT INTO u VALUES (2, 'z')")
+    assert sorted(db.execute(result.text).fetchall()) == ([("y",)] if "INNER" in draft else [("x",), ("y",)])
