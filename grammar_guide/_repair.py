@@ -251,13 +251,16 @@ def _edit_here(v: _Violation) -> Decision | None:
 
 def _leaves_invention(v: _Violation, edit: Edit) -> bool:
     """Whether ``edit`` reads all that is left of a finished draft and leaves a text that only
-    invented text finishes (no close of marks alone ends it)."""
+    invented text finishes: no close of marks alone ends it, nor, after an edit that only
+    dropped text, a rewrite at the end (``[1, 2, // more``: the comment, then the separator)."""
     if not v.final or edit.unread.strip():
         return False
     with v.checker.trial() as trial:
         trial.rollback_chars(edit.start)
         written = edit.text + edit.kept
-        return trial.feed(written) == len(written) and shortest_close(trial) is None
+        if trial.feed(written) != len(written) or shortest_close(trial) is not None:
+            return False
+        return edit.text != "" or rewrite_at_end(trial, v.floor) is None
 
 
 def _searched(v: _Violation) -> Decision | None:
