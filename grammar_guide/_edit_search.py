@@ -381,7 +381,9 @@ def _swap_mark(v: Violation) -> Iterator[Candidate]:
             if good in QUOTES:
                 yield from _requote(v, bad, good)
                 yield from _mismatched_partner(v, bad, good)
-        elif _same_class(bad, good):
+        elif _same_class(bad, good) or (
+            good == "." and _point_slipped(text, bad, evidence, v.checker.grammar.keywords)
+        ):
             yield Candidate(len(text), good, evidence[1:], bad, f"replaced {bad!r} with {good!r}", _cost(1, 2), base=1)
 
 
@@ -1848,6 +1850,18 @@ def _qualifier_point(before: str, draft: str) -> bool:
     """Whether ``draft`` begins with the ``.`` of a qualified name, a word on each side of it
     (``c2.Stadium_ID``): it is never replaced (``c2,Stadium_ID``, a name made a join's two tables)."""
     return draft[:1] == "." and is_word_char(before[-1:]) and is_word_char(draft[1:2])
+
+
+_GLUED_NAME = re.compile(r"[A-Za-z_\"`\[]")  # a name, or a quoted one, starting right there
+
+
+def _point_slipped(text: str, bad: str, evidence: str, keywords: frozenset[str]) -> bool:
+    """Whether the draft's ``bad`` close, glued between a name and the next, is a qualifier's ``.``
+    one key off: the draft writes that name with a ``.`` after it elsewhere (``ORDER BY
+    T1)`FRPM Count` `` beside ``T1.CDSCode``; it became ``T1()`` and then a second term)."""
+    if bad != ")" or not _ends_in_name(text, keywords) or not _GLUED_NAME.match(evidence, 1):
+        return False
+    return is_word_char(text[-1:]) and _written_after_word(text, ".", evidence)
 
 
 def _same_class(a: str, b: str) -> bool:

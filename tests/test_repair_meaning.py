@@ -346,3 +346,40 @@ def test_at_the_answers_end_an_edit_that_finishes_it_comes_before_a_shorter_one_
         db.executescript("CREATE TABLE t(a, b); INSERT INTO t VALUES (1, 0), (2, 3), (3, 9);")
         assert db.execute(result.text).fetchall() == [(2,)]
     assert result.changes.edits == 1 and not result.changes.invented
+
+
+@pytest.mark.parametrize(
+    ("draft", "repaired"),
+    [
+        # Dev 6: ``ORDER BY T1)`FRPM Count (K-12)` `` beside ``T1.CDSCode``. The stray close
+        # became a call (``T1()``) and then a second term, or the rest was cut at ``T1``.
+        (
+            "SELECT T1.id FROM t AS T1 ORDER BY T1)`Count (K-12)` DESC LIMIT 1;",
+            "SELECT T1.id FROM t AS T1 ORDER BY T1.`Count (K-12)` DESC LIMIT 1;",
+        ),
+        (
+            "SELECT T1.id FROM t AS T1 ORDER BY T1)b DESC LIMIT 1;",
+            "SELECT T1.id FROM t AS T1 ORDER BY T1.b DESC LIMIT 1;",
+        ),
+    ],
+)
+def test_a_close_glued_between_a_qualifier_and_its_name_is_the_point_one_key_off(
+    sqlite: Grammar, draft: str, repaired: str
+) -> None:
+    result = _guided(sqlite, draft)
+    assert result.text == repaired and result.changes.edits == 1 and not result.faithful
+    with sqlite3.connect(":memory:") as db:
+        db.executescript('CREATE TABLE t(id, b, "Count (K-12)"); INSERT INTO t VALUES (1, 5, 5), (2, 9, 9);')
+        assert db.execute(result.text).fetchall() == [(2,)]
+
+
+def test_a_close_after_a_name_the_draft_never_qualifies_is_not_made_a_point(sqlite: Grammar) -> None:
+    # ``x`` is never written ``x.``: the close is not read as a qualifier's point.
+    checker, evidence = at_violation(sqlite, "SELECT x FROM t ORDER BY x)b")
+    assert evidence == ")b"
+    edit = repair.propose_edit(checker, evidence, final=True)  # type: ignore[arg-type]
+    assert edit is None or "." not in [e.text for e in (edit, *edit.ties)]
+    # Written ``x.`` elsewhere, it is.
+    checker, evidence = at_violation(sqlite, "SELECT x.a FROM t AS x ORDER BY x)b")
+    edit = repair.propose_edit(checker, evidence, final=True)  # type: ignore[arg-type]
+    assert edit is not None and edit.text == "." and edit.removed == ")"
