@@ -624,10 +624,13 @@ def _makes_keyword_a_name(checker: Checker, start: int, insert: str, after: str)
         # mark is no repair, and the search need not try what reads nothing further.)
         if word.lower() not in {lit.lower() for lit in _expected_literals(trial, len(trial.text))}:
             return True
-        return _read_as_name(trial, word)
+        # (A keyword the draft writes before a word, as a join's is, ``INNER u``; not before a
+        # bracket, where SQLite's ``LEFT(name, 3)`` is a call, a name's part.)
+        return first is not None and _WORD_NEXT.match(after, first.end()) is not None and _read_as_name(trial, word)
 
 
 _PLAIN_NAME = "name_"  # a word no grammar here takes for a keyword
+_WORD_NEXT = re.compile(r"[ \t]+[A-Za-z_]")
 
 
 def _read_as_name(checker: Checker, word: str) -> bool:
