@@ -311,20 +311,6 @@ def test_a_loop_of_subqueries_that_wants_a_value_at_every_point_is_kept_as_deep_
         assert db.execute(result.text).fetchall() == [(0,)]
 
 
-def test_at_a_violation_the_target_writes_a_whole_terminal_of_its_own(target):
-    """Dev 6's ``COUNT(CASE WHEN … = 'Merged') AS REAL)``: a string's close is known only once
-    the next byte comes (``''`` would go on with it), so the target's first token, `` TH``,
-    completed the draft's ``'Merged'``, and that counted as the terminal the target must write:
-    it stopped inside ``THEN``, and the draft was asked to go on from half a word."""
-    draft = "SELECT COUNT(CASE WHEN kind = 'Merged') FROM t"
-    result = gg.guide(lambda prompt: draft, "sqlite", SCHEMA_PROMPT, target)
-    written = by_kind(result, Correction, source="target", reason="violation")
-    assert written, result.events
-    first = written[0].text
-    assert re.match(r"\s*THEN\b", first, re.IGNORECASE), first
-    assert result.complete and gg.Grammar.builtin("sqlite").is_complete(result.text)
-
-
 # A calendar language in the style of SMCalFlow's Lispress (written for this test): every call's
 # head is one literal with its bracket, zero-argument calls are bracketed, and most calls need
 # arguments, so a few closing marks rarely end a text and the grammar's completion is long.

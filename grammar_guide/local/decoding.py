@@ -332,22 +332,7 @@ class Decoding:
         return "terminal" if written else None
 
     def _terminals_written(self) -> int:
-        """Terminals the continuation completed, but one the given text began and the
-        continuation only ended (``'Merged'``, whose close is known only once a space follows:
-        a string may go on with ``''``): that one is the draft's, so ``'Merged' TH`` writes no
-        terminal of the target's, and it writes on (``THEN``)."""
-        count = _terminal_count(self.matcher, self.ignored) - self.baseline
-        if count and self._began_in_given(count):
-            count -= 1
-        return count
-
-    def _began_in_given(self, count: int) -> bool:
-        """Whether the first of the ``count`` terminals completed since the given text began in it."""
-        captures = [value for name, value in self.matcher.get_captures() if name not in self.ignored]
-        first = captures[-count]
-        written = b"".join(self.lm.token_bytes[t] for t in self.new)[len(self.healed) :]
-        given = self.given + self.healed
-        return any(given.endswith(first[:j]) and written.startswith(first[j:]) for j in range(1, len(first) + 1))
+        return _terminal_count(self.matcher, self.ignored) - self.baseline
 
     def _continuation(self) -> Continuation:
         generated = b"".join(self.lm.token_bytes[t] for t in self.new)
