@@ -50,6 +50,7 @@ __all__ = [
     "Edit",
     "break_swallowing_comment",
     "close_swallowed_at_end",
+    "closes_by_marks",
     "conclusive",
     "levenshtein",
     "names_with_spaces",
@@ -609,8 +610,8 @@ def _makes_keyword_a_name(checker: Checker, start: int, insert: str, after: str)
     """Whether writing ``insert`` after the first ``start`` characters of ``checker``'s text makes
     the keyword the draft wrote next, in capitals, a name (``'French', END``, ``'French' & END``:
     the grammar then reads ``END`` as a column; ``t, INNER u``: a table; ``+ CASE`` keeps ``CASE``
-    a keyword), or leaves it unread. Asked of the marks the search inserts, not of every edit: the grammar's expected
-    literals cost a probe."""
+    a keyword), or leaves it unread. Asked of the marks the search inserts, not of every edit:
+    the grammar's expected literals cost a probe."""
     gap = after[: len(after) - len(after.lstrip())]
     first = LEXEME.match(after, len(gap))
     word = first.group() if first else ""
@@ -1256,7 +1257,7 @@ def _search_edits(checker: Checker, evidence: str, *, final: bool, floor: int = 
             read_evidence = read + skip - (len(text) - start)
             # (Of a finished draft, an edit that reads all its text and leaves it complete, or
             # to be closed by marks alone, needs read no more of it.)
-            ends = final and accepted == len(rest) and (complete or _closes_by_marks(checker, start, insert + rest))
+            ends = final and accepted == len(rest) and (complete or closes_by_marks(checker, start, insert + rest))
             if not ends and len(_TOKEN.findall(evidence[: max(read_evidence, 0)])) < _MIN_READ:
                 continue
             edit = Edit(start, insert, rest[:accepted], draft[:skip], description, rest[accepted:], rule=rule)
@@ -1278,12 +1279,18 @@ def _search_edits(checker: Checker, evidence: str, *, final: bool, floor: int = 
     return ties
 
 
-def _closes_by_marks(checker: Checker, start: int, written: str) -> bool:
+def closes_by_marks(checker: Checker, start: int, written: str, *, rewrite_floor: int | None = None) -> bool:
     """Whether, with ``written`` put after the first ``start`` characters of ``checker``'s text,
-    a close of marks alone ends it (``(b BETWEEN 1 AND 5`` is closed by ``)``)."""
+    a close of marks alone ends it (``(b BETWEEN 1 AND 5`` is closed by ``)``), or, given
+    ``rewrite_floor``, a rewrite at the end from there on does (``[1, 2, // more``: the comment
+    dropped, then the separator): nothing but invention finishes it otherwise."""
     with checker.trial() as trial:
         trial.rollback_chars(start)
-        return trial.feed(written) == len(written) and shortest_close(trial) is not None
+        if trial.feed(written) != len(written):
+            return False
+        if shortest_close(trial) is not None:
+            return True
+        return rewrite_floor is not None and rewrite_at_end(trial, rewrite_floor) is not None
 
 
 def _words_written(insert: str, written: set[str]) -> bool:

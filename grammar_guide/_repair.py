@@ -24,12 +24,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 from ._checker import CheckedGrammar, Checker
-from ._complete import shortest_close
 from ._edit_search import (
     TIGHT,
     Edit,
     break_swallowing_comment,
     close_swallowed_at_end,
+    closes_by_marks,
     conclusive,
     levenshtein,
     propose_edit,
@@ -255,12 +255,8 @@ def _leaves_invention(v: _Violation, edit: Edit) -> bool:
     dropped text, a rewrite at the end (``[1, 2, // more``: the comment, then the separator)."""
     if not v.final or edit.unread.strip():
         return False
-    with v.checker.trial() as trial:
-        trial.rollback_chars(edit.start)
-        written = edit.text + edit.kept
-        if trial.feed(written) != len(written) or shortest_close(trial) is not None:
-            return False
-        return edit.text != "" or rewrite_at_end(trial, v.floor) is None
+    rewrite_floor = None if edit.text else v.floor
+    return not closes_by_marks(v.checker, edit.start, edit.text + edit.kept, rewrite_floor=rewrite_floor)
 
 
 def _searched(v: _Violation) -> Decision | None:
