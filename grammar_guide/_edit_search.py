@@ -584,9 +584,16 @@ def _invents_between(before: str, literal: str, after: str, keywords: frozenset[
     (``_parts_construct``)."""
     if is_operator(literal) and _ends_in_name(before.rstrip(), keywords) and _starts_name(after.lstrip(), keywords):
         return True
-    if literal == "," and _parts_construct(before.rstrip(), after, keywords):
+    if literal == "," and (_parts_call(before, after) or _parts_construct(before.rstrip(), after, keywords)):
         return True
     return _qualifies_no_name(before, literal, after, keywords)
+
+
+def _parts_call(before: str, after: str) -> bool:
+    """Whether a ``,`` between ``before`` and ``after`` would part a word from the ``(`` the draft
+    glued to it: a call (``b REPLACE(c, 'x', 'y')`` is ``b, REPLACE(…)``, not the alias
+    ``REPLACE`` and a bracketed list after it)."""
+    return after[:1] == "(" and bool(before) and is_word_char(before[-1])
 
 
 _BRACKET_AFTER = re.compile(r"[ \t]?([(\[])")  # a bracket right after a word, a space between or none
@@ -624,10 +631,18 @@ def _makes_keyword_a_name(checker: Checker, start: int, insert: str, after: str)
         # (Not expected as a keyword there, it is read as a name or not at all: either way the
         # mark is no repair, and the search need not try what reads nothing further.)
         if word.lower() not in {lit.lower() for lit in _expected_literals(trial, len(trial.text))}:
-            return True
+            return not _called(trial, after[len(gap) :])
         # (A keyword the draft writes before a word, as a join's is, ``INNER u``; not before a
         # bracket, where SQLite's ``LEFT(name, 3)`` is a call, a name's part.)
         return first is not None and _WORD_NEXT.match(after, first.end()) is not None and _read_as_name(trial, word)
+
+
+def _called(checker: Checker, after: str) -> bool:
+    """Whether ``after`` begins with a word and the ``(`` glued to it, read at the end of
+    ``checker``'s text as a call (SQLite's ``REPLACE(c, 'x', 'y')``: a keyword that names a
+    function)."""
+    call = re.match(r"\w+\(", after)
+    return call is not None and checker.feed(call.group()) == call.end()
 
 
 _PLAIN_NAME = "name_"  # a word no grammar here takes for a keyword

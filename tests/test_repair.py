@@ -734,6 +734,20 @@ def test_no_comma_parts_a_construct_of_another_dialect(sqlite: Grammar, answer: 
     assert "," not in [c.text.strip() for c in result.events if isinstance(c, Correction)]
 
 
+@pytest.mark.parametrize(
+    ("answer", "expected"),
+    [
+        ("SELECT a, b REPLACE(c, 'x', 'y') FROM t", "SELECT a, b, REPLACE(c, 'x', 'y') FROM t"),
+        ("SELECT a b(c) FROM t", "SELECT a, b(c) FROM t"),
+    ],
+)
+def test_no_comma_parts_a_call_from_its_name(sqlite: Grammar, answer: str, expected: str) -> None:
+    # 'b REPLACE,(c, …)' before: the keyword that names SQLite's function read as an alias, and
+    # its arguments as a bracketed list after it.
+    result = guide(lambda prompt: answer, sqlite, "q", target=False)
+    assert result.text == expected
+
+
 def test_a_comma_still_parts_a_name_and_the_subquery_after_it(sqlite: Grammar) -> None:
     result = guide(lambda prompt: "SELECT T1.name (SELECT count(*) FROM t) FROM u", sqlite, "q", target=False)
     assert result.text == "SELECT T1.name, (SELECT count(*) FROM t) FROM u"
