@@ -18,7 +18,9 @@ wrote twice in a row where the output keeps the other (``DISTINCT DISTINCT``, ``
 word is one word however often it is written at once). An
 output token that the alignment does not match is *added* (an inserted operator changes the meaning
 as a replaced one does), unless it is a closing mark (``)``, ``]``, ``;``, the ``END`` of a ``CASE``
-the draft left open) or a rewrite or forced text of the result wrote it. *Faithful*: nothing lost
+the draft left open) or a rewrite or forced text of the result wrote it there (the recorded text
+found as a run of the output's tokens; one found nowhere, an edit inside it since, excuses by
+spelling alone). *Faithful*: nothing lost
 and nothing added. *Invented literals*: output strings and numbers whose value the draft does not
 have (nor a recorded rewrite). A method with no record (sqlglot, a fix written by hand) has nothing
 excused.
@@ -310,27 +312,29 @@ def _excused(tokens: list[Token], texts: tuple[str, ...], formatting: bool = Fal
     return out
 
 
-def _excused_where_removed(
-    lost_at: set[int], draft: list[Token], excuses: Excuses
+def _excused_where_found(
+    at: set[int], tokens: list[Token], texts: tuple[str, ...], formatting: bool, *, twins: bool = False
 ) -> tuple[list[int], tuple[str, ...]]:
-    """``lost_at`` less the draft tokens each recorded removed text took away, where they are:
-    the text is found as a run of the draft's tokens (the run with the most lost tokens in it, each
-    run excusing once) and only lost tokens inside that run are excused, so a rewrite's ``WHERE
-    YEAR`` does not excuse a ``WHERE YEAR`` dropped elsewhere. A text not found as written in the
-    draft (an earlier change inside it) is returned to be excused by spelling alone."""
-    keys = [t.key for t in draft]
-    left = set(lost_at)
+    """``at`` (indexes of ``tokens``, lost or added) less those each recorded text (a removed text
+    in the draft, a written one in the output) stands at: the text is found as a run of the
+    tokens (the run with the most of ``at`` in it, each text excusing once) and only indexes
+    inside that run are excused, so a rewrite's ``WHERE YEAR`` does not excuse a ``WHERE YEAR``
+    dropped elsewhere, nor its ``substr(p.b, -5)``'s comma one inserted elsewhere (``RIGHT,(``).
+    With ``twins``, a lost twin of the run's end beside it too (``_lost_twins``). A text not found
+    as written (an earlier change inside it) is returned to be excused by spelling alone."""
+    keys = [t.key for t in tokens]
+    left = set(at)
     unplaced = []
-    for text in excuses.removed:
-        run = [t.key for t in _unescaped(sql_tokens(text), excuses.formatting)]
+    for text in texts:
+        run = [t.key for t in _unescaped(sql_tokens(text), formatting)]
         starts = [a for a in range(len(keys) - len(run) + 1) if run and keys[a : a + len(run)] == run]
         if not starts:
             unplaced.append(text)
             continue
         best = max(starts, key=lambda a: len(left.intersection(range(a, a + len(run)))))
-        twins = _lost_twins(left, keys, best, best + len(run) - 1)
+        if twins:
+            left.difference_update(_lost_twins(left, keys, best, best + len(run) - 1))
         left.difference_update(range(best, best + len(run)))
-        left.difference_update(twins)
     return sorted(left), tuple(unplaced)
 
 
@@ -502,16 +506,20 @@ def faithfulness(
     out = _unescaped(sql_tokens(output), excuses.formatting)
     matcher = difflib.SequenceMatcher(None, [t.key for t in draft], [t.key for t in out], autojunk=False)
     lost_at: set[int] = set()
-    added: list[Token] = []
+    added_at: set[int] = set()
     for op, i1, i2, j1, j2 in matcher.get_opcodes():
         if op in ("replace", "delete"):
             lost_at.update(range(i1, i2))
         if op in ("replace", "insert"):
-            added += out[j1:j2]
-    kept_at, unplaced = _excused_where_removed(lost_at - _stutters(draft, lost_at), draft, excuses)
+            added_at.update(range(j1, j2))
+    formatting = excuses.formatting
+    kept_at, unplaced = _excused_where_found(
+        lost_at - _stutters(draft, lost_at), draft, excuses.removed, formatting, twins=True
+    )
     repeats = _repetitions(excuses.repeated, out)
-    lost = _excused(_stray_closes_excused([draft[k] for k in kept_at], draft), unplaced + repeats, excuses.formatting)
-    added = _excused(_closes_excused(added, draft), excuses.written, excuses.formatting)
+    lost = _excused(_stray_closes_excused([draft[k] for k in kept_at], draft), unplaced + repeats, formatting)
+    added_left, unwritten = _excused_where_found(added_at, out, excuses.written, formatting)
+    added = _excused(_closes_excused([out[k] for k in added_left], draft), unwritten, formatting)
     written = (whole, *excuses.written)
     draft_literals = {t.key for t in draft if t.literal} | {t.key for s in written for t in sql_tokens(s) if t.literal}
     invented = [t.raw for t in out if t.literal and t.key not in draft_literals]

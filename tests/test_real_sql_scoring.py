@@ -470,6 +470,19 @@ def test_a_rewrite_excuses_the_tokens_it_took_away_where_it_took_them_not_the_sa
     assert faithfulness(draft, "SELECT CAST(strftime('%Y', d) AS INTEGER) FROM t WHERE f(d) = 1", respelt).faithful
 
 
+def test_a_rewrite_excuses_the_tokens_it_wrote_where_it_wrote_them_not_the_same_spelling_elsewhere() -> None:
+    # dev 6: 'RIGHT,(e."Examination Date", 5)' beside a rewrite's 'substr(p.Birthday, -5)': the
+    # rewrite's comma had excused the one inserted between RIGHT and its bracket.
+    rewrite = Excuses(removed=("RIGHT(p.b, 5)",), written=("substr(p.b, -5)",))
+    draft = "SELECT (RIGHT(e.d, 5) < RIGHT(p.b, 5)) FROM t"
+    assert faithfulness(draft, "SELECT (RIGHT(e.d, 5) < substr(p.b, -5)) FROM t", rewrite).faithful
+    inserted = faithfulness(draft, "SELECT (RIGHT,(e.d, 5) < substr(p.b, -5)) FROM t", rewrite)
+    assert inserted.added == [","] and not inserted.faithful
+    # A written text the output no longer has as written (an edit inside it since) excuses by spelling.
+    respelt = Excuses(removed=("RIGHT(p.b, 5)",), written=("substr(p.bb, -5)",))
+    assert faithfulness(draft, "SELECT (RIGHT(e.d, 5) < substr(p.b, -5)) FROM t", respelt).added == []
+
+
 def test_the_drafts_sql_ends_at_its_own_semicolon_where_prose_follows_on_the_line() -> None:
     answer = "SELECT COUNT(*) FROM singer;  Write Sql for the following question: How many? Answer : SELECT 1;"
     assert answer_sql(answer) == "SELECT COUNT(*) FROM singer;"
