@@ -23,7 +23,7 @@ import functools
 import itertools
 import re
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, replace
 
 from ._checker import Checker
@@ -946,7 +946,8 @@ def _rewrite_matches(
         # (Other rewrites inside its text only where the grammar rejects that text as written.)
         written = rewrite.expand(match)
         reads = _reads_whole(v.checker, min(start, len(text)), before + written)
-        for insert in _rewritten(before, match, rewrite, written, () if reads else v.checker.grammar.rewrites):
+        inserts = _rewritten(before, match, rewrite, written, () if reads else v.checker.grammar.rewrites)
+        for insert in inserts if reads else _with_known_names(inserts, quoted_names(text)):
             yield Candidate(
                 min(start, len(text)),
                 insert,
@@ -959,6 +960,32 @@ def _rewrite_matches(
                 rule=rewrite.rule,
                 before_sentence=before_sentence,
             )
+
+
+def _with_known_names(inserts: Iterable[str], known: frozenset[str]) -> Iterator[str]:
+    """Each of a rewrite's texts, then that text with the names with spaces that the text wrote
+    quoted (``known``, in lower case) quoted where it copies them bare: ``RIGHT(e.Examination Date,
+    5)``, after ``YEAR(e."Examination Date")``, is ``substr(e."Examination Date", -5)``."""
+    for insert in inserts:
+        yield insert
+        quoted = _quote_known(insert, known) if known else insert
+        if quoted != insert:
+            yield quoted
+
+
+_STRING_OR_QUOTED = re.compile(r"'(?:[^']|'')*'|\"[^\"]*\"|`[^`]*`|\[[^\]]*\]")
+
+
+def _quote_known(text: str, known: frozenset[str]) -> str:
+    """``text`` with each bare ``known`` name (outside strings and quoted names) in double quotes."""
+    names = "|".join(re.escape(name) for name in sorted(known, key=len, reverse=True))
+    bare = re.compile(rf"(?<![\w$])(?:{names})(?![\w$])", re.IGNORECASE)
+    parts, end = [], 0
+    for quoted in _STRING_OR_QUOTED.finditer(text):
+        parts.append(bare.sub(lambda m: f'"{m.group()}"', text[end : quoted.start()]) + quoted.group())
+        end = quoted.end()
+    parts.append(bare.sub(lambda m: f'"{m.group()}"', text[end:]))
+    return "".join(parts)
 
 
 def _chained(rewrite: Rewrite, before: str, insert: str, kept: str) -> bool:

@@ -1222,6 +1222,22 @@ def test_the_guide_loop_applies_them_to_real_answers(answer: str, fixed: str, re
     assert len(details) == 1 and re.search(rf"\({re.escape(reason)}\)$", details[0])
 
 
+def test_a_rewrite_quotes_a_name_with_spaces_it_copies_as_the_answer_quoted_it() -> None:
+    # dev 6: after ``YEAR(e.Examination Date)`` was quoted, ``RIGHT(e.Examination Date, 5)``'s
+    # rewrite failed to read at ``Date``, and the word RIGHT was dropped, its arguments left a row
+    # value. The same name in a string is a value, and stays as written.
+    answer = (
+        "SELECT YEAR(e.Examination Date) - (RIGHT(e.Examination Date, 5) < RIGHT(p.Birthday, 5)) AS Age"
+        " FROM p JOIN e ON p.ID = e.ID WHERE e.Note <> 'Examination Date'"
+    )
+    result = guide(lambda prompt: answer, SQLITE, "Answer in SQLite.", target=False)
+    assert result.text == (
+        'SELECT YEAR(e."Examination Date") - (substr(e."Examination Date", -5) < substr(p.Birthday, -5)) AS Age'
+        " FROM p JOIN e ON p.ID = e.ID WHERE e.Note <> 'Examination Date'"
+    )
+    assert result.faithful
+
+
 def test_an_outer_join_mark_is_no_part_of_a_name() -> None:
     # Oracle's (+) with another condition after it has no exact rewrite: dropped, and the result
     # says so, where it had been quoted into the column's name as a bracketed part ("sid (+)").
