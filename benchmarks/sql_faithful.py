@@ -313,15 +313,16 @@ def _excused(tokens: list[Token], texts: tuple[str, ...], formatting: bool = Fal
 
 
 def _excused_where_found(
-    at: set[int], tokens: list[Token], texts: tuple[str, ...], formatting: bool, *, twins: bool = False
+    at: set[int], tokens: list[Token], texts: tuple[str, ...], formatting: bool
 ) -> tuple[list[int], tuple[str, ...]]:
     """``at`` (indexes of ``tokens``, lost or added) less those each recorded text (a removed text
     in the draft, a written one in the output) stands at: the text is found as a run of the
     tokens (the run with the most of ``at`` in it, each text excusing once) and only indexes
     inside that run are excused, so a rewrite's ``WHERE YEAR`` does not excuse a ``WHERE YEAR``
     dropped elsewhere, nor its ``substr(p.b, -5)``'s comma one inserted elsewhere (``RIGHT,(``).
-    With ``twins``, a lost twin of the run's end beside it too (``_lost_twins``). A text not found
-    as written (an earlier change inside it) is returned to be excused by spelling alone."""
+    So are those of ``at`` beside the run that the alignment could as well have put inside it
+    (``_twins``). A text not found as written (an earlier change inside it) is returned to be
+    excused by spelling alone."""
     keys = [t.key for t in tokens]
     left = set(at)
     unplaced = []
@@ -332,22 +333,42 @@ def _excused_where_found(
             unplaced.append(text)
             continue
         best = max(starts, key=lambda a: len(left.intersection(range(a, a + len(run)))))
-        if twins:
-            left.difference_update(_lost_twins(left, keys, best, best + len(run) - 1))
+        left.difference_update(_twins(left, keys, best, best + len(run) - 1))
         left.difference_update(range(best, best + len(run)))
     return sorted(left), tuple(unplaced)
 
 
-def _lost_twins(left: set[int], keys: list[tuple[str, str]], first: int, last: int) -> set[int]:
-    """The lost tokens right before and right after a removed run (``first`` to ``last``) that are
-    twins of its end tokens, where those were kept (``FROM ((SELECT … u)) T``, the run's brackets
-    taken away): the alignment may have kept either of two like marks side by side, and the one
-    it called lost is the one the run took."""
-    twins = set()
-    for inner, outer in ((first, first - 1), (last, last + 1)):
-        if outer in left and inner not in left and keys[outer] == keys[inner]:
-            twins.add(outer)
+def _twins(left: set[int], keys: list[tuple[str, str]], first: int, last: int) -> set[int]:
+    """The tokens of ``left`` (lost, or added) right before and right after a recorded run
+    (``first`` to ``last``) that the alignment could as well have matched inside it: a block of
+    them beside the run whose keys are those of the run's first (or last) aligned tokens, with
+    only tokens of ``left`` between (``FROM ((SELECT … u)) T``, the run's brackets taken away;
+    ``ROUND(CAST((…) AS REAL)``, whose added ``(`` the alignment put before ``CAST``; a clause
+    moved, ``= a.id JOIN … = p.id WHERE``, its ``.id`` put before it). Of two like places the
+    alignment chose one; the one the run stands at is the one it wrote or took."""
+    twins: set[int] = set()
+    for step in (1, -1):
+        edge, end = (first, last) if step == 1 else (last, first)
+        outside = _run_of(left, edge - step, -step, 0 if step == 1 else len(keys) - 1)
+        inner = edge + step * len(_run_of(left, edge, step, end))  # the run's first aligned token
+        for k in range(len(outside), 0, -1):
+            block = sorted(outside[:k])
+            matched = sorted(range(inner, inner + step * k, step))
+            inside = all(min(first, last) <= i <= max(first, last) and i not in left for i in matched)
+            if inside and [keys[i] for i in block] == [keys[i] for i in matched]:
+                twins.update(block)
+                break
     return twins
+
+
+def _run_of(left: set[int], start: int, step: int, bound: int) -> list[int]:
+    """The indexes from ``start`` on (by ``step``, not past ``bound``) while each is in ``left``."""
+    out = []
+    i = start
+    while (i - bound) * step <= 0 and i in left:
+        out.append(i)
+        i += step
+    return out
 
 
 #: Closing marks: adding one (to end what the draft opened) changes nothing the draft wrote.
@@ -513,9 +534,7 @@ def faithfulness(
         if op in ("replace", "insert"):
             added_at.update(range(j1, j2))
     formatting = excuses.formatting
-    kept_at, unplaced = _excused_where_found(
-        lost_at - _stutters(draft, lost_at), draft, excuses.removed, formatting, twins=True
-    )
+    kept_at, unplaced = _excused_where_found(lost_at - _stutters(draft, lost_at), draft, excuses.removed, formatting)
     repeats = _repetitions(excuses.repeated, out)
     lost = _excused(_stray_closes_excused([draft[k] for k in kept_at], draft), unplaced + repeats, formatting)
     added_left, unwritten = _excused_where_found(added_at, out, excuses.written, formatting)

@@ -478,6 +478,16 @@ def test_a_rewrite_excuses_the_tokens_it_wrote_where_it_wrote_them_not_the_same_
     assert faithfulness(draft, "SELECT (RIGHT(e.d, 5) < substr(p.b, -5)) FROM t", rewrite).faithful
     inserted = faithfulness(draft, "SELECT (RIGHT,(e.d, 5) < substr(p.b, -5)) FROM t", rewrite)
     assert inserted.added == [","] and not inserted.faithful
+    # The alignment may put a written token beside the run, where a like one stands: still the run's.
+    cast = Excuses(removed=("(SUM(a) * 100)::numeric",), written=("CAST((SUM(a) * 100) AS REAL)",))
+    assert faithfulness(
+        "SELECT ROUND((SUM(a) * 100)::numeric, 4) FROM t", "SELECT ROUND(CAST((SUM(a) * 100) AS REAL), 4) FROM t", cast
+    ).faithful
+    moved = Excuses(removed=("WHERE a.n = 1 JOIN s ON h.i = s.id",), written=("JOIN s ON h.i = s.id WHERE a.n = 1",))
+    clauses = "SELECT s.x FROM h JOIN a ON h.a = a.id WHERE a.n = 1 JOIN s ON h.i = s.id"
+    assert faithfulness(
+        clauses, "SELECT s.x FROM h JOIN a ON h.a = a.id JOIN s ON h.i = s.id WHERE a.n = 1", moved
+    ).faithful
     # A written text the output no longer has as written (an edit inside it since) excuses by spelling.
     respelt = Excuses(removed=("RIGHT(p.b, 5)",), written=("substr(p.bb, -5)",))
     assert faithfulness(draft, "SELECT (RIGHT(e.d, 5) < substr(p.b, -5)) FROM t", respelt).added == []
