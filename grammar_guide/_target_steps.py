@@ -113,7 +113,21 @@ class TargetSteps:
             self.checker.rollback_chars(start)
             return False
         self._emit_target(start, continuation, continuation.text, reason, detail)
+        if not finish and is_word_char(continuation.text[-1:]):
+            self._end_word(reason, detail)
         return True
+
+    def _end_word(self, reason: CorrectionReason, detail: str) -> None:
+        """Where the target stopped inside a word that only one word may end (`` TH`` of ``THEN``:
+        the string before it ended on its first byte, and counted as the terminal it was to
+        write), the letters the grammar forces, in the word's case, as forced text."""
+        offset = len(self.checker.text)
+        rest = forced_letters(self.checker)
+        if rest and self.checker.feed(rest) == len(rest):
+            self.stats.forced_tokens += self.count_tokens(rest)
+            self.emit(Correction(offset, rest, source="forced", reason=reason, detail=detail))
+        else:
+            self.checker.rollback_chars(offset)
 
     async def _target_writes(self, *, max_new_tokens: int, finish: bool, min_terminals: int = 1) -> Continuation | None:
         """The target's continuation of the text, fed to the checker; ``None`` without a target."""
@@ -636,6 +650,29 @@ class TargetSteps:
             self.target = loaded
             return loaded
         return target
+
+
+_MAX_FORCED_LETTERS = 32
+
+
+def forced_letters(checker: Checker) -> str:
+    """The letters that must follow ``checker``'s text, which ends in a word: each the one letter
+    the grammar allows next, in either case (a keyword read without case), written in the case of
+    the word's last letter; empty where none is forced. The checker is not modified."""
+    text = checker.text
+    upper = text[-1:].isupper()
+    letters = ""
+    with checker.trial() as trial:
+        while len(letters) < _MAX_FORCED_LETTERS:
+            allowed = {chr(b).lower() for b in trial.allowed_bytes()}
+            letter = next(iter(allowed)) if len(allowed) == 1 else ""
+            if not (letter.isascii() and letter.isalpha()):
+                break
+            letter = letter.upper() if upper else letter
+            if trial.feed(letter) != 1:
+                break
+            letters += letter
+    return letters
 
 
 def _dropping_no_more(edit: repair.Edit, ties: tuple[repair.Edit, ...]) -> tuple[repair.Edit, ...]:

@@ -355,3 +355,36 @@ def test_with_a_target_a_lispress_answer_is_finished_not_exhausted(target, draft
     result = gg.guide(lambda prompt, prefix: draft if not prefix else "", grammar, "Lunch with my boss", target)
     lark.Lark(CALENDAR).parse(result.text)  # lark, the grammar's own parser, accepts the output
     assert result.text.startswith("(Yield (CreateEvent (& (Event.")
+
+
+def test_a_word_the_target_stops_inside_is_ended_as_the_grammar_forces(target):
+    """dev 6's ``CASE WHEN … = 'Merged')`` (the draft left out ``THEN … END``): the target's first
+    token re-wrote the string's close, which counted as the one terminal it was to write, and its
+    second was `` TH``. It stopped there, inside the word, and the rest of the answer was left to
+    go on from ``TH``. Only ``THEN`` begins so: its ``EN`` is written, as forced text."""
+    grammar = gg.Grammar.builtin("sqlite")
+    answer = "SELECT CAST(COUNT(CASE WHEN DOC = '54' AND StatusType = 'Merged') AS REAL) FROM schools"
+
+    def draft(prompt, prefix):
+        return "" if prefix else answer
+
+    result = gg.guide(gg.FunctionDraft(draft, continues_prefix=True), grammar, "q", target)
+    assert result.complete and grammar.is_complete(result.text)
+    repair = [c for c in by_kind(result, Correction, reason="violation") if c.source != "healed"]
+    written = "".join(c.text for c in repair)
+    assert re.search(r"\bTHEN$", written), written
+    assert [c.text for c in repair if c.source == "forced"] == ["EN"]
+
+
+def test_forced_letters_end_a_keyword_in_its_case_and_choose_nothing():
+    from grammar_guide._target_steps import forced_letters
+
+    grammar = gg.Grammar.builtin("sqlite")
+    for text, letters in [
+        ("SELECT CASE WHEN a = 1 TH", "EN"),
+        ("select case when a = 1 th", "en"),
+        ("SELECT a FR", ""),
+    ]:
+        checker = grammar.checker()
+        assert checker.feed(text) == len(text)
+        assert forced_letters(checker) == letters and checker.text == text
