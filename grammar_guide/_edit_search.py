@@ -592,8 +592,12 @@ def _invents_between(before: str, literal: str, after: str, keywords: frozenset[
 def _parts_call(before: str, after: str) -> bool:
     """Whether a ``,`` between ``before`` and ``after`` would part a word from the ``(`` the draft
     glued to it: a call (``b REPLACE(c, 'x', 'y')`` is ``b, REPLACE(…)``, not the alias
-    ``REPLACE`` and a bracketed list after it)."""
-    return after[:1] == "(" and bool(before) and is_word_char(before[-1])
+    ``REPLACE`` and a bracketed list after it). A qualified name is no call's (``T1.name(SELECT …``
+    is ``T1.name, (SELECT …``)."""
+    if after[:1] != "(" or not is_word_char(before[-1:]):
+        return False
+    start = run_start(before, len(before), is_word_char)
+    return before[start - 1 : start] != "."
 
 
 _BRACKET_AFTER = re.compile(r"[ \t]?([(\[])")  # a bracket right after a word, a space between or none

@@ -739,6 +739,8 @@ def test_no_comma_parts_a_construct_of_another_dialect(sqlite: Grammar, answer: 
     [
         ("SELECT a, b REPLACE(c, 'x', 'y') FROM t", "SELECT a, b, REPLACE(c, 'x', 'y') FROM t"),
         ("SELECT a b(c) FROM t", "SELECT a, b(c) FROM t"),
+        # A qualified name is no call's name: the comma goes between it and the bracket.
+        ("SELECT T1.name(SELECT count(*) FROM t) FROM u", "SELECT T1.name,(SELECT count(*) FROM t) FROM u"),
     ],
 )
 def test_no_comma_parts_a_call_from_its_name(sqlite: Grammar, answer: str, expected: str) -> None:
