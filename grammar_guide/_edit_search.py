@@ -593,7 +593,7 @@ def _parts_call(before: str, after: str) -> bool:
     """Whether a ``,`` between ``before`` and ``after`` would part a word from the ``(`` the draft
     glued to it: a call (``b REPLACE(c, 'x', 'y')`` is ``b, REPLACE(…)``, not the alias
     ``REPLACE`` and a bracketed list after it). A qualified name is no call's (``T1.name(SELECT …``
-    is ``T1.name, (SELECT …``)."""
+    is ``T1.name,(SELECT …``)."""
     if after[:1] != "(" or not is_word_char(before[-1:]):
         return False
     start = run_start(before, len(before), is_word_char)
