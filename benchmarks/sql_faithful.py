@@ -347,28 +347,19 @@ def _twins(left: set[int], keys: list[tuple[str, str]], first: int, last: int) -
     moved, ``= a.id JOIN … = p.id WHERE``, its ``.id`` put before it). Of two like places the
     alignment chose one; the one the run stands at is the one it wrote or took."""
     twins: set[int] = set()
-    for step in (1, -1):
-        edge, end = (first, last) if step == 1 else (last, first)
-        outside = _run_of(left, edge - step, -step, 0 if step == 1 else len(keys) - 1)
-        inner = edge + step * len(_run_of(left, edge, step, end))  # the run's first aligned token
-        for k in range(len(outside), 0, -1):
-            block = sorted(outside[:k])
-            matched = sorted(range(inner, inner + step * k, step))
-            inside = all(min(first, last) <= i <= max(first, last) and i not in left for i in matched)
-            if inside and [keys[i] for i in block] == [keys[i] for i in matched]:
+    for outward, inward in (
+        (range(first - 1, -1, -1), range(first, last + 1)),
+        (range(last + 1, len(keys)), range(last, first - 1, -1)),
+    ):
+        outside = list(itertools.takewhile(left.__contains__, outward))
+        aligned = itertools.dropwhile(left.__contains__, inward)  # the run's first aligned token on
+        inside = list(itertools.takewhile(lambda i: i not in left, aligned))
+        for k in range(min(len(outside), len(inside)), 0, -1):
+            block, matched = sorted(outside[:k]), sorted(inside[:k])
+            if [keys[i] for i in block] == [keys[i] for i in matched]:
                 twins.update(block)
                 break
     return twins
-
-
-def _run_of(left: set[int], start: int, step: int, bound: int) -> list[int]:
-    """The indexes from ``start`` on (by ``step``, not past ``bound``) while each is in ``left``."""
-    out = []
-    i = start
-    while (i - bound) * step <= 0 and i in left:
-        out.append(i)
-        i += step
-    return out
 
 
 #: Closing marks: adding one (to end what the draft opened) changes nothing the draft wrote.

@@ -646,7 +646,7 @@ def _called(checker: Checker, after: str) -> bool:
     ``checker``'s text as a call (SQLite's ``REPLACE(c, 'x', 'y')``: a keyword that names a
     function)."""
     call = re.match(r"\w+\(", after)
-    return call is not None and checker.feed(call.group()) == call.end()
+    return call is not None and _reads_whole(checker, len(checker.text), call.group())
 
 
 _PLAIN_NAME = "name_"  # a word no grammar here takes for a keyword
@@ -983,13 +983,8 @@ _STRING_OR_QUOTED = re.compile(r"'(?:[^']|'')*'|\"[^\"]*\"|`[^`]*`|\[[^\]]*\]")
 def _quote_known(text: str, known: frozenset[str]) -> str:
     """``text`` with each bare ``known`` name (outside strings and quoted names) in double quotes."""
     names = "|".join(re.escape(name) for name in sorted(known, key=len, reverse=True))
-    bare = re.compile(rf"(?<![\w$])(?:{names})(?![\w$])", re.IGNORECASE)
-    parts, end = [], 0
-    for quoted in _STRING_OR_QUOTED.finditer(text):
-        parts.append(bare.sub(lambda m: f'"{m.group()}"', text[end : quoted.start()]) + quoted.group())
-        end = quoted.end()
-    parts.append(bare.sub(lambda m: f'"{m.group()}"', text[end:]))
-    return "".join(parts)
+    bare = re.compile(rf"({_STRING_OR_QUOTED.pattern})|(?<![\w$])(?:{names})(?![\w$])", re.IGNORECASE)
+    return bare.sub(lambda m: m.group() if m.group(1) else f'"{m.group()}"', text)
 
 
 def _chained(rewrite: Rewrite, before: str, insert: str, kept: str) -> bool:

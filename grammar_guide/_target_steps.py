@@ -90,6 +90,10 @@ class TargetSteps:
             return False
         if not finish_word and is_word_char(self.checker.text[-1:]) and is_word_char(forced[:1]):
             return False
+        return self._write_forced(forced, reason, detail)
+
+    def _write_forced(self, forced: str, reason: CorrectionReason, detail: str) -> bool:
+        """Write as much of ``forced`` as the grammar reads, as forced text; whether any."""
         offset = len(self.checker.text)
         forced = forced[: self.checker.feed(forced)]
         if not forced:
@@ -121,13 +125,7 @@ class TargetSteps:
         """Where the target stopped inside a word that only one word may end (`` TH`` of ``THEN``:
         the string before it ended on its first byte, and counted as the terminal it was to
         write), the letters the grammar forces, in the word's case, as forced text."""
-        offset = len(self.checker.text)
-        rest = forced_letters(self.checker)
-        if rest and self.checker.feed(rest) == len(rest):
-            self.stats.forced_tokens += self.count_tokens(rest)
-            self.emit(Correction(offset, rest, source="forced", reason=reason, detail=detail))
-        else:
-            self.checker.rollback_chars(offset)
+        self._write_forced(forced_letters(self.checker), reason, detail)
 
     async def _target_writes(self, *, max_new_tokens: int, finish: bool, min_terminals: int = 1) -> Continuation | None:
         """The target's continuation of the text, fed to the checker; ``None`` without a target."""
