@@ -147,6 +147,29 @@ def test_qualified_keywords_and_finished_postfix_operands(grammar: Grammar, sql:
     assert grammar.is_complete(sql) is valid
 
 
+# A table has at most one primary key: SQLite's parser raises "more than one primary key" from
+# the text alone (a DeepSeek-R1 answer of CREATE TABLE with two column keys), wherever the second
+# one stands. Before, the grammar took them all, and the oracle two of them.
+@pytest.mark.parametrize(
+    ("sql", "valid"),
+    [
+        ("CREATE TABLE t (a INT NOT NULL PRIMARY KEY, b INT NOT NULL PRIMARY KEY, c INT NULL)", False),
+        ("CREATE TABLE t (a INT PRIMARY KEY, b INT, PRIMARY KEY (b))", False),
+        ("CREATE TABLE t (a INT, b INT, PRIMARY KEY (a), PRIMARY KEY (b))", False),
+        ("CREATE TABLE t (a INT PRIMARY KEY PRIMARY KEY)", False),
+        ("CREATE TEMP TABLE t (a PRIMARY KEY, b, PRIMARY KEY(b))", False),
+        ("CREATE TABLE t (a INT PRIMARY KEY, b INT UNIQUE, FOREIGN KEY (b) REFERENCES u(x))", True),
+        ("CREATE TABLE t (a, b, PRIMARY KEY (a, b) FOREIGN KEY (b) REFERENCES u(x))", True),
+        ("CREATE TABLE t (a INT CONSTRAINT pk PRIMARY KEY NOT NULL, b)", True),
+        ("CREATE TABLE t (a, b, CONSTRAINT x UNIQUE (a), CONSTRAINT pk PRIMARY KEY (a, b), CHECK (a > 0))", True),
+        ("ALTER TABLE t ADD COLUMN c INT PRIMARY KEY", True),  # (refused only once t exists)
+    ],
+)
+def test_one_primary_key_a_table(grammar: Grammar, sql: str, valid: bool) -> None:
+    assert (sqlite_oracle.check_script(sql).label is not sqlite_oracle.Label.INVALID) is valid
+    assert grammar.is_complete(sql) is valid
+
+
 def test_oracle_sees_past_semantic_errors() -> None:
     # The trigger's table does not exist: SQLite stops at "no such table" before the missing ';'.
     assert (

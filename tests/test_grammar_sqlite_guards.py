@@ -54,8 +54,9 @@ def test_no_rule_blows_up_into_many_alternatives() -> None:
     assert names["oneselect"] == 2 and names["update_stmt"] == 1 and names["eq_expr"] == 6
     # Each keyword adds one rule and one terminal for its glued-word guard (SELECTa); the three
     # restricted expression forms (constant, no leading UNBOUNDED, no HEX_MIN under a minus) add
-    # about 70 copied rules.
-    assert sum(counts.values()) < 1400
+    # about 70 copied rules; a table's one primary key (columns and table constraints, with and
+    # without it) about 30.
+    assert sum(counts.values()) < 1450
     assert len(parser.terminals) < 400
 
 

@@ -75,7 +75,8 @@ _SYNTAX_ERRORS = re.compile(
     r"unknown table option|"
     r"default value of column .* is not constant|"
     r"temporary table name must be unqualified|temporary trigger may not have qualified name|"
-    r"set list",
+    r"set list|"
+    r"has more than one primary key",
     re.IGNORECASE,
 )
 
