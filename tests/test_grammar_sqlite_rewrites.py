@@ -1862,3 +1862,16 @@ def test_a_quantified_comparison_over_groups_runs_streamed_or_whole(chunk: int |
         db.execute("CREATE TABLE t (y)")
         db.executemany("INSERT INTO t VALUES (?)", [(1,), (1,), (2,), (3,), (3,)])
         assert db.execute(result.text).fetchall() == [(1,), (3,)]
+
+
+def test_a_clause_out_of_order_inside_a_rewrites_copy_is_rewritten_with_it() -> None:
+    # The quantified comparison's rewrite copies its subquery, whose WHERE stands after its GROUP BY:
+    # the copy did not read, ALL was dropped (an edit), and then the clause order was rewritten.
+    answer = "SELECT a FROM t WHERE b > ALL (SELECT COUNT(*) FROM u GROUP BY c WHERE d = 1)"
+    result = guide(lambda prompt: answer, SQLITE, "Answer in SQLite.", target=False)
+    assert (
+        result.text
+        == "SELECT a FROM t WHERE b > (SELECT COUNT(*) FROM u WHERE d = 1 GROUP BY c ORDER BY 1 DESC LIMIT 1)"
+    )
+    assert result.faithful
+    assert [e.rule for e in result.events if isinstance(e, Correction)] == ["rewrite"]
