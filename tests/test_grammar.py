@@ -444,6 +444,13 @@ def test_from_file_names_the_source_in_errors(tmp_path: Path):
     assert str(bad) in str(info.value)
 
 
+_QUANTIFIED = (
+    "a quantified comparison over a grouped, compound or aggregate subquery: {op} {q} (SELECT COUNT(*) FROM t "
+    "GROUP BY y) is {op} (SELECT COUNT(*) FROM t GROUP BY y ORDER BY 1 {order} LIMIT 1), its {what}: "
+    "{what}(COUNT(*)) would nest an aggregate"
+)
+
+
 def test_rewrites_come_from_the_argument_or_a_sibling_file(tmp_path: Path):
     source = 'start: "LIMIT" NUMBER\nNUMBER: /[0-9]+/\n%ignore " "\n'
     given = Grammar.from_lark(source, rewrites=[Rewrite(r"TOP (\d+)", r"LIMIT \1", "T-SQL")])
@@ -471,6 +478,10 @@ def test_rewrites_come_from_the_argument_or_a_sibling_file(tmp_path: Path):
         "the operator between their values",
         "two aggregates, each followed by its own WHERE, joined by an arithmetic operator: each WHERE as its "
         "aggregate's FILTER",
+        _QUANTIFIED.format(op=">=", q="ALL", order="DESC", what="MAX"),
+        _QUANTIFIED.format(op="<=", q="ANY", order="DESC", what="MAX"),
+        _QUANTIFIED.format(op="<=", q="ALL", order="NULLS LAST", what="MIN"),
+        _QUANTIFIED.format(op=">=", q="ANY", order="NULLS LAST", what="MIN"),
         "a subquery after a comparison without its brackets",
         "a function's first argument an aggregate with its own FROM, closed before the next argument: a subquery "
         "without its SELECT and its opening bracket",
