@@ -483,6 +483,8 @@ def test_rewrites_come_from_the_argument_or_a_sibling_file(tmp_path: Path):
         _QUANTIFIED.format(op="<=", q="ALL", order="NULLS LAST", what="MIN"),
         _QUANTIFIED.format(op=">=", q="ANY", order="NULLS LAST", what="MIN"),
         "a subquery after a comparison without its brackets",
+        "an aggregate with its own FROM after a comparison, x = MIN(x) FROM t WHERE c: a subquery without its SELECT"
+        " and brackets",
         "a function's first argument an aggregate with its own FROM, closed before the next argument: a subquery "
         "without its SELECT and its opening bracket",
         "a function's later argument an aggregate with its own FROM, after a subquery: a subquery without its SELECT "

@@ -849,6 +849,34 @@ def rewrite(text: str) -> str:
         # A LIKE pattern's % written after its closing quote (a modulo with no operand as written).
         ("SELECT 'a mana ability.' LIKE '%ability.'%", "SELECT 'a mana ability.' LIKE '%ability.%'", 1),
         ("SELECT 'ability. x' LIKE '%ability.'% AND 1", "SELECT 'ability. x' LIKE '%ability.%' AND 1", 1),
+        # An aggregate with its own FROM after a comparison: a subquery without its SELECT and
+        # brackets, to the statement's end or the bracket it stands in.
+        (
+            "SELECT x FROM (SELECT 1 AS x UNION ALL SELECT 2) WHERE x = MAX(x) FROM (SELECT 1 AS x UNION ALL SELECT 2)",
+            "SELECT x FROM (SELECT 1 AS x UNION ALL SELECT 2) WHERE x = (SELECT MAX(x) FROM (SELECT 1 AS x UNION ALL"
+            " SELECT 2))",
+            2,
+        ),
+        (
+            "SELECT COUNT(*) FROM (SELECT 1 AS x UNION ALL SELECT 2 UNION ALL SELECT 3) WHERE (x >= AVG(x) FROM"
+            " (SELECT 1 AS x UNION ALL SELECT 2 UNION ALL SELECT 3) WHERE x > 1) AND x < 3",
+            "SELECT COUNT(*) FROM (SELECT 1 AS x UNION ALL SELECT 2 UNION ALL SELECT 3) WHERE (x >= (SELECT AVG(x) FROM"
+            " (SELECT 1 AS x UNION ALL SELECT 2 UNION ALL SELECT 3) WHERE x > 1)) AND x < 3",
+            0,
+        ),
+        # A CASE with no THEN inside COUNT: any THEN of a value counts the rows where its condition holds.
+        (
+            "SELECT COUNT(CASE WHEN x = 1) FROM (SELECT 1 AS x UNION ALL SELECT 2 UNION ALL SELECT 1)",
+            "SELECT COUNT(*) FILTER (WHERE x = 1) FROM (SELECT 1 AS x UNION ALL SELECT 2 UNION ALL SELECT 1)",
+            2,
+        ),
+        (
+            "SELECT CAST(COUNT(CASE WHEN x > 1 AND x IN (2, 3)) AS REAL) / COUNT(*) FROM (SELECT 1 AS x UNION ALL"
+            " SELECT 2)",
+            "SELECT CAST(COUNT(*) FILTER (WHERE x > 1 AND x IN (2, 3)) AS REAL) / COUNT(*) FROM (SELECT 1 AS x UNION"
+            " ALL SELECT 2)",
+            0.5,
+        ),
     ],
 )
 def test_each_rewrite_means_what_the_slip_meant(slip: str, meant: str, value: object) -> None:
@@ -1007,6 +1035,10 @@ def test_an_age_in_years_counts_whole_years(slip: str, years: int) -> None:
         "SELECT GROUP_CONCAT(DISTINCT x SEPARATOR '-') FROM t",  # SQLite's DISTINCT takes no separator
         "SELECT k FROM t GROUP BY k ORDER BY k WHERE COUNT(*) > 1",  # an aggregate's condition: HAVING?
         "SELECT ONTime FROM t WHERE SELECTION = 1 AND x IN (SELECT a FROM u",  # a keyword's letters, no glue
+        "SELECT SUM(CASE WHEN x = 1) FROM t",  # a sum of which THEN?
+        "SELECT COUNT(CASE WHEN x = 1 ELSE 0 END) FROM t",  # the ELSE counts every row
+        "SELECT COUNT(DISTINCT CASE WHEN x = 1) FROM t",  # distinct values of which THEN?
+        "SELECT a FROM t WHERE b = MAX(b) FROM u UNION SELECT c FROM v",  # where does the subquery end?
     ],
 )
 def test_no_rewrite_where_the_meaning_would_change(text: str) -> None:
@@ -1253,6 +1285,19 @@ def test_no_rewrite_where_the_meaning_would_change(text: str) -> None:
             " ORDER BY 1 DESC LIMIT 1)",
             "SELECT COUNT(*) FROM t GROUP BY y ORDER BY 1 DESC LIMIT 1), its MAX:"
             " MAX(COUNT(*)) would nest an aggregate",
+        ),
+        (  # dev 5: the cut at the second FROM ran into "misuse of aggregate function MIN()"
+            "SELECT weight FROM Pets WHERE PetType = 'dog' AND pet_age = MIN(pet_age) FROM Pets WHERE PetType = 'dog'",
+            "SELECT weight FROM Pets WHERE PetType = 'dog' AND pet_age = (SELECT MIN(pet_age) FROM Pets WHERE PetType"
+            " = 'dog')",
+            "an aggregate with its own FROM after a comparison, x = MIN(x) FROM t WHERE c: a subquery without its"
+            " SELECT and brackets",
+        ),
+        (  # the finish used to cut it to SELECT COUNT()
+            "SELECT COUNT(CASE WHEN x = 1) FROM t",
+            "SELECT COUNT(*) FILTER (WHERE x = 1) FROM t",
+            "a CASE with no THEN inside COUNT, COUNT(CASE WHEN c): the rows where c holds, COUNT(*) FILTER (WHERE c)"
+            " (what any THEN of a value would count)",
         ),
         (
             "SELECT Major FROM Student MINUS (SELECT Major FROM Student WHERE Age > 20)",
@@ -1875,3 +1920,41 @@ def test_a_clause_out_of_order_inside_a_rewrites_copy_is_rewritten_with_it() -> 
     )
     assert result.faithful
     assert [e.rule for e in result.events if isinstance(e, Correction)] == ["rewrite"]
+
+
+_STREAMED = [
+    (  # dev 6 (NL2SQL-Benchmark's answers): invalid without the target, nothing written with it
+        "SELECT CAST(COUNT(CASE WHEN DOC = '54' AND StatusType = 'Merged') AS REAL) / COUNT(CASE WHEN DOC = '52'"
+        " AND StatusType = 'Merged') FROM schools WHERE County = 'Orange'",
+        "SELECT CAST(COUNT(*) FILTER (WHERE DOC = '54' AND StatusType = 'Merged') AS REAL) / COUNT(*) FILTER (WHERE"
+        " DOC = '52' AND StatusType = 'Merged') FROM schools WHERE County = 'Orange'",
+        "schools (DOC, StatusType, County)",
+        [("54", "Merged", "Orange")] * 3 + [("52", "Merged", "Orange"), ("52", "Open", "Orange")] * 2,
+        [(1.5,)],
+    ),
+    (
+        "SELECT name FROM t WHERE (age > AVG(age) FROM t WHERE age > 1) AND name <> 'c'",
+        "SELECT name FROM t WHERE (age > (SELECT AVG(age) FROM t WHERE age > 1)) AND name <> 'c'",
+        "t (name, age)",
+        [("a", 1), ("b", 2), ("c", 5), ("d", 4)],
+        [("d",)],
+    ),
+]
+
+
+@pytest.mark.parametrize("chunk", [None, 4])
+@pytest.mark.parametrize(("answer", "fixed", "table", "rows", "value"), _STREAMED)
+def test_a_count_without_then_or_an_aggregate_with_its_from_runs_streamed_or_whole(
+    answer: str,
+    fixed: str,
+    table: str,
+    rows: list[tuple[object, ...]],
+    value: list[tuple[object, ...]],
+    chunk: int | None,
+) -> None:
+    result = guide(streamed(answer, chunk or len(answer)), SQLITE, "Answer in SQLite.", target=False)
+    assert result.text == fixed and result.faithful
+    with sqlite3.connect(":memory:") as db:
+        db.execute(f"CREATE TABLE {table}")
+        db.executemany(f"INSERT INTO {table.split()[0]} VALUES ({', '.join('?' * len(rows[0]))})", rows)
+        assert db.execute(result.text).fetchall() == value
