@@ -59,7 +59,7 @@ if str(ROOT) not in sys.path:
 from benchmarks._common import attempt, machine, machine_line, markdown_table, write_results  # noqa: E402
 from benchmarks._replay_draft import ReplayDraft, lexemes  # noqa: E402
 from benchmarks.draft_shapes import draft_shape  # noqa: E402
-from benchmarks.sql_execution import Rows, gold_is_ordered, run_query, same_rows  # noqa: E402
+from benchmarks.sql_execution import Rows, error_class, gold_is_ordered, run_query, same_rows  # noqa: E402
 from benchmarks.sql_faithful import (  # noqa: E402
     Excuses,
     excuses_of,
@@ -770,17 +770,41 @@ def execute(
                 continue
             got = run_query(database, row.get("text") or "")
             row["gold_rows"] = same_rows(reference, got, ordered)
-            row["exec_error"] = got.error.split(":", 1)[0] if got.error else None
+            row["exec_error"] = error_class(got.error)
+
+
+def _run_rows(rows: Sequence[dict[str, Any] | None], picked: list[int]) -> list[dict[str, Any]]:
+    return [r for i in picked if (r := rows[i]) is not None and "gold_rows" in r]
 
 
 def execution_table(rows_by_method: Mapping[str, Sequence[dict[str, Any] | None]], picked: list[int]) -> str:
-    header = ["method", "answers run", "ran without error", "return the gold rows"]
+    """Per method: how many answers ran, ran without error, returned the gold rows, and were
+    scored faithful yet failed when run (a repair that reads as the draft's but does not run)."""
+    header = ["method", "answers run", "ran without error", "return the gold rows", "faithful, fails when run"]
     out = []
     for name, rows in rows_by_method.items():
-        mine = [r for i in picked if (r := rows[i]) is not None and "gold_rows" in r]
+        mine = _run_rows(rows, picked)
         ran = sum(r["exec_error"] is None for r in mine)
-        out.append([name, len(mine), _pct(ran, len(mine)), _pct(sum(r["gold_rows"] for r in mine), len(mine))])
+        failing = sum(bool(r.get("faithful")) and r["exec_error"] is not None for r in mine)
+        scored = any("faithful" in r for r in mine)
+        out.append(
+            [
+                name,
+                len(mine),
+                _pct(ran, len(mine)),
+                _pct(sum(r["gold_rows"] for r in mine), len(mine)),
+                failing if scored else "",
+            ]
+        )
     return markdown_table(header, out)
+
+
+def error_table(rows_by_method: Mapping[str, Sequence[dict[str, Any] | None]], picked: list[int]) -> str:
+    """How many of each method's answers failed with each class of error (names left out)."""
+    counts = {name: Counter(r["exec_error"] for r in _run_rows(rows, picked)) for name, rows in rows_by_method.items()}
+    total = sum((Counter({k: v for k, v in c.items() if k}) for c in counts.values()), Counter())
+    lines = [[label, *(counts[name][label] for name in counts)] for label, _ in total.most_common()]
+    return markdown_table(["error", *counts], lines)
 
 
 # -- main --------------------------------------------------------------------------------------
@@ -1105,6 +1129,7 @@ def _execution_report(
     picked = executable(items, gold)
     sample = [i for i in picked if hand[i] is not None]
     out["execution"] = execution_table(with_unrepaired, picked)
+    out["execution_errors"] = error_table(with_unrepaired, picked)
     out["execution_sample"] = execution_table(with_hand, sample)
     out["execution_sample_rates"] = {
         ("ours" if m.startswith("ours") else m): sum(bool((r := rows[i]) and r["gold_rows"]) for i in sample)
@@ -1118,6 +1143,7 @@ def _execution_report(
     return [
         f"Executed on Spider's databases: {len(picked)} Spider dev answers (gold rows: the gold query's, "
         f"a multiset unless it orders them)\n\n{out['execution']}",
+        f"Why the others failed (SQLite's errors by class)\n\n{out['execution_errors']}",
         f"The sample fixed by hand ({len(sample)} answers, {', '.join(p.name for p in args.hand_fixes)})"
         f"\n\n{out['execution_sample']}",
     ]

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["Rows", "gold_is_ordered", "run_query", "same_rows"]
+__all__ = ["Rows", "error_class", "gold_is_ordered", "run_query", "same_rows"]
 
 TIMEOUT_S = 10.0
 
@@ -52,6 +52,42 @@ def run_query(database: Path, sql: str, timeout_s: float = TIMEOUT_S) -> Rows:
     finally:
         conn.close()
     return Rows(tuple(tuple(_value(v) for v in row) for row in rows))
+
+
+#: The classes of SQLite's (and ``sqlite3``'s) errors, each a label and a pattern of its message,
+#: first match taken: a report names an error by its class, never by the names in it, which come
+#: from answers a held-out report must not show.
+_ERROR_CLASSES = (
+    ("timeout", r"^timeout$"),
+    ("no statement", r"^no statement$"),
+    ("syntax error", r"syntax error|unrecognized token|incomplete input"),
+    ("more than one statement", r"one statement at a time"),
+    ("no such column", r"^no such column"),
+    ("no such table", r"^no such table"),
+    ("no such function", r"^no such function"),
+    ("ambiguous column name", r"^ambiguous column name"),
+    ("misuse of an aggregate", r"^misuse of aggregate"),
+    ("misuse of a window function", r"^misuse of window function"),
+    ("row value misused", r"^row value misused"),
+    ("a table called as a function", r"is not a function$"),
+    ("an aggregate in GROUP BY", r"aggregate functions are not allowed in the GROUP BY clause"),
+    ("HAVING without an aggregate", r"HAVING clause on a non-aggregate query"),
+    ("a subquery of several columns", r"sub-select returns \d+ columns"),
+    ("a set operation's sides differ in columns", r"do not have the same number of result columns"),
+    ("VALUES rows differ from the columns", r"has \d+ values for \d+ columns"),
+    ("a function out of its context", r"^unable to use function"),
+    ("wrong number of arguments", r"^wrong number of arguments"),
+    ("parameters without values", r"^Incorrect number of bindings"),
+)
+
+
+def error_class(error: str | None) -> str | None:
+    """The class of a ``Rows.error`` (``"no such column"``), with no name from the query in it;
+    ``"other"`` for a message none of the classes has; None for no error."""
+    if error is None:
+        return None
+    message = error.split(": ", 1)[-1]
+    return next((label for label, pattern in _ERROR_CLASSES if re.search(pattern, message)), "other")
 
 
 def gold_is_ordered(gold_sql: str) -> bool:

@@ -10,9 +10,11 @@ import json
 import sqlite3
 from pathlib import Path
 
+import pytest
+
 import grammar_guide as gg
 from benchmarks.real_sql_repair import answer_sql, escape_apostrophes, main
-from benchmarks.sql_execution import Rows, gold_is_ordered, run_query, same_rows
+from benchmarks.sql_execution import Rows, error_class, gold_is_ordered, run_query, same_rows
 from benchmarks.sql_faithful import Excuses, excuses_of, faithfulness, sql_tokens
 from benchmarks.sql_sources import load_nl2sql360, load_spider_gold
 from tests.support import sqlite_oracle
@@ -346,6 +348,30 @@ def test_rows_compared_with_the_gold_query(tmp_path: Path) -> None:
     conn.close()
 
 
+@pytest.mark.parametrize(
+    ("query", "label"),
+    [
+        ("SELECT nope FROM singer", "no such column"),
+        ("SELECT name FROM nowhere", "no such table"),
+        ("SELECT name FROM singer WHERE age = MIN(age)", "misuse of an aggregate"),
+        ("SELECT name FROM singer WHERE age > (41, 43)", "row value misused"),
+        ("SELECT name FROM singer (age)", "a table called as a function"),
+        ("SELECT count(*) FROM singer GROUP BY 1", "an aggregate in GROUP BY"),
+        ("SELECT name FROM singer WHERE age IN (SELECT age, name FROM singer)", "a subquery of several columns"),
+        ("SELECT name FROM singer WHERE name MATCH 'Jo%'", "a function out of its context"),
+        ("SELECT name FROM singer WHERE country = ?", "parameters without values"),
+        ("SELECT name FROM singer; SELECT 1", "more than one statement"),
+        ("SELECT name FROM singer WHERE", "syntax error"),
+        ("", "no statement"),
+        ("SELECT name FROM singer", None),
+    ],
+)
+def test_an_error_is_named_by_its_class_without_the_querys_names(tmp_path: Path, query: str, label: str) -> None:
+    db = _database(tmp_path / "concert_singer.sqlite")
+    assert error_class(run_query(db, query).error) == label
+    assert error_class("OperationalError: a message no class has") == "other"
+
+
 def _nl2sql360(root: Path) -> Path:
     spider = root / "data" / "predict" / "spider_dev"
     spider.mkdir(parents=True)
@@ -415,6 +441,8 @@ def test_command_line_on_nl2sql360_and_spider(tmp_path: Path) -> None:
     assert executed["ours (target=False)"][str(stray)]["gold_rows"] is True  # the stray ')' dropped
     assert executed["unrepaired"][str(stray)]["gold_rows"] is False
     assert "| hand fix (slip only) | 1 |" in payload["execution_sample"]
+    assert "| faithful, fails when run |" in payload["execution"].splitlines()[0]
+    assert payload["execution_errors"].splitlines()[0].startswith("| error | ours (target=False) |")
     written = (out / "real_sql_repair.json").read_text()
     assert "France')" not in written and "OR concert" not in written  # ids and scores, not answers
 
