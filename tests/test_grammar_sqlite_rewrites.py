@@ -864,6 +864,29 @@ def rewrite(text: str) -> str:
             " (SELECT 1 AS x UNION ALL SELECT 2 UNION ALL SELECT 3) WHERE x > 1)) AND x < 3",
             0,
         ),
+        # A comparison with ALL over a list of numbers, or of strings without letters (no collation
+        # can order them otherwise): SQLite's MAX or MIN of several values.
+        (
+            "SELECT COUNT(*) FROM (SELECT 1 AS b UNION ALL SELECT 3 UNION ALL SELECT 4) WHERE b > ALL (1, 2.5, 3)",
+            "SELECT COUNT(*) FROM (SELECT 1 AS b UNION ALL SELECT 3 UNION ALL SELECT 4) WHERE b > MAX(1, 2.5, 3)",
+            1,
+        ),
+        (
+            "SELECT COUNT(*) FROM (SELECT '2019-06-01' AS c UNION ALL SELECT '2020-06-01') WHERE c <= ALL"
+            " ('2020-01-01', '2019-12-31')",
+            "SELECT COUNT(*) FROM (SELECT '2019-06-01' AS c UNION ALL SELECT '2020-06-01') WHERE c <= MIN('2020-01-01',"
+            " '2019-12-31')",
+            1,
+        ),
+        # PostgreSQL's DISTINCT ON over a select list of the same names: one row of each, DISTINCT.
+        (
+            "SELECT COUNT(*) FROM (SELECT DISTINCT ON (a, b) a, b FROM (SELECT 1 AS a, 2 AS b UNION ALL SELECT 1, 2"
+            " UNION ALL SELECT 1, 3))",
+            "SELECT COUNT(*) FROM (SELECT DISTINCT a, b FROM (SELECT 1 AS a, 2 AS b UNION ALL SELECT 1, 2 UNION ALL"
+            " SELECT 1, 3))",
+            2,
+        ),
+        ("SELECT 'Hey you' MATCHES '%you'", "SELECT 'Hey you' LIKE '%you'", 1),  # MATCHES with LIKE's %
         # A CASE with no THEN inside COUNT: any THEN of a value counts the rows where its condition holds.
         (
             "SELECT COUNT(CASE WHEN x = 1) FROM (SELECT 1 AS x UNION ALL SELECT 2 UNION ALL SELECT 1)",
@@ -1036,6 +1059,11 @@ def test_an_age_in_years_counts_whole_years(slip: str, years: int) -> None:
         "SELECT k FROM t GROUP BY k ORDER BY k WHERE COUNT(*) > 1",  # an aggregate's condition: HAVING?
         "SELECT ONTime FROM t WHERE SELECTION = 1 AND x IN (SELECT a FROM u",  # a keyword's letters, no glue
         "SELECT SUM(CASE WHEN x = 1) FROM t",  # a sum of which THEN?
+        "SELECT a FROM t WHERE b > ALL (1, NULL)",  # ALL is NULL or false; MAX(1, NULL) NULL
+        "SELECT a FROM t WHERE b > ALL ('a', 'B')",  # which is greater depends on b's collation
+        "SELECT a FROM t WHERE b > ALL (1, '2')",  # a number and a string: b's affinity converts one
+        "SELECT DISTINCT ON (a) a, b FROM t",  # one row of each a: which b?
+        "SELECT a FROM t WHERE b MATCHES 'x*'",  # Informix's MATCHES: a pattern of * and ?
         "SELECT COUNT(CASE WHEN x = 1 ELSE 0 END) FROM t",  # the ELSE counts every row
         "SELECT COUNT(DISTINCT CASE WHEN x = 1) FROM t",  # distinct values of which THEN?
         "SELECT a FROM t WHERE b = MAX(b) FROM u UNION SELECT c FROM v",  # where does the subquery end?
@@ -1292,6 +1320,18 @@ def test_no_rewrite_where_the_meaning_would_change(text: str) -> None:
             " = 'dog')",
             "an aggregate with its own FROM after a comparison, x = MIN(x) FROM t WHERE c: a subquery without its"
             " SELECT and brackets",
+        ),
+        (  # dev 5: the edit made the key list a row value ("row value misused")
+            "SELECT DISTINCT ON (s.Name, s.Capacity) s.Name, s.Capacity FROM stadium s JOIN concert c ON s.Stadium_ID"
+            " = c.Stadium_ID WHERE c.Year >= 2014 ORDER BY COUNT(*) OVER (PARTITION BY s.Stadium_ID) DESC",
+            "SELECT DISTINCT s.Name, s.Capacity FROM stadium s JOIN concert c ON s.Stadium_ID = c.Stadium_ID WHERE"
+            " c.Year >= 2014 ORDER BY COUNT(*) OVER (PARTITION BY s.Stadium_ID) DESC",
+            "PostgreSQL's DISTINCT ON (a, b) over a select list of the same a, b: one row of each, DISTINCT a, b",
+        ),
+        (  # dev 5: the edit made it MATCH, a full-text search ("unable to use function MATCH")
+            "SELECT Name, Country FROM singer WHERE Song_Name MATCHES '%Hey%'",
+            "SELECT Name, Country FROM singer WHERE Song_Name LIKE '%Hey%'",
+            "MATCHES with a LIKE pattern ('%x%'): LIKE",
         ),
         (  # the finish used to cut it to SELECT COUNT()
             "SELECT COUNT(CASE WHEN x = 1) FROM t",
