@@ -887,6 +887,13 @@ def rewrite(text: str) -> str:
             2,
         ),
         ("SELECT 'Hey you' MATCHES '%you'", "SELECT 'Hey you' LIKE '%you'", 1),  # MATCHES with LIKE's %
+        # PostgreSQL's ~ with no regular-expression operator: a substring, case kept (GLOB); ~*
+        # with ASCII only: a substring, case ignored (LIKE, which folds ASCII letters).
+        ("SELECT 'Hey you' ~ 'you'", "SELECT 'Hey you' GLOB '*you*'", 1),
+        ("SELECT 'hey' ~ 'Hey'", "SELECT 'hey' GLOB '*Hey*'", 0),
+        ("SELECT 'O''Neil' !~ 'O''N'", "SELECT 'O''Neil' NOT GLOB '*O''N*'", 0),
+        ("SELECT 'HEY you' ~* 'hey'", "SELECT 'HEY you' LIKE '%hey%'", 1),
+        ("SELECT 'HEY' !~* 'x'", "SELECT 'HEY' NOT LIKE '%x%'", 1),
         # A CASE with no THEN inside COUNT: any THEN of a value counts the rows where its condition holds.
         (
             "SELECT COUNT(CASE WHEN x = 1) FROM (SELECT 1 AS x UNION ALL SELECT 2 UNION ALL SELECT 1)",
@@ -1064,6 +1071,8 @@ def test_an_age_in_years_counts_whole_years(slip: str, years: int) -> None:
         "SELECT a FROM t WHERE b > ALL (1, '2')",  # a number and a string: b's affinity converts one
         "SELECT DISTINCT ON (a) a, b FROM t",  # one row of each a: which b?
         "SELECT a FROM t WHERE b MATCHES 'x*'",  # Informix's MATCHES: a pattern of * and ?
+        "SELECT a FROM t WHERE b ~* 'x_y'",  # LIKE's _ is any character
+        "SELECT a FROM t WHERE b ~* 'été'",  # LIKE folds ASCII letters only
         "SELECT COUNT(CASE WHEN x = 1 ELSE 0 END) FROM t",  # the ELSE counts every row
         "SELECT COUNT(DISTINCT CASE WHEN x = 1) FROM t",  # distinct values of which THEN?
         "SELECT a FROM t WHERE b = MAX(b) FROM u UNION SELECT c FROM v",  # where does the subquery end?
@@ -1332,6 +1341,11 @@ def test_no_rewrite_where_the_meaning_would_change(text: str) -> None:
             "SELECT Name, Country FROM singer WHERE Song_Name MATCHES '%Hey%'",
             "SELECT Name, Country FROM singer WHERE Song_Name LIKE '%Hey%'",
             "MATCHES with a LIKE pattern ('%x%'): LIKE",
+        ),
+        (  # dev 5: scored faithful as REGEXP, which Python's SQLite lacks ("no such function: REGEXP")
+            "SELECT Name, Country FROM singer WHERE Song_Name ~ 'Hey'",
+            "SELECT Name, Country FROM singer WHERE Song_Name GLOB '*Hey*'",
+            "PostgreSQL's x ~ 'p' with no regular-expression operator in p (a substring, case kept): x GLOB '*p*'",
         ),
         (  # the finish used to cut it to SELECT COUNT()
             "SELECT COUNT(CASE WHEN x = 1) FROM t",
