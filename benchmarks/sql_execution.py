@@ -62,6 +62,8 @@ _ERROR_CLASSES = (
     ("no statement", r"^no statement$"),
     ("syntax error", r"syntax error|unrecognized token|incomplete input"),
     ("more than one statement", r"one statement at a time"),
+    ("a clause out of its place", r"should come after"),
+    ("DISTINCT in a window function", r"DISTINCT is not supported for window functions"),
     ("no such column", r"^no such column"),
     ("no such table", r"^no such table"),
     ("no such function", r"^no such function"),

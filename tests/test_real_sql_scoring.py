@@ -362,6 +362,7 @@ def test_rows_compared_with_the_gold_query(tmp_path: Path) -> None:
         ("SELECT name FROM singer WHERE country = ?", "parameters without values"),
         ("SELECT name FROM singer; SELECT 1", "more than one statement"),
         ("SELECT name FROM singer WHERE", "syntax error"),
+        ("SELECT name FROM singer ORDER BY name UNION SELECT 'x'", "a clause out of its place"),
         ("", "no statement"),
         ("SELECT name FROM singer", None),
     ],
