@@ -887,6 +887,10 @@ def rewrite(text: str) -> str:
             2,
         ),
         ("SELECT 'Hey you' MATCHES '%you'", "SELECT 'Hey you' LIKE '%you'", 1),  # MATCHES with LIKE's %
+        # A % after an empty string's quotes, as a call's argument: the string '%' (dev 6: the edit
+        # dropped the comma, REPLACE(x, '' % '') then had two arguments).
+        ("SELECT CAST(REPLACE('12.5%', ''%, '') AS REAL)", "SELECT CAST(REPLACE('12.5%', '%', '') AS REAL)", 12.5),
+        ("SELECT INSTR('a%b', ''%)", "SELECT INSTR('a%b', '%')", 2),
         # PostgreSQL's ~ with no regular-expression operator: a substring, case kept (GLOB); ~*
         # with ASCII only: a substring, case ignored (LIKE, which folds ASCII letters).
         ("SELECT 'Hey you' ~ 'you'", "SELECT 'Hey you' GLOB '*you*'", 1),
@@ -1072,6 +1076,7 @@ def test_an_age_in_years_counts_whole_years(slip: str, years: int) -> None:
         "SELECT DISTINCT ON (a) a, b FROM t",  # one row of each a: which b?
         "SELECT a FROM t WHERE b MATCHES 'x*'",  # Informix's MATCHES: a pattern of * and ?
         "SELECT a FROM t WHERE b ~* 'x_y'",  # LIKE's _ is any character
+        "SELECT a FROM t WHERE b = ''%2",  # a number after it: a modulo
         "SELECT a FROM t WHERE b ~* 'été'",  # LIKE folds ASCII letters only
         "SELECT COUNT(CASE WHEN x = 1 ELSE 0 END) FROM t",  # the ELSE counts every row
         "SELECT COUNT(DISTINCT CASE WHEN x = 1) FROM t",  # distinct values of which THEN?
