@@ -192,7 +192,8 @@ def test_no_stub_is_made_of_an_answer_whose_rest_was_left_out() -> None:
     # The rest after a violation no edit fixes is left out; the text's end is then no end the
     # draft wrote, and taking back further than the finish's own few lexemes would leave a stub.
     # (Taken back to a close, it would be ``SELECT name, age``: its FROM and ORDER BY gone.)
-    draft = "SELECT name, age, COUNT(CASE WHEN z > 1 AND w < 2 AND v = 3) AS q FROM t ORDER BY name"
+    # (A SUM's CASE without THEN: a COUNT's is rewritten, COUNT(*) FILTER (WHERE …).)
+    draft = "SELECT name, age, SUM(CASE WHEN z > 1 AND w < 2 AND v = 3) AS q FROM t ORDER BY name"
     with pytest.raises(gg.GuideExhausted) as raised:
         guided("sqlite", draft)
     assert raised.value.reason == "needs invention"

@@ -363,7 +363,8 @@ def test_a_word_the_target_stops_inside_is_ended_as_the_grammar_forces(target):
     second was `` TH``. It stopped there, inside the word, and the rest of the answer was left to
     go on from ``TH``. Only ``THEN`` begins so: its ``EN`` is written, as forced text."""
     grammar = gg.Grammar.builtin("sqlite")
-    answer = "SELECT CAST(COUNT(CASE WHEN DOC = '54' AND StatusType = 'Merged') AS REAL) FROM schools"
+    # A SUM's CASE: a COUNT's is rewritten now, COUNT(*) FILTER (WHERE …), with no target.
+    answer = "SELECT CAST(SUM(CASE WHEN DOC = '54' AND StatusType = 'Merged') AS REAL) FROM schools"
 
     def draft(prompt, prefix):
         return "" if prefix else answer
