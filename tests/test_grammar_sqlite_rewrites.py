@@ -887,6 +887,17 @@ def rewrite(text: str) -> str:
             2,
         ),
         ("SELECT 'Hey you' MATCHES '%you'", "SELECT 'Hey you' LIKE '%you'", 1),  # MATCHES with LIKE's %
+        (  # T-SQL's table hints and MySQL's index hints: how rows are locked or found, not which
+            "SELECT COUNT(*) FROM (SELECT 1 AS k) AS x WITH (NOLOCK) JOIN (SELECT 1 AS k) u WITH (NOLOCK, ROWLOCK)"
+            " ON x.k = u.k",
+            "SELECT COUNT(*) FROM (SELECT 1 AS k) AS x JOIN (SELECT 1 AS k) u ON x.k = u.k",
+            1,
+        ),
+        (
+            "SELECT COUNT(*) FROM (SELECT 1 AS k) t FORCE INDEX FOR JOIN (i, `j`) WHERE k = 1",
+            "SELECT COUNT(*) FROM (SELECT 1 AS k) t WHERE k = 1",
+            1,
+        ),
         # A % after an empty string's quotes, as a call's argument: the string '%' (dev 6: the edit
         # dropped the comma, REPLACE(x, '' % '') then had two arguments).
         ("SELECT CAST(REPLACE('12.5%', ''%, '') AS REAL)", "SELECT CAST(REPLACE('12.5%', '%', '') AS REAL)", 12.5),
@@ -1077,6 +1088,7 @@ def test_an_age_in_years_counts_whole_years(slip: str, years: int) -> None:
         "SELECT a FROM t WHERE b MATCHES 'x*'",  # Informix's MATCHES: a pattern of * and ?
         "SELECT a FROM t WHERE b ~* 'x_y'",  # LIKE's _ is any character
         "SELECT a FROM t WHERE b = ''%2",  # a number after it: a modulo
+        "SELECT a FROM t TABLESAMPLE SYSTEM (10)",  # a tenth of the rows: no SQLite form
         "SELECT a FROM t WHERE b ~* 'été'",  # LIKE folds ASCII letters only
         "SELECT COUNT(CASE WHEN x = 1 ELSE 0 END) FROM t",  # the ELSE counts every row
         "SELECT COUNT(DISTINCT CASE WHEN x = 1) FROM t",  # distinct values of which THEN?
@@ -1407,6 +1419,14 @@ def test_an_outer_join_mark_is_no_part_of_a_name() -> None:
         (
             "SELECT PetType, max(weight) IGNORE NULLS FROM Pets GROUP BY PetType",
             "SELECT PetType, max(weight) FROM Pets GROUP BY PetType",
+        ),
+        # A table hint was quoted as the table's alias, "WITH (NOLOCK)"; an index hint's USE was
+        # the alias and the rest of the answer cut.
+        ("SELECT Name FROM singer WITH (NOLOCK) WHERE Age > 30", "SELECT Name FROM singer WHERE Age > 30"),
+        ("SELECT Name FROM singer USE INDEX (age_idx) WHERE Age > 30", "SELECT Name FROM singer WHERE Age > 30"),
+        (  # dev 5: quoted as the table's alias, "TABLESAMPLE SYSTEM (100)"
+            "SELECT Name ,  Country ,  Age FROM singer TABLESAMPLE SYSTEM (100) ORDER BY Age DESC",
+            "SELECT Name ,  Country ,  Age FROM singer ORDER BY Age DESC",
         ),
     ],
 )
