@@ -1783,6 +1783,9 @@ def _known_names(draft: str, known: frozenset[str]) -> list[tuple[str, int]]:
     ]
 
 
+#: A bracket's text that is a number alone (``(10)``, `` 2.5 ``).
+_NUMBER_ALONE = re.compile(r"\s*\d+(?:\.\d*)?\s*")
+
 #: A table's column written in a bracket (``(l.date)``): a call's argument, no name's part.
 _QUALIFIED_NAME = re.compile(r"[A-Za-z_]\w*\.[A-Za-z_]")
 
@@ -1791,8 +1794,9 @@ def _reads_as_code(inside: str, keywords: frozenset[str]) -> bool:
     """Whether a bracketed part is the draft's code, not part of a name: it begins with a keyword
     (``(SELECT boat FROM crews)``, ``(select ...)``), has one written in capitals, or holds a
     qualified name (``amount (l.date)`` is no column's name), or is Oracle's outer-join mark
-    ``(+)``. ``(K-12)``, ``(%)`` and ``(Ages 5-17)`` are names' parts."""
-    if inside.strip() == "+":
+    ``(+)`` or a number alone (``TABLESAMPLE SYSTEM (10)``: an argument, no name's part).
+    ``(K-12)``, ``(%)`` and ``(Ages 5-17)`` are names' parts."""
+    if inside.strip() == "+" or _NUMBER_ALONE.fullmatch(inside):
         return True
     words = re.findall(r"[A-Za-z_]\w*", inside)
     first = inside.lstrip()[:1].isalpha() and words[:1] and words[0].lower() in keywords

@@ -1411,6 +1411,14 @@ def test_an_outer_join_mark_is_no_part_of_a_name() -> None:
     assert not result.faithful
 
 
+def test_a_number_in_brackets_is_no_part_of_a_name() -> None:
+    # A tenth of the rows has no SQLite form: it was quoted as the table's alias, "TABLESAMPLE
+    # SYSTEM (10)", and the result said faithful while every row was read.
+    answer = "SELECT a FROM t TABLESAMPLE SYSTEM (10) WHERE b = 1"
+    result = guide(lambda prompt: answer, SQLITE, "Answer in SQLite.", target=False)
+    assert 'SYSTEM (10)"' not in result.text and not result.faithful
+
+
 @pytest.mark.parametrize(
     ("answer", "fixed"),
     [
