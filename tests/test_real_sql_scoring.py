@@ -367,9 +367,12 @@ def test_rows_compared_with_the_gold_query(tmp_path: Path) -> None:
         ("SELECT name FROM singer", None),
     ],
 )
-def test_an_error_is_named_by_its_class_without_the_querys_names(tmp_path: Path, query: str, label: str) -> None:
+def test_an_error_is_named_by_its_class_without_the_querys_names(tmp_path: Path, query: str, label: str | None) -> None:
     db = _database(tmp_path / "concert_singer.sqlite")
     assert error_class(run_query(db, query).error) == label
+
+
+def test_an_error_no_class_has_is_other() -> None:
     assert error_class("OperationalError: a message no class has") == "other"
 
 
